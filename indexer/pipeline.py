@@ -1,0 +1,374 @@
+"""Incremental indexing: discover, skip what is unchanged, re-chunk what changed, drop what was deleted, then
+embed only content hashes the current model has never embedded.
+
+The contract (DESIGN §3): a second run over unchanged sources reads no file contents (mtime and size say they
+are unchanged) and embeds nothing; an edited file re-chunks and only its new chunk hashes reach the model;
+a deleted file's chunks disappear; event logs are read from the byte offset where the last run stopped; a change
+of chunker settings rebuilds the chunks and a change of model re-embeds everything rather than mix vectors.
+A source that cannot be read is reported and skipped, and whatever it had in the index stays there.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import apsw
+import xxhash
+from filelock import FileLock, Timeout
+
+from . import store
+from .chunker import CHUNKER_VERSION
+from .cjk import index_form
+from .embedder import Embedder, load_embedder, resolve_model
+from .errors import MemsearchError
+from .settings import Settings
+from .sources import (
+    MAX_FILE_BYTES,
+    PARSERS,
+    Draft,
+    SourceError,
+    decode,
+    discover,
+    parse_event_bytes,
+    path_context,
+)
+from .types import IndexReport, Skipped
+
+Progress = Callable[[str, int, int], None]
+EVENT_BLOCK = 8 * 1024 * 1024
+HEAD_BYTES = 4096
+AUTO = object()
+
+
+def embed_input(title: str, text: str) -> str:
+    """The text a chunk is embedded (and content-hashed) as."""
+    return f"{title}\n{text}" if title else text
+
+
+def content_hash(title: str, text: str) -> str:
+    return xxhash.xxh3_128_hexdigest(embed_input(title, text).encode("utf-8", "surrogatepass"))
+
+
+def display_path(path: Path, home: Path) -> str:
+    try:
+        return path.relative_to(home).as_posix()
+    except ValueError:
+        return str(path)
+
+
+@dataclass
+class _Run:
+    settings: Settings
+    conn: apsw.Connection
+    full: bool
+    progress: Progress | None
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(
+        ("scanned", "changed", "unchanged", "deleted", "added", "removed"), 0))
+    skipped: list[Skipped] = field(default_factory=list)
+
+    # -- chunks ---------------------------------------------------------------------------------------------
+    def insert(self, key: str, rel: str, drafts: Iterable[Draft]) -> int:
+        conn, added = self.conn, 0
+        for d in drafts:
+            h = content_hash(d.title, d.text)
+            uid = xxhash.xxh3_64_hexdigest(f"{rel}\0{d.seq}\0{h}".encode("utf-8", "surrogatepass"))[:12]
+            conn.execute(
+                "INSERT OR IGNORE INTO chunks(uid, hash, file, path, seq, kind, category, title, text, line_start,"
+                " line_end, event_id, ts, session_id, project, status) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (uid, h, key, rel, d.seq, d.kind, d.category, d.title, d.text, d.line_start, d.line_end,
+                 d.event_id, d.ts, d.session_id, d.project, d.status),
+            )
+            if conn.changes():
+                conn.execute(
+                    "INSERT INTO chunks_fts(rowid, title, body) VALUES (?, ?, ?)",
+                    (conn.last_insert_rowid(), index_form(d.title), index_form(d.text)),
+                )
+                added += 1
+        self.counts["added"] += added
+        return added
+
+    def remove_file_chunks(self, key: str) -> None:
+        removed = self.conn.execute("SELECT count(*) FROM chunks WHERE file = ?", (key,)).fetchone()[0]
+        self.conn.execute("DELETE FROM chunks WHERE file = ?", (key,))
+        self.counts["removed"] += removed
+
+    def upsert_file(self, key: str, source: str, st, content: str | None, consumed: int, head: str | None) -> None:
+        self.conn.execute(
+            "INSERT OR REPLACE INTO files(path, source, mtime_ns, size, content_hash, consumed, head_hash, chunks,"
+            " indexed_at) VALUES (?, ?, ?, ?, ?, ?, ?, (SELECT count(*) FROM chunks WHERE file = ?), ?)",
+            (key, source, st.st_mtime_ns, st.st_size, content, consumed, head, key, time.time()),
+        )
+
+    def skip(self, rel: str, reason: str) -> None:
+        self.skipped.append(Skipped(rel, reason))
+
+    # -- sources --------------------------------------------------------------------------------------------
+    def index_document(self, path: Path, key: str, rel: str, source: str, st, row) -> None:
+        if st.st_size > MAX_FILE_BYTES:
+            self.skip(rel, f"too large ({st.st_size / 1e6:.1f} MB > {MAX_FILE_BYTES / 1e6:.0f} MB)")
+            return
+        data = path.read_bytes()
+        digest = xxhash.xxh3_128_hexdigest(data)
+        if row is not None and not self.full and row[2] == digest:
+            with self.conn:
+                self.upsert_file(key, source, st, digest, 0, None)
+            self.counts["unchanged"] += 1
+            return
+        s = self.settings
+        try:
+            text = decode(data)
+            parsed = PARSERS[source](path, text, path_context(path, s.home), s.chunk_chars, s.chunk_overlap)
+        except SourceError as exc:
+            self.skip(rel, str(exc))
+            return
+        for problem in parsed.problems:
+            self.skip(rel, problem)
+        with self.conn:
+            self.remove_file_chunks(key)
+            self.upsert_file(key, source, st, digest, 0, None)
+            self.insert(key, rel, parsed.drafts)
+        self.counts["changed"] += 1
+
+    def index_events(self, path: Path, key: str, rel: str, st, row) -> None:
+        s = self.settings
+        with path.open("rb") as f:
+            head_now = f.read(HEAD_BYTES)
+            start = 0
+            if row is not None and not self.full and st.st_size >= row[3] and row[3] > 0:
+                prefix = head_now[: min(row[3], HEAD_BYTES)]
+                if xxhash.xxh3_64_hexdigest(prefix) == row[4]:
+                    start = row[3]
+            f.seek(start)
+            consumed = start
+            first = True
+            while True:
+                block = f.read(EVENT_BLOCK)
+                if not block:
+                    break
+                last_nl = block.rfind(b"\n")
+                if last_nl >= 0 and len(block) == EVENT_BLOCK:
+                    f.seek(consumed + last_nl + 1)
+                    block = block[: last_nl + 1]
+                parsed = parse_event_bytes(block, consumed, s.chunk_chars, s.chunk_overlap)
+                for problem in parsed.problems:
+                    self.skip(rel, problem)
+                with self.conn:
+                    if first and start == 0:
+                        self.remove_file_chunks(key)
+                    consumed += parsed.consumed
+                    head = xxhash.xxh3_64_hexdigest(head_now[: min(consumed, HEAD_BYTES)])
+                    self.upsert_file(key, "events", st, None, consumed, head)
+                    self.insert(key, rel, parsed.drafts)
+                first = False
+                if parsed.consumed < len(block):
+                    if len(block) >= EVENT_BLOCK and parsed.consumed == 0:
+                        self.skip(rel, f"line at byte {consumed}: longer than {EVENT_BLOCK // 2**20} MiB, skipped")
+                        consumed = _skip_line(f, consumed)
+                        continue
+                    break
+            if first:  # an empty file
+                with self.conn:
+                    if start == 0:
+                        self.remove_file_chunks(key)
+                    self.upsert_file(key, "events", st, None, consumed, xxhash.xxh3_64_hexdigest(b""))
+        self.counts["changed"] += 1
+
+    def index_file(self, path: Path, source: str, known: dict[str, tuple]) -> None:
+        key = str(path)
+        rel = display_path(path, self.settings.home)
+        self.counts["scanned"] += 1
+        try:
+            st = path.stat()
+            row = known.get(key)
+            if row is not None and not self.full and row[0] == st.st_mtime_ns and row[1] == st.st_size:
+                self.counts["unchanged"] += 1
+                return
+            if source == "events":
+                self.index_events(path, key, rel, st, row)
+            else:
+                self.index_document(path, key, rel, source, st, row)
+        except OSError as exc:
+            self.skip(rel, f"cannot read: {exc.strerror or exc}")
+
+
+def _skip_line(f, offset: int) -> int:
+    """Seek past the line starting at ``offset``; returns the offset after it."""
+    f.seek(offset)
+    while True:
+        block = f.read(EVENT_BLOCK)
+        if not block:
+            return f.tell()
+        nl = block.find(b"\n")
+        if nl >= 0:
+            f.seek(offset + nl + 1)
+            return offset + nl + 1
+        offset += len(block)
+
+
+def source_roots(settings: Settings) -> list[Path]:
+    return [settings.home, *settings.extra_sources]
+
+
+def _in_scope(key: str, scope: list[Path]) -> bool:
+    return any(key == str(p) or key.startswith(str(p).rstrip("/") + "/") for p in scope)
+
+
+def pending_hashes(conn: apsw.Connection, model_id: str) -> list[tuple[str, int]]:
+    """(hash, a chunk id holding it) for every content hash without a vector of ``model_id``."""
+    return conn.execute(
+        "SELECT hash, min(id) FROM chunks WHERE hash NOT IN (SELECT hash FROM embeddings WHERE model = ?)"
+        " GROUP BY hash ORDER BY min(id)",
+        (model_id,),
+    ).fetchall()
+
+
+def pending_count(conn: apsw.Connection, model_id: str | None) -> int:
+    if model_id is None or store.get_meta(conn, "vector_model") != model_id:
+        return conn.execute("SELECT count(DISTINCT hash) FROM chunks").fetchone()[0]
+    return conn.execute(
+        "SELECT count(DISTINCT hash) FROM chunks WHERE hash NOT IN (SELECT hash FROM embeddings WHERE model = ?)",
+        (model_id,),
+    ).fetchone()[0]
+
+
+def embed_pending(
+    conn: apsw.Connection, embedder: Embedder, *, batch: int = 256, progress: Progress | None = None,
+    limit: int | None = None,
+) -> tuple[int, str | None]:
+    """Embed every chunk hash the model has not embedded; returns (count, note about a model change)."""
+    note = store.ensure_vector_model(conn, embedder.model_id, embedder.dim)
+    todo = pending_hashes(conn, embedder.model_id)
+    if limit is not None:
+        todo = todo[:limit]
+    done = 0
+    for i in range(0, len(todo), batch):
+        part = todo[i : i + batch]
+        ids = [chunk_id for _, chunk_id in part]
+        marks = ",".join("?" * len(ids))
+        rows = {r[0]: r[1:] for r in conn.execute(f"SELECT id, title, text FROM chunks WHERE id IN ({marks})", ids)}
+        texts = [embed_input(*rows[chunk_id]) for chunk_id in ids]
+        vectors = embedder.embed_passages(texts)
+        with conn:
+            for (h, _), vector in zip(part, vectors):
+                conn.execute("INSERT OR IGNORE INTO embeddings(hash, model) VALUES (?, ?)", (h, embedder.model_id))
+                if conn.changes():
+                    conn.execute(
+                        "INSERT INTO vec_chunks(rowid, embedding) VALUES (?, ?)", (conn.last_insert_rowid(), vector)
+                    )
+        done += len(part)
+        if progress:
+            progress("embed", done, len(todo))
+    return done, note
+
+
+def drop_orphan_vectors(conn: apsw.Connection) -> int:
+    """Vectors whose content hash no chunk holds any more."""
+    if not store.vec_table_exists(conn):
+        return 0
+    with conn:
+        orphans = [r[0] for r in conn.execute(
+            "SELECT id FROM embeddings WHERE hash NOT IN (SELECT hash FROM chunks)")]
+        for i in range(0, len(orphans), 500):
+            part = orphans[i : i + 500]
+            marks = ",".join("?" * len(part))
+            conn.execute(f"DELETE FROM vec_chunks WHERE rowid IN ({marks})", part)
+            conn.execute(f"DELETE FROM embeddings WHERE id IN ({marks})", part)
+    return len(orphans)
+
+
+def index(
+    settings: Settings,
+    paths: list[Path] | None = None,
+    *,
+    full: bool = False,
+    embedder: Embedder | None | object = AUTO,
+    progress: Progress | None = None,
+    lock_timeout: float = 600.0,
+) -> IndexReport:
+    """Bring the index up to date with the sources; see the module docstring for the contract.
+
+    ``embedder``: AUTO resolves the configured model (loaded only if something needs embedding); None indexes
+    for BM25 only, leaving chunks pending; an :class:`Embedder` is used as given (tests pass a fake one).
+    """
+    started = time.perf_counter()
+    settings.state_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        with FileLock(str(settings.state_dir / "index.lock"), timeout=lock_timeout):
+            return _index_locked(settings, paths, full, embedder, progress, started)
+    except Timeout:
+        raise MemsearchError(
+            f"another memsearch index run holds {settings.state_dir / 'index.lock'}; wait for it and try again"
+        ) from None
+
+
+def _index_locked(settings, paths, full, embedder, progress, started) -> IndexReport:
+    conn = store.connect(settings.db_path)
+    try:
+        chunker = f"{CHUNKER_VERSION}:{settings.chunk_chars}:{settings.chunk_overlap}"
+        notes: list[str] = []
+        if store.get_meta(conn, "chunker") not in (None, chunker):
+            full = True
+            notes.append("chunker settings changed: every source re-chunked")
+        run = _Run(settings, conn, full, progress)
+        scope = [p.absolute() for p in paths] if paths else source_roots(settings)
+        for p in scope:
+            if not p.exists():
+                run.skip(str(p), "does not exist")
+        known = {r[0]: r[1:] for r in conn.execute(
+            "SELECT path, mtime_ns, size, content_hash, consumed, head_hash FROM files")}
+        found = list(discover([p for p in scope if p.exists()]))
+        seen = set()
+        for i, (path, source) in enumerate(found):
+            seen.add(str(path))
+            run.index_file(path, source, known)
+            if progress and (i % 50 == 0 or i == len(found) - 1):
+                progress("scan", i + 1, len(found))
+        gone = [k for k in known if k not in seen and _in_scope(k, scope)]
+        for key in gone:
+            with conn:
+                run.remove_file_chunks(key)
+                conn.execute("DELETE FROM files WHERE path = ?", (key,))
+        run.counts["deleted"] = len(gone)
+        with conn:
+            store.set_meta(conn, "chunker", chunker)
+            store.set_meta(conn, "last_indexed", store.now_iso())
+        if run.counts["removed"]:
+            drop_orphan_vectors(conn)
+
+        embedded, model_id = 0, None
+        if embedder is AUTO:
+            choice = resolve_model(settings)
+            model_id = choice.model_id
+            if not choice.available:
+                notes.append(f"BM25 only: {choice.reason}")
+            elif pending_count(conn, model_id):
+                embedder = load_embedder(settings)
+            else:
+                embedder = None
+        if embedder is not None and embedder is not AUTO:
+            model_id = embedder.model_id
+            embedded, note = embed_pending(conn, embedder, batch=settings.embed_batch, progress=progress)
+            if note:
+                notes.append(note)
+        pending = pending_count(conn, model_id)
+        c = run.counts
+        return IndexReport(
+            files_scanned=c["scanned"],
+            files_changed=c["changed"],
+            files_unchanged=c["unchanged"],
+            files_deleted=c["deleted"],
+            skipped=tuple(run.skipped),
+            chunks_added=c["added"],
+            chunks_removed=c["removed"],
+            chunks_embedded=embedded,
+            chunks_pending=pending,
+            model=model_id,
+            model_note="; ".join(notes) or None,
+            full=full,
+            seconds=round(time.perf_counter() - started, 3),
+        )
+    finally:
+        conn.close()

@@ -1,0 +1,374 @@
+"""Finding sources in the memory root and turning each kind into drafts of chunks.
+
+Kinds of source, by path:
+
+- ``events/*.jsonl``: hook events, one JSON object per line, read incrementally by byte offset;
+- ``facts.json`` anywhere: ``{"facts": [...]}``, one chunk per fact;
+- other ``*.json``: memory records (``title``, ``tags``, ``record_status``, ``updated_at`` and content fields);
+- ``*.md`` / ``*.markdown`` / ``*.txt``: notes, heading-aware.
+
+Every text goes through the privacy filter here, before it can be stored. A source that cannot be read raises
+:class:`SourceError` with a one-line reason; an event line that cannot be read is reported and skipped alone.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from .chunker import parse_front_matter, split_markdown, split_plain
+from .privacy import redact
+
+NOTE_SUFFIXES = (".md", ".markdown", ".txt")
+MAX_FILE_BYTES = 20 * 1024 * 1024
+MAX_EVENT_LINE_BYTES = 1024 * 1024
+MAX_JSON_DEPTH = 64
+SKIP_DIRS = {".memsearch", ".git", "node_modules", "__pycache__", ".venv"}
+_DATE_RE = re.compile(r"(\d{4}-\d{2}-\d{2})")
+
+
+class SourceError(Exception):
+    """A source that is skipped; the message is the one-line reason."""
+
+
+@dataclass
+class Draft:
+    kind: str
+    category: str
+    title: str
+    text: str
+    line_start: int | None = None
+    line_end: int | None = None
+    event_id: str | None = None
+    ts: str | None = None
+    session_id: str | None = None
+    project: str | None = None
+    status: str | None = None
+    seq: int = 0
+
+
+@dataclass
+class Parsed:
+    drafts: list[Draft] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # per-line skips and privacy warnings
+    consumed: int = 0  # events: bytes read through the last complete line
+
+
+def classify(path: Path) -> str | None:
+    """Which parser reads ``path``: ``events``, ``facts``, ``record``, ``note``, or None to ignore it."""
+    name = path.name.lower()
+    if name == "memsearch.toml" or name.startswith("."):
+        return None
+    if name.endswith(".jsonl") and path.parent.name == "events":
+        return "events"
+    if name == "facts.json":
+        return "facts"
+    if name.endswith(".json"):
+        return "record"
+    if name.endswith(NOTE_SUFFIXES):
+        return "note"
+    return None
+
+
+def discover(roots: list[Path]) -> Iterator[tuple[Path, str]]:
+    """Every indexable file under ``roots`` (files or folders), without following directory symlinks."""
+    seen: set[Path] = set()
+    for root in roots:
+        if root.is_file():
+            source = classify(root) or "note"
+            if root not in seen:
+                seen.add(root)
+                yield root, source
+            continue
+        for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+            dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
+            for name in sorted(filenames):
+                path = Path(dirpath) / name
+                source = classify(path)
+                if source and path not in seen:
+                    seen.add(path)
+                    yield path, source
+
+
+def decode(data: bytes, what: str = "file") -> str:
+    if b"\x00" in data[:8192]:
+        raise SourceError(f"binary {what} (NUL bytes)")
+    try:
+        return data.decode("utf-8-sig" if data.startswith(b"\xef\xbb\xbf") else "utf-8")
+    except UnicodeDecodeError as exc:
+        raise SourceError(f"not valid UTF-8 at byte {exc.start}") from None
+
+
+def load_json(text: str) -> Any:
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        raise SourceError(f"invalid JSON: {str(exc).splitlines()[0]}") from None
+    if _depth(value) > MAX_JSON_DEPTH:
+        raise SourceError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
+    return value
+
+
+def _depth(value: Any, level: int = 0) -> int:
+    if level > MAX_JSON_DEPTH:
+        return level
+    if isinstance(value, dict):
+        return max((_depth(v, level + 1) for v in value.values()), default=level + 1)
+    if isinstance(value, list):
+        return max((_depth(v, level + 1) for v in value), default=level + 1)
+    return level
+
+
+def normalize_ts(value: Any) -> str | None:
+    """An ISO-8601 local timestamp ``YYYY-MM-DDTHH:MM:SS`` from a string or epoch seconds, or None."""
+    if value is None or value == "":
+        return None
+    try:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            stamp = datetime.fromtimestamp(value / 1000 if value > 1e11 else value)
+        else:
+            text = str(value).strip().replace("Z", "+00:00")
+            stamp = datetime.fromisoformat(text)
+            if stamp.tzinfo is not None:
+                stamp = stamp.astimezone().replace(tzinfo=None)
+    except (ValueError, OverflowError, OSError):
+        m = _DATE_RE.search(str(value))
+        return f"{m.group(1)}T00:00:00" if m else None
+    return stamp.strftime("%Y-%m-%dT%H:%M:%S")
+
+
+def mtime_ts(path: Path) -> str | None:
+    try:
+        return normalize_ts(path.stat().st_mtime)
+    except OSError:
+        return None
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a file's place in the memory layout says about its chunks."""
+
+    category: str
+    session_id: str | None = None
+    project: str | None = None
+    ts: str | None = None
+
+
+def path_context(path: Path, home: Path) -> Context:
+    """``daily/2026-11-20.md`` is dated; ``sessions/<id>.md`` has a session; ``areas/projects/<p>/`` a project."""
+    try:
+        parts = path.relative_to(home).parts
+    except ValueError:
+        return Context(category="external")
+    if len(parts) == 1:
+        return Context(category="memory")
+    top = parts[0]
+    if top == "daily":
+        m = _DATE_RE.search(path.stem)
+        return Context("daily", ts=f"{m.group(1)}T00:00:00" if m else None)
+    if top == "sessions":
+        return Context("session", session_id=path.stem)
+    if top == "areas" and len(parts) >= 4:
+        area = parts[1].rstrip("s") or parts[1]
+        return Context(area, project=parts[2] if parts[1] == "projects" else None)
+    return Context(top)
+
+
+class _Cleaner:
+    """Applies the privacy filter and keeps its warnings."""
+
+    def __init__(self) -> None:
+        self.problems: list[str] = []
+
+    def __call__(self, text: str) -> str:
+        result = redact(text)
+        self.problems.extend(f"privacy: {w}" for w in result.warnings)
+        return result.text
+
+
+def parse_note(path: Path, text: str, ctx: Context, chunk_chars: int, overlap: int) -> Parsed:
+    clean = _Cleaner()
+    text = clean(text)
+    lines = text.split("\n")
+    front = parse_front_matter(lines).fields
+    title = str(front.get("title") or path.stem)
+    tags = front.get("tags")
+    status = front.get("status")
+    category = str(front.get("category") or ctx.category)
+    ts = normalize_ts(front.get("date") or front.get("updated") or front.get("created")) or ctx.ts or mtime_ts(path)
+    drafts = []
+    for seq, piece in enumerate(split_markdown(text, title, chunk_chars, overlap)):
+        body = piece.text
+        if tags and seq == 0:
+            body = f"{body}\ntags: {', '.join(map(str, tags)) if isinstance(tags, list) else tags}"
+        drafts.append(
+            Draft(
+                kind="note",
+                category=category,
+                title=piece.title,
+                text=body,
+                line_start=piece.line_start,
+                line_end=piece.line_end,
+                ts=ts,
+                session_id=str(front.get("session_id") or ctx.session_id or "") or None,
+                project=str(front.get("project") or ctx.project or "") or None,
+                status=str(status).lower() if isinstance(status, str) and status else None,
+                seq=seq,
+            )
+        )
+    return Parsed(drafts, clean.problems)
+
+
+def parse_facts(path: Path, text: str, ctx: Context, chunk_chars: int, overlap: int) -> Parsed:
+    data = load_json(text)
+    facts = data.get("facts") if isinstance(data, dict) else data
+    if not isinstance(facts, list):
+        raise SourceError('facts.json must hold {"facts": [...]}')
+    clean = _Cleaner()
+    area = path.parent.name
+    drafts: list[Draft] = []
+    for i, fact in enumerate(facts):
+        if not isinstance(fact, dict) or not isinstance(fact.get("fact"), str) or not fact["fact"].strip():
+            clean.problems.append(f"fact #{i + 1}: no text in its 'fact' field, skipped")
+            continue
+        body = fact["fact"].strip()
+        if isinstance(fact.get("evidence"), str) and fact["evidence"].strip():
+            body += f"\nevidence: {fact['evidence'].strip()}"
+        status = fact.get("status")
+        drafts.append(
+            Draft(
+                kind="fact",
+                category=str(fact.get("category") or ctx.category),
+                title=f"{area} fact {fact.get('id', i + 1)}",
+                text=clean(body),
+                event_id=str(fact["id"]) if fact.get("id") is not None else None,
+                ts=normalize_ts(fact.get("timestamp")) or mtime_ts(path),
+                project=ctx.project,
+                status=str(status).lower() if status else "active",
+                seq=i,
+            )
+        )
+    return Parsed(drafts, clean.problems)
+
+
+_RECORD_META = {"title", "tags", "record_status", "status", "updated_at", "created_at", "id", "category"}
+
+
+def _render_value(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "\n".join(f"- {_render_value(v)}" for v in value)
+    if isinstance(value, dict):
+        return "\n".join(f"{k}: {_render_value(v)}" for k, v in value.items())
+    return "" if value is None else str(value)
+
+
+def parse_record(path: Path, text: str, ctx: Context, chunk_chars: int, overlap: int) -> Parsed:
+    data = load_json(text)
+    records = data if isinstance(data, list) else [data]
+    clean = _Cleaner()
+    drafts: list[Draft] = []
+    for r, record in enumerate(records):
+        if not isinstance(record, dict):
+            clean.problems.append(f"record #{r + 1}: not a JSON object, skipped")
+            continue
+        title = str(record.get("title") or path.stem)
+        lines = [f"{key}: {_render_value(v)}" for key, v in record.items() if key not in _RECORD_META and v]
+        tags = record.get("tags")
+        if tags:
+            lines.append(f"tags: {', '.join(map(str, tags)) if isinstance(tags, list) else tags}")
+        body = clean("\n".join(lines).strip())
+        if not body:
+            clean.problems.append(f"record #{r + 1}: no content, skipped")
+            continue
+        status = record.get("record_status") or record.get("status")
+        for part, chunk in enumerate(split_plain(body, chunk_chars, overlap)):
+            drafts.append(
+                Draft(
+                    kind="note",
+                    category=str(record.get("category") or ctx.category),
+                    title=clean(title),
+                    text=chunk,
+                    event_id=str(record["id"]) if record.get("id") is not None else None,
+                    ts=normalize_ts(record.get("updated_at") or record.get("created_at")) or mtime_ts(path),
+                    project=ctx.project,
+                    status=str(status).lower() if status else None,
+                    seq=len(drafts),
+                )
+            )
+    return Parsed(drafts, clean.problems)
+
+
+def event_title(event: dict[str, Any]) -> str:
+    meta = event.get("metadata") if isinstance(event.get("metadata"), dict) else {}
+    parts = [str(event.get("type") or "event"), event.get("tool_name"), meta.get("speaker")]
+    return " · ".join(str(p) for p in parts if p)
+
+
+def event_drafts(event: dict[str, Any], offset: int, chunk_chars: int, overlap: int, clean: _Cleaner) -> list[Draft]:
+    """The chunks of one event: one, or several when its content is long (same event id, consecutive seq)."""
+    content = event.get("content")
+    if not isinstance(content, str) or not content.strip():
+        raise SourceError("event without text in 'content'")
+    event_id = str(event.get("id") or f"@{offset}")
+    etype = str(event.get("type") or "event")
+    text = clean(content)
+    title = clean(event_title(event))
+    return [
+        Draft(
+            kind="event",
+            category=etype,
+            title=title,
+            text=part,
+            event_id=event_id,
+            ts=normalize_ts(event.get("ts")),
+            session_id=str(event["session_id"]) if event.get("session_id") else None,
+            project=str(event["project"]) if event.get("project") else None,
+            seq=offset * 1000 + i,
+        )
+        for i, part in enumerate(split_plain(text, chunk_chars, overlap))
+    ]
+
+
+def parse_event_bytes(data: bytes, base: int, chunk_chars: int, overlap: int) -> Parsed:
+    """Events from ``data``, which starts at byte ``base`` of its file.
+
+    Only complete lines are read (a trailing line without its newline is read only if it already holds a whole
+    JSON object), so a line being appended by a hook is picked up by the next run instead of being torn.
+    """
+    clean = _Cleaner()
+    out = Parsed()
+    pos = 0
+    n = len(data)
+    while pos < n:
+        nl = data.find(b"\n", pos)
+        end = n if nl < 0 else nl + 1
+        line = data[pos : end].strip()
+        offset = base + pos
+        if line:
+            try:
+                if len(line) > MAX_EVENT_LINE_BYTES:
+                    raise SourceError(f"line longer than {MAX_EVENT_LINE_BYTES // 1024} KiB")
+                event = load_json(decode(line, "line"))
+                if not isinstance(event, dict):
+                    raise SourceError("not a JSON object")
+                out.drafts.extend(event_drafts(event, offset, chunk_chars, overlap, clean))
+            except SourceError as exc:
+                if nl < 0:
+                    break  # an incomplete last line: leave it for the next run
+                out.problems.append(f"line at byte {offset}: {exc}")
+        pos = end
+        out.consumed = pos
+    out.problems[:0] = clean.problems
+    return out
+
+
+PARSERS = {"note": parse_note, "facts": parse_facts, "record": parse_record}

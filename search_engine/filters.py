@@ -1,0 +1,95 @@
+"""Search filters, applied as SQL conditions on the chunks table inside both the BM25 and the vector query."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import date, timedelta
+
+from indexer.errors import UsageError
+from indexer.types import HIDDEN_STATUSES, KINDS
+
+_RELATIVE_RE = re.compile(r"^(\d+)([dwmy])$")
+
+
+def parse_date(value: str | None, *, end: bool = False) -> str | None:
+    """A filter bound as a local ISO timestamp: ``YYYY-MM-DD``, a full ISO timestamp, ``today``, ``yesterday`` or
+    a relative age such as ``7d``, ``2w``, ``3m``, ``1y``. An ``end`` date covers that whole day.
+
+    >>> parse_date("2026-11-02", end=True)
+    '2026-11-02T23:59:59'
+    """
+    if value is None or not value.strip():
+        return None
+    text = value.strip().lower()
+    today = date.today()
+    m = _RELATIVE_RE.match(text)
+    if text in ("today", "yesterday"):
+        day = today - timedelta(days=1 if text == "yesterday" else 0)
+    elif m:
+        n, unit = int(m.group(1)), m.group(2)
+        day = today - timedelta(days=n * {"d": 1, "w": 7, "m": 30, "y": 365}[unit])
+    else:
+        try:
+            if len(text) == 10:
+                day = date.fromisoformat(text)
+            else:
+                from datetime import datetime
+
+                return datetime.fromisoformat(value.strip()).strftime("%Y-%m-%dT%H:%M:%S")
+        except ValueError:
+            raise UsageError(f"invalid date {value!r}: use YYYY-MM-DD, an ISO timestamp, today, or 7d/2w/3m/1y") from None
+    return f"{day.isoformat()}T23:59:59" if end else f"{day.isoformat()}T00:00:00"
+
+
+@dataclass(frozen=True)
+class Filters:
+    kind: str | None = None
+    category: str | None = None
+    session: str | None = None
+    project: str | None = None
+    since: str | None = None
+    until: str | None = None
+    all_status: bool = False
+    exclude_session: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind is not None and self.kind not in KINDS:
+            raise UsageError(f"invalid kind {self.kind!r}: use one of {', '.join(KINDS)}")
+
+    @classmethod
+    def build(cls, *, since: str | None = None, until: str | None = None, **kw) -> Filters:
+        return cls(since=parse_date(since), until=parse_date(until, end=True), **kw)
+
+    def sql(self, alias: str = "c") -> tuple[str, list]:
+        """``(condition, params)`` for a WHERE clause; the condition is ``1`` when nothing filters."""
+        conds: list[str] = []
+        params: list = []
+        for column, value in (
+            ("kind", self.kind),
+            ("category", self.category),
+            ("session_id", self.session),
+            ("project", self.project),
+        ):
+            if value is not None:
+                conds.append(f"{alias}.{column} = ?")
+                params.append(value)
+        if self.since:
+            conds.append(f"{alias}.ts >= ?")
+            params.append(self.since)
+        if self.until:
+            conds.append(f"{alias}.ts <= ?")
+            params.append(self.until)
+        if not self.all_status:
+            marks = ",".join("?" * len(HIDDEN_STATUSES))
+            conds.append(f"coalesce({alias}.status, '') NOT IN ({marks})")
+            params.extend(HIDDEN_STATUSES)
+        if self.exclude_session:
+            conds.append(f"coalesce({alias}.session_id, '') != ?")
+            params.append(self.exclude_session)
+        return (" AND ".join(conds) or "1"), params
+
+    @property
+    def selective(self) -> bool:
+        """True when something beyond the default status filter narrows the set."""
+        return any((self.kind, self.category, self.session, self.project, self.since, self.until))

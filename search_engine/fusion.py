@@ -1,0 +1,99 @@
+"""Ranking math, pure: no SQL, no models. The formulas are in the docstrings and the tests use hand-computed
+numbers."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+K = TypeVar("K", bound=Hashable)
+_SPACE_RE = re.compile(r"\s+")
+
+
+def reciprocal_rank_fusion(
+    rankings: Sequence[Sequence[K]], k: int = 60, weights: Sequence[float] | None = None
+) -> list[tuple[K, float]]:
+    """Fuse ranked lists: ``score(d) = Σ_i w_i / (k + rank_i(d))`` with 1-based ranks; a list that does not
+    hold ``d`` adds nothing. Ties break by the best rank in any list, then by first appearance, so the result
+    does not depend on the order in which the lists are given (for equal weights).
+
+    >>> reciprocal_rank_fusion([["a", "b"], ["b", "c"]], k=60)
+    [('b', 0.03252247488101534), ('a', 0.01639344262295082), ('c', 0.016129032258064516)]
+    """
+    if weights is None:
+        weights = [1.0] * len(rankings)
+    if len(weights) != len(rankings):
+        raise ValueError("one weight per ranking")
+    scores: dict[K, float] = {}
+    best: dict[K, int] = {}
+    for ranking, weight in zip(rankings, weights):
+        for rank, key in enumerate(ranking, start=1):
+            scores[key] = scores.get(key, 0.0) + weight / (k + rank)
+            best[key] = min(best.get(key, rank), rank)
+    return sorted(scores.items(), key=lambda kv: (-kv[1], best[kv[0]], repr(kv[0])))
+
+
+def trigrams(text: str) -> frozenset[str]:
+    """Character trigrams of the lower-cased text with white space folded (texts under 3 characters give
+    themselves).
+
+    >>> sorted(trigrams("Abcd"))
+    ['abc', 'bcd']
+    """
+    norm = _SPACE_RE.sub(" ", text.lower()).strip()
+    if len(norm) < 3:
+        return frozenset([norm]) if norm else frozenset()
+    return frozenset(norm[i : i + 3] for i in range(len(norm) - 2))
+
+
+def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    """``|A ∩ B| / |A ∪ B|``; two empty sets are identical (1.0).
+
+    >>> jaccard(frozenset("ab"), frozenset("bc"))
+    0.3333333333333333
+    """
+    if not a and not b:
+        return 1.0
+    return len(a & b) / len(a | b)
+
+
+@dataclass(frozen=True)
+class DedupDecision:
+    key: Hashable
+    duplicate_of: Hashable
+    similarity: float
+
+
+def dedup(
+    ranked: Sequence[tuple[K, str]], threshold: float, limit: int | None = None
+) -> tuple[list[K], list[DedupDecision]]:
+    """Walk ``(key, text)`` best first; drop an item whose trigram Jaccard with an already kept one is at least
+    ``threshold``. Stops once ``limit`` items are kept. Returns the kept keys and the hidden ones with the kept
+    item each duplicated.
+
+    >>> dedup([("a", "the same text"), ("b", "the same text!"), ("c", "other")], 0.8)[0]
+    ['a', 'c']
+    """
+    kept: list[tuple[K, frozenset[str]]] = []
+    hidden: list[DedupDecision] = []
+    for key, text in ranked:
+        if limit is not None and len(kept) >= limit:
+            break
+        grams = trigrams(text)
+        match = None
+        for other, other_grams in kept:
+            # |A∩B|/|A∪B| ≤ min/max: skip pairs whose sizes alone rule a match out
+            small, large = sorted((len(grams), len(other_grams)))
+            if large and small / large < threshold:
+                continue
+            sim = jaccard(grams, other_grams)
+            if sim >= threshold:
+                match = (other, sim)
+                break
+        if match is None:
+            kept.append((key, grams))
+        else:
+            hidden.append(DedupDecision(key, match[0], round(match[1], 4)))
+    return [key for key, _ in kept], hidden

@@ -1,0 +1,80 @@
+"""Turning user text into FTS5 queries that can never break FTS5 syntax.
+
+:func:`terms` splits the text the way the index's unicode61 tokenizer does (letters and digits; everything else,
+quotes, ``AND``-as-syntax, ``NEAR``, ``*``, ``-``, ``:``, parentheses and emoji, separates), and
+:func:`fts_query` quotes every term, so operators in user text are just words. CJK runs become the phrase of
+their bigrams (see :mod:`indexer.cjk`). Multi-word queries run as AND first and relax to OR when that finds too
+little; the whole query is never one phrase.
+
+>>> fts_query(terms('fix "NEAR(a b)" -- crash: 東京'), "AND")
+'"fix" AND "near" AND "crash" AND "東京"'
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from indexer.cjk import CJK_RUN_RE, query_bigrams
+
+MAX_TERMS = 32
+_WORD_RE = re.compile(r"[^\W_]+")
+
+STOPWORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before being below between
+    both but by can could did do does doing down during each few for from further had has have having he her here
+    hers herself him himself his how i if in into is it its itself just me more most my myself no nor not now of
+    off on once only or other our ours ourselves out over own same she should so some such than that the their
+    theirs them themselves then there these they this those through to too under until up very was we were what
+    when where which while who whom why will with would you your yours yourself yourselves""".split()
+)
+
+
+@dataclass(frozen=True)
+class Term:
+    text: str
+    cjk: bool = False
+
+    def fts(self) -> str:
+        if not self.cjk:
+            return f'"{self.text}"'
+        grams = query_bigrams(self.text)
+        if len(self.text) == 1:
+            return f'"{self.text}"*'
+        return '"' + " ".join(grams) + '"'
+
+
+def terms(text: str) -> list[Term]:
+    """The searchable terms of ``text``, in order, lower-cased, without repeats."""
+    out: list[Term] = []
+    seen: set[str] = set()
+    pos = 0
+    for m in CJK_RUN_RE.finditer(text):
+        _words(text[pos : m.start()], out, seen)
+        if m.group(0) not in seen:
+            seen.add(m.group(0))
+            out.append(Term(m.group(0), cjk=True))
+        pos = m.end()
+    _words(text[pos:], out, seen)
+    return out[:MAX_TERMS]
+
+
+def _words(text: str, out: list[Term], seen: set[str]) -> None:
+    for m in _WORD_RE.finditer(text):
+        word = m.group(0).lower()
+        if word not in seen:
+            seen.add(word)
+            out.append(Term(word))
+
+
+def content_terms(all_terms: list[Term]) -> list[Term]:
+    """Drop English stopwords, unless that would leave nothing."""
+    kept = [t for t in all_terms if t.cjk or t.text not in STOPWORDS]
+    return kept or all_terms
+
+
+def fts_query(query_terms: list[Term], op: str = "AND") -> str:
+    """An FTS5 MATCH expression joining the quoted terms with ``op`` (AND or OR); '' when there are none."""
+    if op not in ("AND", "OR"):
+        raise ValueError(op)
+    return f" {op} ".join(t.fts() for t in query_terms)

@@ -1,0 +1,136 @@
+"""Plain-text rendering of results for people (``--json`` is the machine shape)."""
+
+from __future__ import annotations
+
+import textwrap
+from typing import Any
+
+from indexer.types import ChunkView, Health, Hit, IndexReport, SearchResult
+
+SNIPPET_CHARS = 240
+
+
+def _snippet(text: str, limit: int = SNIPPET_CHARS) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+def _location(hit: Hit) -> str:
+    if hit.line_start is not None:
+        end = f"-{hit.line_end}" if hit.line_end and hit.line_end != hit.line_start else ""
+        return f"{hit.path}:{hit.line_start}{end}"
+    if hit.event_id:
+        return f"{hit.path} event {hit.event_id}"
+    return hit.path
+
+
+def health_line(h: Health) -> str:
+    if not h.index_exists:
+        return "index: never built; run `memsearch index`"
+    parts = [f"{h.chunks} chunks indexed", f"{h.pending_embeddings} awaiting embeddings"]
+    parts.append(f"last indexed {h.last_indexed}")
+    return "index: " + ", ".join(parts)
+
+
+def mode_line(result: SearchResult) -> str:
+    line = f"mode_used: {result.mode_used}"
+    if result.mode_used != result.mode_requested:
+        line += f" (requested {result.mode_requested}: {result.fallback_reason})"
+    elif result.fallback_reason:
+        line += f" ({result.fallback_reason})"
+    return line
+
+
+def search_text(result: SearchResult, fmt: str = "full") -> str:
+    out = [mode_line(result)]
+    if not result.hits:
+        if not result.health.index_exists:
+            out.append("No results: the index was never built; run `memsearch index`.")
+        elif result.health.chunks == 0:
+            out.append("No results: the index is empty (no sources found); add notes and run `memsearch index`.")
+        else:
+            out.append("No results.")
+    for rank, hit in enumerate(result.hits, start=1):
+        date = (hit.ts or "")[:10]
+        if fmt == "index":
+            out.append(f"{hit.id}  {hit.score:.4f}  {hit.kind:<5} {date:<10}  {_snippet(hit.title or hit.text, 70)}")
+            continue
+        ranks = " · ".join(
+            f"{name} #{r}" for name, r in (("bm25", hit.bm25_rank), ("vector", hit.vector_rank)) if r is not None
+        )
+        out.append(f"{rank:>2}. [{hit.kind}/{hit.category}] {hit.title}  ({hit.score:.4f}; {ranks})")
+        meta = " · ".join(x for x in (_location(hit), date, f"id {hit.id}") if x)
+        out.append(f"    {meta}")
+        out.append(textwrap.indent(_snippet(hit.text), "    "))
+    if result.hidden_duplicates:
+        out.append(f"({result.hidden_duplicates} near-duplicate(s) hidden)")
+    if result.explain is not None:
+        out.append("")
+        out.append(f"explain: lexical query {result.lexical_query!r}")
+        for e in result.explain:
+            b = f"bm25 #{e.bm25_rank} -> {e.bm25_contribution:.5f}" if e.bm25_rank else "bm25 -"
+            v = f"vector #{e.vector_rank} -> {e.vector_contribution:.5f}" if e.vector_rank else "vector -"
+            tail = f"  HIDDEN: duplicate of {e.duplicate_of} (trigram Jaccard {e.similarity:.3f})" if e.duplicate_of else ""
+            out.append(f"  {e.id}: {b} + {v} = {e.score:.5f}{tail}")
+    out.append(health_line(result.health))
+    return "\n".join(out)
+
+
+def index_text(report: IndexReport) -> str:
+    out = [
+        f"files: {report.files_scanned} scanned, {report.files_changed} changed, {report.files_unchanged} unchanged,"
+        f" {report.files_deleted} deleted, {len(report.skipped)} skipped",
+        f"chunks: {report.chunks_added} added, {report.chunks_removed} removed, {report.chunks_embedded} embedded,"
+        f" {report.chunks_pending} awaiting embeddings",
+        f"model: {report.model or 'none'}",
+    ]
+    if report.chunks_embedded == 0 and report.model and report.chunks_pending == 0:
+        out[-1] += " (nothing new to embed)"
+    if report.model_note:
+        out.append(f"note: {report.model_note}")
+    for s in report.skipped[:50]:
+        out.append(f"skipped: {s.path}: {s.reason}")
+    if len(report.skipped) > 50:
+        out.append(f"... and {len(report.skipped) - 50} more skipped (see --json)")
+    out.append(f"time: {report.seconds:.2f}s{' (full rebuild)' if report.full else ''}")
+    return "\n".join(out)
+
+
+def show_text(view: ChunkView) -> str:
+    h = view.chunk
+    out = [
+        f"id: {h.id}",
+        f"kind: {h.kind}/{h.category}" + (f"  status: {h.status}" if h.status else ""),
+        f"title: {h.title}",
+        f"source: {_location(h)}",
+    ]
+    for label, value in (("date", h.ts), ("session", h.session_id), ("project", h.project)):
+        if value:
+            out.append(f"{label}: {value}")
+    out.append(f"neighbours: previous {view.previous_id or '-'} · next {view.next_id or '-'}"
+               f" ({view.source_chunks} chunks in this source)")
+    out.append("")
+    out.append(h.text)
+    return "\n".join(out)
+
+
+def status_text(info: dict[str, Any]) -> str:
+    m = info["model"]
+    model = f"{m['id']} ({m['source']}{', ' + m['path'] if m['path'] else ''})" if m["available"] else (
+        f"none: {m['reason']}")
+    out = [
+        f"home: {info['home']}",
+        f"index: {info['db_path']}" + ("" if info["index_exists"] else " (never built; run `memsearch index`)"),
+        f"model: {model}",
+        f"chunks: {info['chunks']}" + (
+            " (" + ", ".join(f"{k} {v}" for k, v in info["chunks_by_kind"].items()) + ")" if info["chunks_by_kind"] else ""),
+        f"files: {info['files']}",
+        f"awaiting embeddings: {info['pending_embeddings']}",
+        f"index built with model: {info['index_model'] or '-'}",
+        f"last indexed: {info['last_indexed'] or 'never'}",
+        f"database size: {info['db_bytes'] / 1e6:.2f} MB",
+        "settings:",
+    ]
+    for name, entry in info["settings"].items():
+        out.append(f"  {name} = {entry['value']}  [{entry['from']}]")
+    return "\n".join(out)

@@ -1,0 +1,165 @@
+"""The search API used by the CLI, the hooks and the MCP server.
+
+``search()`` runs the BM25 list and the vector list over a candidate pool (at least ``settings.candidates`` each),
+fuses them with weighted reciprocal rank fusion, hides near-duplicates by character-trigram Jaccard and returns
+a :class:`SearchResult` that also says which mode actually ran, why, and how healthy the index is.
+
+>>> from indexer.settings import resolve_settings
+>>> search(resolve_settings("/tmp/memsearch-doctest-empty"), "anything", mode="bm25").health.index_exists
+False
+"""
+
+from __future__ import annotations
+
+import apsw
+
+from indexer import store
+from indexer.embedder import Embedder, ModelChoice, load_embedder, resolve_model
+from indexer.errors import ModelUnavailable, UsageError
+from indexer.settings import Settings
+from indexer.status import health, open_existing
+from indexer.types import Explanation, Hit, SearchResult
+
+from .filters import Filters
+from .fusion import dedup, reciprocal_rank_fusion
+from .lexical import lexical_search
+from .vector import vector_ranking
+
+MODES = ("hybrid", "bm25", "vector")
+MAX_K = 200
+_AUTO = object()
+_HIT_COLUMNS = (
+    "id, uid, kind, category, title, text, path, line_start, line_end, ts, session_id, project, status, event_id"
+)
+
+
+def _vectors_ready(conn: apsw.Connection, model_id: str | None) -> str | None:
+    """None when the index holds vectors of ``model_id``; otherwise why not."""
+    indexed = store.get_meta(conn, "vector_model")
+    if indexed is None or not store.vec_table_exists(conn):
+        return "the index has no vectors yet; run `memsearch index` to embed"
+    if indexed != model_id:
+        return f"the index holds vectors of {indexed}, not of the current model {model_id}; run `memsearch index`"
+    return None
+
+
+def _fetch(conn: apsw.Connection, ids: list[int]) -> dict[int, tuple]:
+    if not ids:
+        return {}
+    marks = ",".join("?" * len(ids))
+    return {row[0]: row for row in conn.execute(f"SELECT {_HIT_COLUMNS} FROM chunks WHERE id IN ({marks})", ids)}
+
+
+def search(
+    settings: Settings,
+    query: str,
+    *,
+    mode: str = "hybrid",
+    k: int = 10,
+    filters: Filters | None = None,
+    raw: bool = False,
+    explain: bool = False,
+    embedder: Embedder | None | object = _AUTO,
+    conn: apsw.Connection | None = None,
+) -> SearchResult:
+    """Search the index; see the module docstring. ``embedder`` may be a loaded one (the warm server) or a
+    fake (tests); by default the configured model is loaded only if the vector list is needed."""
+    if mode not in MODES:
+        raise UsageError(f"invalid mode {mode!r}: use hybrid, bm25 or vector")
+    if not 1 <= k <= MAX_K:
+        raise UsageError(f"-k must be between 1 and {MAX_K}")
+    filters = filters or Filters()
+    if embedder is _AUTO:
+        choice = resolve_model(settings)
+    elif embedder is None:
+        choice = ModelChoice(False, None, reason="embeddings disabled for this search")
+    else:
+        choice = ModelChoice(True, embedder.model_id, dim=embedder.dim)
+    if mode == "vector" and not choice.available:
+        raise ModelUnavailable(f"--mode vector needs an embedding model: {choice.reason}")
+
+    own = conn is None
+    conn = open_existing(settings) if own else conn
+    try:
+        return _search(settings, conn, query, mode, k, filters, raw, explain, embedder, choice)
+    finally:
+        if own and conn is not None:
+            conn.close()
+
+
+def _search(settings, conn, query, mode, k, filters, raw, explain, embedder, choice) -> SearchResult:
+    state = health(conn, choice)
+    mode_used, reason = mode, None
+    if conn is None:
+        if mode == "hybrid":
+            mode_used = "bm25" if not choice.available else "hybrid"
+            reason = choice.reason
+        return SearchResult(query, mode, mode_used, reason, state, (), 0, None, () if explain else None)
+
+    not_ready = _vectors_ready(conn, choice.model_id) if choice.available else choice.reason
+    if mode == "vector" and not_ready:
+        raise ModelUnavailable(f"--mode vector cannot run: {not_ready}")
+    if mode == "hybrid" and not_ready:
+        mode_used, reason = "bm25", not_ready
+
+    pool = max(settings.candidates, k)
+    lexical_ids: list[int] = []
+    expression = None
+    if mode_used in ("hybrid", "bm25"):
+        lexical = lexical_search(conn, query, filters, pool, raw=raw)
+        lexical_ids, expression = lexical.ids, lexical.expression
+    vector_ids: list[int] = []
+    if mode_used in ("hybrid", "vector") and query.strip():
+        try:
+            model = load_embedder(settings) if embedder is _AUTO else embedder
+            qvec = model.embed_query(query)
+            vector_ids = vector_ranking(conn, qvec, filters, pool, choice.model_id)
+        except ModelUnavailable as exc:
+            if mode_used == "vector":
+                raise
+            mode_used, reason = "bm25", str(exc)
+
+    if mode_used == "hybrid":
+        rankings, weights = [lexical_ids, vector_ids], [settings.bm25_weight, settings.vector_weight]
+    elif mode_used == "bm25":
+        rankings, weights = [lexical_ids, []], [settings.bm25_weight, settings.vector_weight]
+    else:
+        rankings, weights = [[], vector_ids], [settings.bm25_weight, settings.vector_weight]
+    fused = reciprocal_rank_fusion(rankings, k=settings.rrf_k, weights=weights)
+    rows = _fetch(conn, [cid for cid, _ in fused])
+    fused = [(cid, score) for cid, score in fused if cid in rows]
+    kept, hidden = dedup([(cid, rows[cid][5]) for cid, _ in fused], settings.dedup_threshold, limit=k)
+
+    bm25_rank = {cid: r for r, cid in enumerate(lexical_ids, start=1)}
+    vec_rank = {cid: r for r, cid in enumerate(vector_ids, start=1)}
+    scores = dict(fused)
+    hits = tuple(_hit(rows[cid], scores[cid], bm25_rank.get(cid), vec_rank.get(cid)) for cid in kept)
+    explanation = None
+    if explain:
+        uid = {cid: rows[cid][1] for cid in rows}
+        hidden_of = {d.key: d for d in hidden}
+        explanation = tuple(
+            Explanation(
+                id=uid[cid],
+                bm25_rank=bm25_rank.get(cid),
+                vector_rank=vec_rank.get(cid),
+                bm25_contribution=_contribution(weights[0], settings.rrf_k, bm25_rank.get(cid)),
+                vector_contribution=_contribution(weights[1], settings.rrf_k, vec_rank.get(cid)),
+                score=scores[cid],
+                duplicate_of=uid[hidden_of[cid].duplicate_of] if cid in hidden_of else None,
+                similarity=hidden_of[cid].similarity if cid in hidden_of else None,
+            )
+            for cid in [*kept, *hidden_of]
+        )
+    return SearchResult(query, mode, mode_used, reason, state, hits, len(hidden), expression, explanation)
+
+
+def _contribution(weight: float, k: int, rank: int | None) -> float:
+    return 0.0 if rank is None else weight / (k + rank)
+
+
+def _hit(row: tuple, score: float, bm25_rank: int | None, vector_rank: int | None) -> Hit:
+    (_, uid, kind, category, title, text, path, line_start, line_end, ts, session_id, project, status,
+     event_id) = row
+    return Hit(uid, kind, category, title, text, path, line_start, line_end, ts, session_id, project, status,
+               round(score, 6), bm25_rank, vector_rank, event_id)
