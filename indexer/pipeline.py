@@ -97,9 +97,11 @@ class _Run:
 
     def upsert_file(self, key: str, source: str, st, content: str | None, consumed: int, head: str | None) -> None:
         self.conn.execute(
-            "INSERT OR REPLACE INTO files(path, source, mtime_ns, size, content_hash, consumed, head_hash, chunks,"
-            " indexed_at) VALUES (?, ?, ?, ?, ?, ?, ?, (SELECT count(*) FROM chunks WHERE file = ?), ?)",
-            (key, source, st.st_mtime_ns, st.st_size, content, consumed, head, key, time.time()),
+            "INSERT INTO files(path, source, mtime_ns, size, content_hash, consumed, head_hash, indexed_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(path) DO UPDATE SET source = excluded.source,"
+            " mtime_ns = excluded.mtime_ns, size = excluded.size, content_hash = excluded.content_hash,"
+            " consumed = excluded.consumed, head_hash = excluded.head_hash, indexed_at = excluded.indexed_at",
+            (key, source, st.st_mtime_ns, st.st_size, content, consumed, head, time.time()),
         )
 
     def skip(self, rel: str, reason: str) -> None:
@@ -369,6 +371,7 @@ def _index_locked(settings, paths, full, embedder, progress, started) -> IndexRe
             model_note="; ".join(notes) or None,
             full=full,
             seconds=round(time.perf_counter() - started, 3),
+            last_indexed=store.get_meta(conn, "last_indexed"),
         )
     finally:
         conn.close()

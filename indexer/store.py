@@ -46,7 +46,6 @@ def m001_initial(conn: apsw.Connection) -> None:
             content_hash TEXT,
             consumed INTEGER NOT NULL DEFAULT 0,
             head_hash TEXT,
-            chunks INTEGER NOT NULL DEFAULT 0,
             indexed_at REAL NOT NULL
         ) WITHOUT ROWID;
         CREATE TABLE chunks(

@@ -1,0 +1,79 @@
+"""Shared fixtures. Every test runs with MEMSEARCH_HOME and HOME in a temp dir: the real home is never touched.
+
+The model folder is assembled once per session into a shared cache dir (from the installed PyPI packages, no
+network), and the real model is loaded once per session for the tests that need it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from indexer.embedder import FakeEmbedder, load_embedder
+from indexer.settings import resolve_settings
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLE = REPO / "examples" / "sample-memory"
+MEMSEARCH = str(Path(sys.executable).with_name("memsearch"))
+
+
+@pytest.fixture(scope="session")
+def model_cache(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("model-cache")
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(tmp_path, monkeypatch, model_cache):
+    home = tmp_path / "memory"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(tmp_path / "user-home"))
+    monkeypatch.setenv("MEMSEARCH_HOME", str(home))
+    monkeypatch.setenv("MEMSEARCH_CACHE_DIR", str(model_cache))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    for name in list(os.environ):
+        if name.startswith("MEMSEARCH_") and name not in ("MEMSEARCH_HOME", "MEMSEARCH_CACHE_DIR"):
+            monkeypatch.delenv(name)
+    return home
+
+
+@pytest.fixture
+def home(isolated_env) -> Path:
+    return isolated_env
+
+
+@pytest.fixture
+def settings(home):
+    return resolve_settings(home)
+
+
+@pytest.fixture
+def sample_home(home) -> Path:
+    shutil.copytree(SAMPLE, home, dirs_exist_ok=True)
+    return home
+
+
+@pytest.fixture
+def fake() -> FakeEmbedder:
+    return FakeEmbedder(dim=32)
+
+
+@pytest.fixture(scope="session")
+def real_embedder(model_cache):
+    """The bundled MiniLM model, loaded once for the session."""
+    settings = resolve_settings("/nonexistent-memory-root", cache_dir=str(model_cache))
+    embedder = load_embedder(settings)
+    embedder.embed_query("warm up")
+    return embedder
+
+
+def write(path: Path, text: str | bytes) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    return path

@@ -1,0 +1,62 @@
+from hypothesis import given, strategies as st
+
+from search_engine.fusion import dedup, jaccard, reciprocal_rank_fusion, trigrams
+
+
+def test_rrf_hand_computed():
+    fused = dict(reciprocal_rank_fusion([["a", "b", "c"], ["c", "a"]], k=60))
+    assert fused["a"] == 1 / 61 + 1 / 62
+    assert fused["b"] == 1 / 62
+    assert fused["c"] == 1 / 63 + 1 / 61
+
+
+def test_rrf_weights_scale_each_list():
+    fused = dict(reciprocal_rank_fusion([["a"], ["b"]], k=10, weights=[2.0, 0.5]))
+    assert fused == {"a": 2.0 / 11, "b": 0.5 / 11}
+
+
+def test_rrf_order_is_by_score_then_best_rank():
+    assert [key for key, _ in reciprocal_rank_fusion([["x", "y"], ["y", "x"]])] == ["x", "y"]
+    assert [key for key, _ in reciprocal_rank_fusion([["a", "b"], ["b", "c"]])] == ["b", "a", "c"]
+
+
+def test_rrf_empty_lists():
+    assert reciprocal_rank_fusion([[], []]) == []
+
+
+@given(st.lists(st.lists(st.integers(0, 30), unique=True, max_size=15), min_size=1, max_size=4), st.randoms())
+def test_rrf_ignores_input_order(rankings, rnd):
+    shuffled = rankings[:]
+    rnd.shuffle(shuffled)
+    a = reciprocal_rank_fusion(rankings)
+    b = reciprocal_rank_fusion(shuffled)
+    assert [key for key, _ in a] == [key for key, _ in b]
+    assert all(abs(x[1] - y[1]) < 1e-12 for x, y in zip(a, b))
+
+
+def test_trigrams_fold_case_and_space():
+    assert trigrams("AB  c") == trigrams("ab c") == frozenset({"ab ", "b c"})
+    assert trigrams("") == frozenset()
+
+
+def test_jaccard_hand_computed():
+    assert jaccard(frozenset({"a", "b", "c"}), frozenset({"b", "c", "d"})) == 2 / 4
+    assert jaccard(frozenset(), frozenset()) == 1.0
+
+
+def test_dedup_keeps_the_better_ranked_and_reports_hidden():
+    items = [
+        (1, "Switched the file to WAL journal mode and set busy_timeout."),
+        (2, "Switched the file to WAL journal mode and set busy_timeout!"),
+        (3, "Something else entirely."),
+    ]
+    kept, hidden = dedup(items, threshold=0.8)
+    assert kept == [1, 3]
+    assert [(h.key, h.duplicate_of) for h in hidden] == [(2, 1)]
+    assert hidden[0].similarity > 0.8
+
+
+def test_dedup_threshold_above_one_hides_nothing_and_limit_stops():
+    items = [(i, "same text") for i in range(5)]
+    assert dedup(items, threshold=1.01)[0] == [0, 1, 2, 3, 4]
+    assert dedup(items, threshold=1.01, limit=2)[0] == [0, 1]
