@@ -290,7 +290,7 @@ def parse_record(path: Path, text: str, ctx: Context, chunk_chars: int, overlap:
             clean.problems.append(f"record #{r + 1}: no content, skipped")
             continue
         status = record.get("record_status") or record.get("status")
-        for part, chunk in enumerate(split_plain(body, chunk_chars, overlap)):
+        for chunk in split_plain(body, chunk_chars, overlap):
             drafts.append(
                 Draft(
                     kind="note",

@@ -7,12 +7,12 @@ migrations ``m001_…`` run up to ``PRAGMA user_version``. Everything else gets 
 
 from __future__ import annotations
 
+import importlib.util
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import apsw
-import sqlite_vec
 
 from .errors import MemsearchError
 
@@ -20,9 +20,17 @@ BUSY_TIMEOUT_MS = 10_000
 FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
 
 
+def _sqlite_vec_path() -> str:
+    """The sqlite-vec loadable extension, found without importing the package (which imports numpy)."""
+    spec = importlib.util.find_spec("sqlite_vec")
+    if spec is None or not spec.submodule_search_locations:
+        raise MemsearchError("sqlite-vec is not installed; run `make install`")
+    return str(Path(next(iter(spec.submodule_search_locations))) / "vec0")
+
+
 def _load_sqlite_vec(conn: apsw.Connection) -> None:
     conn.enable_load_extension(True)
-    conn.load_extension(sqlite_vec.loadable_path())
+    conn.load_extension(_sqlite_vec_path())
     conn.enable_load_extension(False)
 
 

@@ -1,0 +1,179 @@
+"""The `memsearch` command as a user runs it: real processes, real model, exit codes and stream separation."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import MEMSEARCH, SAMPLE, write
+
+
+def run(*args, env=None, check_rc=0):
+    proc = subprocess.run([MEMSEARCH, *args], capture_output=True, text=True, env={**os.environ, **(env or {})},
+                          timeout=120)
+    if check_rc is not None:
+        assert proc.returncode == check_rc, (proc.returncode, proc.stdout, proc.stderr)
+    return proc
+
+
+@pytest.fixture(scope="module")
+def indexed_root(tmp_path_factory, model_cache):
+    """The sample memory indexed once with the real model, shared by the tests that only read it."""
+    root = tmp_path_factory.mktemp("cli") / "memory"
+    shutil.copytree(SAMPLE, root)
+    env = {**os.environ, "MEMSEARCH_HOME": str(root), "MEMSEARCH_CACHE_DIR": str(model_cache),
+           "HOME": str(root.parent)}
+    proc = subprocess.run([MEMSEARCH, "index", "--json"], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return root, json.loads(proc.stdout)
+
+
+@pytest.fixture
+def indexed_cli(indexed_root, monkeypatch):
+    monkeypatch.setenv("MEMSEARCH_HOME", str(indexed_root[0]))
+    return indexed_root[1]
+
+
+def test_index_then_reindex_reports(sample_home):
+    first = json.loads(run("index", "--json").stdout)
+    assert first["files_changed"] == 14 and first["chunks_embedded"] > 0
+    assert first["chunks_pending"] == 0 and first["model"].startswith("all-MiniLM-L6-v2-int8")
+    again = run("index").stdout
+    assert "0 changed, 14 unchanged" in again and "0 embedded" in again and "nothing new to embed" in again
+
+
+def test_search_json_shape(indexed_cli):
+    data = json.loads(run("search", "what prevents a shopper paying double", "--json", "-k", "3").stdout)
+    assert set(data) >= {"query", "mode_requested", "mode_used", "fallback_reason", "health", "hits",
+                         "hidden_duplicates"}
+    assert data["mode_used"] == "hybrid" and data["fallback_reason"] is None
+    assert set(data["health"]) >= {"index_exists", "chunks", "pending_embeddings", "last_indexed"}
+    hit = data["hits"][0]
+    assert set(hit) >= {"id", "kind", "category", "title", "text", "path", "line_start", "line_end", "ts",
+                        "session_id", "project", "score", "bm25_rank", "vector_rank"}
+    assert hit["path"] in ("areas/projects/payments-api/rules.md", "areas/patterns/retries/summary.md",
+                           "daily/2026-11-20.md")
+
+
+def test_hybrid_finds_what_keywords_miss(indexed_cli):
+    query = "what prevents a shopper paying double"
+    bm25 = json.loads(run("search", query, "--mode", "bm25", "--json").stdout)
+    assert bm25["hits"] == []
+    hybrid = json.loads(run("search", query, "--json", "-k", "3").stdout)
+    assert any("idempotency" in h["text"] or "two times" in h["text"] for h in hybrid["hits"])
+
+
+def test_no_results_is_an_empty_list(indexed_cli):
+    data = json.loads(run("search", "zzzqqqxxx", "--mode", "bm25", "--json").stdout)
+    assert data["hits"] == [] and data["health"]["chunks"] > 0
+
+
+def test_without_a_model_every_output_says_bm25(indexed_cli):
+    env = {"MEMSEARCH_MODEL": "none"}
+    data = json.loads(run("search", "webhook", "--json", env=env).stdout)
+    assert data["mode_requested"] == "hybrid" and data["mode_used"] == "bm25"
+    assert "MEMSEARCH_MODEL=none" in data["fallback_reason"] and data["hits"]
+    text = run("search", "webhook", env=env).stdout
+    assert text.startswith("mode_used: bm25 (requested hybrid: embeddings disabled by MEMSEARCH_MODEL=none)")
+
+
+def test_vector_without_a_model_is_a_one_line_error(indexed_cli):
+    proc = run("search", "webhook", "--mode", "vector", env={"MEMSEARCH_MODEL": "none"}, check_rc=1)
+    assert proc.stdout == ""
+    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("Error: --mode vector needs an embedding model")
+    assert "Traceback" not in proc.stderr
+
+
+def test_usage_errors_exit_2(indexed_cli):
+    proc = run("search", "x", "--since", "someday", check_rc=2)
+    assert proc.stderr == "Error: invalid date 'someday': use YYYY-MM-DD, an ISO timestamp, today, or 7d/2w/3m/1y\n"
+    proc = run("search", "x", "--raw", "--mode", "bm25", '"broken', check_rc=2)
+    assert run("search", "x", "--mode", "bogus", check_rc=2).stderr.startswith("Error: invalid mode")
+    assert run("search", "x", "--kind", "memo", check_rc=2).stderr.startswith("Error: invalid kind")
+
+
+def test_search_before_indexing(home):
+    data = json.loads(run("search", "anything", "--json").stdout)
+    assert data["hits"] == [] and data["health"]["index_exists"] is False
+    assert "never built" in run("search", "anything").stdout
+
+
+def test_explain_text(indexed_cli):
+    out = run("search", "webhook refund commit", "--explain").stdout
+    assert "explain: lexical query" in out and "bm25 #" in out and "vector #" in out
+
+
+def test_index_format(indexed_cli):
+    lines = run("search", "webhook", "--format", "index", "-k", "3").stdout.splitlines()
+    assert len([line for line in lines if line[:12].isalnum() and len(line.split()[0]) == 12]) == 3
+
+
+def test_show_and_neighbours(indexed_cli):
+    hits = json.loads(run("search", "busy_timeout", "--mode", "bm25", "--json").stdout)["hits"]
+    target = next(h for h in hits if h["path"] == "daily/2026-11-19.md")
+    view = json.loads(run("show", target["id"], "--json").stdout)
+    assert view["chunk"]["text"] == target["text"] and view["source_chunks"] >= 2
+    assert view["previous_id"] or view["next_id"]
+    text = run("show", target["id"][:8]).stdout
+    assert f"id: {target['id']}" in text and "source: daily/2026-11-19.md:" in text
+    missing = run("show", "deadbeef0000", check_rc=1)
+    assert missing.stderr.startswith("Error: no chunk with id deadbeef0000")
+    assert run("show", "../../etc/passwd", check_rc=2).stderr.startswith("Error: invalid id")
+
+
+def test_status(indexed_cli):
+    info = json.loads(run("status", "--json").stdout)
+    assert info["index_exists"] and info["chunks"] == sum(info["chunks_by_kind"].values())
+    assert set(info["chunks_by_kind"]) == {"note", "fact", "event"}
+    assert info["model"]["available"] and info["pending_embeddings"] == 0 and info["db_bytes"] > 0
+    assert info["settings"]["model"]["from"] == "default"
+    text = run("status", env={"MEMSEARCH_MODEL": "none"}).stdout
+    assert "model: none: embeddings disabled by MEMSEARCH_MODEL=none" in text and "[env]" in text
+
+
+def test_home_flag_and_config_file(tmp_path):
+    root = tmp_path / "elsewhere"
+    write(root / "MEMORY.md", "# Memory\nThe flux capacitor needs 1.21 gigawatts.\n")
+    write(root / "memsearch.toml", 'model = "none"\n')
+    assert "1 changed" in run("index", "--home", str(root)).stdout
+    data = json.loads(run("search", "gigawatts", "--home", str(root), "--json").stdout)
+    assert data["mode_used"] == "bm25" and "memsearch.toml" in data["fallback_reason"]
+    write(root / "memsearch.toml", "modle = 'typo'\n")
+    assert "unknown key(s)" in run("status", "--home", str(root), check_rc=1).stderr
+
+
+def test_bad_files_are_reported_one_line_each(home):
+    write(home / "ok.md", "# Fine\ntext\n")
+    write(home / "bad.json", "{nope")
+    out = run("index").stdout
+    assert "skipped: bad.json: invalid JSON" in out and "Traceback" not in out
+
+
+_PROBE = """
+import sys
+sys.argv = {argv!r}
+from search_engine.cli import main
+try:
+    main()
+except SystemExit:
+    pass
+heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('fastembed', 'onnxruntime', 'numpy', 'tokenizers'))
+print('HEAVY=' + ','.join(heavy), file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize("argv", [["memsearch", "--help"], ["memsearch", "search", "webhook", "--mode", "bm25"],
+                                  ["memsearch", "status"], ["memsearch", "search", "webhook", "--help"]])
+def test_startup_never_imports_the_model_stack(indexed_cli, argv):
+    proc = subprocess.run([sys.executable, "-c", _PROBE.format(argv=argv)], capture_output=True, text=True,
+                          timeout=60)
+    assert "HEAVY=\n" in proc.stderr, proc.stderr[-500:]
+
+
+def test_hybrid_search_does_import_it(indexed_cli):
+    proc = subprocess.run([sys.executable, "-c", _PROBE.format(argv=["memsearch", "search", "webhook"])],
+                          capture_output=True, text=True, timeout=60)
+    assert "fastembed" in proc.stderr

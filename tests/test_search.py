@@ -1,0 +1,171 @@
+"""Search against the real SQLite + FTS5 + sqlite-vec (fake embedder here; the real model in test_model.py)."""
+
+import pytest
+from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
+
+from conftest import write
+from indexer.errors import ModelUnavailable, UsageError
+from indexer.pipeline import index
+from indexer.settings import resolve_settings
+from search_engine.filters import Filters, parse_date
+from search_engine.query import content_terms, fts_query, terms
+from search_engine.search import search
+
+
+@pytest.fixture
+def indexed(sample_home, settings, fake):
+    index(settings, embedder=fake)
+    return settings
+
+
+HOSTILE = [
+    '"', '""', "'", "AND", "OR", "NOT", "a AND", "AND OR NOT", "NEAR(a b)", "NEAR", "*", "a*", "-", "-a", "a -b",
+    ":", "title:foo", "col:", "(", ")", "((a)", "a)", "{a b}", "^a", "a + b", '"unbalanced', "😀", "🔥 fix 🔥",
+    "\x00", "\\", "%", "_", "a'b\"c", "SELECT * FROM chunks; --", "\u202e\u200b", " ", "", "a" * 5000,
+]
+
+
+@pytest.mark.parametrize("query", HOSTILE)
+def test_hostile_queries_never_raise(indexed, query, fake):
+    for mode in ("bm25", "hybrid"):
+        result = search(indexed, query, mode=mode, embedder=fake)
+        assert isinstance(result.hits, tuple)
+
+
+@hsettings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(query=st.text(max_size=80))
+def test_any_text_is_a_valid_query(indexed, query):
+    search(indexed, query, mode="bm25")
+
+
+def test_query_terms_are_quoted_and_operators_are_words():
+    assert fts_query(terms('NEAR("x" y) AND -z*'), "AND") == '"near" AND "x" AND "y" AND "and" AND "z"'
+    assert [t.text for t in content_terms(terms("what is the WAL mode"))] == ["wal", "mode"]
+    assert [t.text for t in content_terms(terms("the and of"))] == ["the", "and", "of"]
+
+
+def test_and_first_then_relaxed_to_or(indexed):
+    strict = search(indexed, "WAL busy_timeout", mode="bm25", explain=True)
+    assert {h.path for h in strict.hits[:2]} == {"daily/2026-11-19.md", "areas/tools/sqlite/summary.md"}
+    relaxed = search(indexed, "WAL zebra", mode="bm25", explain=True)
+    assert "||" in relaxed.lexical_query and relaxed.hits
+    assert all("zebra" not in h.text for h in relaxed.hits)
+
+
+def test_stemming_finds_other_forms(indexed):
+    assert search(indexed, "deploying", mode="bm25").hits
+
+
+def test_cjk_two_character_queries_find_substrings(indexed):
+    for query, expected in (("東京", "2026-11-20"), ("上海", "2026-11-20"), ("対账", None), ("数据", "2026-11-20")):
+        hits = search(indexed, query, mode="bm25").hits
+        if expected is None:
+            assert hits == ()
+        else:
+            assert hits and expected in hits[0].path and query in hits[0].text
+    assert "本番デプロイ" in search(indexed, "本番デプロイ", mode="bm25").hits[0].text
+    assert search(indexed, "リージョン 東京", mode="bm25").hits
+
+
+def test_cjk_in_korean_and_single_characters(home, settings, fake):
+    write(home / "ko.md", "# 메모\n배포는 목요일에 진행합니다.\n")
+    write(home / "zh.md", "# 笔记\n猫\n")
+    index(settings, embedder=fake)
+    assert search(settings, "목요", mode="bm25").hits[0].path == "ko.md"
+    assert search(settings, "猫", mode="bm25").hits[0].path == "zh.md"
+
+
+def test_filters_apply_inside_both_lists(indexed, fake):
+    for mode in ("bm25", "vector", "hybrid"):
+        events = search(indexed, "refund webhook", mode=mode, filters=Filters(kind="event"), embedder=fake)
+        assert events.hits and all(h.kind == "event" for h in events.hits)
+        session = search(indexed, "refund", mode=mode, filters=Filters(session="9b21d0"), embedder=fake)
+        assert all(h.session_id == "9b21d0" for h in session.hits)
+        project = search(indexed, "charge", mode=mode, filters=Filters(project="payments-api"), embedder=fake)
+        assert project.hits and all(h.project == "payments-api" for h in project.hits)
+        category = search(indexed, "webhook", mode=mode, filters=Filters(category="daily"), embedder=fake)
+        assert category.hits and all(h.category == "daily" for h in category.hits)
+        dated = search(indexed, "webhook refund", mode=mode, embedder=fake,
+                       filters=Filters.build(since="2026-11-18", until="2026-11-18"))
+        assert dated.hits and all(h.ts.startswith("2026-11-18") for h in dated.hits)
+
+
+def test_excluding_a_session(indexed, fake):
+    hits = search(indexed, "webhook", mode="hybrid", filters=Filters(exclude_session="7f3c9a"), embedder=fake).hits
+    assert hits and all(h.session_id != "7f3c9a" for h in hits)
+
+
+def test_dates_and_bad_filters():
+    assert parse_date("2026-01-05") == "2026-01-05T00:00:00"
+    assert parse_date("2026-01-05T10:11:12") == "2026-01-05T10:11:12"
+    assert parse_date("7d") < parse_date("today")
+    with pytest.raises(UsageError, match="invalid date"):
+        parse_date("last tuesday")
+    with pytest.raises(UsageError, match="invalid kind"):
+        Filters(kind="memo")
+
+
+def test_modes_and_ranks(indexed, fake):
+    bm25 = search(indexed, "retry idempotency", mode="bm25", embedder=fake)
+    assert bm25.mode_used == "bm25" and all(h.vector_rank is None for h in bm25.hits)
+    vector = search(indexed, "retry idempotency", mode="vector", embedder=fake)
+    assert vector.mode_used == "vector" and all(h.bm25_rank is None for h in vector.hits)
+    hybrid = search(indexed, "retry idempotency", mode="hybrid", embedder=fake, k=20)
+    assert hybrid.mode_used == "hybrid"
+    assert any(h.bm25_rank and h.vector_rank for h in hybrid.hits)
+    scores = [h.score for h in hybrid.hits]
+    assert scores == sorted(scores, reverse=True)
+    top = hybrid.hits[0]
+    assert top.score == pytest.approx((1 / (60 + top.bm25_rank) if top.bm25_rank else 0)
+                                      + (1 / (60 + top.vector_rank) if top.vector_rank else 0), abs=1e-6)
+
+
+def test_explain_reports_contributions_and_dedup(home, settings, fake):
+    text = "Switch the database to WAL journal mode and set a busy timeout of five seconds."
+    write(home / "a.md", f"# A\n{text}\n")
+    write(home / "b.md", f"# A\n{text}\n")
+    write(home / "c.md", "# C\nWAL mode is also discussed here with other words entirely.\n")
+    index(settings, embedder=fake)
+    result = search(settings, "WAL journal mode", embedder=fake, explain=True)
+    assert result.hidden_duplicates == 1
+    assert len(result.hits) == 2
+    hidden = [e for e in result.explain if e.duplicate_of]
+    assert len(hidden) == 1 and hidden[0].similarity == 1.0
+    kept = result.explain[0]
+    assert kept.score == pytest.approx(kept.bm25_contribution + kept.vector_contribution)
+    assert search(resolve_settings(home, dedup_threshold=1.01), "WAL journal mode", embedder=fake).hidden_duplicates == 0
+
+
+def test_degrades_to_bm25_without_a_model(indexed):
+    none = resolve_settings(indexed.home, model="none")
+    result = search(none, "retries", mode="hybrid")
+    assert result.mode_used == "bm25" and "disabled" in result.fallback_reason and result.hits
+    assert result.health.model_available is False
+    with pytest.raises(ModelUnavailable, match="needs an embedding model"):
+        search(none, "retries", mode="vector")
+
+
+def test_missing_model_dir_is_a_clear_reason(indexed, tmp_path):
+    broken = resolve_settings(indexed.home, model_dir=str(tmp_path / "nowhere"))
+    result = search(broken, "retries")
+    assert result.mode_used == "bm25" and "lacks model.onnx" in result.fallback_reason
+
+
+def test_never_built_index_says_so(settings):
+    result = search(settings, "anything", mode="bm25")
+    assert result.hits == () and result.health.index_exists is False
+    assert not settings.db_path.exists(), "searching never creates the index"
+
+
+def test_raw_mode(indexed):
+    assert search(indexed, "webhook NOT refund", mode="bm25", raw=True).hits is not None
+    assert search(indexed, 'body:"busy timeout"', mode="bm25", raw=True).hits
+    with pytest.raises(UsageError, match="invalid FTS5 query"):
+        search(indexed, 'unbalanced "quote', mode="bm25", raw=True)
+
+
+def test_k_and_mode_are_validated(indexed):
+    with pytest.raises(UsageError):
+        search(indexed, "x", k=0)
+    with pytest.raises(UsageError):
+        search(indexed, "x", mode="fuzzy")
