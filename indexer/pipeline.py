@@ -294,52 +294,21 @@ def index(
 
     ``embedder``: AUTO resolves the configured model (loaded only if something needs embedding); None indexes
     for BM25 only, leaving chunks pending; an :class:`Embedder` is used as given (tests pass a fake one).
+
+    Only the scan holds the writer lock (so hooks can add their events while a long embedding runs); embedding
+    needs no lock, because each vector is written once per (hash, model) whoever computes it.
     """
     started = time.perf_counter()
     settings.state_dir.mkdir(parents=True, exist_ok=True)
-    try:
-        with FileLock(str(settings.state_dir / "index.lock"), timeout=lock_timeout):
-            return _index_locked(settings, paths, full, embedder, progress, started)
-    except Timeout:
-        raise MemsearchError(
-            f"another memsearch index run holds {settings.state_dir / 'index.lock'}; wait for it and try again"
-        ) from None
-
-
-def _index_locked(settings, paths, full, embedder, progress, started) -> IndexReport:
     conn = store.connect(settings.db_path)
     try:
-        chunker = f"{CHUNKER_VERSION}:{settings.chunk_chars}:{settings.chunk_overlap}"
-        notes: list[str] = []
-        if store.get_meta(conn, "chunker") not in (None, chunker):
-            full = True
-            notes.append("chunker settings changed: every source re-chunked")
-        run = _Run(settings, conn, full, progress)
-        scope = [p.absolute() for p in paths] if paths else source_roots(settings)
-        for p in scope:
-            if not p.exists():
-                run.skip(str(p), "does not exist")
-        known = {r[0]: r[1:] for r in conn.execute(
-            "SELECT path, mtime_ns, size, content_hash, consumed, head_hash FROM files")}
-        found = list(discover([p for p in scope if p.exists()]))
-        seen = set()
-        for i, (path, source) in enumerate(found):
-            seen.add(str(path))
-            run.index_file(path, source, known)
-            if progress and (i % 50 == 0 or i == len(found) - 1):
-                progress("scan", i + 1, len(found))
-        gone = [k for k in known if k not in seen and _in_scope(k, scope)]
-        for key in gone:
-            with conn:
-                run.remove_file_chunks(key)
-                conn.execute("DELETE FROM files WHERE path = ?", (key,))
-        run.counts["deleted"] = len(gone)
-        with conn:
-            store.set_meta(conn, "chunker", chunker)
-            store.set_meta(conn, "last_indexed", store.now_iso())
-        if run.counts["removed"]:
-            drop_orphan_vectors(conn)
-
+        try:
+            with FileLock(str(settings.state_dir / "index.lock"), timeout=lock_timeout):
+                run, notes = _scan(settings, conn, paths, full, progress)
+        except Timeout:
+            raise MemsearchError(
+                f"another memsearch index run holds {settings.state_dir / 'index.lock'}; wait for it and try again"
+            ) from None
         embedded, model_id = 0, None
         if embedder is AUTO:
             choice = resolve_model(settings)
@@ -355,7 +324,6 @@ def _index_locked(settings, paths, full, embedder, progress, started) -> IndexRe
             embedded, note = embed_pending(conn, embedder, batch=settings.embed_batch, progress=progress)
             if note:
                 notes.append(note)
-        pending = pending_count(conn, model_id)
         c = run.counts
         return IndexReport(
             files_scanned=c["scanned"],
@@ -366,12 +334,46 @@ def _index_locked(settings, paths, full, embedder, progress, started) -> IndexRe
             chunks_added=c["added"],
             chunks_removed=c["removed"],
             chunks_embedded=embedded,
-            chunks_pending=pending,
+            chunks_pending=pending_count(conn, model_id),
             model=model_id,
             model_note="; ".join(notes) or None,
-            full=full,
+            full=run.full,
             seconds=round(time.perf_counter() - started, 3),
             last_indexed=store.get_meta(conn, "last_indexed"),
         )
     finally:
         conn.close()
+
+
+def _scan(settings: Settings, conn: apsw.Connection, paths, full: bool, progress) -> tuple[_Run, list[str]]:
+    chunker = f"{CHUNKER_VERSION}:{settings.chunk_chars}:{settings.chunk_overlap}"
+    notes: list[str] = []
+    if store.get_meta(conn, "chunker") not in (None, chunker):
+        full = True
+        notes.append("chunker settings changed: every source re-chunked")
+    run = _Run(settings, conn, full, progress)
+    scope = [p.absolute() for p in paths] if paths else source_roots(settings)
+    for p in scope:
+        if not p.exists():
+            run.skip(str(p), "does not exist")
+    known = {r[0]: r[1:] for r in conn.execute(
+        "SELECT path, mtime_ns, size, content_hash, consumed, head_hash FROM files")}
+    found = list(discover([p for p in scope if p.exists()]))
+    seen = set()
+    for i, (path, source) in enumerate(found):
+        seen.add(str(path))
+        run.index_file(path, source, known)
+        if progress and (i % 50 == 0 or i == len(found) - 1):
+            progress("scan", i + 1, len(found))
+    gone = [k for k in known if k not in seen and _in_scope(k, scope)]
+    for key in gone:
+        with conn:
+            run.remove_file_chunks(key)
+            conn.execute("DELETE FROM files WHERE path = ?", (key,))
+    run.counts["deleted"] = len(gone)
+    with conn:
+        store.set_meta(conn, "chunker", chunker)
+        store.set_meta(conn, "last_indexed", store.now_iso())
+    if run.counts["removed"]:
+        drop_orphan_vectors(conn)
+    return run, notes

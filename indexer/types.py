@@ -99,6 +99,8 @@ class Hit:
     bm25_rank: int | None
     vector_rank: int | None
     event_id: str | None = None
+    bm25_score: float | None = None  # FTS5 BM25, higher is better
+    similarity: float | None = None  # cosine similarity to the query vector
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import apsw
 
@@ -20,17 +20,18 @@ BODY_WEIGHT = 1.0
 class LexicalResult:
     ids: list[int]
     expression: str  # the MATCH expression(s) actually run, for --explain and --json
+    scores: dict[int, float] = field(default_factory=dict)  # BM25, higher is better
 
 
-def bm25_ranking(conn: apsw.Connection, expression: str, filters: Filters, limit: int) -> list[int]:
-    """Chunk ids matching ``expression``, best BM25 first (FTS5's bm25() is lower-is-better)."""
+def bm25_ranking(conn: apsw.Connection, expression: str, filters: Filters, limit: int) -> list[tuple[int, float]]:
+    """``(chunk id, BM25 score)`` matching ``expression``, best first (FTS5's bm25() is negated: higher is better)."""
     where, params = filters.sql("c")
     sql = (
-        f"SELECT c.id FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid "
-        f"WHERE chunks_fts MATCH ? AND {where} "
-        f"ORDER BY bm25(chunks_fts, {TITLE_WEIGHT}, {BODY_WEIGHT}) LIMIT ?"
+        f"SELECT c.id, -bm25(chunks_fts, {TITLE_WEIGHT}, {BODY_WEIGHT}) AS score FROM chunks_fts "
+        f"JOIN chunks c ON c.id = chunks_fts.rowid WHERE chunks_fts MATCH ? AND {where} "
+        f"ORDER BY score DESC LIMIT ?"
     )
-    return [row[0] for row in conn.execute(sql, [expression, *params, limit])]
+    return [(row[0], row[1]) for row in conn.execute(sql, [expression, *params, limit])]
 
 
 def lexical_search(
@@ -40,17 +41,18 @@ def lexical_search(
     (AND matches keep their places at the top). ``raw`` passes FTS5 syntax through untouched."""
     if raw:
         try:
-            return LexicalResult(bm25_ranking(conn, query, filters, limit), query)
+            ranked = bm25_ranking(conn, query, filters, limit)
+            return LexicalResult([i for i, _ in ranked], query, dict(ranked))
         except apsw.SQLError as exc:
             raise UsageError(f"invalid FTS5 query {query!r}: {exc}; drop --raw to search plain text") from None
     query_terms = content_terms(terms(query))
     if not query_terms:
         return LexicalResult([], "")
     strict = fts_query(query_terms, "AND")
-    ids = bm25_ranking(conn, strict, filters, limit)
-    if len(query_terms) == 1 or len(ids) >= limit:
-        return LexicalResult(ids, strict)
+    ranked = bm25_ranking(conn, strict, filters, limit)
+    if len(query_terms) == 1 or len(ranked) >= limit:
+        return LexicalResult([i for i, _ in ranked], strict, dict(ranked))
     relaxed = fts_query(query_terms, "OR")
-    seen = set(ids)
-    ids += [i for i in bm25_ranking(conn, relaxed, filters, limit) if i not in seen][: limit - len(ids)]
-    return LexicalResult(ids, f"{strict} || {relaxed}")
+    seen = {i for i, _ in ranked}
+    ranked += [(i, s) for i, s in bm25_ranking(conn, relaxed, filters, limit) if i not in seen][: limit - len(ranked)]
+    return LexicalResult([i for i, _ in ranked], f"{strict} || {relaxed}", dict(ranked))

@@ -104,16 +104,20 @@ def _search(settings, conn, query, mode, k, filters, raw, explain, embedder, cho
 
     pool = max(settings.candidates, k)
     lexical_ids: list[int] = []
+    bm25_scores: dict[int, float] = {}
     expression = None
     if mode_used in ("hybrid", "bm25"):
         lexical = lexical_search(conn, query, filters, pool, raw=raw)
-        lexical_ids, expression = lexical.ids, lexical.expression
+        lexical_ids, expression, bm25_scores = lexical.ids, lexical.expression, lexical.scores
     vector_ids: list[int] = []
+    similarity: dict[int, float] = {}
     if mode_used in ("hybrid", "vector") and query.strip():
         try:
             model = load_embedder(settings) if embedder is _AUTO else embedder
             qvec = model.embed_query(query)
-            vector_ids = vector_ranking(conn, qvec, filters, pool, choice.model_id)
+            nearest = vector_ranking(conn, qvec, filters, pool, choice.model_id)
+            vector_ids = [i for i, _ in nearest]
+            similarity = {i: round(1.0 - d, 4) for i, d in nearest if d is not None}
         except ModelUnavailable as exc:
             if mode_used == "vector":
                 raise
@@ -133,7 +137,11 @@ def _search(settings, conn, query, mode, k, filters, raw, explain, embedder, cho
     bm25_rank = {cid: r for r, cid in enumerate(lexical_ids, start=1)}
     vec_rank = {cid: r for r, cid in enumerate(vector_ids, start=1)}
     scores = dict(fused)
-    hits = tuple(_hit(rows[cid], scores[cid], bm25_rank.get(cid), vec_rank.get(cid)) for cid in kept)
+    hits = tuple(
+        _hit(rows[cid], scores[cid], bm25_rank.get(cid), vec_rank.get(cid),
+             round(bm25_scores[cid], 4) if cid in bm25_scores else None, similarity.get(cid))
+        for cid in kept
+    )
     explanation = None
     if explain:
         uid = {cid: rows[cid][1] for cid in rows}
@@ -158,8 +166,9 @@ def _contribution(weight: float, k: int, rank: int | None) -> float:
     return 0.0 if rank is None else weight / (k + rank)
 
 
-def _hit(row: tuple, score: float, bm25_rank: int | None, vector_rank: int | None) -> Hit:
+def _hit(row: tuple, score: float, bm25_rank: int | None, vector_rank: int | None,
+         bm25_score: float | None = None, similarity: float | None = None) -> Hit:
     (_, uid, kind, category, title, text, path, line_start, line_end, ts, session_id, project, status,
      event_id) = row
     return Hit(uid, kind, category, title, text, path, line_start, line_end, ts, session_id, project, status,
-               round(score, 6), bm25_rank, vector_rank, event_id)
+               round(score, 6), bm25_rank, vector_rank, event_id, bm25_score, similarity)

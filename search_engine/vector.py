@@ -14,23 +14,24 @@ from .filters import Filters
 KNN_MAX = 4096
 
 
-def _exact(conn: apsw.Connection, qvec: bytes, filters: Filters, limit: int, model_id: str) -> list[int]:
+def _exact(conn: apsw.Connection, qvec: bytes, filters: Filters, limit: int, model_id: str) -> list[tuple[int, float]]:
     where, params = filters.sql("c")
     sql = (
         "SELECT c.id, vec_distance_cosine(v.embedding, ?) AS d FROM chunks c "
         "JOIN embeddings e ON e.hash = c.hash AND e.model = ? "
         f"JOIN vec_chunks v ON v.rowid = e.id WHERE {where} ORDER BY d, c.id LIMIT ?"
     )
-    return [row[0] for row in conn.execute(sql, [qvec, model_id, *params, limit])]
+    return [(row[0], row[1]) for row in conn.execute(sql, [qvec, model_id, *params, limit])]
 
 
-def _knn(conn: apsw.Connection, qvec: bytes, filters: Filters, limit: int, k: int) -> list[int]:
+def _knn(conn: apsw.Connection, qvec: bytes, filters: Filters, limit: int, k: int) -> list[tuple[int, float]]:
     neighbours = conn.execute(
-        "SELECT rowid FROM vec_chunks WHERE embedding MATCH ? AND k = ? ORDER BY distance", (qvec, k)
+        "SELECT rowid, distance FROM vec_chunks WHERE embedding MATCH ? AND k = ? ORDER BY distance", (qvec, k)
     ).fetchall()
     if not neighbours:
         return []
     order = {row[0]: i for i, row in enumerate(neighbours)}
+    distance = dict(neighbours)
     where, params = filters.sql("c")
     marks = ",".join("?" * len(order))
     rows = conn.execute(
@@ -39,11 +40,13 @@ def _knn(conn: apsw.Connection, qvec: bytes, filters: Filters, limit: int, k: in
         [*order, *params],
     ).fetchall()
     rows.sort(key=lambda r: (order[r[0]], r[1]))
-    return [chunk_id for _, chunk_id in rows][:limit]
+    return [(chunk_id, distance[eid]) for eid, chunk_id in rows][:limit]
 
 
-def vector_ranking(conn: apsw.Connection, qvec: bytes, filters: Filters, limit: int, model_id: str) -> list[int]:
-    """Chunk ids nearest to ``qvec`` (cosine), best first."""
+def vector_ranking(
+    conn: apsw.Connection, qvec: bytes, filters: Filters, limit: int, model_id: str
+) -> list[tuple[int, float]]:
+    """``(chunk id, cosine distance)`` nearest to ``qvec``, best first."""
     if filters.selective:
         return _exact(conn, qvec, filters, limit, model_id)
     total = conn.execute("SELECT count(*) FROM embeddings WHERE model = ?", (model_id,)).fetchone()[0]
