@@ -11,8 +11,8 @@ import fcntl
 import os
 import time
 import uuid
-from datetime import datetime
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 

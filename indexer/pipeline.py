@@ -17,13 +17,13 @@ from pathlib import Path
 
 import apsw
 import xxhash
-from filelock import FileLock, Timeout
 
 from . import store
 from .chunker import CHUNKER_VERSION
 from .cjk import index_form
 from .embedder import Embedder, load_embedder, resolve_model
 from .errors import MemsearchError
+from .locks import LockTimeout, file_lock
 from .settings import Settings
 from .sources import (
     MAX_FILE_BYTES,
@@ -303,9 +303,9 @@ def index(
     conn = store.connect(settings.db_path)
     try:
         try:
-            with FileLock(str(settings.state_dir / "index.lock"), timeout=lock_timeout):
+            with file_lock(settings.state_dir / "index.lock", lock_timeout):
                 run, notes = _scan(settings, conn, paths, full, progress)
-        except Timeout:
+        except LockTimeout:
             raise MemsearchError(
                 f"another memsearch index run holds {settings.state_dir / 'index.lock'}; wait for it and try again"
             ) from None
@@ -377,3 +377,19 @@ def _scan(settings: Settings, conn: apsw.Connection, paths, full: bool, progress
     if run.counts["removed"]:
         drop_orphan_vectors(conn)
     return run, notes
+
+
+def ingest(settings: Settings, paths: list[Path], *, lock_timeout: float = 0.2) -> bool:
+    """Index just ``paths`` for BM25, fast, for hooks: no embedding, no report. Returns False when another run
+    holds the writer lock (that run, or the next one, picks the sources up)."""
+    if not settings.db_path.exists():
+        settings.state_dir.mkdir(parents=True, exist_ok=True)
+    conn = store.connect(settings.db_path)
+    try:
+        with file_lock(settings.state_dir / "index.lock", lock_timeout):
+            _scan(settings, conn, paths, False, None)
+        return True
+    except LockTimeout:
+        return False
+    finally:
+        conn.close()

@@ -154,3 +154,12 @@ class ChunkView:
     previous_id: str | None
     next_id: str | None
     source_chunks: int
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """The chunks just before and after one chunk in time (same session first when it has one)."""
+
+    center: Hit
+    before: tuple[Hit, ...]
+    after: tuple[Hit, ...]

@@ -170,6 +170,140 @@ def model_pull(name: Annotated[str, typer.Argument(help="A fastembed model name.
     typer.echo(f"model {name} downloaded; use it with MEMSEARCH_MODEL={name}")
 
 
+@app.command()
+def timeline(
+    chunk_id: Annotated[str, typer.Argument(metavar="ID", help="A hit's id.")],
+    window: Annotated[int, typer.Option("--window", "-w", help="Items before and after.")] = 5,
+    as_json: JsonOpt = False,
+    home: HomeOpt = None,
+) -> None:
+    """The events and notes just before and after a hit in time (its session's, when it has one)."""
+    from .lookup import timeline as run_timeline
+
+    view = run_timeline(_settings(home), chunk_id, window)
+    _emit(view, as_json, render.timeline_text(view))
+
+
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def hook(event: Annotated[str, typer.Argument(help="session-start, prompt, tool, stop or session-end.")]) -> None:
+    """Run a Claude Code hook handler (reads the event JSON on stdin; always exits 0)."""
+    from hooks.entry import main as hook_main
+
+    hook_main([event])
+    raise typer.Exit(0)
+
+
+@app.command()
+def serve(
+    status_only: Annotated[bool, typer.Option("--status", help="Say whether it runs, and exit.")] = False,
+    stop: Annotated[bool, typer.Option("--stop", help="Stop the running server.")] = False,
+    idle_timeout: Annotated[float, typer.Option("--idle-timeout", help="Exit after this many idle seconds.")] = 1800,
+    detach: Annotated[bool, typer.Option("--detach", help="Start in the background and return.")] = False,
+    as_json: JsonOpt = False,
+    home: HomeOpt = None,
+) -> None:
+    """The warm search server on a Unix socket in the memory root (model and index kept open)."""
+    from .client import is_running, request, start_detached
+
+    settings = _settings(home)
+    running = is_running(settings)
+    if status_only:
+        info = {"running": running is not None, **(running or {})}
+        text = (f"running: pid {running['pid']}, model {running.get('model') or 'none'}" if running
+                else "not running")
+        _emit(info, as_json, text)
+        raise typer.Exit(0 if running else 3)
+    if stop:
+        if running:
+            request(settings, {"op": "stop"}, timeout=2.0)
+        _emit({"stopped": running is not None}, as_json, "stopped" if running else "not running")
+        return
+    if running:
+        raise MemsearchError(f"memsearch serve already runs for {settings.home} (pid {running['pid']})")
+    if detach:
+        start_detached(settings, idle_timeout)
+        _emit({"started": True}, as_json, "started in the background")
+        return
+    from .server import run
+
+    raise typer.Exit(run(settings, idle_timeout))
+
+
+import_app = typer.Typer(help="Import existing data as memory.", no_args_is_help=True)
+app.add_typer(import_app, name="import")
+
+
+@import_app.command("transcripts")
+def import_transcripts(
+    paths: Annotated[Optional[list[Path]], typer.Argument(help="Transcript files or folders (default ~/.claude/projects).")] = None,
+    as_json: JsonOpt = False,
+    home: HomeOpt = None,
+) -> None:
+    """Import Claude Code transcripts as events, idempotently, skipping hook-injected context."""
+    from indexer.transcripts import import_transcripts as run_import
+
+    report = run_import(_settings(home), paths)
+    text = (f"transcripts: {report.transcripts}, events imported: {report.events_imported}, "
+            f"already there: {report.events_skipped}")
+    text += "".join(f"\nskipped: {p}" for p in report.problems)
+    _emit(report, as_json, text)
+
+
+@app.command()
+def mcp(home: HomeOpt = None) -> None:
+    """Run the MCP server on stdio (tools: search, timeline, get)."""
+    try:
+        from .mcp_server import run
+    except ImportError:
+        raise MemsearchError("the mcp package is not installed; run `make install`") from None
+    run(_settings(home))
+
+
+@app.command()
+def install(
+    scope: Annotated[str, typer.Option("--scope", help="user (~/.claude/settings.json) or project (.claude/settings.json).")] = "user",
+    with_mcp: Annotated[bool, typer.Option("--mcp", help="Also register the MCP server.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Register the hooks in Claude Code settings (idempotent; keeps a backup; other hooks untouched)."""
+    from .install import install as run_install
+
+    report = run_install(scope, with_mcp=with_mcp)
+    text = f"hooks installed in {report.settings_path}: {', '.join(report.added)}"
+    if report.backup:
+        text += f"\nbackup: {report.backup}"
+    if report.mcp:
+        text += f"\nMCP server registered in {report.mcp}"
+    _emit(report, as_json, text)
+
+
+@app.command()
+def uninstall(
+    scope: Annotated[str, typer.Option("--scope", help="user or project.")] = "user",
+    as_json: JsonOpt = False,
+) -> None:
+    """Remove exactly the hooks (and MCP entry) memsearch added."""
+    from .install import uninstall as run_uninstall
+
+    report = run_uninstall(scope)
+    text = (f"removed from {report.settings_path}: {', '.join(report.removed)}" if report.removed
+            else f"nothing of memsearch in {report.settings_path}")
+    if report.mcp:
+        text += f"\nMCP server removed from {report.mcp}"
+    _emit(report, as_json, text)
+
+
+@app.command()
+def doctor(as_json: JsonOpt = False, home: HomeOpt = None) -> None:
+    """Check sqlite-vec, FTS5, the model, the index, the server, the hooks and cron; each failure with its fix."""
+    from .doctor import run_checks
+
+    checks = run_checks(_settings(home))
+    lines = [f"{'ok  ' if c.ok else 'FAIL'} {c.name}: {c.detail}" + (f"\n     fix: {c.fix}" if c.fix else "")
+             for c in checks]
+    _emit(checks, as_json, "\n".join(lines))
+
+
 def main() -> None:
     """Console entry point: run the app, turning domain errors into one line and an exit code."""
     try:

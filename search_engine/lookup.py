@@ -5,31 +5,78 @@ from __future__ import annotations
 from indexer.errors import NotFound, UsageError
 from indexer.settings import Settings
 from indexer.status import open_existing
-from indexer.types import ChunkView
+from indexer.types import ChunkView, Hit, Timeline
 
 from .search import _HIT_COLUMNS, _hit
 
 MIN_PREFIX = 4
 
 
-def show(settings: Settings, ident: str) -> ChunkView:
-    """The chunk whose id is ``ident`` (or starts with it, when that is unambiguous), with its neighbours."""
-    ident = ident.strip().lower()
-    if len(ident) < MIN_PREFIX or not all(c in "0123456789abcdef" for c in ident):
-        raise UsageError(f"invalid id {ident!r}: ids are hexadecimal, as printed by `memsearch search`")
+def _open(settings: Settings):
     conn = open_existing(settings)
     if conn is None:
         raise NotFound("the index was never built; run `memsearch index` first")
+    return conn
+
+
+def _find(conn, ident: str) -> tuple:
+    """The row of the chunk whose id is ``ident`` or starts with it (unambiguously), plus its file and seq."""
+    ident = ident.strip().lower()
+    if len(ident) < MIN_PREFIX or len(ident) > 32 or not all(c in "0123456789abcdef" for c in ident):
+        raise UsageError(f"invalid id {ident!r}: ids are hexadecimal, as printed by `memsearch search`")
+    rows = conn.execute(
+        f"SELECT {_HIT_COLUMNS}, file, seq FROM chunks WHERE uid >= ? AND uid < ? LIMIT 2", (ident, ident + "g")
+    ).fetchall()
+    if not rows:
+        raise NotFound(f"no chunk with id {ident}; ids change when their source changes, search again")
+    if len(rows) > 1:
+        raise UsageError(f"id prefix {ident} is ambiguous; give more characters")
+    return rows[0]
+
+
+def get_many(settings: Settings, idents: list[str]) -> list[Hit]:
+    """Full chunks for several ids (unknown ones are skipped)."""
+    conn = _open(settings)
     try:
-        rows = conn.execute(
-            f"SELECT {_HIT_COLUMNS}, file, seq FROM chunks WHERE uid >= ? AND uid < ? LIMIT 2",
-            (ident, ident + "g"),
-        ).fetchall()
-        if not rows:
-            raise NotFound(f"no chunk with id {ident}; ids change when their source changes, search again")
-        if len(rows) > 1:
-            raise UsageError(f"id prefix {ident} is ambiguous; give more characters")
-        row = rows[0]
+        out = []
+        for ident in idents:
+            try:
+                out.append(_hit(_find(conn, ident)[:-2], 0.0, None, None))
+            except NotFound:
+                continue
+        return out
+    finally:
+        conn.close()
+
+
+def timeline(settings: Settings, ident: str, window: int = 5) -> Timeline:
+    """The ``window`` chunks before and after a chunk in time. With a session, its own session's chunks;
+    otherwise everything dated."""
+    if not 1 <= window <= 100:
+        raise UsageError("--window must be between 1 and 100")
+    conn = _open(settings)
+    try:
+        row = _find(conn, ident)
+        center = _hit(row[:-2], 0.0, None, None)
+        ts, cid = center.ts or "", row[0]
+        scope, params = ("session_id = ?", [center.session_id]) if center.session_id else ("ts IS NOT NULL", [])
+        before = conn.execute(
+            f"SELECT {_HIT_COLUMNS} FROM chunks WHERE {scope} AND (ts < ? OR (ts = ? AND id < ?))"
+            " ORDER BY ts DESC, id DESC LIMIT ?", [*params, ts, ts, cid, window]).fetchall()
+        after = conn.execute(
+            f"SELECT {_HIT_COLUMNS} FROM chunks WHERE {scope} AND (ts > ? OR (ts = ? AND id > ?))"
+            " ORDER BY ts, id LIMIT ?", [*params, ts, ts, cid, window]).fetchall()
+        return Timeline(center, tuple(_hit(r, 0.0, None, None) for r in reversed(before)),
+                        tuple(_hit(r, 0.0, None, None) for r in after))
+    finally:
+        conn.close()
+
+
+def show(settings: Settings, ident: str) -> ChunkView:
+    """The chunk whose id is ``ident`` (or starts with it, when that is unambiguous), with its neighbours."""
+    conn = _open(settings)
+    try:
+        row = _find(conn, ident)
         file, seq = row[-2], row[-1]
         prev = conn.execute(
             "SELECT uid FROM chunks WHERE file = ? AND seq < ? ORDER BY seq DESC LIMIT 1", (file, seq)

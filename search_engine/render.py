@@ -5,7 +5,7 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
-from indexer.types import ChunkView, Health, Hit, IndexReport, SearchResult
+from indexer.types import ChunkView, Health, Hit, IndexReport, SearchResult, Timeline
 
 SNIPPET_CHARS = 240
 
@@ -134,3 +134,10 @@ def status_text(info: dict[str, Any]) -> str:
     for name, entry in info["settings"].items():
         out.append(f"  {name} = {entry['value']}  [{entry['from']}]")
     return "\n".join(out)
+
+
+def timeline_text(view: Timeline) -> str:
+    def line(hit: Hit, mark: str) -> str:
+        return f"{mark} {hit.ts or '?':<19}  {hit.id}  [{hit.kind}/{hit.category}] {_snippet(hit.title + ': ' + hit.text, 110)}"
+
+    return "\n".join([*(line(h, " ") for h in view.before), line(view.center, ">"), *(line(h, " ") for h in view.after)])

@@ -1,0 +1,108 @@
+"""The entry point Claude Code runs for every hook: ``memsearch-hook <event>`` (or ``memsearch hook <event>``).
+
+Rules it keeps whatever happens: it always exits 0; stdout holds nothing or exactly one JSON object; a traceback
+never reaches stdout or stderr (errors go to ``<root>/.memsearch/logs/hooks.log``, without raw content); stdin is
+read with a deadline, because hosts do not always close it. It imports nothing heavy: no Typer, no fastembed.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import sys
+import time
+import traceback
+
+EVENTS = ("session-start", "prompt", "tool", "stop", "session-end", "summarize")
+MAX_STDIN = 8 * 1024 * 1024
+
+
+def read_stdin(deadline_s: float = 2.0) -> dict:
+    """One JSON object from stdin, read incrementally until it parses, EOF, or the deadline."""
+    import orjson
+
+    try:
+        fd = sys.stdin.fileno()
+    except (AttributeError, OSError, ValueError):
+        return {}
+    buf = b""
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end and len(buf) < MAX_STDIN:
+        try:
+            ready, _, _ = select.select([fd], [], [], max(0.0, end - time.monotonic()))
+        except (OSError, ValueError):
+            break
+        if not ready:
+            break
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            break
+        buf += chunk
+        try:
+            value = orjson.loads(buf)
+            return value if isinstance(value, dict) else {}
+        except orjson.JSONDecodeError:
+            continue
+    try:
+        value = orjson.loads(buf.decode("utf-8", "replace")) if buf.strip() else {}
+    except orjson.JSONDecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def log(message: str) -> None:
+    """Append one line to the hooks log; never raises."""
+    try:
+        from indexer.settings import resolve_settings
+
+        settings = resolve_settings()
+        settings.log_dir.mkdir(parents=True, exist_ok=True)
+        with open(settings.log_dir / "hooks.log", "a", encoding="utf-8") as f:
+            f.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {message}\n")
+    except Exception:
+        pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    name = argv[0] if argv else ""
+    started = time.perf_counter()
+    output = None
+    try:
+        if os.environ.get("MEMSEARCH_DISABLE") == "1" or name not in EVENTS:
+            return 0
+        from . import handlers
+
+        if name == "summarize":
+            handlers.summarize(argv[1:])
+        else:
+            payload = read_stdin()
+            output = getattr(handlers, name.replace("-", "_"))(payload)
+    except BaseException as exc:  # a hook must never fail the user's turn, whatever went wrong
+        if isinstance(exc, KeyboardInterrupt):
+            return 0
+        where = traceback.extract_tb(exc.__traceback__)[-1:] if exc.__traceback__ else []
+        at = f" at {where[0].filename.rsplit('/', 1)[-1]}:{where[0].lineno}" if where else ""
+        log(f"{name}: error {type(exc).__name__}{at}")
+        output = None
+    finally:
+        elapsed = (time.perf_counter() - started) * 1000
+        if output:
+            try:
+                sys.stdout.write(output)
+                sys.stdout.flush()
+            except Exception:
+                pass
+        if name in EVENTS and os.environ.get("MEMSEARCH_HOOK_LOG_TIMES") == "1":
+            log(f"{name}: {elapsed:.1f} ms")
+    return 0
+
+
+def run() -> None:
+    """Console script: always exit 0."""
+    main()
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    run()

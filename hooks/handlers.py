@@ -1,0 +1,193 @@
+"""One function per Claude Code hook event. Each takes the event's stdin JSON and returns what to print (a JSON
+string) or None. Field names follow the Claude Code hooks reference exactly: the prompt is ``prompt``; context
+goes in ``hookSpecificOutput.additionalContext`` next to ``hookEventName``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from indexer.eventlog import Event, append
+from indexer.observations import describe_tool, response_text, skip_tool, succeeded
+from indexer.settings import Settings, resolve_settings
+from search_engine.client import request
+
+#: The prompt hook's whole budget for searching, in seconds (well inside Claude Code's 30 s timeout).
+SEARCH_BUDGET = 0.8
+SERVER_TIMEOUT = 0.6
+MAX_QUERY_CHARS = 2000
+_TRIVIAL_RE = re.compile(
+    r"^\W*(hi|hello|hey|yo|thanks|thank you|thx|ty|ok|okay|k|yes|yep|yeah|no|nope|sure|great|cool|nice|"
+    r"good|perfect|got it|continue|go on|go ahead|proceed|lgtm|done|next|again|retry|stop)\W*$",
+    re.IGNORECASE,
+)
+
+
+def _settings() -> Settings:
+    return resolve_settings()
+
+
+def _project(payload: dict[str, Any]) -> str | None:
+    cwd = payload.get("cwd") or os.environ.get("CLAUDE_PROJECT_DIR")
+    return os.path.basename(str(cwd).rstrip("/")) or None if cwd else None
+
+
+def _record(settings: Settings, event: Event, *, ingest_now: bool = True) -> Path:
+    """Write the event to the log, then make it searchable by BM25 at once: by the warm server when it runs, else
+    in this process (skipped if a long index run holds the writer lock: that run, or the next, picks it up)."""
+    path = append(settings.home, event)
+    if ingest_now:
+        _ingest(settings, path)
+    return path
+
+
+def _ingest(settings: Settings, path: Path) -> None:
+    answer = request(settings, {"op": "ingest", "paths": [str(path)]}, timeout=SERVER_TIMEOUT)
+    if not (answer and answer.get("ok")):
+        from indexer.pipeline import ingest
+
+        ingest(settings, [path], lock_timeout=0.2)
+
+
+def is_trivial(prompt: str) -> bool:
+    text = prompt.strip()
+    if len(text) < 10 or _TRIVIAL_RE.match(text):
+        return True
+    return text.startswith("/") and " " not in text
+
+
+def _context_json(event_name: str, text: str) -> str:
+    return orjson.dumps({"hookSpecificOutput": {"hookEventName": event_name, "additionalContext": text}}).decode()
+
+
+def _config(name: str, default: int, low: int, high: int) -> int:
+    try:
+        return max(low, min(high, int(os.environ.get(name, default))))
+    except ValueError:
+        return default
+
+
+def prompt(payload: dict[str, Any]) -> str | None:
+    """UserPromptSubmit: record the prompt, then inject relevant memories from other sessions."""
+    text = payload.get("prompt")
+    if not isinstance(text, str) or not text.strip():
+        return None
+    settings = _settings()
+    session = payload.get("session_id") if isinstance(payload.get("session_id"), str) else None
+    path = _record(settings, Event(type="prompt", content=text, session_id=session, project=_project(payload),
+                                   cwd=payload.get("cwd") if isinstance(payload.get("cwd"), str) else None),
+                   ingest_now=False)
+    max_items = _config("MEMSEARCH_MAX_ITEMS", 5, 0, 20)
+    if is_trivial(text) or max_items == 0:
+        _ingest(settings, path)
+        return None
+    hits = _search(settings, text[:MAX_QUERY_CHARS], session, max_items * 3, path)
+    from search_engine.context import format_context
+
+    block, _ = format_context(text, hits, max_items=max_items,
+                              token_budget=_config("MEMSEARCH_TOKEN_BUDGET", 1200, 100, 2400))
+    return _context_json("UserPromptSubmit", block) if block else None
+
+
+def _search(settings: Settings, query: str, session: str | None, k: int, captured: Path) -> list:
+    """Hybrid results from the warm server when it answers in time (it also indexes the captured prompt), else
+    BM25 in this process."""
+    from indexer.types import Hit
+
+    started = time.monotonic()
+    filters = {"exclude_session": session} if session else {}
+    answer = request(settings, {"op": "search", "query": query, "k": k, "mode": "hybrid", "filters": filters,
+                                "ingest": [str(captured)]}, timeout=SERVER_TIMEOUT)
+    if answer and answer.get("ok"):
+        return [Hit(**h) for h in answer["result"]["hits"]]
+    from indexer.pipeline import ingest
+
+    ingest(settings, [captured], lock_timeout=0.1)
+    if time.monotonic() - started > SEARCH_BUDGET:
+        return []
+    from search_engine.filters import Filters
+    from search_engine.search import search
+
+    result = search(settings, query, mode="bm25", k=k, filters=Filters(exclude_session=session), embedder=None)
+    return list(result.hits)
+
+
+def tool(payload: dict[str, Any]) -> None:
+    """PostToolUse / PostToolUseFailure: record a compact observation of the call."""
+    name = payload.get("tool_name")
+    if not isinstance(name, str) or skip_tool(name):
+        return None
+    response = payload.get("tool_response")
+    error = payload.get("error")
+    output = response_text(response) if response is not None else (str(error) if error else "")
+    content, metadata = describe_tool(name, payload.get("tool_input"), output, succeeded(response, error))
+    if payload.get("tool_use_id"):
+        metadata["tool_use_id"] = str(payload["tool_use_id"])
+    if payload.get("agent_type"):
+        metadata["agent_type"] = str(payload["agent_type"])
+    settings = _settings()
+    _record(settings, Event(type="tool", tool_name=name, content=content, metadata=metadata,
+                            session_id=payload.get("session_id"), project=_project(payload), cwd=payload.get("cwd")))
+    return None
+
+
+def stop(payload: dict[str, Any]) -> None:
+    """Stop: record the assistant's reply of the turn."""
+    text = payload.get("last_assistant_message")
+    if not isinstance(text, str) or not text.strip():
+        path = payload.get("transcript_path")
+        if not isinstance(path, str):
+            return None
+        from indexer.transcripts import last_assistant_text
+
+        text = last_assistant_text(Path(path).expanduser())
+    if not text.strip():
+        return None
+    from indexer.transcripts import strip_injected
+
+    _record(_settings(), Event(type="response", content=strip_injected(text), session_id=payload.get("session_id"),
+                               project=_project(payload), cwd=payload.get("cwd")))
+    return None
+
+
+def session_start(payload: dict[str, Any]) -> None:
+    """SessionStart: make sure the warm server runs (started detached, never waited for)."""
+    settings = _settings()
+    from indexer.embedder import resolve_model
+    from search_engine.client import is_running, start_detached
+
+    if (settings.state_dir / "serve.sock").exists() and is_running(settings, timeout=0.2):
+        return None
+    if os.environ.get("MEMSEARCH_NO_SERVER") == "1" or not resolve_model(settings).available:
+        return None
+    start_detached(settings)
+    return None
+
+
+def session_end(payload: dict[str, Any]) -> None:
+    """SessionEnd: hand the summary to a detached process (SessionEnd hooks share a 1.5 s budget)."""
+    session = payload.get("session_id")
+    if not isinstance(session, str) or not session:
+        return None
+    args = [sys.executable, "-m", "hooks.entry", "summarize", session]
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {**os.environ, "PYTHONPATH": root + (os.pathsep + os.environ["PYTHONPATH"] if "PYTHONPATH" in os.environ else "")}
+    subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                     start_new_session=True, close_fds=True, env=env)
+    return None
+
+
+def summarize(argv: list[str]) -> None:
+    """The detached half of SessionEnd: write ``sessions/<id>.md`` and index it."""
+    from .summary import write_session_summary
+
+    if argv:
+        write_session_summary(_settings(), argv[0])

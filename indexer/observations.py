@@ -1,0 +1,90 @@
+"""Turning a tool call into a compact, searchable observation (used by the PostToolUse hook and by transcript
+import, so both record the same text)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+#: The input field that says what a tool call was about.
+KEY_FIELDS = {
+    "Bash": "command", "PowerShell": "command", "Write": "file_path", "Edit": "file_path",
+    "MultiEdit": "file_path", "Read": "file_path", "NotebookEdit": "notebook_path", "NotebookRead": "notebook_path",
+    "Glob": "pattern", "Grep": "pattern", "WebFetch": "url", "WebSearch": "query", "Agent": "description",
+    "Task": "description", "LS": "path",
+}
+#: Tools whose calls say nothing worth remembering.
+SKIP_TOOLS = {
+    "TodoWrite", "TodoRead", "TaskCreate", "TaskUpdate", "TaskList", "TaskGet", "ExitPlanMode", "EnterPlanMode",
+    "AskUserQuestion", "ListMcpResourcesTool", "ReadMcpResourceTool",
+}
+HEAD_CHARS = 1500
+TAIL_CHARS = 500
+
+
+def skip_tool(name: str) -> bool:
+    return name in SKIP_TOOLS or (name.startswith("mcp__") and "memsearch" in name)
+
+
+def truncate_middle(text: str, head: int = HEAD_CHARS, tail: int = TAIL_CHARS) -> str:
+    """A bounded head and tail of a long output, with how much was cut in between."""
+    if len(text) <= head + tail + 40:
+        return text
+    return f"{text[:head]}\n[… {len(text) - head - tail} characters cut …]\n{text[-tail:]}"
+
+
+def response_text(response: Any) -> str:
+    """The readable part of a tool response (Bash stdout/stderr, file results, MCP text blocks)."""
+    if response is None:
+        return ""
+    if isinstance(response, str):
+        return response
+    if isinstance(response, list):
+        return "\n".join(response_text(x) for x in response)
+    if isinstance(response, dict):
+        parts = []
+        for key in ("stdout", "stderr", "output", "result", "content", "text", "error", "message"):
+            value = response.get(key)
+            if isinstance(value, (str, list)) and value:
+                parts.append(response_text(value))
+        if parts:
+            return "\n".join(parts)
+        return orjson.dumps(response, default=str).decode()[:HEAD_CHARS]
+    return str(response)
+
+
+def succeeded(response: Any, error: Any = None) -> bool:
+    if error:
+        return False
+    if isinstance(response, dict):
+        if response.get("success") is False or response.get("is_error") or response.get("interrupted"):
+            return False
+        code = response.get("exit_code", response.get("exitCode", response.get("returncode")))
+        if isinstance(code, int) and code != 0:
+            return False
+    return True
+
+
+def describe_tool(name: str, tool_input: Any, output: str, ok: bool) -> tuple[str, dict[str, Any]]:
+    """``(content, metadata)`` of a tool observation."""
+    tool_input = tool_input if isinstance(tool_input, dict) else {}
+    field = KEY_FIELDS.get(name)
+    key = tool_input.get(field) if field else None
+    if key is None:
+        for candidate in ("file_path", "command", "pattern", "url", "query", "path", "description"):
+            if isinstance(tool_input.get(candidate), str):
+                field, key = candidate, tool_input[candidate]
+                break
+    key = str(key) if key is not None else ""
+    lines = [f"{name}{': ' + key if key else ''}{'' if ok else ' (failed)'}"]
+    if name in ("Edit", "MultiEdit") and isinstance(tool_input.get("new_string"), str):
+        lines.append("new: " + truncate_middle(tool_input["new_string"], 400, 100))
+    elif name == "Write" and isinstance(tool_input.get("content"), str):
+        lines.append(f"wrote {tool_input['content'].count(chr(10)) + 1} lines")
+    if output and name not in ("Write", "Read"):
+        lines.append(truncate_middle(output.strip()))
+    metadata: dict[str, Any] = {"success": ok}
+    if field and key:
+        metadata[field] = key[:1000]
+    return "\n".join(lines), metadata

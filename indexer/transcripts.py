@@ -1,0 +1,228 @@
+"""Reading Claude Code transcripts (``~/.claude/projects/<project>/<session>.jsonl``) as events.
+
+The format is internal to Claude Code and changes between versions, so parsing is defensive: unparsable or
+half-written lines are skipped. Kept: real human prompts, assistant text, and tool calls with their results.
+Skipped: ``isMeta`` expansions, compaction summaries, side chains, ``attachment`` lines (hook output), and any
+``<system-reminder>`` or ``<memory-context>`` text, so memsearch never re-indexes the memories it injected.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from .eventlog import Event, append
+from .observations import describe_tool
+from .sources import normalize_ts
+
+_INJECTED_RE = re.compile(
+    r"<(system-reminder|memory-context)>.*?</\1>|<(system-reminder|memory-context)>.*\Z", re.DOTALL
+)
+MAX_TOOL_OUTPUT = 2000
+
+
+def strip_injected(text: str) -> str:
+    """Remove hook-injected blocks (``<system-reminder>``, ``<memory-context>``) from a text."""
+    return _INJECTED_RE.sub("", text).strip()
+
+
+def default_transcripts_dir() -> Path:
+    base = os.environ.get("CLAUDE_CONFIG_DIR") or str(Path("~/.claude").expanduser())
+    return Path(base) / "projects"
+
+
+def _blocks(content: Any) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    if isinstance(content, list):
+        return [b for b in content if isinstance(b, dict)]
+    return []
+
+
+def _text(blocks: list[dict[str, Any]]) -> str:
+    return "\n".join(b.get("text", "") for b in blocks if b.get("type") == "text" and isinstance(b.get("text"), str))
+
+
+def _result_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
+    return ""
+
+
+@dataclass
+class _Pending:
+    line: dict[str, Any]
+    block: dict[str, Any]
+
+
+def iter_lines(data: bytes) -> Iterator[dict[str, Any]]:
+    for raw in data.split(b"\n"):
+        if not raw.strip():
+            continue
+        try:
+            line = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(line, dict):
+            yield line
+
+
+def last_assistant_text(path: Path, tail_bytes: int = 512 * 1024) -> str:
+    """The text of the last assistant turn in a transcript (its final text blocks), or ''."""
+    try:
+        with path.open("rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - tail_bytes))
+            data = f.read()
+    except OSError:
+        return ""
+    texts: list[str] = []
+    for line in iter_lines(data):
+        if line.get("type") == "user" and not line.get("isMeta") and not _is_tool_result(line):
+            texts = []
+        elif line.get("type") == "assistant" and not line.get("isSidechain"):
+            text = _text(_blocks((line.get("message") or {}).get("content")))
+            if text.strip():
+                texts.append(text.strip())
+    return strip_injected("\n\n".join(texts))
+
+
+def _is_tool_result(line: dict[str, Any]) -> bool:
+    return any(b.get("type") == "tool_result" for b in _blocks((line.get("message") or {}).get("content")))
+
+
+def transcript_events(data: bytes, source: str) -> list[Event]:
+    """Events from transcript bytes; ids are derived from the transcript's own line uuids, so importing the same
+    transcript twice yields the same ids."""
+    events: list[Event] = []
+    pending: dict[str, _Pending] = {}
+    for line in iter_lines(data):
+        kind = line.get("type")
+        if kind not in ("user", "assistant") or line.get("isSidechain") or line.get("isMeta"):
+            continue
+        if line.get("isCompactSummary"):
+            continue
+        message = line.get("message") or {}
+        blocks = _blocks(message.get("content"))
+        base = dict(
+            session_id=line.get("sessionId"), cwd=line.get("cwd"),
+            project=os.path.basename(line["cwd"].rstrip("/")) if isinstance(line.get("cwd"), str) else None,
+            ts=normalize_ts(line.get("timestamp")) or "",
+        )
+        uid = str(line.get("uuid") or "")
+        if kind == "user":
+            for block in blocks:
+                if block.get("type") == "tool_result":
+                    call = pending.pop(str(block.get("tool_use_id")), None)
+                    if call is not None:
+                        events.append(_tool_event(call, block, base))
+            text = strip_injected(_text(blocks))
+            if text and not _is_tool_result(line):
+                events.append(Event(type="prompt", content=text, id=f"t-{uid}" if uid else _fallback(text), **base,
+                                    metadata={"source": source}))
+        else:
+            text = strip_injected(_text(blocks))
+            if text:
+                events.append(Event(type="response", content=text, id=f"t-{uid}" if uid else _fallback(text),
+                                    **base, metadata={"source": source}))
+            for block in blocks:
+                if block.get("type") == "tool_use" and block.get("id"):
+                    pending[str(block["id"])] = _Pending(line, block)
+    return [e for e in events if e.ts] + [e for e in events if not e.ts]
+
+
+def _fallback(text: str) -> str:
+    import xxhash
+
+    return "t-" + xxhash.xxh3_64_hexdigest(text.encode("utf-8", "surrogatepass"))
+
+
+def _tool_event(call: _Pending, result: dict[str, Any], base: dict[str, Any]) -> Event:
+    name = str(call.block.get("name") or "tool")
+    output = _result_text(result.get("content"))
+    content, metadata = describe_tool(name, call.block.get("input") or {}, output, not result.get("is_error"))
+    return Event(type="tool", tool_name=name, content=content, metadata=metadata,
+                 id=f"t-{call.block.get('id')}", **base)
+
+
+@dataclass(frozen=True)
+class ImportReport:
+    transcripts: int
+    events_imported: int
+    events_skipped: int
+    problems: tuple[str, ...] = ()
+
+
+def _discover(paths: list[Path]) -> list[Path]:
+    found: list[Path] = []
+    for p in paths:
+        if p.is_file():
+            found.append(p)
+        elif p.is_dir():
+            found.extend(sorted(q for q in p.rglob("*.jsonl") if "subagents" not in q.parts))
+    return found
+
+
+def import_transcripts(settings, paths: list[Path] | None = None) -> ImportReport:
+    """Append the events of Claude Code transcripts to the event log, idempotently: each transcript is read from
+    the byte offset the last import stopped at, and events whose ids are already indexed are skipped."""
+    from . import store
+    from .pipeline import ingest
+
+    state_path = settings.state_dir / "imports.json"
+    settings.state_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        state = orjson.loads(state_path.read_bytes()) if state_path.exists() else {}
+    except orjson.JSONDecodeError:
+        state = {}
+    conn = store.connect(settings.db_path)
+    imported = skipped = 0
+    problems: list[str] = []
+    files = _discover(paths or [default_transcripts_dir()])
+    try:
+        for path in files:
+            key = str(path.resolve())
+            offset = int(state.get(key, 0))
+            try:
+                with path.open("rb") as f:
+                    size = f.seek(0, os.SEEK_END)
+                    if size < offset:
+                        offset = 0
+                    f.seek(offset)
+                    data = f.read()
+            except OSError as exc:
+                problems.append(f"{path}: cannot read: {exc.strerror or exc}")
+                continue
+            end = data.rfind(b"\n") + 1
+            events = transcript_events(data[:end], str(path))
+            ids = [e.id for e in events]
+            known = set()
+            for i in range(0, len(ids), 500):
+                part = ids[i : i + 500]
+                marks = ",".join("?" * len(part))
+                known |= {r[0] for r in conn.execute(f"SELECT event_id FROM chunks WHERE event_id IN ({marks})", part)}
+            fresh = [e for e in events if e.id not in known]
+            skipped += len(events) - len(fresh)
+            by_day: dict[str, list[Event]] = {}
+            for e in fresh:
+                by_day.setdefault((e.ts or "")[:10], []).append(e)
+            for day_events in by_day.values():
+                append(settings.home, day_events)
+            imported += len(fresh)
+            state[key] = offset + end
+            tmp = state_path.with_suffix(".tmp")
+            tmp.write_bytes(orjson.dumps(state))
+            os.replace(tmp, state_path)
+    finally:
+        conn.close()
+    ingest(settings, [settings.home / "events"], lock_timeout=60)
+    return ImportReport(len(files), imported, skipped, tuple(problems))

@@ -1,0 +1,232 @@
+"""``memsearch serve``: a warm local search server on a Unix socket in the memory root.
+
+It holds the embedding model and the database open so the prompt hook gets hybrid results in milliseconds. It
+listens only on ``<root>/.memsearch/serve.sock`` (mode 0600, no TCP), accepts only connections from its own user
+(checked with SO_PEERCRED), runs as one instance per memory root (a lock file), picks up new sources and embeds
+pending chunks while idle, and exits by itself after ``idle_timeout`` seconds without a request.
+
+Protocol: one JSON object per line, one request per connection. ``{"op": "ping"}``, ``{"op": "search", "query":
+…, "mode": …, "k": …, "filters": {…}}`` and ``{"op": "stop"}``; the answer is ``{"ok": true, …}`` or
+``{"ok": false, "error": "…"}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import selectors
+import signal
+import socket
+import struct
+import sys
+import time
+from pathlib import Path
+
+import orjson
+
+from indexer import store
+from indexer.embedder import resolve_model
+from indexer.errors import MemsearchError
+from indexer.locks import LockTimeout, file_lock
+from indexer.pipeline import embed_pending, ingest, pending_count, source_roots
+from indexer.settings import Settings, resolve_settings
+
+from .filters import Filters
+from .search import search
+
+IDLE_TIMEOUT = 30 * 60
+IDLE_WORK_AFTER = 2.0  # seconds without a request before background work starts
+RESCAN_EVERY = 30.0
+MAX_REQUEST = 1 << 20
+
+
+def socket_path(settings: Settings) -> Path:
+    return settings.state_dir / "serve.sock"
+
+
+def _log(settings: Settings, message: str) -> None:
+    settings.log_dir.mkdir(parents=True, exist_ok=True)
+    with open(settings.log_dir / "serve.log", "a", encoding="utf-8") as f:
+        f.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} pid={os.getpid()} {message}\n")
+
+
+def _peer_uid(conn: socket.socket) -> int | None:
+    try:
+        creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        return struct.unpack("3i", creds)[2]
+    except OSError:
+        return None
+
+
+class Server:
+    def __init__(self, settings: Settings, idle_timeout: float = IDLE_TIMEOUT):
+        self.settings = settings
+        self.idle_timeout = idle_timeout
+        self.running = True
+        self.last_request = time.monotonic()
+        self.last_scan = 0.0
+        self.embedder = None
+        self.model_reason = None
+        self.conn = None
+
+    # -- lifecycle --------------------------------------------------------------------------------------------
+    def load(self) -> None:
+        choice = resolve_model(self.settings)
+        if choice.available:
+            from indexer.embedder import load_embedder
+
+            try:
+                self.embedder = load_embedder(self.settings)
+                self.embedder.embed_query("warm up")
+            except MemsearchError as exc:
+                self.embedder, self.model_reason = None, str(exc)
+        else:
+            self.model_reason = choice.reason
+        self.conn = store.connect(self.settings.db_path)
+
+    def handle(self, request: dict) -> dict:
+        op = request.get("op")
+        if op == "ping":
+            return {"ok": True, "pid": os.getpid(), "model": getattr(self.embedder, "model_id", None),
+                    "model_reason": self.model_reason, "home": str(self.settings.home)}
+        if op == "stop":
+            self.running = False
+            return {"ok": True}
+        if op == "ingest":
+            return {"ok": True, "ingested": self._ingest(request.get("paths"))}
+        if op == "search":
+            if request.get("ingest"):
+                self._ingest(request["ingest"])
+            filters = Filters(**{k: v for k, v in (request.get("filters") or {}).items()
+                                 if k in {f.name for f in dataclasses.fields(Filters)}})
+            result = search(
+                self.settings, str(request.get("query", "")), mode=request.get("mode", "hybrid"),
+                k=int(request.get("k", 10)), filters=filters, embedder=self.embedder, conn=self.conn,
+            )
+            return {"ok": True, "result": dataclasses.asdict(result)}
+        return {"ok": False, "error": f"unknown op {op!r}"}
+
+    def _ingest(self, paths) -> bool:
+        """Index captured sources for BM25 right away; only paths inside the memory root are taken."""
+        home = self.settings.home.resolve()
+        chosen = []
+        for p in paths if isinstance(paths, list) else []:
+            path = Path(str(p)).resolve()
+            if path.is_relative_to(home) and path.is_file():
+                chosen.append(path)
+        return bool(chosen) and ingest(self.settings, chosen, lock_timeout=0.2)
+
+    def idle_work(self) -> None:
+        """Pick up new sources now and then, and embed a small batch of pending chunks."""
+        now = time.monotonic()
+        if now - self.last_scan >= RESCAN_EVERY:
+            self.last_scan = now
+            ingest(self.settings, source_roots(self.settings), lock_timeout=0)
+        if self.embedder is not None and pending_count(self.conn, self.embedder.model_id):
+            embed_pending(self.conn, self.embedder, batch=32, limit=32)
+
+    def serve(self, listener: socket.socket) -> None:
+        selector = selectors.DefaultSelector()
+        selector.register(listener, selectors.EVENT_READ)
+        busy_until_idle = True
+        while self.running:
+            idle = time.monotonic() - self.last_request
+            if idle >= self.idle_timeout:
+                _log(self.settings, f"idle for {idle:.0f}s, exiting")
+                break
+            timeout = 0.5 if idle >= IDLE_WORK_AFTER else max(0.05, IDLE_WORK_AFTER - idle)
+            if selector.select(timeout=timeout):
+                conn, _ = listener.accept()
+                self.last_request = time.monotonic()
+                with conn:
+                    self._answer(conn)
+                busy_until_idle = True
+            elif idle >= IDLE_WORK_AFTER:
+                try:
+                    self.idle_work()
+                except Exception as exc:  # background work must never take the server down
+                    _log(self.settings, f"idle work failed: {type(exc).__name__}: {exc}")
+                    if busy_until_idle:
+                        busy_until_idle = False
+
+    def _answer(self, conn: socket.socket) -> None:
+        if _peer_uid(conn) not in (os.getuid(), None):
+            conn.sendall(b'{"ok": false, "error": "refused: not the owner"}\n')
+            return
+        conn.settimeout(2.0)
+        data = b""
+        try:
+            while b"\n" not in data and len(data) < MAX_REQUEST:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+            request = orjson.loads(data.split(b"\n", 1)[0] or b"{}")
+            answer = self.handle(request if isinstance(request, dict) else {})
+        except (orjson.JSONDecodeError, OSError) as exc:
+            answer = {"ok": False, "error": f"bad request: {exc}"}
+        except MemsearchError as exc:
+            answer = {"ok": False, "error": str(exc)}
+        except Exception as exc:  # one bad request must not take the server down
+            _log(self.settings, f"request failed: {type(exc).__name__}: {exc}")
+            answer = {"ok": False, "error": f"internal error: {type(exc).__name__}"}
+        try:
+            conn.sendall(orjson.dumps(answer) + b"\n")
+        except OSError:
+            pass
+
+
+def run(settings: Settings, idle_timeout: float = IDLE_TIMEOUT) -> int:
+    """Run the server in the foreground until idle, stopped or signalled. Returns an exit code."""
+    settings.state_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        with file_lock(settings.state_dir / "serve.lock", 0):
+            return _run_locked(settings, idle_timeout)
+    except LockTimeout:
+        print("memsearch serve is already running for this memory root", file=sys.stderr)
+        return 1
+
+
+def _run_locked(settings: Settings, idle_timeout: float) -> int:
+    path = socket_path(settings)
+    try:
+        server = Server(settings, idle_timeout)
+        server.load()
+        if path.exists() or path.is_symlink():
+            path.unlink()
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        old_umask = os.umask(0o177)
+        try:
+            listener.bind(str(path))
+        finally:
+            os.umask(old_umask)
+        os.chmod(path, 0o600)
+        listener.listen(64)
+
+        def stop(signum, frame):
+            server.running = False
+
+        signal.signal(signal.SIGTERM, stop)
+        signal.signal(signal.SIGINT, stop)
+        _log(settings, f"listening on {path}, model={getattr(server.embedder, 'model_id', None)}")
+        with listener:
+            server.serve(listener)
+        return 0
+    finally:
+        try:
+            path.unlink()
+        except OSError:
+            pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m search_engine.server")
+    parser.add_argument("--home")
+    parser.add_argument("--idle-timeout", type=float, default=IDLE_TIMEOUT)
+    args = parser.parse_args(argv)
+    return run(resolve_settings(args.home), args.idle_timeout)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
