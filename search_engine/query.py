@@ -26,7 +26,8 @@ STOPWORDS = frozenset(
     hers herself him himself his how i if in into is it its itself just me more most my myself no nor not now of
     off on once only or other our ours ourselves out over own same she should so some such than that the their
     theirs them themselves then there these they this those through to too under until up very was we were what
-    when where which while who whom why will with would you your yours yourself yourselves""".split()
+    when where which while who whom why will with would you your yours yourself yourselves
+    tell show explain describe give please remind remember recall know let me us can may might must also""".split()
 )
 
 
