@@ -137,7 +137,7 @@ def transcript_events(data: bytes, source: str) -> list[Event]:
             for block in blocks:
                 if block.get("type") == "tool_use" and block.get("id"):
                     pending[str(block["id"])] = _Pending(line, block)
-    return [e for e in events if e.ts] + [e for e in events if not e.ts]
+    return events
 
 
 def _fallback(text: str) -> str:

@@ -63,15 +63,14 @@ def _stem(word: str) -> str:
 
 
 def coverage(query: str, hit: Hit) -> float:
-    """Share of the query's content terms found in the hit (words compared by their first five letters)."""
+    """Share of the query's content terms found in the hit: CJK runs as substrings, words by their first five
+    letters (a cheap stand-in for stemming)."""
     wanted = content_terms(terms(query))
     if not wanted:
         return 0.0
-    have = {_stem(t.text) for t in terms(f"{hit.title} {hit.text}") if not t.cjk}
     body = f"{hit.title} {hit.text}"
-    found = sum(1 for t in wanted if (t.text in body) if t.cjk) + sum(
-        1 for t in wanted if not t.cjk and _stem(t.text) in have
-    )
+    words = {_stem(t.text) for t in terms(body, limit=None) if not t.cjk}
+    found = sum(1 for t in wanted if (t.text in body if t.cjk else _stem(t.text) in words))
     return found / len(wanted)
 
 

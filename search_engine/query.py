@@ -45,8 +45,8 @@ class Term:
         return '"' + " ".join(grams) + '"'
 
 
-def terms(text: str) -> list[Term]:
-    """The searchable terms of ``text``, in order, lower-cased, without repeats."""
+def terms(text: str, limit: int | None = MAX_TERMS) -> list[Term]:
+    """The searchable terms of ``text``, in order, lower-cased, without repeats (the first ``limit``)."""
     out: list[Term] = []
     seen: set[str] = set()
     pos = 0
@@ -57,7 +57,7 @@ def terms(text: str) -> list[Term]:
             out.append(Term(m.group(0), cjk=True))
         pos = m.end()
     _words(text[pos:], out, seen)
-    return out[:MAX_TERMS]
+    return out[:limit]
 
 
 def _words(text: str, out: list[Term], seen: set[str]) -> None:

@@ -169,3 +169,16 @@ def test_k_and_mode_are_validated(indexed):
         search(indexed, "x", k=0)
     with pytest.raises(UsageError):
         search(indexed, "x", mode="fuzzy")
+
+
+def test_relevance_gate_reads_the_whole_chunk():
+    from indexer.types import Hit
+    from search_engine.context import coverage, format_context
+
+    filler = " ".join(f"word{i}" for i in range(200))
+    hit = Hit("abc123abc123", "note", "daily", "Title", f"{filler} zanzibar gateway restarted", "a.md", 1, 2,
+              "2026-11-20T00:00:00", None, None, None, 0.03, 1, None)
+    assert coverage("restart the zanzibar gateway", hit) == 1.0
+    block, chosen = format_context("restart the zanzibar gateway", [hit])
+    assert chosen == [hit] and 'source="a.md:1-2"' in block
+    assert format_context("unrelated haiku about autumn", [hit]) == ("", [])
