@@ -1,5 +1,10 @@
-"""Settings, resolved in one place: CLI flag, then ``MEMSEARCH_*`` environment, then the config file in the
-memory root (``memsearch.toml``), then the default. ``memsearch status`` shows each value and where it came from.
+"""Settings, resolved in one place: CLI flag, then ``MEMSEARCH_*`` environment, then a project's
+``.memsearch.toml`` (search tuning only), then the config file in the memory root (``memsearch.toml``), then the
+default. ``memsearch status`` shows each value and where it came from.
+
+The project config lives in a repository someone else may have written, and hooks run in it: it may tune search
+(:data:`PROJECT_KEYS`) and nothing else. A key that names a model, a file, a folder or the database there is
+ignored (never an error, so a hostile project cannot break the hooks either) and ``status`` says it was refused.
 """
 
 from __future__ import annotations
@@ -18,6 +23,9 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 CONFIG_NAME = "memsearch.toml"
+PROJECT_CONFIG_NAME = ".memsearch.toml"
+#: What a project-level config may set: search tuning, never models, paths or retention.
+PROJECT_KEYS = frozenset({"rrf_k", "bm25_weight", "vector_weight", "candidates", "dedup_threshold"})
 
 
 @dataclass(frozen=True)
@@ -38,6 +46,10 @@ class Settings:
     candidates: int = 50
     dedup_threshold: float = 0.8
     embed_batch: int = 64
+    #: ``memsearch maintain``: event logs whose newest event is older than this many days leave the index (0: never).
+    retention_days_event: int = 90
+    #: ``memsearch maintain``: expired event logs move to ``<root>/archive/events/`` (gzip) instead of being deleted.
+    archive: bool = True
     origins: dict[str, str] = field(default_factory=dict, compare=False)
 
     @property
@@ -56,7 +68,28 @@ class Settings:
             elif isinstance(value, tuple):
                 value = [str(v) for v in value]
             out[f.name] = {"value": value, "from": self.origins.get(f.name, "default")}
+        if "project_config" in self.origins:
+            out["project_config"] = {"value": None, "from": self.origins["project_config"]}
         return out
+
+
+def count(raw: Any) -> int:
+    """A whole number of zero or more (``true`` is not one)."""
+    if isinstance(raw, bool) or int(raw) < 0:
+        raise ValueError(raw)
+    return int(raw)
+
+
+def boolean(raw: Any) -> bool:
+    """``true``/``false`` from TOML, or ``1``/``0``, ``yes``/``no``, ``on``/``off`` from the environment."""
+    if isinstance(raw, bool):
+        return raw
+    text = str(raw).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(raw)
 
 
 # name -> (env var, config key, converter)
@@ -74,6 +107,8 @@ _SPEC: dict[str, tuple[str, str, Any]] = {
     "candidates": ("MEMSEARCH_CANDIDATES", "candidates", int),
     "dedup_threshold": ("MEMSEARCH_DEDUP_THRESHOLD", "dedup_threshold", float),
     "embed_batch": ("MEMSEARCH_EMBED_BATCH", "embed_batch", int),
+    "retention_days_event": ("MEMSEARCH_RETENTION_DAYS_EVENT", "retention_days_event", count),
+    "archive": ("MEMSEARCH_ARCHIVE", "archive", boolean),
 }
 
 
@@ -96,6 +131,39 @@ def _read_config(home: Path) -> dict[str, Any]:
         raise ConfigError(f"cannot read {path}: {exc}; fix or remove the file") from exc
 
 
+def project_dir() -> Path:
+    """The project the command (or hook) runs for: ``$CLAUDE_PROJECT_DIR``, else the working directory."""
+    return Path(os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd())
+
+
+def project_config(root: Path) -> tuple[dict[str, Any], str | None]:
+    """The allowed, valid values of the project config, and a note on what was ignored (None if nothing was).
+
+    Never raises: an unreadable file, a refused key or an invalid value is ignored and named in the note.
+    """
+    path = Path(PROJECT_CONFIG_NAME)
+    try:
+        path = project_dir() / PROJECT_CONFIG_NAME
+        if not path.is_file():
+            return {}, None
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        return {}, f"{path} ignored: cannot read it: {exc}"
+    values, refused, invalid = {}, [], []
+    for key in sorted(data):
+        if key not in PROJECT_KEYS:
+            refused.append(key)
+            continue
+        try:
+            values[key] = _convert(key, data[key], _SPEC[key][2], root, str(path))
+        except ConfigError:
+            invalid.append(key)
+    notes = [f"refused {', '.join(refused)} (a project config may set only {', '.join(sorted(PROJECT_KEYS))})"
+             if refused else "", f"invalid {', '.join(invalid)}" if invalid else ""]
+    note = "; ".join(n for n in notes if n)
+    return values, f"{path}: {note}" if note else None
+
+
 def _convert(name: str, raw: Any, convert: Any, home: Path, origin: str) -> Any:
     if name == "extra_sources":
         items = raw.split(os.pathsep) if isinstance(raw, str) else list(raw)
@@ -114,7 +182,8 @@ def _abs(path: Path, home: Path) -> Path:
 
 
 def resolve_settings(home: str | os.PathLike[str] | None = None, **flags: Any) -> Settings:
-    """Resolve every setting: flag, then environment, then config file, then default.
+    """Resolve every setting: flag, then environment, then the project config (tuning only), then the memory
+    root's config file, then the default.
 
     >>> s = resolve_settings("/tmp/mem", model="none")
     >>> (str(s.db_path), s.model, s.origins["model"])
@@ -129,6 +198,7 @@ def resolve_settings(home: str | os.PathLike[str] | None = None, **flags: Any) -
         root = default_home()
     root = root.absolute()
     config = _read_config(root)
+    project_values, project_note = project_config(root)
     values: dict[str, Any] = {
         "home": root,
         "db_path": root / ".memsearch" / "index.db",
@@ -142,9 +212,14 @@ def resolve_settings(home: str | os.PathLike[str] | None = None, **flags: Any) -
         elif os.environ.get(env):
             values[name] = _convert(name, os.environ[env], convert, root, env)
             origins[name] = "env"
+        elif name in project_values:
+            values[name] = project_values[name]
+            origins[name] = "project"
         elif key in config:
             values[name] = _convert(name, config[key], convert, root, CONFIG_NAME)
             origins[name] = "config"
+    if project_note:
+        origins["project_config"] = project_note
     unknown = set(config) - {key for _, key, _ in _SPEC.values()}
     if unknown:
         raise ConfigError(f"unknown key(s) in {root / CONFIG_NAME}: {', '.join(sorted(unknown))}")

@@ -163,3 +163,66 @@ class Timeline:
     center: Hit
     before: tuple[Hit, ...]
     after: tuple[Hit, ...]
+
+
+@dataclass(frozen=True)
+class IndexCheck:
+    """Whether the index file is sound and its tables agree: every chunk has its FTS row and every stored vector
+    its embedding row (and back). Orphan embeddings (content no chunk holds any more) are waste, not damage."""
+
+    integrity: str  # "ok", or the first problems PRAGMA integrity_check reported
+    fts_integrity: str  # "ok", or FTS5's 'integrity-check' error
+    chunks: int
+    fts_rows: int
+    chunks_without_fts: int
+    fts_without_chunk: int
+    embeddings: int
+    vectors: int
+    embeddings_without_vector: int
+    vectors_without_embedding: int
+    orphan_embeddings: int
+
+    @property
+    def ok(self) -> bool:
+        return (self.integrity == "ok" and self.fts_integrity == "ok" and not self.chunks_without_fts
+                and not self.fts_without_chunk and not self.embeddings_without_vector
+                and not self.vectors_without_embedding)
+
+
+@dataclass(frozen=True)
+class Expired:
+    """An event log past its retention: where it went (an archive path, or None when it was deleted)."""
+
+    path: str
+    newest: str | None  # the newest event timestamp it held
+    chunks: int
+    archived_to: str | None
+
+
+@dataclass(frozen=True)
+class MaintainReport:
+    """What ``memsearch maintain`` did: the rescan, retention, cleanup, checks, and sizes before and after."""
+
+    ok: bool
+    index: IndexReport
+    expired: tuple[Expired, ...]
+    retention_days_event: int
+    orphan_vectors_dropped: int
+    check: IndexCheck
+    chunks_before: int
+    chunks_after: int
+    bytes_before: int
+    bytes_after: int
+    seconds: float
+    steps: tuple[tuple[str, float], ...] = ()  # (step, seconds), in the order they ran
+
+
+@dataclass(frozen=True)
+class CronReport:
+    """The weekly maintenance line in the user's crontab: what it is, whether it is there, what changed."""
+
+    line: str
+    installed: bool
+    changed: bool
+    crontab: str | None  # the crontab command used; None where there is none (then ``note`` says what to do)
+    note: str | None = None
