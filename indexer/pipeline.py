@@ -358,7 +358,8 @@ def _scan(settings: Settings, conn: apsw.Connection, paths, full: bool, progress
             run.skip(str(p), "does not exist")
     known = {r[0]: r[1:] for r in conn.execute(
         "SELECT path, mtime_ns, size, content_hash, consumed, head_hash FROM files")}
-    found = list(discover([p for p in scope if p.exists()]))
+    found = list(discover([p for p in scope if p.exists()], source_roots(settings),
+                          lambda p, why: run.skip(display_path(p, settings.home), why)))
     seen = set()
     for i, (path, source) in enumerate(found):
         seen.add(str(path))

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -77,9 +77,18 @@ def classify(path: Path) -> str | None:
     return None
 
 
-def discover(roots: list[Path]) -> Iterator[tuple[Path, str]]:
-    """Every indexable file under ``roots`` (files or folders), without following directory symlinks."""
+def discover(
+    roots: list[Path], allowed: list[Path] | None = None, refused: Callable[[Path, str], None] | None = None,
+) -> Iterator[tuple[Path, str]]:
+    """Every indexable file under ``roots`` (files or folders), without following directory symlinks.
+
+    A symlinked file found inside a folder is taken only when its target lies inside ``allowed`` (default: the
+    roots), so a link in the memory root can never pull an outside file into the index: such links are passed to
+    ``refused`` with the reason. Links that loop or dangle are yielded, to be reported as unreadable like any
+    file that cannot be read (whatever they had in the index stays there).
+    """
     seen: set[Path] = set()
+    inside = [os.path.realpath(p) for p in (allowed if allowed is not None else roots)]
     for root in roots:
         if root.is_file():
             source = classify(root) or "note"
@@ -92,9 +101,24 @@ def discover(roots: list[Path]) -> Iterator[tuple[Path, str]]:
             for name in sorted(filenames):
                 path = Path(dirpath) / name
                 source = classify(path)
-                if source and path not in seen:
-                    seen.add(path)
-                    yield path, source
+                if not source or path in seen:
+                    continue
+                if path.is_symlink():
+                    why = _link_problem(path, inside)
+                    if why:
+                        if refused:
+                            refused(path, why)
+                        continue
+                seen.add(path)
+                yield path, source
+
+
+def _link_problem(path: Path, inside: list[str]) -> str | None:
+    """Why a symlinked source is refused (None when its target lies inside an allowed root)."""
+    target = os.path.realpath(path)
+    if not any(target == root or target.startswith(root.rstrip("/") + "/") for root in inside):
+        return "symlink to a file outside the memory root and extra sources, skipped"
+    return None
 
 
 def decode(data: bytes, what: str = "file") -> str:
