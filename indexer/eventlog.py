@@ -2,7 +2,8 @@
 
 Every event is privacy-filtered before it is written. A line is written with one ``write()`` on a file opened
 with ``O_APPEND`` while holding an exclusive ``flock``, so lines from many concurrent hooks are never interleaved
-or torn, whatever their length.
+or torn, whatever their length. The same lock lets ``memsearch maintain`` move an expired log away safely: an
+append that waited for it finds the file gone from its path and writes to a fresh one instead.
 """
 
 from __future__ import annotations
@@ -77,16 +78,29 @@ def append(home: Path, events: list[Event] | Event) -> Path:
     path = event_path(home, batch[0].ts if batch else None)
     path.parent.mkdir(parents=True, exist_ok=True)
     data = b"".join(encode(e) for e in batch)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+    while True:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
-            view = memoryview(data)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                if not _still_linked(fd, path):
+                    continue  # maintenance archived the log while we waited for its lock: append to a new one
+                view = memoryview(data)
+                while view:
+                    written = os.write(fd, view)
+                    view = view[written:]
+                return path
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
         finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
-    return path
+            os.close(fd)
+
+
+def _still_linked(fd: int, path: Path) -> bool:
+    """Whether ``fd`` is still the file at ``path`` (retention moves expired logs away under their lock)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return False
+    mine = os.fstat(fd)
+    return (st.st_dev, st.st_ino) == (mine.st_dev, mine.st_ino)
