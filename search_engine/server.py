@@ -69,6 +69,7 @@ class Server:
         self.embedder = None
         self.model_reason = None
         self.conn = None
+        self.db_ident = None
 
     # -- lifecycle --------------------------------------------------------------------------------------------
     def load(self) -> None:
@@ -83,7 +84,22 @@ class Server:
                 self.embedder, self.model_reason = None, str(exc)
         else:
             self.model_reason = choice.reason
-        self.conn = store.connect(self.settings.db_path)
+        self.connection()
+
+    def connection(self):
+        """The index connection, reopened when the file at ``db_path`` is no longer the one it holds (deleted and
+        rebuilt by hand, say); None while there is no index file."""
+        try:
+            st = os.stat(self.settings.db_path)
+            ident = (st.st_dev, st.st_ino)
+        except FileNotFoundError:
+            ident = None
+        if ident != self.db_ident or (ident is not None and self.conn is None):
+            if self.conn is not None:
+                self.conn.close()
+            self.conn = store.connect(self.settings.db_path) if ident is not None else None
+            self.db_ident = ident
+        return self.conn
 
     def handle(self, request: dict) -> dict:
         op = request.get("op")
@@ -102,7 +118,7 @@ class Server:
                                  if k in {f.name for f in dataclasses.fields(Filters)}})
             result = search(
                 self.settings, str(request.get("query", "")), mode=request.get("mode", "hybrid"),
-                k=int(request.get("k", 10)), filters=filters, embedder=self.embedder, conn=self.conn,
+                k=int(request.get("k", 10)), filters=filters, embedder=self.embedder, conn=self.connection(),
             )
             return {"ok": True, "result": dataclasses.asdict(result)}
         return {"ok": False, "error": f"unknown op {op!r}"}
@@ -123,8 +139,9 @@ class Server:
         if now - self.last_scan >= RESCAN_EVERY:
             self.last_scan = now
             ingest(self.settings, source_roots(self.settings), lock_timeout=0)
-        if self.embedder is not None and pending_count(self.conn, self.embedder.model_id):
-            embed_pending(self.conn, self.embedder, batch=32, limit=32)
+        conn = self.connection()
+        if conn is not None and self.embedder is not None and pending_count(conn, self.embedder.model_id):
+            embed_pending(conn, self.embedder, batch=32, limit=32)
 
     def serve(self, listener: socket.socket) -> None:
         selector = selectors.DefaultSelector()

@@ -1,0 +1,324 @@
+"""``memsearch index --full``: rebuild the whole index in a new file, then swap it in atomically.
+
+The new index is built next to the live one (``<root>/.memsearch/rebuild-<pid>.db``) by the real pipeline, with
+no lock held on the live index, so hooks keep adding their events and searches keep answering from the old index
+meanwhile. Vectors are reused from the old index for every content hash it already embedded (a vector depends on
+the content and the model only), so a rebuild embeds only what is new. Then, under the writer lock, the new file
+catches up with what the hooks appended during the build and is copied into the live database with SQLite's
+online backup, in one write transaction: a reader sees the old index or the new one, never a half-built one, and
+a crash at any moment before that commit leaves the old index untouched (the leftover build file is removed by
+the next rebuild).
+
+Why a backup and not ``os.replace``: the warm server, hooks and searches hold the live file open in WAL mode, and
+SQLite finds a database's ``-wal`` and ``-shm`` files by *name*. Renaming a new file over a live WAL database lets
+a connection that opens at the wrong moment read the old WAL into the new file, and the last old connection to
+close deletes the new file's WAL by name: both corrupt the index. The backup keeps one file, so every connection,
+the warm server's included, simply sees the new content at its next read.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+
+import apsw
+
+from . import store
+from .embedder import Embedder, load_embedder, resolve_model
+from .errors import MemsearchError
+from .locks import LockTimeout, file_lock
+from .pipeline import AUTO, Progress, _Run, _scan, embed_input, pending_count, pending_hashes, source_roots
+from .settings import Settings
+from .sources import Draft, discover
+from .types import IndexReport
+
+MAINTENANCE_LOCK = "maintain.lock"
+WRITER_LOCK = "index.lock"
+BUILD_PREFIX = "rebuild-"
+SWAP_LOCK_TIMEOUT = 600.0
+
+
+@contextmanager
+def maintenance_lock(settings: Settings, timeout: float = 0.0) -> Iterator[None]:
+    """One full rebuild or maintenance run at a time per memory root."""
+    settings.state_dir.mkdir(parents=True, exist_ok=True)
+    path = settings.state_dir / MAINTENANCE_LOCK
+    try:
+        with file_lock(path, timeout):
+            yield
+    except LockTimeout:
+        raise MemsearchError(
+            f"another `memsearch maintain` or `memsearch index --full` is running (it holds {path}); "
+            "wait for it to finish and try again"
+        ) from None
+
+
+def rebuild(
+    settings: Settings, *, embedder: Embedder | None | object = AUTO, progress: Progress | None = None,
+    lock_timeout: float = 0.0,
+) -> IndexReport:
+    """Rebuild the index from the sources into a new file and swap it in atomically; see the module docstring.
+
+    ``embedder`` is as for :func:`indexer.pipeline.index` (AUTO: the configured model, loaded only if something
+    needs embedding). The report compares the new index with the one it replaced.
+    """
+    with maintenance_lock(settings, lock_timeout):
+        return rebuild_locked(settings, embedder=embedder, progress=progress)
+
+
+def rebuild_locked(
+    settings: Settings, *, embedder: Embedder | None | object = AUTO, progress: Progress | None = None,
+) -> IndexReport:
+    """:func:`rebuild` for a caller that already holds :func:`maintenance_lock` (``memsearch maintain``)."""
+    started = time.perf_counter()
+    remove_stale_builds(settings)
+    build_path = settings.state_dir / f"{BUILD_PREFIX}{os.getpid()}.db"
+    build = replace(settings, db_path=build_path)
+    conn = store.connect(build_path)
+    notes: list[str] = []
+    old = _open_old(settings.db_path, notes)
+    try:
+        run, scan_notes = _scan(build, conn, None, True, progress)
+        notes += scan_notes
+        skipped = list(run.skipped)
+        kept = keep_unreadable(settings, old, conn)
+        if kept:
+            notes.append(f"kept the previous chunks of {kept} unreadable source(s)")
+        vectors = _Vectors(settings, embedder, old)
+        embedded = vectors.fill(conn, progress)
+        # Catch up with what the hooks appended during the build, and embed it, still without any lock: the last
+        # catch-up, under the writer lock, is then only what arrived in the last moments.
+        skipped += _scan(build, conn, None, False, None)[0].skipped
+        embedded += vectors.fill(conn, None)
+        notes += vectors.notes
+        with conn:
+            conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES('optimize')")
+        before = _snapshot(old) if old is not None else ({}, set())
+        if old is not None:
+            old.close()
+            old = None
+        try:
+            with file_lock(settings.state_dir / WRITER_LOCK, SWAP_LOCK_TIMEOUT):
+                _scan(build, conn, None, False, None)
+                compared = _compare(before, _snapshot(conn))
+                swap_in(conn, settings.db_path)
+        except LockTimeout:
+            raise MemsearchError(
+                f"an index run held {settings.state_dir / WRITER_LOCK} for {SWAP_LOCK_TIMEOUT:.0f}s; the old index "
+                "was left as it was: try again"
+            ) from None
+        return IndexReport(
+            files_scanned=run.counts["scanned"],
+            files_changed=compared["files_changed"],
+            files_unchanged=compared["files_unchanged"],
+            files_deleted=compared["files_deleted"],
+            skipped=tuple(dict.fromkeys(skipped)),
+            chunks_added=compared["chunks_added"],
+            chunks_removed=compared["chunks_removed"],
+            chunks_embedded=embedded,
+            chunks_pending=pending_count(conn, vectors.model_id),
+            model=vectors.model_id,
+            model_note="; ".join(notes) or None,
+            full=True,
+            seconds=round(time.perf_counter() - started, 3),
+            last_indexed=store.get_meta(conn, "last_indexed"),
+        )
+    finally:
+        if old is not None:
+            old.close()
+        conn.close()
+        _remove_db_files(build_path)
+
+
+def _open_old(path: Path, notes: list[str]) -> apsw.Connection | None:
+    """The live index, read for what the new one can take over from it; None if there is none (or it is unusable)."""
+    if not path.exists():
+        return None
+    try:
+        return store.connect(path, create=False)
+    except MemsearchError as exc:
+        notes.append(f"the old index could not be read ({exc}); everything is embedded again")
+        return None
+
+
+def keep_unreadable(settings: Settings, old: apsw.Connection | None, conn: apsw.Connection) -> int:
+    """Carry over from the old index the chunks of sources that are still there but could not be read now, so a
+    rebuild loses no more than an incremental run does (a bad file keeps what it had). Returns how many sources.
+
+    A source counts when the scan found it (a symlink pointing outside the allowed roots is not found, so its
+    old chunks are not carried) but wrote no row for it.
+    """
+    if old is None:
+        return 0
+    found = {str(p) for p, _ in discover(source_roots(settings), source_roots(settings))}
+    fresh = {row[0] for row in conn.execute("SELECT path FROM files")}
+    try:
+        rows = [r for r in old.execute("SELECT path, source, mtime_ns, size, content_hash, consumed, head_hash,"
+                                       " indexed_at FROM files") if r[0] in found and r[0] not in fresh]
+        run = _Run(settings, conn, True, None)
+        for row in rows:
+            chunks = old.execute(
+                "SELECT path, kind, category, title, text, line_start, line_end, event_id, ts, session_id, project,"
+                " status, seq FROM chunks WHERE file = ? ORDER BY seq", (row[0],)).fetchall()
+            with conn:
+                conn.execute("INSERT INTO files(path, source, mtime_ns, size, content_hash, consumed, head_hash,"
+                             " indexed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", row)
+                for c in chunks:
+                    run.insert(row[0], c[0], [Draft(*c[1:])])
+        return len(rows)
+    except apsw.Error:
+        return 0
+
+
+def swap_in(source: apsw.Connection, db_path: Path, retries: int = 20) -> None:
+    """Copy the database of ``source`` over the one at ``db_path`` in one write transaction (online backup).
+
+    Readers of ``db_path`` keep their snapshot until their read ends, then see the new content; a crash before the
+    commit leaves the old content. The copy waits for the write lock like any writer (busy timeout, then retries).
+    """
+    live = store.connect(db_path)
+    try:
+        if live.pragma("page_size") != source.pragma("page_size"):
+            raise MemsearchError(
+                f"{db_path} has another page size than the rebuilt index; delete it and run `memsearch index`"
+            )
+        for attempt in range(retries):
+            try:
+                with live.backup("main", source, "main") as backup:
+                    backup.step(-1)
+                break
+            except apsw.BusyError:
+                if attempt == retries - 1:
+                    raise MemsearchError(f"{db_path} stayed busy; the old index was left as it was: try again") from None
+                time.sleep(0.1 * (attempt + 1))
+        live.execute("PRAGMA wal_checkpoint(PASSIVE)")
+    finally:
+        live.close()
+
+
+def remove_stale_builds(settings: Settings) -> list[Path]:
+    """Delete what a killed rebuild left behind. Call only under :func:`maintenance_lock`."""
+    removed = []
+    for path in sorted(settings.state_dir.glob(f"{BUILD_PREFIX}*.db*")):
+        try:
+            path.unlink()
+            removed.append(path)
+        except FileNotFoundError:
+            pass
+    return removed
+
+
+def _remove_db_files(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        try:
+            os.unlink(f"{path}{suffix}")
+        except FileNotFoundError:
+            pass
+
+
+class _Vectors:
+    """The new index's vectors, written in the order a build from scratch embeds them (so that both store the same
+    rows): each content hash takes the old index's vector when that index holds one of the same model, else it is
+    embedded. With no model available, the old vectors are still carried over and the rest stays pending."""
+
+    def __init__(self, settings: Settings, embedder: Embedder | None | object, old: apsw.Connection | None):
+        self.settings, self.notes = settings, []
+        self.model: Embedder | None = None
+        self.model_id: str | None = None
+        if embedder is AUTO:
+            choice = resolve_model(settings)
+            if choice.available:
+                self.model, self.model_id = load_embedder(settings), choice.model_id  # loads only when it embeds
+            else:
+                self.notes.append(f"BM25 only: {choice.reason}")
+        elif embedder is not None:
+            self.model, self.model_id = embedder, embedder.model_id
+        self.old, self.old_model, self.old_dim, self.old_ids = old, None, None, {}
+        self._read_old()
+        self.target = self.model_id or self.old_model
+        self.reuse = self.old_model is not None and self.old_model == self.target
+
+    def _read_old(self) -> None:
+        if self.old is None:
+            return
+        try:
+            model, dim = store.get_meta(self.old, "vector_model"), store.get_meta(self.old, "vector_dim")
+            if model and dim and store.vec_table_exists(self.old):
+                self.old_ids = dict(self.old.execute("SELECT hash, id FROM embeddings WHERE model = ?", (model,)))
+                self.old_model, self.old_dim = model, int(dim)
+        except (apsw.Error, ValueError) as exc:
+            self.notes.append(f"vectors of the old index not reused ({exc}); they are embedded again")
+            self.old_ids = {}
+
+    def _old_vector(self, h: str) -> bytes | None:
+        rowid = self.old_ids.get(h) if self.reuse else None
+        if rowid is None:
+            return None
+        try:
+            row = self.old.execute("SELECT embedding FROM vec_chunks WHERE rowid = ?", (rowid,)).fetchone()
+        except apsw.Error:
+            return None
+        return row[0] if row else None
+
+    def fill(self, conn: apsw.Connection, progress: Progress | None) -> int:
+        """Give every pending content hash its vector; returns how many were embedded (not reused)."""
+        if self.target is None:
+            return 0
+        dim = self.old_dim if self.reuse else self.model.dim
+        note = store.ensure_vector_model(conn, self.target, dim)
+        if note:
+            self.notes.append(note)
+        todo = pending_hashes(conn, self.target)
+        embedded, batch = 0, max(1, self.settings.embed_batch)
+        for i in range(0, len(todo), batch):
+            part = todo[i : i + batch]
+            vectors = {h: self._old_vector(h) for h, _ in part}
+            missing = [(h, cid) for h, cid in part if vectors[h] is None]
+            if missing and self.model is not None:
+                marks = ",".join("?" * len(missing))
+                rows = {r[0]: r[1:] for r in conn.execute(
+                    f"SELECT id, title, text FROM chunks WHERE id IN ({marks})", [cid for _, cid in missing])}
+                fresh = self.model.embed_passages([embed_input(*rows[cid]) for _, cid in missing])
+                vectors.update(zip((h for h, _ in missing), fresh))
+                embedded += len(missing)
+            with conn:
+                for h, _ in part:
+                    if vectors[h] is None:
+                        continue
+                    conn.execute("INSERT OR IGNORE INTO embeddings(hash, model) VALUES (?, ?)", (h, self.target))
+                    if conn.changes():
+                        conn.execute("INSERT INTO vec_chunks(rowid, embedding) VALUES (?, ?)",
+                                     (conn.last_insert_rowid(), vectors[h]))
+            if progress:
+                progress("embed", min(i + batch, len(todo)), len(todo))
+        return embedded
+
+
+Snapshot = tuple[dict[str, str], set[str]]
+
+
+def _snapshot(conn: apsw.Connection) -> Snapshot:
+    """Each file's state (content hash and bytes consumed) and every chunk id, to compare two indexes."""
+    try:
+        files = dict(conn.execute("SELECT path, coalesce(content_hash, '') || ':' || consumed FROM files"))
+        return files, {row[0] for row in conn.execute("SELECT uid FROM chunks")}
+    except apsw.Error:
+        return {}, set()
+
+
+def _compare(old: Snapshot, new: Snapshot) -> dict[str, int]:
+    """What the new index changes compared with the old one: files changed, unchanged, deleted; chunks added and
+    removed (a chunk id changes with its content or place)."""
+    (old_files, old_chunks), (new_files, new_chunks) = old, new
+    unchanged = sum(1 for path, state in new_files.items() if old_files.get(path) == state)
+    return {
+        "files_changed": len(new_files) - unchanged,
+        "files_unchanged": unchanged,
+        "files_deleted": len(old_files.keys() - new_files.keys()),
+        "chunks_added": len(new_chunks - old_chunks),
+        "chunks_removed": len(old_chunks - new_chunks),
+    }
