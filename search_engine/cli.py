@@ -52,33 +52,93 @@ def _emit(data: object, as_json: bool, text: str | None = None) -> None:
 @app.command()
 def index(
     paths: Annotated[Optional[list[Path]], typer.Argument(help="Only these files or folders.")] = None,
-    full: Annotated[bool, typer.Option("--full", help="Re-read and re-chunk every source.")] = False,
+    full: Annotated[bool, typer.Option("--full", help="Rebuild from every source into a new file and swap it in "
+                                       "atomically (with PATHS: re-read and re-chunk just those).")] = False,
     as_json: JsonOpt = False,
     home: HomeOpt = None,
     model: ModelOpt = None,
 ) -> None:
     """Index the memory root incrementally: new and changed sources, deletions, pending embeddings."""
     from indexer.pipeline import index as run_index
+    from indexer.rebuild import rebuild
 
     settings = _settings(home, model)
-    if sys.stderr.isatty() and not as_json:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-        with Progress(
-            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-            console=__import__("rich.console").console.Console(stderr=True), transient=True,
-        ) as bar:
-            tasks: dict[str, int] = {}
+    def run(progress=None):
+        if full and not paths:
+            return rebuild(settings, progress=progress)
+        return run_index(settings, paths, full=full, progress=progress)
 
-            def progress(phase: str, done: int, total: int) -> None:
-                if phase not in tasks:
-                    tasks[phase] = bar.add_task({"scan": "scanning", "embed": "embedding"}.get(phase, phase), total=total)
-                bar.update(tasks[phase], completed=done, total=total)
-
-            report = run_index(settings, paths, full=full, progress=progress)
-    else:
-        report = run_index(settings, paths, full=full)
+    report = _with_progress(run, as_json)
     _emit(report, as_json, render.index_text(report))
+
+
+def _with_progress(run, as_json: bool):
+    """``run(progress)`` with a progress bar on a terminal's stderr (none for --json or when piped)."""
+    if not sys.stderr.isatty() or as_json:
+        return run()
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        console=__import__("rich.console").console.Console(stderr=True), transient=True,
+    ) as bar:
+        tasks: dict[str, int] = {}
+
+        def progress(phase: str, done: int, total: int) -> None:
+            if phase not in tasks:
+                tasks[phase] = bar.add_task({"scan": "scanning", "embed": "embedding"}.get(phase, phase), total=total)
+            bar.update(tasks[phase], completed=done, total=total)
+
+        return run(progress)
+
+
+@app.command()
+def maintain(as_json: JsonOpt = False, home: HomeOpt = None, model: ModelOpt = None) -> None:
+    """Weekly upkeep: retention, full rescan swapped in atomically, embeddings, FTS optimize, vacuum, integrity."""
+    from indexer.maintain import maintain as run_maintain
+
+    settings = _settings(home, model)
+    report = _with_progress(lambda progress=None: run_maintain(settings, progress=progress), as_json)
+    _emit(report, as_json, render.maintain_text(report))
+    if not report.ok:
+        raise MemsearchError(
+            f"the index failed its checks ({report.check.integrity}; fts {report.check.fts_integrity}): stop "
+            f"`memsearch serve`, delete {settings.db_path}* and run `memsearch index`"
+        )
+
+
+cron_app = typer.Typer(help="The weekly maintenance line in your crontab.", no_args_is_help=True)
+app.add_typer(cron_app, name="cron")
+DayOpt = Annotated[str, typer.Option("--day", help="sun, mon, … sat (or 0-6, 0 is Sunday).")]
+TimeOpt = Annotated[str, typer.Option("--time", help="HH:MM, local time.")]
+
+
+@cron_app.command("install")
+def cron_install(day: DayOpt = "sun", at: TimeOpt = "03:00", as_json: JsonOpt = False, home: HomeOpt = None) -> None:
+    """Add the weekly maintenance line (default Sundays 03:00); idempotent, other lines untouched."""
+    from .cron import install as run_install
+
+    report = run_install(_settings(home), day, at)
+    _emit(report, as_json, render.cron_text(report, "install"))
+
+
+@cron_app.command("uninstall")
+def cron_uninstall(as_json: JsonOpt = False, home: HomeOpt = None) -> None:
+    """Remove this memory root's weekly line, and nothing else."""
+    from .cron import uninstall as run_uninstall
+
+    report = run_uninstall(_settings(home))
+    _emit(report, as_json, render.cron_text(report, "uninstall"))
+
+
+@cron_app.command("status")
+def cron_status(as_json: JsonOpt = False, home: HomeOpt = None) -> None:
+    """Whether the weekly line is installed, and the line."""
+    from .cron import status as run_status
+
+    report = run_status(_settings(home))
+    _emit(report, as_json, render.cron_text(report, "status"))
 
 
 @app.command()

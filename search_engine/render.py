@@ -5,7 +5,16 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
-from indexer.types import ChunkView, Health, Hit, IndexReport, SearchResult, Timeline
+from indexer.types import (
+    ChunkView,
+    CronReport,
+    Health,
+    Hit,
+    IndexReport,
+    MaintainReport,
+    SearchResult,
+    Timeline,
+)
 
 SNIPPET_CHARS = 240
 
@@ -141,3 +150,43 @@ def timeline_text(view: Timeline) -> str:
         return f"{mark} {hit.ts or '?':<19}  {hit.id}  [{hit.kind}/{hit.category}] {_snippet(hit.title + ': ' + hit.text, 110)}"
 
     return "\n".join([*(line(h, " ") for h in view.before), line(view.center, ">"), *(line(h, " ") for h in view.after)])
+
+
+def maintain_text(report: MaintainReport) -> str:
+    """The short report of ``memsearch maintain``: what changed, checks, sizes before and after, time."""
+    r, c = report.index, report.check
+    out = [
+        f"rescan: {r.files_scanned} files, {r.files_changed} changed, {r.files_deleted} gone, {len(r.skipped)} skipped;"
+        f" chunks {r.chunks_added} added, {r.chunks_removed} removed, {r.chunks_embedded} embedded,"
+        f" {r.chunks_pending} awaiting embeddings",
+    ]
+    if report.retention_days_event:
+        where = sum(1 for e in report.expired if e.archived_to)
+        out.append(f"retention: events older than {report.retention_days_event} days: {len(report.expired)} logs"
+                   f" expired ({sum(e.chunks for e in report.expired)} chunks; {where} archived under archive/events/)")
+    else:
+        out.append("retention: off (retention_days_event = 0)")
+    out.append(f"cleanup: {report.orphan_vectors_dropped} orphan vectors dropped, FTS optimized, vacuumed")
+    agree = "agree" if c.ok else "DISAGREE"
+    out.append(f"integrity: {c.integrity}; fts: {c.fts_integrity}; chunks {c.chunks}, fts rows {c.fts_rows},"
+               f" vectors {c.vectors}: tables {agree}")
+    out.append(f"chunks: {report.chunks_before} -> {report.chunks_after}")
+    out.append(f"size: {report.bytes_before / 1e6:.2f} MB -> {report.bytes_after / 1e6:.2f} MB")
+    out.append("time: " + f"{report.seconds:.2f}s (" + ", ".join(f"{n} {s:.2f}s" for n, s in report.steps) + ")")
+    if r.model_note:
+        out.append(f"note: {r.model_note}")
+    for s in r.skipped[:20]:
+        out.append(f"skipped: {s.path}: {s.reason}")
+    if len(r.skipped) > 20:
+        out.append(f"... and {len(r.skipped) - 20} more skipped (see --json)")
+    return "\n".join(out)
+
+
+def cron_text(report: CronReport, action: str) -> str:
+    if report.crontab is None:
+        return f"{report.note}:\n{report.line}"
+    if action == "status":
+        return f"installed: {report.line}" if report.installed else f"not installed; `memsearch cron install` adds:\n{report.line}"
+    if action == "install":
+        return f"{'installed' if report.changed else 'already installed'}: {report.line}"
+    return f"removed: {report.line}" if report.changed else "no memsearch line for this memory root in the crontab"

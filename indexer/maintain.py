@@ -1,0 +1,303 @@
+"""``memsearch maintain``: the weekly upkeep of an index that hooks write to many times a minute.
+
+In order: retention (event logs past ``retention_days_event`` leave the memory root, archived or deleted), a full
+rescan rebuilt into a new file and swapped in atomically (:mod:`indexer.rebuild`, which also embeds everything
+pending), orphan vectors dropped, FTS5 ``optimize``, ``VACUUM``, then ``PRAGMA integrity_check``, FTS5's own
+integrity check and a check that the chunk, FTS and vector tables agree; the report says what changed, the sizes
+before and after, and how long each step took.
+
+Retention acts on the sources, not only on the index, so that it lasts: a later ``memsearch index --full`` (or a
+deleted index rebuilt from scratch) does not bring expired events back. Only the event logs that memsearch writes
+itself expire; notes, facts and records are the user's own files and are never touched. An expired log is moved
+under its append lock (:mod:`indexer.eventlog`), so a hook appending at that moment writes to a fresh log instead
+of losing its event.
+
+Nothing here blocks a hook or a search for long: searches read a WAL snapshot throughout; the writer lock that
+hook ingestion takes is held only for the swap, the optimize and the vacuum, and a hook that cannot get it within
+its short timeout leaves its event in the log for the next run.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import gzip
+import os
+import re
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import apsw
+import orjson
+
+from . import store
+from .embedder import Embedder
+from .errors import MemsearchError
+from .locks import LockTimeout, file_lock
+from .pipeline import AUTO, Progress, drop_orphan_vectors
+from .rebuild import WRITER_LOCK, maintenance_lock, rebuild_locked
+from .settings import Settings
+from .sources import normalize_ts
+from .types import Expired, IndexCheck, MaintainReport
+
+ARCHIVE_DIR = Path("archive") / "events"
+_DAY_RE = re.compile(r"(\d{4}-\d{2}-\d{2})")
+WRITER_LOCK_TIMEOUT = 120.0
+
+
+def maintain(
+    settings: Settings, *, embedder: Embedder | None | object = AUTO, progress: Progress | None = None,
+    now: datetime | None = None, lock_timeout: float = 0.0,
+) -> MaintainReport:
+    """Run every maintenance step; see the module docstring. ``now`` fixes the clock for retention (tests).
+
+    Raises :class:`MemsearchError` when another maintenance run or full rebuild holds the lock. A failed integrity
+    check does not raise: the report says ``ok: false`` and what failed.
+    """
+    with maintenance_lock(settings, lock_timeout):
+        started = time.perf_counter()
+        steps: list[tuple[str, float]] = []
+
+        def step(name: str, since: float) -> float:
+            at = time.perf_counter()
+            steps.append((name, round(at - since, 3)))
+            return at
+
+        bytes_before, chunks_before = db_bytes(settings.db_path), _chunk_count(settings.db_path)
+        t = time.perf_counter()
+        expired = expire_event_logs(settings, now)
+        t = step("retention", t)
+        report = rebuild_locked(settings, embedder=embedder, progress=progress)
+        t = step("rescan and embed", t)
+        conn = store.connect(settings.db_path)
+        try:
+            with _writer_lock(settings):
+                dropped = drop_orphan_vectors(conn)
+                with conn:
+                    conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES('optimize')")
+            t = step("optimize", t)
+            vacuum_error = None
+            try:
+                with _writer_lock(settings):
+                    conn.execute("VACUUM")
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            except apsw.Error as exc:
+                vacuum_error = f"vacuum failed: {type(exc).__name__}: {exc}"
+            t = step("vacuum", t)
+            check = check_index(conn)
+            if vacuum_error:
+                check = _with_problem(check, vacuum_error)
+            step("integrity check", t)
+            chunks_after = check.chunks
+        finally:
+            conn.close()
+        return MaintainReport(
+            ok=check.ok,
+            index=report,
+            expired=tuple(expired),
+            retention_days_event=settings.retention_days_event,
+            orphan_vectors_dropped=dropped,
+            check=check,
+            chunks_before=chunks_before,
+            chunks_after=chunks_after,
+            bytes_before=bytes_before,
+            bytes_after=db_bytes(settings.db_path),
+            seconds=round(time.perf_counter() - started, 3),
+            steps=tuple(steps),
+        )
+
+
+def check_index(conn: apsw.Connection) -> IndexCheck:
+    """Whether the index is sound: SQLite's and FTS5's integrity checks, and chunk, FTS and vector tables that
+    agree row for row.
+
+    >>> check_index(store.connect(Path("/tmp/memsearch-doctest-check/index.db"))).ok
+    True
+    """
+    integrity = "; ".join(row[0] for row in conn.execute("PRAGMA integrity_check(20)"))
+    try:
+        with conn:
+            conn.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES('integrity-check', 0)")
+        fts_integrity = "ok"
+    except apsw.Error as exc:
+        fts_integrity = f"{type(exc).__name__}: {exc}"
+
+    def one(sql: str) -> int:
+        return conn.execute(sql).fetchone()[0]
+
+    has_vectors = store.vec_table_exists(conn)
+    return IndexCheck(
+        integrity=integrity,
+        fts_integrity=fts_integrity,
+        chunks=one("SELECT count(*) FROM chunks"),
+        fts_rows=one("SELECT count(*) FROM chunks_fts_docsize"),
+        chunks_without_fts=one("SELECT count(*) FROM chunks WHERE id NOT IN (SELECT id FROM chunks_fts_docsize)"),
+        fts_without_chunk=one("SELECT count(*) FROM chunks_fts_docsize WHERE id NOT IN (SELECT id FROM chunks)"),
+        embeddings=one("SELECT count(*) FROM embeddings"),
+        vectors=one("SELECT count(*) FROM vec_chunks") if has_vectors else 0,
+        embeddings_without_vector=one(
+            "SELECT count(*) FROM embeddings WHERE id NOT IN (SELECT rowid FROM vec_chunks)"
+        ) if has_vectors else one("SELECT count(*) FROM embeddings"),
+        vectors_without_embedding=one(
+            "SELECT count(*) FROM vec_chunks WHERE rowid NOT IN (SELECT id FROM embeddings)"
+        ) if has_vectors else 0,
+        orphan_embeddings=one("SELECT count(*) FROM embeddings WHERE hash NOT IN (SELECT hash FROM chunks)"),
+    )
+
+
+def expire_event_logs(settings: Settings, now: datetime | None = None) -> list[Expired]:
+    """Move event logs whose newest event is older than ``retention_days_event`` days out of the memory root's
+    ``events/``: gzipped into ``archive/events/`` when ``archive`` is on, else deleted. 0 days keeps everything.
+
+    A log named by a day inside the retention window is kept without being read; an older one (or one without a
+    date in its name) is read to find its newest event, so a log that received recent events is kept.
+    """
+    days = settings.retention_days_event
+    events = settings.home / "events"
+    if days <= 0 or not events.is_dir():
+        return []
+    cutoff = ((now or datetime.now()) - timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%S")
+    chunks = _event_chunks(settings.db_path)
+    out = []
+    for path in sorted(events.glob("*.jsonl")):
+        if path.is_symlink() or not path.is_file():
+            continue
+        day = _DAY_RE.search(path.stem)
+        if day and f"{day.group(1)}T23:59:59" >= cutoff:
+            continue
+        expired = _expire(path, settings, cutoff, chunks.get(str(path), 0))
+        if expired:
+            out.append(expired)
+    return out
+
+
+def _expire(path: Path, settings: Settings, cutoff: str, chunks: int) -> Expired | None:
+    """Archive or delete one log if its newest event is older than ``cutoff``, under the log's append lock."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        st = os.fstat(fd)
+        try:
+            current = os.stat(path)
+        except FileNotFoundError:
+            return None
+        if (current.st_dev, current.st_ino) != (st.st_dev, st.st_ino):
+            return None
+        data = _read_all(fd)
+        newest = newest_event(data)
+        day = _DAY_RE.search(path.stem)
+        if newest is None and day:
+            newest = f"{day.group(1)}T00:00:00"
+        if newest is None or newest >= cutoff:
+            return None
+        target = None
+        if settings.archive:
+            target = _archive(data, settings.home / ARCHIVE_DIR, path.name)
+        os.unlink(path)
+        shown = str(target.relative_to(settings.home)) if target else None
+        return Expired(str(path.relative_to(settings.home)), newest, chunks, shown)
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def newest_event(data: bytes) -> str | None:
+    """The latest ``ts`` of the readable events in a JSONL log (unreadable lines are ignored).
+
+    >>> newest_event(b'{"ts": "2026-01-02T10:00:00"}\\nnot json\\n{"ts": "2026-01-01T09:00:00"}\\n')
+    '2026-01-02T10:00:00'
+    """
+    newest = None
+    for line in data.splitlines():
+        try:
+            event = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        ts = normalize_ts(event.get("ts")) if isinstance(event, dict) else None
+        if ts and (newest is None or ts > newest):
+            newest = ts
+    return newest
+
+
+def _archive(data: bytes, folder: Path, name: str) -> Path:
+    """Write ``data`` gzipped as ``folder/name.gz`` (``name.1.gz``… if taken), durably, and return its path."""
+    folder.mkdir(parents=True, exist_ok=True)
+    target, n = folder / f"{name}.gz", 0
+    while target.exists():
+        n += 1
+        target = folder / f"{name}.{n}.gz"
+    tmp = target.with_name(f".{target.name}.tmp")
+    with open(tmp, "wb") as f:
+        f.write(gzip.compress(data))
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, target)
+    return target
+
+
+def _read_all(fd: int) -> bytes:
+    parts = []
+    while True:
+        block = os.read(fd, 1 << 20)
+        if not block:
+            return b"".join(parts)
+        parts.append(block)
+
+
+def _event_chunks(db_path: Path) -> dict[str, int]:
+    if not db_path.exists():
+        return {}
+    conn = store.connect(db_path)
+    try:
+        return dict(conn.execute("SELECT file, count(*) FROM chunks WHERE kind = 'event' GROUP BY file"))
+    finally:
+        conn.close()
+
+
+def _chunk_count(db_path: Path) -> int:
+    if not db_path.exists():
+        return 0
+    try:
+        conn = store.connect(db_path, create=False)
+    except MemsearchError:
+        return 0
+    try:
+        return conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+    except apsw.Error:
+        return 0
+    finally:
+        conn.close()
+
+
+def db_bytes(db_path: Path) -> int:
+    """The size of the index on disk, its WAL and shared-memory files included."""
+    total = 0
+    for suffix in ("", "-wal", "-shm"):
+        try:
+            total += os.path.getsize(f"{db_path}{suffix}")
+        except FileNotFoundError:
+            pass
+    return total
+
+
+@contextmanager
+def _writer_lock(settings: Settings) -> Iterator[None]:
+    """The writer lock hooks take to ingest, held while maintenance rewrites the file, so that a hook gives up
+    within its short timeout (its event stays in the log) instead of waiting on SQLite's busy handler."""
+    try:
+        with file_lock(settings.state_dir / WRITER_LOCK, WRITER_LOCK_TIMEOUT):
+            yield
+    except LockTimeout:
+        raise MemsearchError(
+            f"an index run held the writer lock for {WRITER_LOCK_TIMEOUT:.0f}s; maintenance stopped, run it again"
+        ) from None
+
+
+def _with_problem(check: IndexCheck, problem: str) -> IndexCheck:
+    integrity = problem if check.integrity == "ok" else f"{check.integrity}; {problem}"
+    return replace(check, integrity=integrity)
