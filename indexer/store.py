@@ -8,6 +8,7 @@ migrations ``m001_…`` run up to ``PRAGMA user_version``. Everything else gets 
 from __future__ import annotations
 
 import importlib.util
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -119,6 +120,7 @@ def connect(db_path: Path, *, create: bool = True) -> apsw.Connection:
     if not create and not db_path.exists():
         raise MemsearchError(f"no index at {db_path}; run `memsearch index` first")
     db_path.parent.mkdir(parents=True, exist_ok=True)
+    _create_private(db_path)
     try:
         conn = apsw.Connection(str(db_path))
         _load_sqlite_vec(conn)
@@ -127,6 +129,15 @@ def connect(db_path: Path, *, create: bool = True) -> apsw.Connection:
     except apsw.Error as exc:
         raise MemsearchError(f"cannot open the index {db_path}: {exc}; delete it and run `memsearch index`") from exc
     return conn
+
+
+def _create_private(db_path: Path) -> None:
+    """Create a missing index file readable by its owner only (SQLite gives its -wal and -shm the same mode): it
+    holds the memory's text, and the warm server's socket is private for the same reason."""
+    try:
+        os.close(os.open(db_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        pass
 
 
 def get_meta(conn: apsw.Connection, key: str) -> str | None:
