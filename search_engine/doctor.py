@@ -82,5 +82,5 @@ def run_checks(settings: Settings, load_model: bool = True) -> list[Check]:
         proc = subprocess.run([crontab, "-l"], capture_output=True, text=True, timeout=5)
         line = next((x for x in proc.stdout.splitlines() if "memsearch" in x and not x.startswith("#")), None)
     checks.append(Check("cron", line is not None, line or ("no crontab command" if not crontab else "no weekly entry"),
-                        None if line else "add a weekly `memsearch index` (and maintenance) to your crontab"))
+                        None if line else "run `memsearch cron install` (weekly `memsearch maintain`)"))
     return checks
