@@ -59,6 +59,21 @@ def _peer_uid(conn: socket.socket) -> int | None:
         return None
 
 
+def _hung_up(conn: socket.socket) -> bool:
+    """Whether the peer has closed its end (a request waiting in the backlog whose hook already timed out).
+    Clients send one line and keep the connection open for the answer; they never half-close."""
+    timeout = conn.gettimeout()
+    conn.setblocking(False)  # a socket with a timeout would wait that long for the peek
+    try:
+        return conn.recv(1, socket.MSG_PEEK) == b""
+    except (BlockingIOError, InterruptedError):
+        return False
+    except OSError:
+        return True
+    finally:
+        conn.settimeout(timeout)
+
+
 class Server:
     def __init__(self, settings: Settings, idle_timeout: float = IDLE_TIMEOUT):
         self.settings = settings
@@ -179,6 +194,8 @@ class Server:
                 if not chunk:
                     break
                 data += chunk
+            if b"\n" in data and _hung_up(conn):
+                return  # the client (a hook past its deadline) gave up waiting: the work would be wasted
             request = orjson.loads(data.split(b"\n", 1)[0] or b"{}")
             answer = self.handle(request if isinstance(request, dict) else {})
         except (orjson.JSONDecodeError, OSError) as exc:

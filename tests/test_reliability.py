@@ -352,3 +352,25 @@ def _answers(settings, query: str) -> set[tuple[str, float]]:
             " WHERE chunks_fts MATCH ?", (expression,)))
     finally:
         conn.close()
+
+
+def test_the_server_skips_requests_whose_client_gave_up(settings):
+    """Under load, requests queue in the server's backlog while their hooks time out and fall back; a request
+    whose client has hung up is dropped instead of delaying everyone behind it."""
+    import socket
+
+    from search_engine.server import Server
+
+    srv = Server(settings)
+    gone, server_end = socket.socketpair()
+    with server_end:
+        gone.sendall(b'{"op": "stop"}\n')
+        gone.close()
+        srv._answer(server_end)
+    assert srv.running
+    waiting, server_end = socket.socketpair()
+    with waiting, server_end:
+        waiting.sendall(b'{"op": "stop"}\n')
+        srv._answer(server_end)
+        assert json.loads(waiting.recv(4096)) == {"ok": True}
+    assert not srv.running
