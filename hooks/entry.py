@@ -11,7 +11,6 @@ import os
 import select
 import sys
 import time
-import traceback
 
 EVENTS = ("session-start", "prompt", "tool", "stop", "session-end", "summarize")
 MAX_STDIN = 8 * 1024 * 1024
@@ -81,6 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     except BaseException as exc:  # a hook must never fail the user's turn, whatever went wrong
         if isinstance(exc, KeyboardInterrupt):
             return 0
+        import traceback
+
         where = traceback.extract_tb(exc.__traceback__)[-1:] if exc.__traceback__ else []
         at = f" at {where[0].filename.rsplit('/', 1)[-1]}:{where[0].lineno}" if where else ""
         log(f"{name}: error {type(exc).__name__}{at}")

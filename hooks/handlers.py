@@ -7,16 +7,15 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import orjson
 
 from indexer.eventlog import Event, append
-from indexer.observations import describe_tool, response_text, skip_tool, succeeded
 from indexer.settings import Settings, resolve_settings
 from search_engine.client import request
 
@@ -99,15 +98,13 @@ def prompt(payload: dict[str, Any]) -> str | None:
 
 def _search(settings: Settings, query: str, session: str | None, k: int, captured: Path) -> list:
     """Hybrid results from the warm server when it answers in time (it also indexes the captured prompt), else
-    BM25 in this process."""
-    from indexer.types import Hit
-
+    BM25 in this process. Server hits stay plain attribute bags: building dataclasses would cost start-up."""
     started = time.monotonic()
     filters = {"exclude_session": session} if session else {}
     answer = request(settings, {"op": "search", "query": query, "k": k, "mode": "hybrid", "filters": filters,
                                 "ingest": [str(captured)]}, timeout=SERVER_TIMEOUT)
     if answer and answer.get("ok"):
-        return [Hit(**h) for h in answer["result"]["hits"]]
+        return [SimpleNamespace(**h) for h in answer["result"]["hits"]]
     from indexer.pipeline import ingest
 
     ingest(settings, [captured], lock_timeout=0.1)
@@ -122,6 +119,8 @@ def _search(settings: Settings, query: str, session: str | None, k: int, capture
 
 def tool(payload: dict[str, Any]) -> None:
     """PostToolUse / PostToolUseFailure: record a compact observation of the call."""
+    from indexer.observations import describe_tool, response_text, skip_tool, succeeded
+
     name = payload.get("tool_name")
     if not isinstance(name, str) or skip_tool(name):
         return None
@@ -174,6 +173,8 @@ def session_start(payload: dict[str, Any]) -> None:
 
 def session_end(payload: dict[str, Any]) -> None:
     """SessionEnd: hand the summary to a detached process (SessionEnd hooks share a 1.5 s budget)."""
+    import subprocess
+
     session = payload.get("session_id")
     if not isinstance(session, str) or not session:
         return None

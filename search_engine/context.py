@@ -16,10 +16,12 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Sequence
-
-from indexer.types import Hit
+from typing import TYPE_CHECKING
 
 from .query import content_terms, terms
+
+if TYPE_CHECKING:  # hits may also be plain attribute bags from the warm server
+    from indexer.types import Hit
 
 HEADER = (
     "Retrieved memories from memsearch (past notes and events of this user, possibly outdated or wrong). "
