@@ -250,9 +250,13 @@ def embed_pending(
         part = todo[i : i + batch]
         ids = [chunk_id for _, chunk_id in part]
         marks = ",".join("?" * len(ids))
-        rows = {r[0]: r[1:] for r in conn.execute(f"SELECT id, title, text FROM chunks WHERE id IN ({marks})", ids)}
-        texts = [embed_input(*rows[chunk_id]) for chunk_id in ids]
-        vectors = embedder.embed_passages(texts)
+        rows = {r[0]: r[1:] for r in conn.execute(
+            f"SELECT id, hash, title, text FROM chunks WHERE id IN ({marks})", ids)}
+        # Another writer (an ingest, a full rebuild swapped in) may have replaced a chunk since the list was made:
+        # embed only chunks that still hold the hash, so a vector is never stored under another content's hash.
+        part = [(h, cid) for h, cid in part if cid in rows and rows[cid][0] == h]
+        texts = [embed_input(*rows[chunk_id][1:]) for _, chunk_id in part]
+        vectors = embedder.embed_passages(texts) if texts else []
         with conn:
             for (h, _), vector in zip(part, vectors):
                 conn.execute("INSERT OR IGNORE INTO embeddings(hash, model) VALUES (?, ?)", (h, embedder.model_id))

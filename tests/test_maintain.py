@@ -374,3 +374,36 @@ def test_weekly_script_fails_with_one_clear_line(sample_home, tmp_path):
     assert "failed: exit 1" in log.read_text()
     missing = weekly({"MEMSEARCH_HOME": str(tmp_path / "nowhere")})
     assert missing.returncode == 1 and "memory root" in missing.stderr and missing.stderr.count("\n") == 1
+
+
+class _RebuildsMidway(FakeEmbedder):
+    """An embedder during whose first batch a full rebuild is swapped in (as `memsearch maintain` would do while a
+    `memsearch index` embeds): every chunk id the index run listed now names other content."""
+
+    def __init__(self, settings, **kw):
+        super().__init__(**kw)
+        self.settings, self.swapped = settings, False
+
+    def embed_passages(self, texts):
+        if not self.swapped:
+            self.swapped = True
+            write(self.settings.home / "daily" / "2026-11-21.md", "# New\n\nshifts every id after it\n")
+            (self.settings.home / "MEMORY.md").unlink()
+            rebuild(self.settings, embedder=None)
+        return super().embed_passages(texts)
+
+
+def test_an_index_run_embedding_across_a_swap_stores_only_true_vectors(sample_home, monkeypatch):
+    monkeypatch.setenv("MEMSEARCH_EMBED_BATCH", "4")
+    settings = resolve_settings(sample_home)
+    index(settings, embedder=None)
+    model = _RebuildsMidway(settings, dim=32)
+    index(settings, embedder=model)  # no KeyError, no vector stored under another chunk's hash
+    conn = store.connect(settings.db_path)
+    assert check_index(conn).ok
+    text_of = {h: (t, x) for h, t, x in conn.execute("SELECT hash, title, text FROM chunks")}
+    stored = conn.execute("SELECT e.hash, v.embedding FROM embeddings e JOIN vec_chunks v ON v.rowid = e.id").fetchall()
+    from indexer.pipeline import embed_input
+
+    assert stored and all(vector == model._vector(embed_input(*text_of[h])) for h, vector in stored if h in text_of)
+    assert index(settings, embedder=model).chunks_pending == 0  # the next run embeds what the swap left pending
