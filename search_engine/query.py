@@ -2,12 +2,12 @@
 
 :func:`terms` splits the text the way the index's unicode61 tokenizer does (letters and digits; everything else,
 quotes, ``AND``-as-syntax, ``NEAR``, ``*``, ``-``, ``:``, parentheses and emoji, separates), and
-:func:`fts_query` quotes every term, so operators in user text are just words. CJK runs become the phrase of
-their bigrams (see :mod:`indexer.cjk`). Multi-word queries run as AND first and relax to OR when that finds too
+:func:`fts_query` quotes every term, so operators in user text are just words. A short CJK run (a word) becomes
+the phrase of its bigrams, a long one (a sentence) its separate bigrams (see :mod:`indexer.cjk`). Multi-word queries run as AND first and relax to OR when that finds too
 little; the whole query is never one phrase.
 
 >>> fts_query(terms('fix "NEAR(a b)" -- crash: 東京'), "AND")
-'"fix" AND "near" AND "crash" AND "東京"'
+'"fix" AND "near" AND "a" AND "b" AND "crash" AND "東京"'
 """
 
 from __future__ import annotations
@@ -17,7 +17,10 @@ from dataclasses import dataclass
 
 from indexer.cjk import CJK_RUN_RE, query_bigrams
 
-MAX_TERMS = 32
+MAX_TERMS = 48
+#: A CJK run up to this long is taken as one word (a phrase); a longer one (a sentence: CJK has no spaces) as its
+#: bigrams, so AND can relax to OR and BM25 ranks by the bigrams' weights.
+CJK_WORD_CHARS = 3
 _WORD_RE = re.compile(r"[^\W_]+")
 
 STOPWORDS = frozenset(
@@ -52,9 +55,11 @@ def terms(text: str, limit: int | None = MAX_TERMS) -> list[Term]:
     pos = 0
     for m in CJK_RUN_RE.finditer(text):
         _words(text[pos : m.start()], out, seen)
-        if m.group(0) not in seen:
-            seen.add(m.group(0))
-            out.append(Term(m.group(0), cjk=True))
+        run = m.group(0)
+        for piece in [run] if len(run) <= CJK_WORD_CHARS else query_bigrams(run):
+            if piece not in seen:
+                seen.add(piece)
+                out.append(Term(piece, cjk=True))
         pos = m.end()
     _words(text[pos:], out, seen)
     return out[:limit]

@@ -1,0 +1,16 @@
+"""The examples in the docstrings are part of the documentation: they must stay true."""
+
+import doctest
+import importlib
+
+import pytest
+
+MODULES = ["indexer.privacy", "indexer.chunker", "indexer.cjk", "indexer.locks", "indexer.types",
+           "search_engine.fusion", "search_engine.query", "search_engine.filters", "search_engine.context",
+           "search_engine.search"]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name):
+    result = doctest.testmod(importlib.import_module(name))
+    assert result.attempted > 0 and result.failed == 0
