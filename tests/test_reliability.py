@@ -65,7 +65,7 @@ def hook_env(sample_home, monkeypatch):
     monkeypatch.setenv("MEMSEARCH_MODEL", "none")
     monkeypatch.setenv("MEMSEARCH_NO_SERVER", "1")
     spawned = []
-    monkeypatch.setattr("hooks.handlers.subprocess.Popen", lambda *a, **k: spawned.append(a))
+    monkeypatch.setattr(subprocess, "Popen", lambda *a, **k: spawned.append(a))  # session-end detaches one
     index(resolve_settings(sample_home), embedder=None)
     return sample_home
 
