@@ -8,7 +8,7 @@ import apsw
 
 from . import store
 from .embedder import ModelChoice, resolve_model
-from .pipeline import pending_count
+from .pipeline import pending_estimate
 from .settings import Settings
 from .types import Health
 
@@ -24,7 +24,7 @@ def health(conn: apsw.Connection | None, choice: ModelChoice) -> Health:
     if conn is None:
         return Health(False, 0, 0, None, choice.model_id, choice.available, choice.reason)
     chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
-    pending = pending_count(conn, choice.model_id) if choice.available else 0
+    pending = pending_estimate(conn, choice.model_id) if choice.available else 0
     return Health(
         index_exists=store.get_meta(conn, "last_indexed") is not None,
         chunks=chunks,
