@@ -27,7 +27,8 @@ test: install  ## Run the test suite (real SQLite, FTS5, sqlite-vec and the bund
 lint: install  ## ruff
 	$(VENV)/bin/ruff check indexer search_engine hooks scripts tests
 
-bench: install  ## Benchmark suite (scripts/bench.py)
+bench: install  ## Benchmark suite (scripts/bench.py; --sizes 1000,10000 for a quick run) and the prompt hook
+	$(PY) -m pip install --quiet -e ".[bench]" --config-settings editable_mode=compat
 	$(PY) scripts/bench.py
 
 eval: install  ## Retrieval quality on the public datasets in ../shared/eval (scripts/eval.py)
