@@ -92,6 +92,7 @@ def main() -> int:
     args = parser.parse_args()
     home = args.home.resolve()
     env = {**os.environ, "MEMSEARCH_HOME": str(home)}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # a user's Python caches bytecode; measure that, not recompiles
     env.pop("MEMSEARCH_NO_SERVER", None)
     prompts = prompts_from(home, args.runs)
     subprocess.run([str(BIN / "memsearch"), "serve", "--stop"], env=env, capture_output=True)
