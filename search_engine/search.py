@@ -24,7 +24,7 @@ from indexer.types import Explanation, Hit, SearchResult
 from .filters import Filters
 from .fusion import dedup, reciprocal_rank_fusion
 from .lexical import lexical_search
-from .vector import vector_ranking
+from .vector import VectorMatrix, vector_ranking
 
 MODES = ("hybrid", "bm25", "vector")
 #: Above this share of CJK letters, the English-only bundled model's vectors only add noise (measured on the CJK
@@ -79,6 +79,7 @@ def search(
     explain: bool = False,
     embedder: Embedder | None | object = _AUTO,
     conn: apsw.Connection | None = None,
+    vectors: VectorMatrix | None = None,
 ) -> SearchResult:
     """Search the index; see the module docstring. ``embedder`` may be a loaded one (the warm server) or a
     fake (tests); by default the configured model is loaded only if the vector list is needed."""
@@ -99,13 +100,13 @@ def search(
     own = conn is None
     conn = open_existing(settings) if own else conn
     try:
-        return _search(settings, conn, query, mode, k, filters, raw, explain, embedder, choice)
+        return _search(settings, conn, query, mode, k, filters, raw, explain, embedder, choice, vectors)
     finally:
         if own and conn is not None:
             conn.close()
 
 
-def _search(settings, conn, query, mode, k, filters, raw, explain, embedder, choice) -> SearchResult:
+def _search(settings, conn, query, mode, k, filters, raw, explain, embedder, choice, vectors=None) -> SearchResult:
     state = health(conn, choice)
     mode_used, reason = mode, None
     if conn is None:
@@ -135,7 +136,7 @@ def _search(settings, conn, query, mode, k, filters, raw, explain, embedder, cho
         try:
             model = load_embedder(settings) if embedder is _AUTO else embedder
             qvec = model.embed_query(query)
-            nearest = vector_ranking(conn, qvec, filters, pool, choice.model_id)
+            nearest = vector_ranking(conn, qvec, filters, pool, choice.model_id, vectors)
             vector_ids = [i for i, _ in nearest]
             similarity = {i: round(1.0 - d, 4) for i, d in nearest if d is not None}
         except ModelUnavailable as exc:

@@ -23,6 +23,7 @@ import sys
 import time
 from pathlib import Path
 
+import apsw
 import orjson
 
 from indexer import store
@@ -100,6 +101,7 @@ class Server:
         else:
             self.model_reason = choice.reason
         self.connection()
+        self.vectors()  # loaded before the first request, which must not wait for it
 
     def connection(self):
         """The index connection, reopened when the file at ``db_path`` is no longer the one it holds (deleted and
@@ -134,9 +136,27 @@ class Server:
             result = search(
                 self.settings, str(request.get("query", "")), mode=request.get("mode", "hybrid"),
                 k=int(request.get("k", 10)), filters=filters, embedder=self.embedder, conn=self.connection(),
+                vectors=self.vectors(),
             )
             return {"ok": True, "result": dataclasses.asdict(result)}
         return {"ok": False, "error": f"unknown op {op!r}"}
+
+    def vectors(self):
+        """The in-memory vector matrix, reloaded when the embeddings table changed (new vectors, a rebuild)."""
+        conn = self.connection()
+        if conn is None or self.embedder is None:
+            return None
+        from .vector import VectorMatrix
+
+        matrix = getattr(self, "_matrix", None)
+        try:
+            stale = matrix is None or matrix.stamp != VectorMatrix.current_stamp(conn)
+            if stale and store.vec_table_exists(conn):
+                matrix = self._matrix = VectorMatrix(conn, self.embedder.model_id)
+        except apsw.Error as exc:
+            _log(self.settings, f"vector matrix unavailable: {exc}")
+            return None
+        return matrix
 
     def _ingest(self, paths) -> bool:
         """Index captured sources for BM25 right away; only paths inside the memory root are taken."""

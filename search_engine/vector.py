@@ -24,10 +24,54 @@ def _exact(conn: apsw.Connection, qvec: bytes, filters: Filters, limit: int, mod
     return [(row[0], row[1]) for row in conn.execute(sql, [qvec, model_id, *params, limit])]
 
 
-def _knn(conn: apsw.Connection, qvec: bytes, filters: Filters, limit: int, k: int) -> list[tuple[int, float]]:
-    neighbours = conn.execute(
-        "SELECT rowid, distance FROM vec_chunks WHERE embedding MATCH ? AND k = ? ORDER BY distance", (qvec, k)
-    ).fetchall()
+class VectorMatrix:
+    """Every vector of the index in memory as one float32 matrix, for the warm server: an exact top-k is one
+    matrix product (16 ms at 100k x 384 here, against about 90 ms for the vec0 scan). sqlite-vec stays the store.
+    """
+
+    def __init__(self, conn: apsw.Connection, model_id: str):
+        import numpy as np
+
+        self.model_id = model_id
+        self.stamp = self.current_stamp(conn)
+        rows = conn.execute(
+            "SELECT e.id, v.embedding FROM embeddings e JOIN vec_chunks v ON v.rowid = e.id WHERE e.model = ?",
+            (model_id,),
+        ).fetchall()
+        self.ids = np.array([r[0] for r in rows], dtype=np.int64)
+        matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1) if rows else (
+            np.zeros((0, 1), dtype=np.float32))
+        norms = np.linalg.norm(matrix, axis=1)
+        norms[norms == 0] = 1.0
+        self.matrix = matrix / norms[:, None]
+
+    @staticmethod
+    def current_stamp(conn: apsw.Connection) -> tuple:
+        return tuple(conn.execute("SELECT count(*), max(id) FROM embeddings").fetchone())
+
+    def nearest(self, qvec: bytes, k: int) -> list[tuple[int, float]]:
+        """``(embedding id, cosine distance)`` of the ``k`` nearest vectors, exact."""
+        import numpy as np
+
+        if not len(self.ids):
+            return []
+        q = np.frombuffer(qvec, dtype=np.float32)
+        norm = float(np.linalg.norm(q)) or 1.0
+        sims = self.matrix @ (q / norm)
+        k = min(k, len(sims))
+        top = np.argpartition(-sims, k - 1)[:k]
+        top = top[np.argsort(-sims[top], kind="stable")]
+        return [(int(self.ids[i]), float(1.0 - sims[i])) for i in top]
+
+
+def _knn(conn: apsw.Connection, qvec: bytes, filters: Filters, limit: int, k: int,
+         matrix: VectorMatrix | None = None) -> list[tuple[int, float]]:
+    if matrix is not None:
+        neighbours = matrix.nearest(qvec, k)
+    else:
+        neighbours = conn.execute(
+            "SELECT rowid, distance FROM vec_chunks WHERE embedding MATCH ? AND k = ? ORDER BY distance", (qvec, k)
+        ).fetchall()
     if not neighbours:
         return []
     order = {row[0]: i for i, row in enumerate(neighbours)}
@@ -44,15 +88,21 @@ def _knn(conn: apsw.Connection, qvec: bytes, filters: Filters, limit: int, k: in
 
 
 def vector_ranking(
-    conn: apsw.Connection, qvec: bytes, filters: Filters, limit: int, model_id: str
+    conn: apsw.Connection, qvec: bytes, filters: Filters, limit: int, model_id: str,
+    matrix: VectorMatrix | None = None,
 ) -> list[tuple[int, float]]:
-    """``(chunk id, cosine distance)`` nearest to ``qvec``, best first."""
+    """``(chunk id, cosine distance)`` nearest to ``qvec``, best first. ``matrix``: the in-memory copy of the
+    vectors the warm server keeps; without it, sqlite-vec's KNN."""
     if filters.selective:
         return _exact(conn, qvec, filters, limit, model_id)
-    total = conn.execute("SELECT count(*) FROM embeddings WHERE model = ?", (model_id,)).fetchone()[0]
+    if matrix is not None and matrix.model_id == model_id:
+        total = len(matrix.ids)
+    else:
+        matrix = None
+        total = conn.execute("SELECT count(*) FROM embeddings WHERE model = ?", (model_id,)).fetchone()[0]
     k = min(total, max(limit * 2, 64))
     while k:
-        ids = _knn(conn, qvec, filters, limit, min(k, KNN_MAX))
+        ids = _knn(conn, qvec, filters, limit, min(k, KNN_MAX), matrix)
         if len(ids) >= limit or k >= total:
             return ids
         if k >= KNN_MAX:

@@ -182,3 +182,21 @@ def test_relevance_gate_reads_the_whole_chunk():
     block, chosen = format_context("restart the zanzibar gateway", [hit])
     assert chosen == [hit] and 'source="a.md:1-2"' in block
     assert format_context("unrelated haiku about autumn", [hit]) == ("", [])
+
+
+def test_in_memory_vector_matrix_ranks_like_sqlite_vec(indexed, fake):
+    from indexer import store
+    from search_engine.vector import VectorMatrix, vector_ranking
+
+    conn = store.connect(indexed.db_path)
+    matrix = VectorMatrix(conn, fake.model_id)
+    assert len(matrix.ids) == conn.execute("SELECT count(*) FROM embeddings").fetchone()[0]
+    for query in ("refund webhook race", "retry with jitter", "東京 deploy"):
+        qvec = fake.embed_query(query)
+        plain = vector_ranking(conn, qvec, Filters(), 20, fake.model_id)
+        fast = vector_ranking(conn, qvec, Filters(), 20, fake.model_id, matrix)
+        assert len(fast) == len(plain)
+        assert all(abs(a[1] - b[1]) < 1e-4 for a, b in zip(fast, plain)), "same distances, rank by rank"
+        exact = dict(plain)
+        assert all(abs(exact[i] - d) < 1e-4 for i, d in fast if i in exact)  # ties may order differently
+    assert matrix.stamp == VectorMatrix.current_stamp(conn)
