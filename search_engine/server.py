@@ -177,6 +177,7 @@ class Server:
         conn = self.connection()
         if conn is not None and self.embedder is not None and pending_count(conn, self.embedder.model_id):
             embed_pending(conn, self.embedder, batch=32, limit=32)
+            self.vectors()  # refresh the in-memory copy now, while idle, not in the next request
 
     def serve(self, listener: socket.socket) -> None:
         selector = selectors.DefaultSelector()

@@ -46,8 +46,10 @@ class VectorMatrix:
         self.matrix = matrix / norms[:, None]
 
     @staticmethod
-    def current_stamp(conn: apsw.Connection) -> tuple:
-        return tuple(conn.execute("SELECT count(*), max(id) FROM embeddings").fetchone())
+    def current_stamp(conn: apsw.Connection) -> int | None:
+        """Changes whenever a vector is added (a rowid lookup, free); removed vectors only cost a few slots,
+        since hits are mapped back through the chunks that still exist."""
+        return conn.execute("SELECT max(id) FROM embeddings").fetchone()[0]
 
     def nearest(self, qvec: bytes, k: int) -> list[tuple[int, float]]:
         """``(embedding id, cosine distance)`` of the ``k`` nearest vectors, exact."""
