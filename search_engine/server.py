@@ -116,6 +116,7 @@ class Server:
                 self.conn.close()
             self.conn = store.connect(self.settings.db_path) if ident is not None else None
             self.db_ident = ident
+            self._matrix = None  # its vector ids belong to the file that was replaced
         return self.conn
 
     def handle(self, request: dict) -> dict:

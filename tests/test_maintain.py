@@ -407,3 +407,29 @@ def test_an_index_run_embedding_across_a_swap_stores_only_true_vectors(sample_ho
 
     assert stored and all(vector == model._vector(embed_input(*text_of[h])) for h, vector in stored if h in text_of)
     assert index(settings, embedder=model).chunks_pending == 0  # the next run embeds what the swap left pending
+
+
+def test_warm_server_vectors_follow_a_rebuild_that_renumbers_them(sample_home, fake):
+    """A rebuild renumbers the embeddings: the same highest id can then name other vectors. The warm server's
+    in-memory vectors must be reloaded all the same, or it answers from the old index's vectors."""
+    from search_engine.server import Server
+
+    settings = resolve_settings(sample_home)
+    index(settings, embedder=fake)
+    server = Server(settings)
+    server.embedder = fake
+    query = "pelican migration schedule"
+
+    def served():
+        answer = server.handle({"op": "search", "query": query, "mode": "vector", "k": 5})
+        return [h["id"] for h in answer["result"]["hits"]]
+
+    served()  # the server now holds the old vectors in memory
+    conn = store.connect(settings.db_path)
+    top = conn.execute("SELECT max(id) FROM embeddings").fetchone()[0]
+    memory = sample_home / "MEMORY.md"
+    memory.write_text(memory.read_text().replace("Dana", "The pelican migration schedule of Dana", 1))
+    rebuild(settings, embedder=fake)
+    assert conn.execute("SELECT max(id) FROM embeddings").fetchone()[0] == top  # same highest id, other vectors
+    expected = [h.id for h in search(settings, query, mode="vector", k=5, embedder=fake).hits]
+    assert served() == expected
