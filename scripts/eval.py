@@ -659,7 +659,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"invalid --modes {args.modes!r}: use {', '.join(MODES)}", file=sys.stderr)
         return 2
     modes = [m for m in MODES if m in modes]
-    if not args.data.is_dir():
+    if not args.data.expanduser().is_dir():
         print(f"no evaluation data at {args.data}; pass --data or set MEMSEARCH_EVAL_DATA", file=sys.stderr)
         return 1
     overrides: dict[str, Any] = {}
@@ -670,9 +670,12 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         overrides[key.strip()] = value.strip()
 
-    out_path: Path = args.out
-    work = args.work or out_path.parent / "work"
-    cache_dir = Path(os.environ["MEMSEARCH_CACHE_DIR"]) if os.environ.get("MEMSEARCH_CACHE_DIR") else work / "cache"
+    # Absolute paths only: the product resolves a relative db_path or cache_dir against each memory root.
+    out_path: Path = args.out.expanduser().absolute()
+    work = (args.work.expanduser() if args.work else out_path.parent / "work").absolute()
+    cache_env = os.environ.get("MEMSEARCH_CACHE_DIR")
+    cache_dir = Path(cache_env).expanduser().absolute() if cache_env else work / "cache"
+    args.data = args.data.expanduser().absolute()
     probe = resolve_settings(work, cache_dir=cache_dir, **overrides)
     choice = resolve_model(probe)
     embedder, note = None, None
