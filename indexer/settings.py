@@ -25,7 +25,8 @@ else:  # pragma: no cover
 CONFIG_NAME = "memsearch.toml"
 PROJECT_CONFIG_NAME = ".memsearch.toml"
 #: What a project-level config may set: search tuning, never models, paths or retention.
-PROJECT_KEYS = frozenset({"rrf_k", "bm25_weight", "vector_weight", "candidates", "dedup_threshold"})
+PROJECT_KEYS = frozenset({"rrf_k", "bm25_weight", "vector_weight", "candidates", "dedup_threshold", "fusion",
+                          "bm25_share"})
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,9 @@ class Settings:
     vector_weight: float = 1.0
     candidates: int = 50
     dedup_threshold: float = 0.8
+    #: hybrid fusion: ``score`` (min-max scores, ``bm25_share`` to BM25) or ``rrf`` (ranks, weights, ``rrf_k``)
+    fusion: str = "score"
+    bm25_share: float = 0.6
     embed_batch: int = 64
     #: ``memsearch maintain``: event logs whose newest event is older than this many days leave the index (0: never).
     retention_days_event: int = 90
@@ -106,6 +110,8 @@ _SPEC: dict[str, tuple[str, str, Any]] = {
     "vector_weight": ("MEMSEARCH_VECTOR_WEIGHT", "vector_weight", float),
     "candidates": ("MEMSEARCH_CANDIDATES", "candidates", int),
     "dedup_threshold": ("MEMSEARCH_DEDUP_THRESHOLD", "dedup_threshold", float),
+    "fusion": ("MEMSEARCH_FUSION", "fusion", str),
+    "bm25_share": ("MEMSEARCH_BM25_SHARE", "bm25_share", float),
     "embed_batch": ("MEMSEARCH_EMBED_BATCH", "embed_batch", int),
     "retention_days_event": ("MEMSEARCH_RETENTION_DAYS_EVENT", "retention_days_event", count),
     "archive": ("MEMSEARCH_ARCHIVE", "archive", boolean),
@@ -225,4 +231,6 @@ def resolve_settings(home: str | os.PathLike[str] | None = None, **flags: Any) -
         raise ConfigError(f"unknown key(s) in {root / CONFIG_NAME}: {', '.join(sorted(unknown))}")
     if values.get("model", "bundled").lower() in ("none", "off", ""):
         values["model"] = "none"
+    if values.get("fusion", "score") not in ("score", "rrf"):
+        raise ConfigError(f"fusion must be score or rrf, not {values['fusion']!r}")
     return Settings(**values, origins=origins)

@@ -1,7 +1,7 @@
 """The search API used by the CLI, the hooks and the MCP server.
 
 ``search()`` runs the BM25 list and the vector list over a candidate pool (at least ``settings.candidates`` each),
-fuses them with weighted reciprocal rank fusion, hides near-duplicates by character-trigram Jaccard and returns
+fuses them (by min-max normalised scores, 60% BM25, by default; or weighted reciprocal rank fusion), hides near-duplicates by character-trigram Jaccard and returns
 a :class:`SearchResult` that also says which mode actually ran, why, and how healthy the index is.
 
 >>> from indexer.settings import resolve_settings
@@ -22,7 +22,7 @@ from indexer.status import health, open_existing
 from indexer.types import Explanation, Hit, SearchResult
 
 from .filters import Filters
-from .fusion import dedup, reciprocal_rank_fusion
+from .fusion import dedup, min_max, reciprocal_rank_fusion, score_fusion
 from .lexical import lexical_search
 from .vector import VectorMatrix, vector_ranking
 
@@ -150,7 +150,14 @@ def _search(settings, conn, query, mode, k, filters, raw, explain, embedder, cho
         rankings, weights = [lexical_ids, []], [settings.bm25_weight, settings.vector_weight]
     else:
         rankings, weights = [[], vector_ids], [settings.bm25_weight, settings.vector_weight]
-    fused = reciprocal_rank_fusion(rankings, k=settings.rrf_k, weights=weights)
+    by_score = mode_used == "hybrid" and settings.fusion == "score"
+    if by_score:
+        share = settings.bm25_share
+        fused = score_fusion({i: bm25_scores[i] for i in lexical_ids}, {i: similarity.get(i, 0.0) for i in vector_ids},
+                             alpha=share)
+        nb, nv = min_max({i: bm25_scores[i] for i in lexical_ids}), min_max({i: similarity.get(i, 0.0) for i in vector_ids})
+    else:
+        fused = reciprocal_rank_fusion(rankings, k=settings.rrf_k, weights=weights)
     rows = _fetch(conn, [cid for cid, _ in fused])
     fused = [(cid, score) for cid, score in fused if cid in rows]
     kept, hidden = dedup([(cid, rows[cid][5]) for cid, _ in fused], settings.dedup_threshold, limit=k)
@@ -172,8 +179,10 @@ def _search(settings, conn, query, mode, k, filters, raw, explain, embedder, cho
                 id=uid[cid],
                 bm25_rank=bm25_rank.get(cid),
                 vector_rank=vec_rank.get(cid),
-                bm25_contribution=_contribution(weights[0], settings.rrf_k, bm25_rank.get(cid)),
-                vector_contribution=_contribution(weights[1], settings.rrf_k, vec_rank.get(cid)),
+                bm25_contribution=share * nb.get(cid, 0.0) if by_score
+                else _contribution(weights[0], settings.rrf_k, bm25_rank.get(cid)),
+                vector_contribution=(1 - share) * nv.get(cid, 0.0) if by_score
+                else _contribution(weights[1], settings.rrf_k, vec_rank.get(cid)),
                 score=scores[cid],
                 duplicate_of=uid[hidden_of[cid].duplicate_of] if cid in hidden_of else None,
                 similarity=hidden_of[cid].similarity if cid in hidden_of else None,

@@ -1,3 +1,4 @@
+import pytest
 from hypothesis import given, strategies as st
 
 from search_engine.fusion import dedup, jaccard, reciprocal_rank_fusion, trigrams
@@ -60,3 +61,23 @@ def test_dedup_threshold_above_one_hides_nothing_and_limit_stops():
     items = [(i, "same text") for i in range(5)]
     assert dedup(items, threshold=1.01)[0] == [0, 1, 2, 3, 4]
     assert dedup(items, threshold=1.01, limit=2)[0] == [0, 1]
+
+
+def test_score_fusion_hand_computed():
+    from search_engine.fusion import min_max, score_fusion
+
+    assert min_max({"a": 1.0, "b": 3.0}) == {"a": 0.0, "b": 1.0}
+    assert min_max({"a": 2.0}) == {"a": 1.0}
+    fused = dict(score_fusion({"a": 8.0, "b": 4.0, "c": 6.0}, {"b": 0.8, "d": 0.4}, alpha=0.6))
+    assert fused == pytest.approx({"a": 0.6, "b": 0.4, "c": 0.3, "d": 0.0})
+
+
+@given(st.dictionaries(st.integers(0, 20), st.floats(0, 50), max_size=10),
+       st.dictionaries(st.integers(0, 20), st.floats(-1, 1), max_size=10))
+def test_score_fusion_is_bounded_and_covers_both_lists(bm25, cos):
+    from search_engine.fusion import score_fusion
+
+    fused = score_fusion(bm25, cos)
+    assert {k for k, _ in fused} == set(bm25) | set(cos)
+    assert all(-1e-9 <= s <= 1 + 1e-9 for _, s in fused)
+    assert [s for _, s in fused] == sorted((s for _, s in fused), reverse=True)

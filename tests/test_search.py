@@ -115,9 +115,14 @@ def test_modes_and_ranks(indexed, fake):
     assert any(h.bm25_rank and h.vector_rank for h in hybrid.hits)
     scores = [h.score for h in hybrid.hits]
     assert scores == sorted(scores, reverse=True)
-    top = hybrid.hits[0]
-    assert top.score == pytest.approx((1 / (60 + top.bm25_rank) if top.bm25_rank else 0)
-                                      + (1 / (60 + top.vector_rank) if top.vector_rank else 0), abs=1e-6)
+    explained = search(indexed, "retry idempotency", mode="hybrid", embedder=fake, k=20, explain=True)
+    top = explained.explain[0]
+    assert top.score == pytest.approx(top.bm25_contribution + top.vector_contribution, abs=1e-6)
+    assert 0 < top.score <= 1.0
+    rrf = search(resolve_settings(indexed.home, fusion="rrf"), "retry idempotency", embedder=fake, k=20)
+    first = rrf.hits[0]
+    assert first.score == pytest.approx((1 / (60 + first.bm25_rank) if first.bm25_rank else 0)
+                                        + (1 / (60 + first.vector_rank) if first.vector_rank else 0), abs=1e-6)
 
 
 def test_explain_reports_contributions_and_dedup(home, settings, fake):
