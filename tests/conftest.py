@@ -6,6 +6,7 @@ network), and the real model is loaded once per session for the tests that need 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -77,3 +78,18 @@ def write(path: Path, text: str | bytes) -> Path:
     else:
         path.write_text(text, encoding="utf-8")
     return path
+
+
+def mcp_rpc(proc, message):
+    """Send one JSON-RPC message to an MCP server on stdio; return the reply with the same id (None for a
+    notification)."""
+    proc.stdin.write((json.dumps(message) + "\n").encode())
+    proc.stdin.flush()
+    if "id" not in message:
+        return None
+    while True:
+        line = proc.stdout.readline()
+        assert line, proc.stderr.read().decode()[-2000:]
+        reply = json.loads(line)
+        if reply.get("id") == message["id"]:
+            return reply

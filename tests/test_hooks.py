@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import MEMSEARCH, REPO, write
+from conftest import MEMSEARCH, REPO, mcp_rpc, write
 
 HOOK = str(Path(sys.executable).with_name("memsearch-hook"))
 
@@ -253,41 +253,28 @@ def test_warm_server_answers_hybrid_over_a_private_socket(sample_home):
             server.kill()
 
 
-def _rpc(proc, message):
-    proc.stdin.write((json.dumps(message) + "\n").encode())
-    proc.stdin.flush()
-    if "id" not in message:
-        return None
-    while True:
-        line = proc.stdout.readline()
-        assert line, proc.stderr.read().decode()[-2000:]
-        reply = json.loads(line)
-        if reply.get("id") == message["id"]:
-            return reply
-
-
 def test_mcp_server_answers_over_stdio(memory):
     proc = subprocess.Popen([MEMSEARCH, "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env={**os.environ, "MEMSEARCH_MODEL": "none"})
     try:
-        init = _rpc(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        init = mcp_rpc(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}})
         assert "three steps" in init["result"]["instructions"]
-        _rpc(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
-        tools = _rpc(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+        mcp_rpc(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        tools = mcp_rpc(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
         assert {t["name"] for t in tools["result"]["tools"]} == {"search", "timeline", "get"}
-        found = _rpc(proc, {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        found = mcp_rpc(proc, {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
                             "params": {"name": "search", "arguments": {"query": "database locked", "k": 2}}})
         text = found["result"]["content"][0]["text"]
         assert text.startswith("mode_used: bm25") and len(text.splitlines()) == 3
         first_id = text.splitlines()[1].split()[0]
-        got = _rpc(proc, {"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+        got = mcp_rpc(proc, {"jsonrpc": "2.0", "id": 4, "method": "tools/call",
                           "params": {"name": "get", "arguments": {"ids": [first_id]}}})
         assert first_id in json.dumps(got["result"])
-        line = _rpc(proc, {"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+        line = mcp_rpc(proc, {"jsonrpc": "2.0", "id": 5, "method": "tools/call",
                            "params": {"name": "timeline", "arguments": {"id": first_id, "window": 2}}})
         assert f"> {first_id}" in line["result"]["content"][0]["text"]
-        bad = _rpc(proc, {"jsonrpc": "2.0", "id": 6, "method": "tools/call",
+        bad = mcp_rpc(proc, {"jsonrpc": "2.0", "id": 6, "method": "tools/call",
                           "params": {"name": "get", "arguments": {"ids": ["../../etc/passwd"]}}})
         assert "etc/passwd" not in json.dumps(bad.get("result", {}).get("structuredContent", {}))
     finally:

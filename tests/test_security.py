@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import MEMSEARCH, REPO, write
+from conftest import MEMSEARCH, REPO, mcp_rpc, write
 from indexer import store
 from indexer.errors import NotFound, UsageError
 from indexer.pipeline import index
@@ -122,33 +122,20 @@ def test_show_cli_rejects_a_path_with_one_line(linked_home):
         assert "root:" not in proc.stderr
 
 
-def _rpc(proc, message):
-    proc.stdin.write((json.dumps(message) + "\n").encode())
-    proc.stdin.flush()
-    if "id" not in message:
-        return None
-    while True:
-        line = proc.stdout.readline()
-        assert line, proc.stderr.read().decode()[-2000:]
-        reply = json.loads(line)
-        if reply.get("id") == message["id"]:
-            return reply
-
-
 def test_mcp_tools_read_nothing_outside_the_memory_root(linked_home):
     index(resolve_settings(linked_home, model="none"), embedder=None)
     proc = subprocess.Popen([MEMSEARCH, "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env={**os.environ, "MEMSEARCH_MODEL": "none"})
     try:
-        _rpc(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        mcp_rpc(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}})
-        _rpc(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        mcp_rpc(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
         replies = [
-            _rpc(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            mcp_rpc(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
                         "params": {"name": "search", "arguments": {"query": "swordfish launch code"}}}),
-            _rpc(proc, {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+            mcp_rpc(proc, {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
                         "params": {"name": "get", "arguments": {"ids": HOSTILE_IDS}}}),
-            _rpc(proc, {"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+            mcp_rpc(proc, {"jsonrpc": "2.0", "id": 4, "method": "tools/call",
                         "params": {"name": "timeline", "arguments": {"id": "../../etc/passwd"}}}),
         ]
     finally:
