@@ -2,7 +2,7 @@ import re
 
 from hypothesis import given, settings, strategies as st
 
-from indexer.privacy import PRIVATE_MARKER, mask_secrets, redact, strip_private
+from indexer.privacy import _SECRETS, PRIVATE_MARKER, mask_secrets, redact, strip_private
 
 
 def test_each_tag_style_is_replaced_by_the_marker():
@@ -100,3 +100,38 @@ def test_a_tagged_span_never_leaks(before, secret, after, style):
     out = redact(text).text
     assert token not in out
     assert out.startswith(before.split("\n")[0][:5]) or not before
+
+
+def _mask_without_anchors(text: str) -> str:
+    for kind, _anchors, pattern, group in _SECRETS:
+        marker = f"[REDACTED:{kind}]"
+        text = pattern.sub(
+            lambda m, g=group, mk=marker: mk if g == 0 else m.group(0)[: m.start(g) - m.start(0)] + mk
+            + m.group(0)[m.end(g) - m.start(0):],
+            text,
+        )
+    return text
+
+
+_SECRET_PIECES = [
+    "AKIAIOSFODNN7EXAMPLE", "asia", "ghp_", "gho_" + "Ab1" * 11, "github_pat_" + "x_" * 16, "glpat-" + "k" * 22,
+    "sk-ant-" + "Q" * 24, "sk-", "SK-proj-" + "9" * 24, "rk_live_" + "Z" * 18, "xoxp-1234567890", "AIza" + "_" * 35,
+    "hf_" + "H" * 32, "npm_" + "n" * 36, "eyJabcdefgh.eyJabcdefgh.sig_sig_sig", "Bearer ", "BEARER tok.en-123456789",
+    "://", "mysql://root:pw1234@h", "PASSWORD", "Passwd=", "pwd: ", "api-key", "ApiKey", "client_secret",
+    "AUTH_TOKEN", "access-key", "-----BEGIN OPENSSH PRIVATE KEY-----", "-----END OPENSSH PRIVATE KEY-----",
+    "=", ":", "'", '"', " ", "\n", "secret", "value", "s3cr3t!!", "\u0130", "K",
+]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from(_SECRET_PIECES), st.text(max_size=6)), max_size=14))
+def test_anchored_masking_equals_running_every_pattern(pieces):
+    text = "".join(pieces)
+    assert mask_secrets(text)[0] == _mask_without_anchors(text)
+
+
+def test_anchors_are_lower_case_and_plain_text_passes_through():
+    assert mask_secrets("We met on Tuesday to plan the migration of the billing tables.") == (
+        "We met on Tuesday to plan the migration of the billing tables.", 0)
+    for kind, anchors, _pattern, _group in _SECRETS:
+        assert anchors and all(a == a.lower() for a in anchors), kind
