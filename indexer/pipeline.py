@@ -41,6 +41,9 @@ Progress = Callable[[str, int, int], None]
 EVENT_BLOCK = 8 * 1024 * 1024
 HEAD_BYTES = 4096
 AUTO = object()
+#: A scan writes in transactions of about this many chunks or seconds, whichever comes first (below).
+COMMIT_CHUNKS = 2000
+COMMIT_SECONDS = 1.0
 
 
 def embed_input(title: str, text: str) -> str:
@@ -57,6 +60,38 @@ def display_path(path: Path, home: Path) -> str:
         return path.relative_to(home).as_posix()
     except ValueError:
         return str(path)
+
+
+class _Batches:
+    """One write transaction over many files, committed every :data:`COMMIT_CHUNKS` chunks or
+    :data:`COMMIT_SECONDS` seconds. A commit per file cost 15% of BM25-only indexing (FTS5 flushes a segment at
+    every commit). Each file's own ``with conn:`` is a savepoint inside the batch, so a file still lands whole or
+    not at all; a crash loses at most the open batch, whose files are read again by the next run; and other
+    writers (the server storing vectors) wait at most about a second under the busy timeout."""
+
+    def __init__(self, conn: apsw.Connection, run: "_Run") -> None:
+        self.conn, self.run = conn, run
+
+    def __enter__(self) -> "_Batches":
+        self._open()
+        return self
+
+    def _open(self) -> None:
+        self.conn.execute("BEGIN IMMEDIATE")
+        self.mark = self._written()
+        self.since = time.monotonic()
+
+    def _written(self) -> int:
+        return self.run.counts["added"] + self.run.counts["removed"]
+
+    def maybe_commit(self) -> None:
+        if self._written() - self.mark >= COMMIT_CHUNKS or time.monotonic() - self.since >= COMMIT_SECONDS:
+            self.conn.execute("COMMIT")
+            self._open()
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if self.conn.in_transaction:
+            self.conn.execute("ROLLBACK" if exc_type else "COMMIT")
 
 
 @dataclass
@@ -385,18 +420,20 @@ def _scan(settings: Settings, conn: apsw.Connection, paths, full: bool, progress
     found = list(discover([p for p in scope if p.exists()], source_roots(settings),
                           lambda p, why: run.skip(display_path(p, settings.home), why)))
     seen = set()
-    for i, (path, source) in enumerate(found):
-        seen.add(str(path))
-        run.index_file(path, source, known)
-        if progress and (i % 50 == 0 or i == len(found) - 1):
-            progress("scan", i + 1, len(found))
-    gone = [k for k in known if k not in seen and _in_scope(k, scope)]
-    for key in gone:
-        with conn:
-            run.remove_file_chunks(key)
-            conn.execute("DELETE FROM files WHERE path = ?", (key,))
-    run.counts["deleted"] = len(gone)
-    with conn:
+    with _Batches(conn, run) as batches:
+        for i, (path, source) in enumerate(found):
+            seen.add(str(path))
+            run.index_file(path, source, known)
+            batches.maybe_commit()
+            if progress and (i % 50 == 0 or i == len(found) - 1):
+                progress("scan", i + 1, len(found))
+        gone = [k for k in known if k not in seen and _in_scope(k, scope)]
+        for key in gone:
+            with conn:
+                run.remove_file_chunks(key)
+                conn.execute("DELETE FROM files WHERE path = ?", (key,))
+            batches.maybe_commit()
+        run.counts["deleted"] = len(gone)
         store.set_meta(conn, "chunker", chunker)
         store.set_meta(conn, "last_indexed", store.now_iso())
     if run.counts["removed"]:
