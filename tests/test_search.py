@@ -205,3 +205,19 @@ def test_in_memory_vector_matrix_ranks_like_sqlite_vec(indexed, fake):
         exact = dict(plain)
         assert all(abs(exact[i] - d) < 1e-4 for i, d in fast if i in exact)  # ties may order differently
     assert matrix.stamp == VectorMatrix.current_stamp(conn)
+
+
+def test_health_on_a_long_lived_connection_follows_writes_by_other_connections(indexed, fake, home):
+    from indexer import store
+
+    conn = store.connect(indexed.db_path)
+    try:
+        before = search(indexed, "deploy", mode="bm25", embedder=fake, conn=conn).health
+        assert search(indexed, "deploy", mode="bm25", embedder=fake, conn=conn).health == before
+        write(home / "notes" / "late.md", "# Late note\n\nA note written after the connection opened.\n")
+        index(indexed, embedder=None)  # another connection commits new chunks, left pending
+        after = search(indexed, "deploy", mode="bm25", embedder=fake, conn=conn).health
+        assert after.chunks == before.chunks + 1
+        assert after.pending_embeddings == before.pending_embeddings + 1
+    finally:
+        conn.close()
