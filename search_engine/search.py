@@ -124,6 +124,15 @@ def _search(settings, conn, query, mode, k, filters, raw, explain, embedder, cho
         mode_used, reason = "bm25", "the embedding model is English-only: a CJK query is answered by BM25 alone"
 
     pool = max(settings.candidates, k)
+    wants_vectors = mode_used in ("hybrid", "vector") and bool(query.strip())
+
+    def vector_side() -> list[tuple[int, float]]:
+        model = load_embedder(settings) if embedder is _AUTO else embedder
+        return vector_ranking(conn, model.embed_query(query), filters, pool, choice.model_id, vectors)
+
+    # Hybrid: the query embedding and the vector list (ONNX Runtime and NumPy release the GIL) run in a second
+    # thread while FTS5 ranks in this one.
+    pending = _background().submit(vector_side) if wants_vectors and mode_used == "hybrid" else None
     lexical_ids: list[int] = []
     bm25_scores: dict[int, float] = {}
     expression = None
@@ -132,11 +141,9 @@ def _search(settings, conn, query, mode, k, filters, raw, explain, embedder, cho
         lexical_ids, expression, bm25_scores = lexical.ids, lexical.expression, lexical.scores
     vector_ids: list[int] = []
     similarity: dict[int, float] = {}
-    if mode_used in ("hybrid", "vector") and query.strip():
+    if wants_vectors:
         try:
-            model = load_embedder(settings) if embedder is _AUTO else embedder
-            qvec = model.embed_query(query)
-            nearest = vector_ranking(conn, qvec, filters, pool, choice.model_id, vectors)
+            nearest = pending.result() if pending is not None else vector_side()
             vector_ids = [i for i, _ in nearest]
             similarity = {i: round(1.0 - d, 4) for i, d in nearest if d is not None}
         except ModelUnavailable as exc:
@@ -190,6 +197,19 @@ def _search(settings, conn, query, mode, k, filters, raw, explain, embedder, cho
             for cid in [*kept, *hidden_of]
         )
     return SearchResult(query, mode, mode_used, reason, state, hits, len(hidden), expression, explanation)
+
+
+_BACKGROUND = None
+
+
+def _background():
+    """One worker thread for the vector side of hybrid searches (imported only when a hybrid search runs)."""
+    global _BACKGROUND
+    if _BACKGROUND is None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _BACKGROUND = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memsearch-vector")
+    return _BACKGROUND
 
 
 def _contribution(weight: float, k: int, rank: int | None) -> float:
