@@ -18,7 +18,7 @@ MAX_STDIN = 8 * 1024 * 1024
 
 def read_stdin(deadline_s: float = 2.0) -> dict:
     """One JSON object from stdin, read incrementally until it parses, EOF, or the deadline."""
-    import orjson
+    import json
 
     try:
         fd = sys.stdin.fileno()
@@ -38,13 +38,13 @@ def read_stdin(deadline_s: float = 2.0) -> dict:
             break
         buf += chunk
         try:
-            value = orjson.loads(buf)
+            value = json.loads(buf)
             return value if isinstance(value, dict) else {}
-        except orjson.JSONDecodeError:
+        except ValueError:
             continue
     try:
-        value = orjson.loads(buf.decode("utf-8", "replace")) if buf.strip() else {}
-    except orjson.JSONDecodeError:
+        value = json.loads(buf.decode("utf-8", "replace")) if buf.strip() else {}
+    except ValueError:
         return {}
     return value if isinstance(value, dict) else {}
 

@@ -5,6 +5,7 @@ goes in ``hookSpecificOutput.additionalContext`` next to ``hookEventName``.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sys
@@ -12,8 +13,6 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
-
-import orjson
 
 from indexer.eventlog import Event, append
 from indexer.settings import Settings, resolve_settings
@@ -64,7 +63,8 @@ def is_trivial(prompt: str) -> bool:
 
 
 def _context_json(event_name: str, text: str) -> str:
-    return orjson.dumps({"hookSpecificOutput": {"hookEventName": event_name, "additionalContext": text}}).decode()
+    return json.dumps({"hookSpecificOutput": {"hookEventName": event_name, "additionalContext": text}},
+                      ensure_ascii=False)
 
 
 def _config(name: str, default: int, low: int, high: int) -> int:

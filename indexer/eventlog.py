@@ -9,15 +9,11 @@ append that waited for it finds the file gone from its path and writes to a fres
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import time
-import uuid
-from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
-
-import orjson
 
 from .privacy import scrub
 
@@ -25,17 +21,32 @@ EVENT_TYPES = ("prompt", "response", "tool", "session")
 MAX_CONTENT_CHARS = 64_000
 
 
-@dataclass(frozen=True)
+def now_local() -> str:
+    """The local time with its UTC offset, to the second: ``2026-11-22T09:15:02+01:00``."""
+    t = time.localtime()
+    offset = t.tm_gmtoff or 0
+    sign = "-" if offset < 0 else "+"
+    offset = abs(offset)
+    return f"{time.strftime('%Y-%m-%dT%H:%M:%S', t)}{sign}{offset // 3600:02d}:{offset % 3600 // 60:02d}"
+
+
 class Event:
-    type: str
-    content: str
-    session_id: str | None = None
-    project: str | None = None
-    cwd: str | None = None
-    tool_name: str | None = None
-    metadata: dict[str, Any] = field(default_factory=dict)
-    id: str = field(default_factory=lambda: uuid.uuid4().hex)
-    ts: str = field(default_factory=lambda: datetime.now().astimezone().isoformat(timespec="seconds"))
+    """One event to record. A plain class (and stdlib json below) rather than a dataclass and orjson: this
+    module is on every hook's start-up path, where those imports cost more than the work."""
+
+    __slots__ = ("type", "content", "session_id", "project", "cwd", "tool_name", "metadata", "id", "ts")
+
+    def __init__(self, type: str, content: str, session_id: str | None = None, project: str | None = None,
+                 cwd: str | None = None, tool_name: str | None = None, metadata: dict[str, Any] | None = None,
+                 id: str | None = None, ts: str | None = None) -> None:
+        self.type, self.content, self.session_id, self.project, self.cwd = type, content, session_id, project, cwd
+        self.tool_name = tool_name
+        self.metadata = {} if metadata is None else metadata
+        self.id = os.urandom(16).hex() if id is None else id
+        self.ts = now_local() if ts is None else ts
+
+    def __repr__(self) -> str:
+        return f"Event(type={self.type!r}, id={self.id!r}, ts={self.ts!r}, session_id={self.session_id!r})"
 
 
 def _scrub_value(value: Any) -> Any:
@@ -69,7 +80,9 @@ def encode(event: Event) -> bytes:
         "content": scrub(content),
         "metadata": _scrub_value(event.metadata),
     }
-    return orjson.dumps({k: v for k, v in record.items() if v not in (None, {}, "")}) + b"\n"
+    kept = {k: v for k, v in record.items() if v not in (None, {}, "")}
+    # a lone surrogate (possible in a JSON \\u escape) cannot be UTF-8: it becomes "?" rather than losing the event
+    return json.dumps(kept, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "replace") + b"\n"
 
 
 def append(home: Path, events: list[Event] | Event) -> Path:

@@ -17,11 +17,6 @@ from typing import Any
 
 from .errors import ConfigError
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
 CONFIG_NAME = "memsearch.toml"
 PROJECT_CONFIG_NAME = ".memsearch.toml"
 #: What a project-level config may set: search tuning, never models, paths or retention.
@@ -127,13 +122,26 @@ def _default_cache() -> Path:
     return Path(base) / "memsearch"
 
 
+def _load_toml(path: Path) -> dict[str, Any]:
+    """A TOML file's table; a syntax error is a ValueError. tomllib is imported only when a file exists, which
+    keeps it off the start-up of every hook."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(str(exc)) from None
+
+
 def _read_config(home: Path) -> dict[str, Any]:
     path = home / CONFIG_NAME
     if not path.is_file():
         return {}
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        return _load_toml(path)
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise ConfigError(f"cannot read {path}: {exc}; fix or remove the file") from exc
 
 
@@ -152,8 +160,8 @@ def project_config(root: Path) -> tuple[dict[str, Any], str | None]:
         path = project_dir() / PROJECT_CONFIG_NAME
         if not path.is_file():
             return {}, None
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        data = _load_toml(path)
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
         return {}, f"{path} ignored: cannot read it: {exc}"
     values, refused, invalid = {}, [], []
     for key in sorted(data):

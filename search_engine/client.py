@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
-import subprocess
 import sys
 import time
 from typing import Any
-
-import orjson
 
 from indexer.settings import Settings
 
@@ -28,7 +26,7 @@ def request(settings: Settings, payload: dict[str, Any], timeout: float = 0.5) -
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
             sock.settimeout(timeout)
             sock.connect(path)
-            sock.sendall(orjson.dumps(payload) + b"\n")
+            sock.sendall(json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "replace") + b"\n")
             data = b""
             while not data.endswith(b"\n"):
                 remaining = deadline - time.monotonic()
@@ -39,9 +37,9 @@ def request(settings: Settings, payload: dict[str, Any], timeout: float = 0.5) -
                 if not chunk:
                     break
                 data += chunk
-        answer = orjson.loads(data)
+        answer = json.loads(data)
         return answer if isinstance(answer, dict) else None
-    except (OSError, orjson.JSONDecodeError):
+    except (OSError, ValueError):
         return None
 
 
@@ -55,6 +53,8 @@ def start_detached(settings: Settings, idle_timeout: float | None = None) -> Non
     args = [sys.executable, "-m", "search_engine.server", "--home", str(settings.home)]
     if idle_timeout is not None:
         args += ["--idle-timeout", str(idle_timeout)]
+    import subprocess
+
     settings.log_dir.mkdir(parents=True, exist_ok=True)
     with open(settings.log_dir / "serve.log", "ab") as log:
         subprocess.Popen(

@@ -377,3 +377,19 @@ def test_hook_start_up_stays_light(memory):
     proc = subprocess.run([sys.executable, "-c", probe], input=json.dumps(prompt_payload("database locked export")),
                           capture_output=True, text=True, timeout=60)
     assert proc.stderr.strip() == ""
+
+
+def test_the_warm_hook_path_imports_no_json_library_or_config_parser():
+    probe = ("import sys; import hooks.handlers, search_engine.context; "
+             "print(','.join(m for m in ('orjson', 'tomllib', 'subprocess', 'uuid', 'apsw') if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert proc.returncode == 0 and proc.stdout.strip() == "", proc.stdout + proc.stderr
+
+
+def test_an_event_with_a_lone_surrogate_is_recorded_not_lost(tmp_path):
+    from indexer.eventlog import Event, append
+    from indexer.sources import parse_event_bytes
+
+    path = append(tmp_path, Event(type="prompt", content="broken \ud800 text", session_id="s1"))
+    parsed = parse_event_bytes(path.read_bytes(), 0, 1200, 200)
+    assert not parsed.problems and parsed.drafts[0].text == "broken ? text"
