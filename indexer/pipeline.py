@@ -44,6 +44,8 @@ AUTO = object()
 #: A scan writes in transactions of about this many chunks or seconds, whichever comes first (below).
 COMMIT_CHUNKS = 2000
 COMMIT_SECONDS = 1.0
+#: Chunks read, embedded (the embedder sorts them by length into batches) and committed at a time.
+EMBED_WINDOW = 256
 
 
 def embed_input(title: str, text: str) -> str:
@@ -69,10 +71,10 @@ class _Batches:
     not at all; a crash loses at most the open batch, whose files are read again by the next run; and other
     writers (the server storing vectors) wait at most about a second under the busy timeout."""
 
-    def __init__(self, conn: apsw.Connection, run: "_Run") -> None:
+    def __init__(self, conn: apsw.Connection, run: _Run) -> None:
         self.conn, self.run = conn, run
 
-    def __enter__(self) -> "_Batches":
+    def __enter__(self) -> _Batches:
         self._open()
         return self
 
@@ -372,7 +374,8 @@ def index(
                 embedder = None
         if embedder is not None and embedder is not AUTO:
             model_id = embedder.model_id
-            embedded, note = embed_pending(conn, embedder, batch=settings.embed_batch, progress=progress)
+            embedded, note = embed_pending(conn, embedder, batch=max(EMBED_WINDOW, settings.embed_batch),
+                                           progress=progress)
             if note:
                 notes.append(note)
         c = run.counts

@@ -31,7 +31,17 @@ from . import store
 from .embedder import Embedder, load_embedder, resolve_model
 from .errors import MemsearchError
 from .locks import LockTimeout, file_lock
-from .pipeline import AUTO, Progress, _Run, _scan, embed_input, pending_count, pending_hashes, source_roots
+from .pipeline import (
+    AUTO,
+    EMBED_WINDOW,
+    Progress,
+    _Run,
+    _scan,
+    embed_input,
+    pending_count,
+    pending_hashes,
+    source_roots,
+)
 from .settings import Settings
 from .sources import Draft, discover
 from .types import IndexReport
@@ -273,7 +283,7 @@ class _Vectors:
         if note:
             self.notes.append(note)
         todo = pending_hashes(conn, self.target)
-        embedded, batch = 0, max(1, self.settings.embed_batch)
+        embedded, batch = 0, max(EMBED_WINDOW, self.settings.embed_batch)
         for i in range(0, len(todo), batch):
             part = todo[i : i + batch]
             vectors = {h: self._old_vector(h) for h, _ in part}

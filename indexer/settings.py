@@ -44,7 +44,8 @@ class Settings:
     #: hybrid fusion: ``score`` (min-max scores, ``bm25_share`` to BM25) or ``rrf`` (ranks, weights, ``rrf_k``)
     fusion: str = "score"
     bm25_share: float = 0.6
-    embed_batch: int = 64
+    #: texts per model call; the indexer hands the model windows of EMBED_WINDOW texts, sorted by length
+    embed_batch: int = 16
     #: ``memsearch maintain``: event logs whose newest event is older than this many days leave the index (0: never).
     retention_days_event: int = 90
     #: ``memsearch maintain``: expired event logs move to ``<root>/archive/events/`` (gzip) instead of being deleted.

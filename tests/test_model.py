@@ -84,3 +84,15 @@ def test_unknown_fastembed_model_is_never_downloaded(sample_home):
         search(settings, "x", mode="vector")
     write(sample_home / "x.md", "# X\nbody\n")
     assert search(settings, "body").mode_used == "bm25"
+
+
+def test_passages_come_back_in_input_order_though_embedded_shortest_first(real_embedder):
+    import numpy as np
+
+    texts = ["a long paragraph about rotating the payments API keys every ninety days " * 6, "short note", "mid "
+             "length sentence about the deploy pipeline"]
+    together = [np.frombuffer(v, dtype=np.float32) for v in real_embedder.embed_passages(texts)]
+    alone = [np.frombuffer(real_embedder.embed_passages([t])[0], dtype=np.float32) for t in texts]
+    for a, b in zip(together, alone):
+        assert float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b))) > 0.999
+    assert float(together[0] @ together[1]) < 0.9  # distinct texts: a swap would fail the check above
