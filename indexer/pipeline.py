@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -67,9 +68,10 @@ def display_path(path: Path, home: Path) -> str:
 class _Batches:
     """One write transaction over many files, committed every :data:`COMMIT_CHUNKS` chunks or
     :data:`COMMIT_SECONDS` seconds. A commit per file cost 15% of BM25-only indexing (FTS5 flushes a segment at
-    every commit). Each file's own ``with conn:`` is a savepoint inside the batch, so a file still lands whole or
-    not at all; a crash loses at most the open batch, whose files are read again by the next run; and other
-    writers (the server storing vectors) wait at most about a second under the busy timeout."""
+    every commit, and at every savepoint too, so files join the batch without one). A file still lands whole or
+    not at all, with its batch: an error rolls the open batch back, and a crash loses at most that batch, whose
+    files are read again by the next run. Other writers (the server storing vectors) wait about a second at most
+    under the busy timeout."""
 
     def __init__(self, conn: apsw.Connection, run: _Run) -> None:
         self.conn, self.run = conn, run
@@ -105,6 +107,11 @@ class _Run:
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(
         ("scanned", "changed", "unchanged", "deleted", "added", "removed"), 0))
     skipped: list[Skipped] = field(default_factory=list)
+
+    def writes(self):
+        """The transaction for one file's writes: inside a scan's batch (see :class:`_Batches`) they simply join
+        it (a savepoint per file would make FTS5 flush a segment per file); alone, they get their own."""
+        return nullcontext() if self.conn.in_transaction else self.conn
 
     # -- chunks ---------------------------------------------------------------------------------------------
     def insert(self, key: str, rel: str, drafts: Iterable[Draft]) -> int:
@@ -152,7 +159,7 @@ class _Run:
         data = path.read_bytes()
         digest = xxhash.xxh3_128_hexdigest(data)
         if row is not None and not self.full and row[2] == digest:
-            with self.conn:
+            with self.writes():
                 self.upsert_file(key, source, st, digest, 0, None)
             self.counts["unchanged"] += 1
             return
@@ -165,7 +172,7 @@ class _Run:
             return
         for problem in parsed.problems:
             self.skip(rel, problem)
-        with self.conn:
+        with self.writes():
             self.remove_file_chunks(key)
             self.upsert_file(key, source, st, digest, 0, None)
             self.insert(key, rel, parsed.drafts)
@@ -194,7 +201,7 @@ class _Run:
                 parsed = parse_event_bytes(block, consumed, s.chunk_chars, s.chunk_overlap)
                 for problem in parsed.problems:
                     self.skip(rel, problem)
-                with self.conn:
+                with self.writes():
                     if first and start == 0:
                         self.remove_file_chunks(key)
                     consumed += parsed.consumed
@@ -209,7 +216,7 @@ class _Run:
                         continue
                     break
             if first:  # an empty file
-                with self.conn:
+                with self.writes():
                     if start == 0:
                         self.remove_file_chunks(key)
                     self.upsert_file(key, "events", st, None, consumed, xxhash.xxh3_64_hexdigest(b""))
@@ -432,9 +439,8 @@ def _scan(settings: Settings, conn: apsw.Connection, paths, full: bool, progress
                 progress("scan", i + 1, len(found))
         gone = [k for k in known if k not in seen and _in_scope(k, scope)]
         for key in gone:
-            with conn:
-                run.remove_file_chunks(key)
-                conn.execute("DELETE FROM files WHERE path = ?", (key,))
+            run.remove_file_chunks(key)
+            conn.execute("DELETE FROM files WHERE path = ?", (key,))
             batches.maybe_commit()
         run.counts["deleted"] = len(gone)
         store.set_meta(conn, "chunker", chunker)

@@ -80,6 +80,9 @@ _SECRETS: list[tuple[str, tuple[str, ...], re.Pattern[str], int]] = [
 ]
 
 
+_ANCHORS = tuple(dict.fromkeys(a for _, anchors, _, _ in _SECRETS for a in anchors))
+
+
 @dataclass(frozen=True)
 class Redacted:
     text: str
@@ -159,8 +162,9 @@ def mask_secrets(text: str) -> tuple[str, int]:
     """Mask every secret; returns the masked text and how many were masked."""
     count = 0
     lower = text.lower()
+    present = {a for a in _ANCHORS if a in lower}
     for kind, anchors, pattern, group in _SECRETS:
-        if not any(a in lower for a in anchors):
+        if present.isdisjoint(anchors):
             continue
         marker = f"[REDACTED:{kind}]"
 
@@ -175,6 +179,7 @@ def mask_secrets(text: str) -> tuple[str, int]:
         text = pattern.sub(_sub, text)
         if count != before:
             lower = text.lower()
+            present = {a for a in _ANCHORS if a in lower}
     return text, count
 
 
