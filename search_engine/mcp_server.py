@@ -29,13 +29,29 @@ def build(settings: Settings):
     from .search import search as run_search
 
     server = MCPServer("memsearch", instructions=INSTRUCTIONS)
+    warm: dict = {}
+
+    def embedder():
+        """One embedder for the life of the server: its model loads at the first search that needs it and stays
+        loaded (a fresh one per call would load the model every time)."""
+        from indexer.embedder import load_embedder
+        from indexer.errors import ModelUnavailable
+
+        if "embedder" not in warm:
+            try:
+                warm["embedder"] = load_embedder(settings)
+            except ModelUnavailable:
+                return None  # search() reports why, and answers with BM25
+        return warm["embedder"]
 
     @server.tool()
     def search(query: str, k: int = 10, mode: str = "hybrid", kind: str | None = None,
                project: str | None = None, since: str | None = None) -> str:
         """Step 1: search memory. Returns one line per hit: id, score, kind/category, date, title."""
+        loaded = embedder() if mode != "bm25" else None
+        extra = {"embedder": loaded} if loaded is not None else {}
         result = run_search(settings, query, mode=mode, k=max(1, min(k, 50)),
-                            filters=Filters.build(kind=kind, project=project, since=since))
+                            filters=Filters.build(kind=kind, project=project, since=since), **extra)
         header = f"mode_used: {result.mode_used}" + (f" ({result.fallback_reason})" if result.fallback_reason else "")
         lines = [_line(h) for h in result.hits] or ["no results"]
         return "\n".join([header, *lines])

@@ -393,3 +393,22 @@ def test_an_event_with_a_lone_surrogate_is_recorded_not_lost(tmp_path):
     path = append(tmp_path, Event(type="prompt", content="broken \ud800 text", session_id="s1"))
     parsed = parse_event_bytes(path.read_bytes(), 0, 1200, 200)
     assert not parsed.problems and parsed.drafts[0].text == "broken ? text"
+
+
+def test_mcp_hybrid_search_keeps_one_loaded_model(sample_home):
+    subprocess.run([MEMSEARCH, "index"], check=True, capture_output=True, timeout=300)
+    proc = subprocess.Popen([MEMSEARCH, "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        mcp_rpc(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}})
+        mcp_rpc(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        for n, query in enumerate(["what prevents a shopper paying double", "why do exports hit locked databases"]):
+            found = mcp_rpc(proc, {"jsonrpc": "2.0", "id": 10 + n, "method": "tools/call",
+                                   "params": {"name": "search", "arguments": {"query": query, "k": 3}}})
+            text = found["result"]["content"][0]["text"]
+            assert text.startswith("mode_used: hybrid"), text
+        assert "Provider calls" in mcp_rpc(proc, {"jsonrpc": "2.0", "id": 20, "method": "tools/call", "params": {
+            "name": "search", "arguments": {"query": "what prevents a shopper paying double", "k": 1}}}
+        )["result"]["content"][0]["text"]
+    finally:
+        proc.kill()
