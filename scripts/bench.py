@@ -193,6 +193,22 @@ def search_section(args, n: int, root: Path, db: Path, emb, queries: list[str]) 
             profiled(args, f"search-bm25-{n}", lambda: [search(settings, q, mode="bm25", k=10, embedder=pre,
                                                                conn=conn) for q in queries])
 
+        # the warm path: what the server (and so the prompt hook) runs, with its in-memory copy of the vectors
+        log("  warm path: search with the server's in-memory vector matrix")
+        from search_engine.vector import VectorMatrix
+
+        t0 = time.perf_counter()
+        matrix = VectorMatrix(conn, emb.model_id)
+        warm: dict = {"matrix_load_s": time.perf_counter() - t0, "matrix_mb": matrix.matrix.nbytes / 2**20}
+        for mode in ("vector", "hybrid"):
+            warm[mode] = {"excl_embed_ms": summary(time_each(
+                lambda q, m=mode: search(settings, q, mode=m, k=10, embedder=pre, conn=conn, vectors=matrix), queries))}
+            warm[mode]["incl_embed_ms"] = summary(time_each(
+                lambda q, m=mode: search(settings, q, mode=m, k=10, embedder=emb, conn=conn, vectors=matrix), queries))
+        warm["vector_ranking_top10_ms"] = summary(time_each(
+            lambda q: vector_ranking(conn, qv[q], Filters(), 10, emb.model_id, matrix), queries))
+        out["warm"] = warm
+
         # components of one search
         choice = ModelChoice(True, emb.model_id, dim=emb.dim)
         pool = max(settings.candidates, 10)
@@ -219,14 +235,19 @@ def search_section(args, n: int, root: Path, db: Path, emb, queries: list[str]) 
         np_ms = time_each(lambda q: topk_numpy(norm, qmat[q]), queries, cpu_out=np_cpu)
         chunk_to_vec = dict(conn.execute(
             "SELECT c.id, e.id FROM chunks c JOIN embeddings e ON e.hash = c.hash AND e.model = ?", (emb.model_id,)))
-        recalls = []
-        for q, ex in zip(queries, exact):
-            got = []
-            for cid in chunk_ids(vector_ranking(conn, qv[q], Filters(), 10, emb.model_id)):
-                vid = chunk_to_vec.get(cid)
-                if vid is not None and vid not in got:
-                    got.append(vid)
-            recalls.append(len(set(got[:10]) & ex) / 10)
+        def recall_of(vectors) -> list[float]:
+            out = []
+            for q, ex in zip(queries, exact):
+                got = []
+                for cid in chunk_ids(vector_ranking(conn, qv[q], Filters(), 10, emb.model_id, vectors)):
+                    vid = chunk_to_vec.get(cid)
+                    if vid is not None and vid not in got:
+                        got.append(vid)
+                out.append(len(set(got[:10]) & ex) / 10)
+            return out
+
+        recalls = recall_of(None)
+        out["warm"]["recall_at_10"] = float(np.mean(recall_of(matrix)))
         out["vectors"] = int(len(ids))
         out["numpy_bruteforce_ms"] = summary(np_ms)
         out["numpy_bruteforce_cpu_ms"] = summary(np_cpu)  # main thread only: BLAS may use more
@@ -389,15 +410,27 @@ def evaluate_targets(res: dict) -> list[dict]:
         if s:
             vec_p50 = s["components"]["vector_ranking_top10_ms"]["p50"]
             np_p50 = s["numpy_bruteforce_ms"]["p50"]
-            add("vector top-10 p50 / NumPy", n, f"{vec_p50 / np_p50:.1f}x ({vec_p50:.2f} vs {np_p50:.2f} ms)",
+            w = s.get("warm")
+            if w:
+                wv = w["vector_ranking_top10_ms"]["p50"]
+                add("vector top-10 p50 / NumPy, warm (server)", n, f"{wv / np_p50:.1f}x ({wv:.2f} vs {np_p50:.2f} ms)",
+                    f"<= {TARGETS['vector_vs_numpy']}x", wv / np_p50 <= TARGETS["vector_vs_numpy"],
+                    f"vectors loaded from sqlite-vec in {w['matrix_load_s']:.2f} s, {w['matrix_mb']:.0f} MB")
+                add("vector recall@10 vs exact, warm", n, f"{w['recall_at_10']:.3f}", f">= {TARGETS['recall_at_10']}",
+                    w["recall_at_10"] >= TARGETS["recall_at_10"], r["embedded_index"]["vectors"] + " vectors")
+            add("vector top-10 p50 / NumPy, cold (vec0 KNN)", n,
+                f"{vec_p50 / np_p50:.1f}x ({vec_p50:.2f} vs {np_p50:.2f} ms)",
                 f"<= {TARGETS['vector_vs_numpy']}x", vec_p50 / np_p50 <= TARGETS["vector_vs_numpy"],
                 f"search(mode=vector) p50 {s['modes']['vector']['excl_embed_ms']['p50']:.2f} ms")
-            add("vector recall@10 vs exact", n, f"{s['recall_at_10']:.3f}", f">= {TARGETS['recall_at_10']}",
+            add("vector recall@10 vs exact, cold", n, f"{s['recall_at_10']:.3f}", f">= {TARGETS['recall_at_10']}",
                 s["recall_at_10"] >= TARGETS["recall_at_10"], r["embedded_index"]["vectors"] + " vectors")
+            if w:
+                h = w["hybrid"]["excl_embed_ms"]["p50"]
+                add("hybrid p50 excl. query embedding, warm", n, f"{h:.1f} ms", f"<= {TARGETS['hybrid_p50_ms']:.0f} ms",
+                    h <= TARGETS["hybrid_p50_ms"], f"incl. embedding {w['hybrid']['incl_embed_ms']['p50']:.1f} ms")
             h = s["modes"]["hybrid"]["excl_embed_ms"]["p50"]
-            add("hybrid p50 excl. query embedding", n, f"{h:.1f} ms", f"<= {TARGETS['hybrid_p50_ms']:.0f} ms",
-                h <= TARGETS["hybrid_p50_ms"], f"CPU {s['modes']['hybrid']['excl_embed_cpu_ms']['p50']:.1f} ms; "
-                f"incl. embedding {s['modes']['hybrid']['incl_embed_ms']['p50']:.1f} ms")
+            add("hybrid p50 excl. query embedding, cold", n, f"{h:.1f} ms", f"<= {TARGETS['hybrid_p50_ms']:.0f} ms",
+                h <= TARGETS["hybrid_p50_ms"], f"incl. embedding {s['modes']['hybrid']['incl_embed_ms']['p50']:.1f} ms")
         p = r.get("process")
         if p:
             hk = p["hook"]
@@ -465,8 +498,16 @@ def print_report(res: dict) -> None:
             for p in ("p50", "p95"):
                 row(f"{mode} search {p} ms ({lab}. query embed)" if mode != "bm25" else f"bm25 search {p} ms",
                     lambda r, m=mode, k=key, p=p: r["search"]["modes"][m][k][p], ".2f")
+    for mode in ("vector", "hybrid"):
+        for key, lab in (("excl_embed_ms", "excl"), ("incl_embed_ms", "incl")):
+            for p in ("p50", "p95"):
+                row(f"{mode} search {p} ms ({lab}. embed), warm matrix",
+                    lambda r, m=mode, k=key, p=p: r["search"]["warm"][m][k][p], ".2f")
+    row("  warm: vector_ranking(top 10) p50 ms", lambda r: r["search"]["warm"]["vector_ranking_top10_ms"]["p50"], ".2f")
+    row("  warm: matrix load s / MB", lambda r: f"{r['search']['warm']['matrix_load_s']:.2f}/"
+        f"{r['search']['warm']['matrix_mb']:.0f}", "")
     for mode in ("bm25", "vector", "hybrid"):
-        row(f"{mode} search p50 CPU ms (thread, excl. embed)",
+        row(f"{mode} search p50 CPU ms (calling thread, excl. embed)",
             lambda r, m=mode: r["search"]["modes"][m]["excl_embed_cpu_ms"]["p50"], ".2f")
     row("query embedding p50 ms", lambda r: r["search"]["query_embed_ms"]["p50"], ".2f")
     row("  health() p50 ms", lambda r: r["search"]["components"]["health_ms"]["p50"], ".2f")
