@@ -279,6 +279,31 @@ def search_section(args, n: int, root: Path, db: Path, emb, queries: list[str]) 
     return out
 
 
+def warm_hook(exe: str, plugged, queries: list[str], runs: int, env: dict[str, str]) -> tuple[dict, dict]:
+    """The prompt hook while ``memsearch serve`` runs (model loaded, vectors in memory): the hybrid warm path.
+    Also the server's own peak RSS (VmHWM) and how long it took to answer its first ping."""
+    import subprocess
+
+    memsearch = str(Path(exe).parent / "memsearch")
+    env = {k: v for k, v in env.items() if k != "MEMSEARCH_NO_SERVER"}
+    started = time.perf_counter()
+    server = subprocess.Popen([memsearch, "serve", "--idle-timeout", "900"], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        while subprocess.run([memsearch, "serve", "--status"], env=env, capture_output=True).returncode != 0:
+            if server.poll() is not None or time.perf_counter() - started > 300:
+                raise RuntimeError("memsearch serve did not come up")
+            time.sleep(0.1)
+        ready_s = time.perf_counter() - started
+        result = measure_command(plugged, queries, runs, env)
+        status = Path(f"/proc/{server.pid}/status").read_text()
+        hwm = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM:"))
+        return result, {"ready_s": ready_s, "peak_rss_mb": hwm / 1024}
+    finally:
+        subprocess.run([memsearch, "serve", "--stop"], env=env, capture_output=True)
+        server.wait(timeout=60)
+
+
 def process_section(args, n: int, root: Path, db: Path, queries: list[str], exe: str) -> dict:
     env = dict(os.environ, MEMSEARCH_DB=str(db), MEMSEARCH_HOME=str(root))
     out: dict = {}
@@ -297,7 +322,9 @@ def process_section(args, n: int, root: Path, db: Path, queries: list[str], exe:
         plugged = template_hook(args.hook_cmd, scratch / "home")
         log(f"  plugged hook: {args.hook_runs} cold processes of `{plugged.name}` (on a scratch copy)")
         penv = dict(env, MEMSEARCH_DB=str(scratch / "index.db"), MEMSEARCH_HOME=str(scratch / "home"))
-        out["hook_plugged"] = measure_command(plugged, queries, args.hook_runs, penv)
+        out["hook_plugged"] = measure_command(plugged, queries, args.hook_runs, dict(penv, MEMSEARCH_NO_SERVER="1"))
+        log(f"  plugged hook through the warm server: {args.hook_runs} cold processes (server on the scratch copy)")
+        out["hook_warm"], out["server"] = warm_hook(exe, plugged, queries, args.hook_runs, penv)
         shutil.rmtree(scratch, ignore_errors=True)
     if args.hybrid_cli_runs:
         log(f"  CLI hybrid search: {args.hybrid_cli_runs} cold processes")
@@ -434,17 +461,23 @@ def evaluate_targets(res: dict) -> list[dict]:
         p = r.get("process")
         if p:
             hk = p["hook"]
-            add("hook p95 (cold process)", n, f"{hk['latency_ms']['p95']:.0f} ms", f"<= {TARGETS['hook_p95_ms']:.0f} ms",
-                hk["latency_ms"]["p95"] <= TARGETS["hook_p95_ms"], hk["command"])
-            add("hook peak RSS (BM25 path)", n, f"{hk['max_rss_mb']:.0f} MB", f"<= {TARGETS['hook_rss_mb']:.0f} MB",
+            add("CLI bm25 search p95 (cold process)", n, f"{hk['latency_ms']['p95']:.0f} ms",
+                f"<= {TARGETS['hook_p95_ms']:.0f} ms", hk["latency_ms"]["p95"] <= TARGETS["hook_p95_ms"], hk["command"])
+            add("CLI bm25 search peak RSS", n, f"{hk['max_rss_mb']:.0f} MB", f"<= {TARGETS['hook_rss_mb']:.0f} MB",
                 hk["max_rss_mb"] <= TARGETS["hook_rss_mb"], hk["command"])
             hp = p.get("hook_plugged")
             if hp:
-                add("hook p95 (cold process)", n, f"{hp['latency_ms']['p95']:.0f} ms",
+                add("hook p95, BM25 cold (no server)", n, f"{hp['latency_ms']['p95']:.0f} ms",
                     f"<= {TARGETS['hook_p95_ms']:.0f} ms", hp["latency_ms"]["p95"] <= TARGETS["hook_p95_ms"],
                     hp["command"] + (f"; {hp['failures']} failed" if hp["failures"] else ""))
                 add("hook peak RSS (BM25 path)", n, f"{hp['max_rss_mb']:.0f} MB", f"<= {TARGETS['hook_rss_mb']:.0f} MB",
                     hp["max_rss_mb"] <= TARGETS["hook_rss_mb"], hp["command"])
+            hw = p.get("hook_warm")
+            if hw:
+                add("hook p95, hybrid through the warm server", n, f"{hw['latency_ms']['p95']:.0f} ms",
+                    f"<= {TARGETS['hook_p95_ms']:.0f} ms", hw["latency_ms"]["p95"] <= TARGETS["hook_p95_ms"],
+                    f"p50 {hw['latency_ms']['p50']:.0f} ms; server peak RSS {p['server']['peak_rss_mb']:.0f} MB"
+                    + (f"; {hw['failures']} failed" if hw["failures"] else ""))
     nz = res.get("noop")
     if nz:
         for key, label in (("embedder_none_s", "embedder=None"), ("auto_s", "default embedder"),
@@ -535,6 +568,11 @@ def print_report(res: dict) -> None:
     row("plugged hook p50 ms (cold process)", lambda r: r["process"]["hook_plugged"]["latency_ms"]["p50"], ".0f")
     row("plugged hook p95 ms", lambda r: r["process"]["hook_plugged"]["latency_ms"]["p95"], ".0f")
     row("plugged hook peak RSS MB", lambda r: r["process"]["hook_plugged"]["max_rss_mb"], ".0f")
+    row("warm hook p50 ms (server running)", lambda r: r["process"]["hook_warm"]["latency_ms"]["p50"], ".0f")
+    row("warm hook p95 ms", lambda r: r["process"]["hook_warm"]["latency_ms"]["p95"], ".0f")
+    row("warm hook peak RSS MB", lambda r: r["process"]["hook_warm"]["max_rss_mb"], ".0f")
+    row("server peak RSS MB", lambda r: r["process"]["server"]["peak_rss_mb"], ".0f")
+    row("server ready s (model + first ping)", lambda r: r["process"]["server"]["ready_s"], ".1f")
     row("CLI search hybrid p50 ms (cold, loads model)", lambda r: r["process"]["cli_search_hybrid"]["latency_ms"]["p50"], ".0f")
     row("CLI search hybrid peak RSS MB", lambda r: r["process"]["cli_search_hybrid"]["max_rss_mb"], ".0f")
     row("CLI index --model none: s", lambda r: r["process"]["cli_index_bm25"]["seconds"], ".1f")
@@ -583,6 +621,8 @@ def plot(res: dict, path: Path) -> None:
 
     lines = [
         ("hybrid, excl. query embed", lambda r: r["search"]["modes"]["hybrid"]["excl_embed_ms"], "C3", "o"),
+        ("hybrid warm (server matrix), excl. embed", lambda r: r["search"]["warm"]["hybrid"]["excl_embed_ms"], "C5",
+         "D"),
         ("hybrid, incl. query embed", lambda r: r["search"]["modes"]["hybrid"]["incl_embed_ms"], "C1", "o"),
         ("vector, excl. query embed", lambda r: r["search"]["modes"]["vector"]["excl_embed_ms"], "C0", "s"),
         ("bm25", lambda r: r["search"]["modes"]["bm25"]["excl_embed_ms"], "C2", "^"),
@@ -613,6 +653,11 @@ def plot(res: dict, path: Path) -> None:
                  label="plugged hook p50")
         ax2.plot(xs, series(lambda r: r["process"]["hook_plugged"]["latency_ms"]["p95"]), color="C4", marker="v",
                  linestyle=":", label="plugged hook p95")
+    if any("hook_warm" in (res["sizes"][n].get("process") or {}) for n in sizes):
+        ax2.plot(xs, series(lambda r: r["process"]["hook_warm"]["latency_ms"]["p50"]), color="C5", marker="s",
+                 label="hook via warm server (hybrid) p50")
+        ax2.plot(xs, series(lambda r: r["process"]["hook_warm"]["latency_ms"]["p95"]), color="C5", marker="s",
+                 linestyle=":", label="hook via warm server p95")
     base = (res.get("baselines") or {}).get("python -c pass")
     if base:
         ax2.axhline(base["latency_ms"]["p50"], color="C7", linestyle="-.", linewidth=0.8)
