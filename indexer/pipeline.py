@@ -20,6 +20,7 @@ import xxhash
 
 from . import store
 from .chunker import CHUNKER_VERSION
+from .chunktext import content_hash, embed_input, fts_title
 from .cjk import index_form
 from .embedder import Embedder, load_embedder, resolve_model
 from .errors import MemsearchError
@@ -41,46 +42,6 @@ Progress = Callable[[str, int, int], None]
 EVENT_BLOCK = 8 * 1024 * 1024
 HEAD_BYTES = 4096
 AUTO = object()
-
-
-MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
-          "November", "December")
-
-
-def embed_input(title: str, text: str, speaker: str | None = None, ts: str | None = None) -> str:
-    """The text a chunk is embedded (and content-hashed) as.
-
-    A note or fact (no ``speaker``) is its title and text. An event is who wrote it and when, then its text, as a
-    conversation would be read: the dense model then matches "what did Caroline say in May" and a turn that does
-    not name its speaker (measured on LoCoMo: vector turn recall@5 0.33 -> 0.44). The date is spelled out in
-    English whatever the locale, so the content hash is the same everywhere.
-
-    >>> embed_input("auth", "Tokens expire after 1h.")
-    'auth\\nTokens expire after 1h.'
-    >>> embed_input("prompt · Caroline", "I went to a support group.", "Caroline", "2023-05-07T13:56:00")
-    'Caroline on 7 May 2023: I went to a support group.'
-    """
-    if speaker is None:
-        return f"{title}\n{text}" if title else text
-    day = spoken_date(ts)
-    return f"{speaker} on {day}: {text}" if day else f"{speaker}: {text}"
-
-
-def spoken_date(ts: str | None) -> str | None:
-    """``2023-05-07T13:56:00`` -> ``7 May 2023`` (None when ``ts`` holds no date)."""
-    if not ts or len(ts) < 10:
-        return None
-    try:
-        year, month, day = int(ts[:4]), int(ts[5:7]), int(ts[8:10])
-    except ValueError:
-        return None
-    if not 1 <= month <= 12:
-        return None
-    return f"{day} {MONTHS[month - 1]} {year}"
-
-
-def content_hash(title: str, text: str, speaker: str | None = None, ts: str | None = None) -> str:
-    return xxhash.xxh3_128_hexdigest(embed_input(title, text, speaker, ts).encode("utf-8", "surrogatepass"))
 
 
 def display_path(path: Path, home: Path) -> str:
@@ -118,7 +79,8 @@ class _Run:
             if conn.changes():
                 conn.execute(
                     "INSERT INTO chunks_fts(rowid, title, body, context) VALUES (?, ?, ?, ?)",
-                    (conn.last_insert_rowid(), index_form(d.title), index_form(d.text), index_form(context)),
+                    (conn.last_insert_rowid(), index_form(fts_title(d.kind, d.title, d.ts)), index_form(d.text),
+                     index_form(context)),
                 )
                 added += 1
         self.counts["added"] += added

@@ -28,10 +28,11 @@ from pathlib import Path
 import apsw
 
 from . import store
+from .chunktext import embed_input
 from .embedder import Embedder, load_embedder, resolve_model
 from .errors import MemsearchError
 from .locks import LockTimeout, file_lock
-from .pipeline import AUTO, Progress, _Run, _scan, embed_input, pending_count, pending_hashes, source_roots
+from .pipeline import AUTO, Progress, _Run, _scan, pending_count, pending_hashes, source_roots
 from .settings import Settings
 from .sources import Draft, discover
 from .types import IndexReport

@@ -6,7 +6,7 @@ import importlib
 import pytest
 
 MODULES = ["indexer.privacy", "indexer.chunker", "indexer.cjk", "indexer.locks", "indexer.types", "indexer.sources",
-           "indexer.pipeline", "search_engine.fusion", "search_engine.query", "search_engine.filters", "search_engine.context",
+           "indexer.chunktext", "search_engine.fusion", "search_engine.query", "search_engine.filters", "search_engine.context",
            "search_engine.search"]
 
 

@@ -6,9 +6,10 @@ import xxhash
 
 from conftest import write
 from indexer import store
+from indexer.chunktext import content_hash, embed_input
 from indexer.embedder import FakeEmbedder
 from indexer.maintain import check_index
-from indexer.pipeline import content_hash, embed_input, embed_pending, index, ingest
+from indexer.pipeline import embed_pending, index, ingest
 from indexer.rebuild import rebuild
 from search_engine.search import search
 
@@ -181,6 +182,7 @@ def test_migration_from_version_1_refills_fts_with_context(tmp_path):
     # by time within the session, not by id: e1 (09:00) comes before e2 (10:00) though inserted after it
     assert matching("context : alpha") == ["e2"] and matching("context : bravo") == ["e4"]
     assert matching("context : charlie") == [] and matching("context : lake") == []
+    assert matching("title : may") == ["e1", "e2", "e3", "e4"]  # events carry their date, spelled out
     assert check_index(conn).ok
     conn.execute("DELETE FROM chunks WHERE uid = 'e2'")  # the delete trigger follows the new table
     assert matching("body : bravo") == [] and matching("bravo") == ["e4"] and check_index(conn).ok
@@ -209,3 +211,22 @@ def test_a_version_1_index_is_rechunked_by_the_next_full_scan_not_by_a_hook(home
                                    "user on 7 May 2023: charlie third"]
     assert conn.execute("SELECT count(*) FROM embeddings").fetchone()[0] == 3  # the old vectors were dropped
     assert check_index(conn).ok and check_index(conn).orphan_embeddings == 0
+
+
+def test_an_event_is_found_by_its_date_a_note_is_not(home, settings, fake):
+    write(home / "events" / "2023-10-13.jsonl",
+          _event(1, "Here is the one I painted last week, inspired by sunsets.", ts="2023-10-13T14:00:00")
+          + _event(2, "I painted a lake at sunrise.", ts="2023-06-07T09:00:00"))
+    write(home / "daily" / "2023-10-13.md", "# Painting\nI painted the fence.\n")
+    index(settings, embedder=fake)
+
+    def ranked(query):
+        return [h.event_id or h.path for h in search(settings, query, mode="bm25").hits]
+
+    assert ranked("what did she paint on 13 October 2023")[0] == "e1"
+    assert ranked("what did she paint in June")[0] == "e2"
+    # the note is dated 13 October too (by its name), but only events carry their date in the index
+    conn = store.connect(settings.db_path)
+    dated = conn.execute("SELECT c.event_id, c.kind FROM chunks_fts f JOIN chunks c ON c.id = f.rowid"
+                         " WHERE chunks_fts MATCH 'title : october'").fetchall()
+    assert dated == [("e1", "event")]
