@@ -15,8 +15,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-#: Bump when chunking changes the text it produces, so indexes are rebuilt.
-CHUNKER_VERSION = "1"
+#: Bump when chunking changes the text it produces (or what a chunk is embedded as), so indexes are rebuilt.
+#: 2: events are embedded as "{speaker} on {date}: {text}" and carry the previous turn as FTS context.
+CHUNKER_VERSION = "2"
 FENCE_HARD_LIMIT = 4
 
 _HEADING_RE = re.compile(r"^[ ]{0,3}(#{1,6})[ \t]+(.*?)[ \t#]*$")

@@ -52,6 +52,8 @@ class Event:
 def _scrub_value(value: Any) -> Any:
     if isinstance(value, str):
         return scrub(value)
+    if isinstance(value, float) and value - value != 0:  # NaN or infinity: not JSON, stored as null
+        return None
     if isinstance(value, dict):
         return {str(k): _scrub_value(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -80,7 +82,8 @@ def encode(event: Event) -> bytes:
         "content": scrub(content),
         "metadata": _scrub_value(event.metadata),
     }
-    kept = {k: v for k, v in record.items() if v not in (None, {}, "")}
+    # fields come from hook payloads, whose types are not guaranteed: a NaN or infinite number is stored as null
+    kept = {k: v if isinstance(v, str) else _scrub_value(v) for k, v in record.items() if v not in (None, {}, "")}
     # a lone surrogate (possible in a JSON \\u escape) cannot be UTF-8: it becomes "?" rather than losing the event
     return json.dumps(kept, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "replace") + b"\n"
 

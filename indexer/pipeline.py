@@ -21,6 +21,7 @@ import xxhash
 
 from . import store
 from .chunker import CHUNKER_VERSION
+from .chunktext import content_hash, embed_input, fts_title
 from .cjk import index_form
 from .embedder import Embedder, load_embedder, resolve_model
 from .errors import MemsearchError
@@ -47,15 +48,6 @@ COMMIT_CHUNKS = 2000
 COMMIT_SECONDS = 1.0
 #: Chunks read, embedded (the embedder sorts them by length into batches) and committed at a time.
 EMBED_WINDOW = 256
-
-
-def embed_input(title: str, text: str) -> str:
-    """The text a chunk is embedded (and content-hashed) as."""
-    return f"{title}\n{text}" if title else text
-
-
-def content_hash(title: str, text: str) -> str:
-    return xxhash.xxh3_128_hexdigest(embed_input(title, text).encode("utf-8", "surrogatepass"))
 
 
 def display_path(path: Path, home: Path) -> str:
@@ -107,6 +99,7 @@ class _Run:
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(
         ("scanned", "changed", "unchanged", "deleted", "added", "removed"), 0))
     skipped: list[Skipped] = field(default_factory=list)
+    last_turn: dict[str, str] = field(default_factory=dict)  # session id -> its latest event chunk's text
 
     def writes(self):
         """The transaction for one file's writes: inside a scan's batch (see :class:`_Batches`) they simply join
@@ -117,22 +110,44 @@ class _Run:
     def insert(self, key: str, rel: str, drafts: Iterable[Draft]) -> int:
         conn, added = self.conn, 0
         for d in drafts:
-            h = content_hash(d.title, d.text)
+            h = content_hash(d.title, d.text, d.speaker, d.ts)
             uid = xxhash.xxh3_64_hexdigest(f"{rel}\0{d.seq}\0{h}".encode("utf-8", "surrogatepass"))[:12]
+            context = self.context(d)  # before the insert, which would otherwise find the chunk itself
             conn.execute(
                 "INSERT OR IGNORE INTO chunks(uid, hash, file, path, seq, kind, category, title, text, line_start,"
-                " line_end, event_id, ts, session_id, project, status) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                " line_end, event_id, ts, session_id, project, status, speaker)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (uid, h, key, rel, d.seq, d.kind, d.category, d.title, d.text, d.line_start, d.line_end,
-                 d.event_id, d.ts, d.session_id, d.project, d.status),
+                 d.event_id, d.ts, d.session_id, d.project, d.status, d.speaker),
             )
             if conn.changes():
                 conn.execute(
-                    "INSERT INTO chunks_fts(rowid, title, body) VALUES (?, ?, ?)",
-                    (conn.last_insert_rowid(), index_form(d.title), index_form(d.text)),
+                    "INSERT INTO chunks_fts(rowid, title, body, context) VALUES (?, ?, ?, ?)",
+                    (conn.last_insert_rowid(), index_form(fts_title(d.kind, d.title, d.ts)), index_form(d.text),
+                     index_form(context)),
                 )
                 added += 1
         self.counts["added"] += added
         return added
+
+    def context(self, d: Draft) -> str:
+        """The text of the turn before event ``d`` in its session, indexed as ``d``'s low-weight context column:
+        a reply ("Yes, twice a week") is then found by the words of the question it answers. Notes have none.
+
+        The previous turn is the session's last event chunk inserted by this run, or, for the first event of a
+        session in a run (an incremental run, a hook's ingest), the latest one already indexed: one index seek
+        per session and run, none per row.
+        """
+        if d.kind != "event" or not d.session_id:
+            return ""
+        previous = self.last_turn.get(d.session_id)
+        if previous is None:
+            row = self.conn.execute(
+                "SELECT text FROM chunks WHERE session_id = ? AND kind = 'event' AND (? IS NULL OR ts <= ?)"
+                " ORDER BY ts DESC, id DESC LIMIT 1", (d.session_id, d.ts, d.ts)).fetchone()
+            previous = row[0] if row else ""
+        self.last_turn[d.session_id] = d.text
+        return previous
 
     def remove_file_chunks(self, key: str) -> None:
         removed = self.conn.execute("SELECT count(*) FROM chunks WHERE file = ?", (key,)).fetchone()[0]
@@ -307,7 +322,7 @@ def embed_pending(
         ids = [chunk_id for _, chunk_id in part]
         marks = ",".join("?" * len(ids))
         rows = {r[0]: r[1:] for r in conn.execute(
-            f"SELECT id, hash, title, text FROM chunks WHERE id IN ({marks})", ids)}
+            f"SELECT id, hash, title, text, speaker, ts FROM chunks WHERE id IN ({marks})", ids)}
         # Another writer (an ingest, a full rebuild swapped in) may have replaced a chunk since the list was made:
         # embed only chunks that still hold the hash, so a vector is never stored under another content's hash.
         part = [(h, cid) for h, cid in part if cid in rows and rows[cid][0] == h]
@@ -409,7 +424,10 @@ def index(
 def _scan(settings: Settings, conn: apsw.Connection, paths, full: bool, progress) -> tuple[_Run, list[str]]:
     chunker = f"{CHUNKER_VERSION}:{settings.chunk_chars}:{settings.chunk_overlap}"
     notes: list[str] = []
-    if store.get_meta(conn, "chunker") not in (None, chunker):
+    recorded = store.get_meta(conn, "chunker")
+    # A scoped run (a hook's ingest) re-chunks only its own files, so it leaves the change for the next full scan.
+    rechunk = recorded not in (None, chunker) and not paths
+    if rechunk:
         full = True
         notes.append("chunker settings changed: every source re-chunked")
     run = _Run(settings, conn, full, progress)
@@ -443,7 +461,8 @@ def _scan(settings: Settings, conn: apsw.Connection, paths, full: bool, progress
             conn.execute("DELETE FROM files WHERE path = ?", (key,))
             batches.maybe_commit()
         run.counts["deleted"] = len(gone)
-        store.set_meta(conn, "chunker", chunker)
+        if recorded is None or not paths:
+            store.set_meta(conn, "chunker", chunker)
         store.set_meta(conn, "last_indexed", store.now_iso())
     if run.counts["removed"]:
         drop_orphan_vectors(conn)

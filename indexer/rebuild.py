@@ -28,20 +28,11 @@ from pathlib import Path
 import apsw
 
 from . import store
+from .chunktext import embed_input
 from .embedder import Embedder, load_embedder, resolve_model
 from .errors import MemsearchError
 from .locks import LockTimeout, file_lock
-from .pipeline import (
-    AUTO,
-    EMBED_WINDOW,
-    Progress,
-    _Run,
-    _scan,
-    embed_input,
-    pending_count,
-    pending_hashes,
-    source_roots,
-)
+from .pipeline import AUTO, EMBED_WINDOW, Progress, _Run, _scan, pending_count, pending_hashes, source_roots
 from .settings import Settings
 from .sources import Draft, discover
 from .types import IndexReport
@@ -173,7 +164,7 @@ def keep_unreadable(settings: Settings, old: apsw.Connection | None, conn: apsw.
         for row in rows:
             chunks = old.execute(
                 "SELECT path, kind, category, title, text, line_start, line_end, event_id, ts, session_id, project,"
-                " status, seq FROM chunks WHERE file = ? ORDER BY seq", (row[0],)).fetchall()
+                " status, seq, speaker FROM chunks WHERE file = ? ORDER BY seq", (row[0],)).fetchall()
             with conn:
                 conn.execute("INSERT INTO files(path, source, mtime_ns, size, content_hash, consumed, head_hash,"
                              " indexed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", row)
@@ -291,7 +282,8 @@ class _Vectors:
             if missing and self.model is not None:
                 marks = ",".join("?" * len(missing))
                 rows = {r[0]: r[1:] for r in conn.execute(
-                    f"SELECT id, title, text FROM chunks WHERE id IN ({marks})", [cid for _, cid in missing])}
+                    f"SELECT id, title, text, speaker, ts FROM chunks WHERE id IN ({marks})",
+                    [cid for _, cid in missing])}
                 fresh = self.model.embed_passages([embed_input(*rows[cid]) for _, cid in missing])
                 vectors.update(zip((h for h, _ in missing), fresh))
                 embedded += len(missing)

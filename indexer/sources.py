@@ -52,6 +52,7 @@ class Draft:
     project: str | None = None
     status: str | None = None
     seq: int = 0
+    speaker: str | None = None  # events only: who wrote it (see :func:`event_speaker`); None for notes and facts
 
 
 @dataclass
@@ -337,6 +338,25 @@ def event_title(event: dict[str, Any]) -> str:
     return " · ".join(str(p) for p in parts if p)
 
 
+#: What an event without a named speaker is attributed to, by its type.
+ROLE_OF_TYPE = {"prompt": "user", "response": "assistant"}
+
+
+def event_speaker(event: dict[str, Any]) -> str:
+    """Who wrote an event: the speaker its metadata names (a conversation imported with names), else its role
+    (``user`` for a prompt, ``assistant`` for a response, else its type, e.g. ``tool``).
+
+    >>> event_speaker({"type": "prompt", "metadata": {"speaker": "Caroline"}}), event_speaker({"type": "prompt"})
+    ('Caroline', 'user')
+    """
+    meta = event.get("metadata") if isinstance(event.get("metadata"), dict) else {}
+    speaker = meta.get("speaker")
+    if isinstance(speaker, str) and speaker.strip():
+        return " ".join(speaker.split())
+    etype = str(event.get("type") or "event")
+    return ROLE_OF_TYPE.get(etype, etype)
+
+
 def event_drafts(event: dict[str, Any], offset: int, chunk_chars: int, overlap: int, clean: _Cleaner) -> list[Draft]:
     """The chunks of one event: one, or several when its content is long (same event id, consecutive seq)."""
     content = event.get("content")
@@ -346,6 +366,7 @@ def event_drafts(event: dict[str, Any], offset: int, chunk_chars: int, overlap: 
     etype = str(event.get("type") or "event")
     text = clean(content)
     title = clean(event_title(event))
+    speaker = clean(event_speaker(event))
     return [
         Draft(
             kind="event",
@@ -357,6 +378,7 @@ def event_drafts(event: dict[str, Any], offset: int, chunk_chars: int, overlap: 
             session_id=str(event["session_id"]) if event.get("session_id") else None,
             project=str(event["project"]) if event.get("project") else None,
             seq=offset * 1000 + i,
+            speaker=speaker,
         )
         for i, part in enumerate(split_plain(text, chunk_chars, overlap))
     ]

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import apsw
 
+from .chunktext import fts_title
+from .cjk import index_form
 from .errors import MemsearchError
 
 BUSY_TIMEOUT_MS = 10_000
@@ -97,7 +99,44 @@ def m001_initial(conn: apsw.Connection) -> None:
     )
 
 
-MIGRATIONS: list[Callable[[apsw.Connection], None]] = [m001_initial]
+def m002_turn_context(conn: apsw.Connection) -> None:
+    """Events get the previous turn of their session as a third, low-weight FTS column, their date in the FTS
+    title, and who spoke.
+
+    ``chunks_fts`` is contentless, so it is recreated as (title, body, context) and refilled from ``chunks``: an
+    event's context is the text of the event chunk before it in the same session (by time, then id), a note's is
+    empty; titles are :func:`~indexer.chunktext.fts_title`. ``speaker`` (who wrote an event: the speaker its
+    metadata names, else its role) is filled when the events are next re-chunked (the chunker version changed with
+    this migration), since it changes what an event is embedded as and so its content hash. The session index
+    gains ``ts`` so the previous turn is one index seek.
+    """
+    conn.execute(
+        f"""
+        ALTER TABLE chunks ADD COLUMN speaker TEXT;
+        DROP INDEX chunks_session;
+        CREATE INDEX chunks_session ON chunks(session_id, ts);
+        DROP TRIGGER chunks_fts_delete;
+        DROP TABLE chunks_fts;
+        CREATE VIRTUAL TABLE chunks_fts USING fts5(
+            title, body, context, content='', contentless_delete=1, tokenize='{FTS_TOKENIZE}'
+        );
+        CREATE TRIGGER chunks_fts_delete AFTER DELETE ON chunks BEGIN
+            DELETE FROM chunks_fts WHERE rowid = old.id;
+        END;
+        """
+    )
+    rows = conn.execute(
+        "SELECT id, kind, title, ts, text, CASE WHEN kind = 'event' AND session_id IS NOT NULL THEN"
+        " lag(text, 1, '') OVER (PARTITION BY kind = 'event', session_id ORDER BY ts, id) ELSE '' END FROM chunks"
+    )
+    conn.executemany(
+        "INSERT INTO chunks_fts(rowid, title, body, context) VALUES (?, ?, ?, ?)",
+        ((cid, index_form(fts_title(kind, title, ts)), index_form(text), index_form(context))
+         for cid, kind, title, ts, text, context in rows),
+    )
+
+
+MIGRATIONS: list[Callable[[apsw.Connection], None]] = [m001_initial, m002_turn_context]
 
 
 def migrate(conn: apsw.Connection) -> int:

@@ -166,13 +166,13 @@ def raw_fastembed(model_dir: Path, texts: list[str], batch: int) -> dict:
 
 def chunk_texts(conn, limit: int | None = None) -> list[str]:
     """The texts the pipeline embeds (embed_input), in id order, evenly sampled down to ``limit``."""
-    from indexer.pipeline import embed_input
+    from indexer.chunktext import embed_input
 
-    rows = conn.execute("SELECT title, text FROM chunks ORDER BY id").fetchall()
+    rows = conn.execute("SELECT title, text, speaker, ts FROM chunks ORDER BY id").fetchall()
     if limit and len(rows) > limit:
         step = len(rows) / limit
         rows = [rows[int(i * step)] for i in range(limit)]
-    return [embed_input(t, x) for t, x in rows]
+    return [embed_input(*row) for row in rows]
 
 
 def log(msg: str) -> None:

@@ -26,7 +26,8 @@ def request(settings: Settings, payload: dict[str, Any], timeout: float = 0.5) -
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
             sock.settimeout(timeout)
             sock.connect(path)
-            sock.sendall(json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "replace") + b"\n")
+            line = json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+            sock.sendall(line.encode("utf-8", "replace") + b"\n")
             data = b""
             while not data.endswith(b"\n"):
                 remaining = deadline - time.monotonic()

@@ -1,4 +1,5 @@
-"""The BM25 list: FTS5 ``bm25()`` over chunk title and body, with the filters inside the same query."""
+"""The BM25 list: FTS5 ``bm25()`` over chunk title, body and context (an event's previous turn), with the filters
+inside the same query."""
 
 from __future__ import annotations
 
@@ -11,9 +12,12 @@ from indexer.errors import UsageError
 from .filters import Filters
 from .query import content_terms, fts_query, terms
 
-#: FTS5 column weights for bm25(): (title, body).
+#: FTS5 column weights for bm25(): (title, body, context). The context column holds the previous turn of an event's
+#: session: low weight, so a turn's own words count most, but a short reply ("Yes, every Sunday") is still found by
+#: the question it answers (measured on LoCoMo: BM25 turn recall@5 0.530 -> 0.631).
 TITLE_WEIGHT = 1.0
 BODY_WEIGHT = 1.0
+CONTEXT_WEIGHT = 0.4
 
 
 @dataclass(frozen=True)
@@ -26,7 +30,7 @@ class LexicalResult:
 def bm25_ranking(conn: apsw.Connection, expression: str, filters: Filters, limit: int) -> list[tuple[int, float]]:
     """``(chunk id, BM25 score)`` matching ``expression``, best first (FTS5's bm25() is negated: higher is better)."""
     where, params = filters.sql("c")
-    score = f"-bm25(chunks_fts, {TITLE_WEIGHT}, {BODY_WEIGHT})"
+    score = f"-bm25(chunks_fts, {TITLE_WEIGHT}, {BODY_WEIGHT}, {CONTEXT_WEIGHT})"
     if not filters.selective:
         # Rank inside FTS5 first and join only the best few (joining every match before sorting cost 2.5x at 100k
         # chunks); only the status filter can drop rows here, so a small overfetch nearly always suffices.

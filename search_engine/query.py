@@ -22,6 +22,7 @@ MAX_TERMS = 48
 #: bigrams, so AND can relax to OR and BM25 ranks by the bigrams' weights.
 CJK_WORD_CHARS = 3
 _WORD_RE = re.compile(r"[^\W_]+")
+_HIRAGANA_RE = re.compile("[\u3041-\u309f]+")
 
 STOPWORDS = frozenset(
     """a about above after again against all am an and any are as at be because been before being below between
@@ -74,9 +75,24 @@ def _words(text: str, out: list[Term], seen: set[str]) -> None:
 
 
 def content_terms(all_terms: list[Term]) -> list[Term]:
-    """Drop English stopwords, unless that would leave nothing."""
-    kept = [t for t in all_terms if t.cjk or t.text not in STOPWORDS]
+    """Drop English stopwords and all-hiragana CJK bigrams, unless that would leave nothing.
+
+    A Japanese sentence has no spaces, so its bigrams include the particles and inflections written in hiragana
+    ("について" gives "につ", "つい", "いて"): they are in nearly every paragraph and only dilute the ranking,
+    like English stopwords (measured on JSQuAD: BM25 recall@5 0.953 -> 0.954, and questions that share only
+    2-character strings with their paragraph 0.40 -> 0.80). A hiragana word asked alone is kept.
+
+    >>> [t.text for t in content_terms(terms("富士山はどこにありますか"))]
+    ['富士', '士山', '山は']
+    """
+    kept = [t for t in all_terms if not _filler(t)]
     return kept or all_terms
+
+
+def _filler(term: Term) -> bool:
+    if term.cjk:
+        return len(term.text) == 2 and _HIRAGANA_RE.fullmatch(term.text) is not None
+    return term.text in STOPWORDS
 
 
 def fts_query(query_terms: list[Term], op: str = "AND") -> str:

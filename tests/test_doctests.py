@@ -5,8 +5,8 @@ import importlib
 
 import pytest
 
-MODULES = ["indexer.privacy", "indexer.chunker", "indexer.cjk", "indexer.locks", "indexer.types",
-           "search_engine.fusion", "search_engine.query", "search_engine.filters", "search_engine.context",
+MODULES = ["indexer.privacy", "indexer.chunker", "indexer.cjk", "indexer.locks", "indexer.types", "indexer.sources",
+           "indexer.chunktext", "search_engine.fusion", "search_engine.query", "search_engine.filters", "search_engine.context",
            "search_engine.search"]
 
 

@@ -401,9 +401,9 @@ def test_an_index_run_embedding_across_a_swap_stores_only_true_vectors(sample_ho
     index(settings, embedder=model)  # no KeyError, no vector stored under another chunk's hash
     conn = store.connect(settings.db_path)
     assert check_index(conn).ok
-    text_of = {h: (t, x) for h, t, x in conn.execute("SELECT hash, title, text FROM chunks")}
+    text_of = {r[0]: r[1:] for r in conn.execute("SELECT hash, title, text, speaker, ts FROM chunks")}
     stored = conn.execute("SELECT e.hash, v.embedding FROM embeddings e JOIN vec_chunks v ON v.rowid = e.id").fetchall()
-    from indexer.pipeline import embed_input
+    from indexer.chunktext import embed_input
 
     assert stored and all(vector == model._vector(embed_input(*text_of[h])) for h, vector in stored if h in text_of)
     assert index(settings, embedder=model).chunks_pending == 0  # the next run embeds what the swap left pending

@@ -67,6 +67,24 @@ def test_cjk_two_character_queries_find_substrings(indexed):
     assert search(indexed, "リージョン 東京", mode="bm25").hits
 
 
+def test_hiragana_bigrams_are_dropped_like_stopwords(home, settings, fake):
+    def kept(text):
+        return [t.text for t in content_terms(terms(text))]
+
+    assert kept("富士山はどこにありますか") == ["富士", "士山", "山は"]  # "はど", "どこ", ... "すか" dropped
+    assert kept("カレーについて") == ["カレ", "レー", "ーに"]
+    assert kept("について") == ["につ", "つい", "いて"]  # all hiragana: nothing would remain, so all stay
+    assert kept("すし 東京") == ["東京"] and kept("すし") == ["すし"]
+    assert kept("東京 ですか") == ["東京", "ですか"]  # a 3-character run is a word (a phrase), not a bigram
+    # With the hiragana bigrams kept, the AND finds nothing and the OR ranks first the paragraph that shares only
+    # "どこにありますか" with the question; without them, the paragraph about Mt Fuji comes first.
+    write(home / "fuji.md", "# 山\n富士山は静岡県と山梨県にある。\n")
+    write(home / "other.md", "# 旅\n京都へ行きました。よく食べます。どこにありますか。\n")
+    index(settings, embedder=fake)
+    result = search(settings, "富士山はどこにありますか", mode="bm25")
+    assert result.hits[0].path == "fuji.md" and "ます" not in result.lexical_query
+
+
 def test_cjk_in_korean_and_single_characters(home, settings, fake):
     write(home / "ko.md", "# 메모\n배포는 목요일에 진행합니다.\n")
     write(home / "zh.md", "# 笔记\n猫\n")
