@@ -14,6 +14,7 @@ import os
 import shlex
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -53,11 +54,14 @@ def run_process(argv: list[str], *, stdin: bytes | None = None, env: dict[str, s
                 proc.stdin.close()
             except BrokenPipeError:
                 pass
+        # a blocking wait: Popen.wait(timeout) polls with sleeps of up to 50 ms, which quantised every process
+        # time to 50 ms steps; the timer kills a process that overruns instead
+        killer = threading.Timer(timeout, proc.kill)
+        killer.start()
         try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
             proc.wait()
+        finally:
+            killer.cancel()
         seconds = time.perf_counter() - t0
         rss_kb = 0.0
         if TIME:
