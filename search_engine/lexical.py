@@ -63,7 +63,8 @@ def lexical_search(
             ranked = bm25_ranking(conn, query, filters, limit)
             return LexicalResult([i for i, _ in ranked], query, dict(ranked))
         except apsw.SQLError as exc:
-            raise UsageError(f"invalid FTS5 query {query!r}: {exc}; drop --raw to search plain text") from None
+            reason = " ".join(str(exc).split())  # one line, whatever SQLite echoes back of the query
+            raise UsageError(f"invalid FTS5 query {query!r}: {reason}; drop --raw to search plain text") from None
     query_terms = content_terms(terms(query))
     if not query_terms:
         return LexicalResult([], "")

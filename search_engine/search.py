@@ -68,6 +68,15 @@ def _fetch(conn: apsw.Connection, ids: list[int]) -> dict[int, tuple]:
     return {row[0]: row for row in conn.execute(f"SELECT {_HIT_COLUMNS} FROM chunks WHERE id IN ({marks})", ids)}
 
 
+def model_choice(settings: Settings, embedder: Embedder | None | object = _AUTO) -> ModelChoice:
+    """The model a search with ``embedder`` uses (the configured one by default; None: none)."""
+    if embedder is _AUTO:
+        return resolve_model(settings)
+    if embedder is None:
+        return ModelChoice(False, None, reason="embeddings disabled for this search")
+    return ModelChoice(True, embedder.model_id, dim=embedder.dim)
+
+
 def search(
     settings: Settings,
     query: str,
@@ -88,12 +97,7 @@ def search(
     if not 1 <= k <= MAX_K:
         raise UsageError(f"-k must be between 1 and {MAX_K}")
     filters = filters or Filters()
-    if embedder is _AUTO:
-        choice = resolve_model(settings)
-    elif embedder is None:
-        choice = ModelChoice(False, None, reason="embeddings disabled for this search")
-    else:
-        choice = ModelChoice(True, embedder.model_id, dim=embedder.dim)
+    choice = model_choice(settings, embedder)
     if mode == "vector" and not choice.available:
         raise ModelUnavailable(f"--mode vector needs an embedding model: {choice.reason}")
 

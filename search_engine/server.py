@@ -32,9 +32,10 @@ from indexer.errors import MemsearchError
 from indexer.locks import LockTimeout, file_lock
 from indexer.pipeline import embed_pending, ingest, pending_count, source_roots
 from indexer.settings import Settings, resolve_settings
+from indexer.status import health
 
 from .filters import Filters
-from .search import search
+from .search import model_choice, search
 
 IDLE_TIMEOUT = 30 * 60
 IDLE_WORK_AFTER = 2.0  # seconds without a request before background work starts
@@ -86,6 +87,7 @@ class Server:
         self.model_reason = None
         self.conn = None
         self.db_ident = None
+        self.after_reply: list = []
 
     # -- lifecycle --------------------------------------------------------------------------------------------
     def load(self) -> None:
@@ -128,10 +130,15 @@ class Server:
             self.running = False
             return {"ok": True}
         if op == "ingest":
-            return {"ok": True, "ingested": self._ingest(request.get("paths"))}
+            chosen = self._inside_home(request.get("paths"))
+            self.after_reply.append(lambda: self._ingest(chosen))
+            return {"ok": True, "ingested": bool(chosen)}
         if op == "search":
             if request.get("ingest"):
-                self._ingest(request["ingest"])
+                # the captured prompt is indexed once the answer is sent: its own session is excluded from the
+                # search anyway, and the hook is not kept waiting for the write
+                chosen = self._inside_home(request["ingest"])
+                self.after_reply.append(lambda: self._ingest(chosen))
             filters = Filters(**{k: v for k, v in (request.get("filters") or {}).items()
                                  if k in {f.name for f in dataclasses.fields(Filters)}})
             result = search(
@@ -159,15 +166,29 @@ class Server:
             return None
         return matrix
 
-    def _ingest(self, paths) -> bool:
-        """Index captured sources for BM25 right away; only paths inside the memory root are taken."""
+    def _inside_home(self, paths) -> list[Path]:
+        """The captured sources a request names that are files inside the memory root; anything else is refused."""
         home = self.settings.home.resolve()
         chosen = []
         for p in paths if isinstance(paths, list) else []:
             path = Path(str(p)).resolve()
             if path.is_relative_to(home) and path.is_file():
                 chosen.append(path)
+        return chosen
+
+    def _ingest(self, chosen: list[Path]) -> bool:
+        """Index captured sources for BM25 (a hook's event log, just appended)."""
         return bool(chosen) and ingest(self.settings, chosen, lock_timeout=0.2)
+
+    def reply_sent(self) -> None:
+        """Work a request left for after its answer: the captured events' indexing, then the health counts of
+        the index as it now is, so the next search finds them computed (they cost ~15 ms at 100k chunks)."""
+        work, self.after_reply = self.after_reply, []
+        for job in work:
+            job()
+        conn = self.connection()
+        if work and conn is not None:
+            health(conn, model_choice(self.settings, self.embedder))
 
     def idle_work(self) -> None:
         """Pick up new sources now and then, and embed a small batch of pending chunks."""
@@ -231,6 +252,11 @@ class Server:
             conn.sendall(orjson.dumps(answer) + b"\n")
         except OSError:
             pass
+        try:
+            self.reply_sent()
+        except Exception as exc:  # the answer is out; a failure here must not take the server down either
+            _log(self.settings, f"work after a reply failed: {type(exc).__name__}: {exc}")
+            self.after_reply = []
 
 
 def run(settings: Settings, idle_timeout: float = IDLE_TIMEOUT) -> int:

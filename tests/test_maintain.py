@@ -433,3 +433,27 @@ def test_warm_server_vectors_follow_a_rebuild_that_renumbers_them(sample_home, f
     assert conn.execute("SELECT max(id) FROM embeddings").fetchone()[0] == top  # same highest id, other vectors
     expected = [h.id for h in search(settings, query, mode="vector", k=5, embedder=fake).hits]
     assert served() == expected
+
+
+def test_server_indexes_a_captured_prompt_right_after_its_answer(sample_home, monkeypatch):
+    from indexer.eventlog import Event, append
+    from search_engine.server import Server
+
+    monkeypatch.setenv("MEMSEARCH_MODEL", "none")
+    settings = resolve_settings(sample_home)
+    index(settings, embedder=None)
+    server = Server(settings)
+    server.load()
+    captured = append(sample_home, Event(type="prompt", content="where do the flamingos nest", session_id="s9"))
+    answer = server.handle({"op": "search", "query": "flamingos nest", "mode": "bm25", "k": 5,
+                            "filters": {"exclude_session": "s9"}, "ingest": [str(captured)]})
+    assert answer["ok"] and not answer["result"]["hits"]  # its own session never answers it
+    chunks_before = answer["result"]["health"]["chunks"]
+    server.reply_sent()  # what the server does once the answer is on the wire
+    again = server.handle({"op": "search", "query": "flamingos nest", "mode": "bm25", "k": 5})
+    assert [h["session_id"] for h in again["result"]["hits"]] == ["s9"]
+    assert again["result"]["health"]["chunks"] == chunks_before + 1
+    refused = server.handle({"op": "ingest", "paths": ["/etc/passwd"]})
+    assert refused == {"ok": True, "ingested": False} and server.after_reply
+    server.reply_sent()
+    assert server.after_reply == []
