@@ -11,8 +11,9 @@ evaluation texts in ../shared/eval (see bench_corpus.py):
 - references in the same run: raw fastembed on the same texts and batch size, exact NumPy brute-force top-10
   over the same vectors, recall@10 of the product's vector search against it, a bare FTS5 query on the same
   table, and vector variants (vec0 bare SQL, mmap, binary and int8 quantization with float rescoring);
-- prompt-hook latency and peak RSS as cold processes (stand-in: ``memsearch search Q --mode bm25 --json``;
-  plug a real hook in with --hook-cmd), CLI search/index RSS, database size per 1,000 chunks;
+- cold processes: the prompt hook (``python -m hooks.entry prompt``, on a scratch copy) BM25 cold and through a
+  running ``memsearch serve`` (hybrid warm), with the hook's and the server's peak RSS; ``memsearch search
+  --mode bm25`` and hybrid as CLI processes; CLI index RSS; database size per 1,000 chunks;
 - the no-op reindex of 10,000 unchanged files.
 
 Embedding is slow on a small CPU, so indexes with vectors are cached under --work: sizes up to
@@ -562,12 +563,12 @@ def print_report(res: dict) -> None:
     for k in variants:
         row(f"var: {k[:41]} p50", lambda r, k=k: r["search"]["vector_variants"][k]["latency_ms"]["p50"], ".2f")
         row("       recall@10", lambda r, k=k: r["search"]["vector_variants"][k]["recall_at_10"], ".3f")
-    row("hook stand-in p50 ms (cold process)", lambda r: r["process"]["hook"]["latency_ms"]["p50"], ".0f")
-    row("hook stand-in p95 ms", lambda r: r["process"]["hook"]["latency_ms"]["p95"], ".0f")
-    row("hook stand-in peak RSS MB", lambda r: r["process"]["hook"]["max_rss_mb"], ".0f")
-    row("plugged hook p50 ms (cold process)", lambda r: r["process"]["hook_plugged"]["latency_ms"]["p50"], ".0f")
-    row("plugged hook p95 ms", lambda r: r["process"]["hook_plugged"]["latency_ms"]["p95"], ".0f")
-    row("plugged hook peak RSS MB", lambda r: r["process"]["hook_plugged"]["max_rss_mb"], ".0f")
+    row("CLI search --mode bm25 p50 ms (cold process)", lambda r: r["process"]["hook"]["latency_ms"]["p50"], ".0f")
+    row("CLI search --mode bm25 p95 ms", lambda r: r["process"]["hook"]["latency_ms"]["p95"], ".0f")
+    row("CLI search --mode bm25 peak RSS MB", lambda r: r["process"]["hook"]["max_rss_mb"], ".0f")
+    row("prompt hook p50 ms, BM25 cold (no server)", lambda r: r["process"]["hook_plugged"]["latency_ms"]["p50"], ".0f")
+    row("prompt hook p95 ms, BM25 cold", lambda r: r["process"]["hook_plugged"]["latency_ms"]["p95"], ".0f")
+    row("prompt hook peak RSS MB, BM25 cold", lambda r: r["process"]["hook_plugged"]["max_rss_mb"], ".0f")
     row("warm hook p50 ms (server running)", lambda r: r["process"]["hook_warm"]["latency_ms"]["p50"], ".0f")
     row("warm hook p95 ms", lambda r: r["process"]["hook_warm"]["latency_ms"]["p95"], ".0f")
     row("warm hook peak RSS MB", lambda r: r["process"]["hook_warm"]["max_rss_mb"], ".0f")
@@ -645,14 +646,14 @@ def plot(res: dict, path: Path) -> None:
     hook = series(lambda r: r["process"]["hook"]["latency_ms"]["p50"])
     hook95 = series(lambda r: r["process"]["hook"]["latency_ms"]["p95"])
     hyb = series(lambda r: r["process"]["cli_search_hybrid"]["latency_ms"]["p50"])
-    ax2.plot(xs, hook, color="C2", marker="^", label="hook stand-in (CLI bm25) p50")
-    ax2.plot(xs, hook95, color="C2", marker="^", linestyle=":", label="hook stand-in p95")
+    ax2.plot(xs, hook, color="C2", marker="^", label="CLI search --mode bm25 p50")
+    ax2.plot(xs, hook95, color="C2", marker="^", linestyle=":", label="CLI search --mode bm25 p95")
     ax2.plot(xs, hyb, color="C1", marker="o", label="CLI hybrid (loads model) p50")
     if any("hook_plugged" in (res["sizes"][n].get("process") or {}) for n in sizes):
         ax2.plot(xs, series(lambda r: r["process"]["hook_plugged"]["latency_ms"]["p50"]), color="C4", marker="v",
-                 label="plugged hook p50")
+                 label="prompt hook, BM25 cold p50")
         ax2.plot(xs, series(lambda r: r["process"]["hook_plugged"]["latency_ms"]["p95"]), color="C4", marker="v",
-                 linestyle=":", label="plugged hook p95")
+                 linestyle=":", label="prompt hook, BM25 cold p95")
     if any("hook_warm" in (res["sizes"][n].get("process") or {}) for n in sizes):
         ax2.plot(xs, series(lambda r: r["process"]["hook_warm"]["latency_ms"]["p50"]), color="C5", marker="s",
                  label="hook via warm server (hybrid) p50")
