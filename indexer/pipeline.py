@@ -447,20 +447,22 @@ def _scan(settings: Settings, conn: apsw.Connection, paths, full: bool, progress
         known = {r[0]: r[1:] for r in conn.execute(columns)}
     found = list(discover([p for p in scope if p.exists()], source_roots(settings),
                           lambda p, why: run.skip(display_path(p, settings.home), why)))
-    seen = set()
+    seen = {str(path) for path, _ in found}
+    # Gone first: a file that is no longer found, or (in a full run) that no longer lies under any source, as
+    # when the memory root moved. Its chunks must leave before the files that replace it arrive, because a chunk's
+    # id comes from its path relative to the root and the same note at its new place would collide with them.
+    gone = [k for k in known if k not in seen and (not paths or _in_scope(k, scope))]
     with _Batches(conn, run) as batches:
-        for i, (path, source) in enumerate(found):
-            seen.add(str(path))
-            run.index_file(path, source, known)
-            batches.maybe_commit()
-            if progress and (i % 50 == 0 or i == len(found) - 1):
-                progress("scan", i + 1, len(found))
-        gone = [k for k in known if k not in seen and _in_scope(k, scope)]
         for key in gone:
             run.remove_file_chunks(key)
             conn.execute("DELETE FROM files WHERE path = ?", (key,))
             batches.maybe_commit()
         run.counts["deleted"] = len(gone)
+        for i, (path, source) in enumerate(found):
+            run.index_file(path, source, known)
+            batches.maybe_commit()
+            if progress and (i % 50 == 0 or i == len(found) - 1):
+                progress("scan", i + 1, len(found))
         if recorded is None or not paths:
             store.set_meta(conn, "chunker", chunker)
         store.set_meta(conn, "last_indexed", store.now_iso())

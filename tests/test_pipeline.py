@@ -223,3 +223,26 @@ def test_deleting_the_index_reproduces_the_same_results(sample_home, settings, f
     index(settings, embedder=fake)
     after = [[h.id for h in search(settings, q, embedder=fake).hits] for q in queries]
     assert before == after
+
+
+def test_a_moved_memory_root_is_reindexed_at_its_new_place(sample_home, settings, fake, monkeypatch):
+    first = index(settings, embedder=fake)
+    moved = sample_home.with_name("moved-memory")
+    sample_home.rename(moved)
+    monkeypatch.setenv("MEMSEARCH_HOME", str(moved))
+    again = resolve_settings(moved)
+    report = index(again, embedder=fake)
+    assert report.files_deleted == first.files_scanned and report.files_changed == first.files_scanned
+    assert report.chunks_embedded == 0  # same contents: every vector is reused
+    conn = store.connect(again.db_path)
+    try:
+        paths = [r[0] for r in conn.execute("SELECT path FROM files")]
+        chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+    finally:
+        conn.close()
+    assert paths and all(p.startswith(str(moved) + "/") for p in paths)
+    assert chunks == first.chunks_added
+    write(moved / "daily" / "2026-11-21.md", "# Today\n\nThe pelicans moved with the notes.\n")
+    index(again, embedder=fake)
+    hits = search(again, "pelicans", mode="bm25", embedder=None).hits
+    assert [h.path for h in hits] == ["daily/2026-11-21.md"]
