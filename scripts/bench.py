@@ -643,22 +643,18 @@ def plot(res: dict, path: Path) -> None:
     ax1.grid(True, which="both", alpha=0.3)
     ax1.legend(fontsize=7.5, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2)
 
-    hook = series(lambda r: r["process"]["hook"]["latency_ms"]["p50"])
-    hook95 = series(lambda r: r["process"]["hook"]["latency_ms"]["p95"])
-    hyb = series(lambda r: r["process"]["cli_search_hybrid"]["latency_ms"]["p50"])
-    ax2.plot(xs, hook, color="C2", marker="^", label="CLI search --mode bm25 p50")
-    ax2.plot(xs, hook95, color="C2", marker="^", linestyle=":", label="CLI search --mode bm25 p95")
-    ax2.plot(xs, hyb, color="C1", marker="o", label="CLI hybrid (loads model) p50")
-    if any("hook_plugged" in (res["sizes"][n].get("process") or {}) for n in sizes):
-        ax2.plot(xs, series(lambda r: r["process"]["hook_plugged"]["latency_ms"]["p50"]), color="C4", marker="v",
-                 label="prompt hook, BM25 cold p50")
-        ax2.plot(xs, series(lambda r: r["process"]["hook_plugged"]["latency_ms"]["p95"]), color="C4", marker="v",
-                 linestyle=":", label="prompt hook, BM25 cold p95")
-    if any("hook_warm" in (res["sizes"][n].get("process") or {}) for n in sizes):
-        ax2.plot(xs, series(lambda r: r["process"]["hook_warm"]["latency_ms"]["p50"]), color="C5", marker="s",
-                 label="hook via warm server (hybrid) p50")
-        ax2.plot(xs, series(lambda r: r["process"]["hook_warm"]["latency_ms"]["p95"]), color="C5", marker="s",
-                 linestyle=":", label="hook via warm server p95")
+    processes = [  # (key under "process", label, colour, marker, with p95)
+        ("hook", "CLI search --mode bm25", "C2", "^", True),
+        ("cli_search_hybrid", "CLI hybrid (loads model)", "C1", "o", False),
+        ("hook_plugged", "prompt hook, BM25 cold", "C4", "v", True),
+        ("hook_warm", "prompt hook via warm server (hybrid)", "C5", "s", True),
+    ]
+    for key, label, color, marker, with_p95 in processes:
+        if not any(key in (res["sizes"][n].get("process") or {}) for n in sizes):
+            continue
+        for p, style in (("p50", "-"), ("p95", ":"))[: 2 if with_p95 else 1]:
+            ax2.plot(xs, series(lambda r, k=key, p=p: r["process"][k]["latency_ms"][p]), color=color, marker=marker,
+                     linestyle=style, label=f"{label} {p}")
     base = (res.get("baselines") or {}).get("python -c pass")
     if base:
         ax2.axhline(base["latency_ms"]["p50"], color="C7", linestyle="-.", linewidth=0.8)
