@@ -169,16 +169,23 @@ def _slug(text: str, n: int = 5) -> str:
     return "-".join(w.lower() for w in words) or "note"
 
 
-def build_corpus(root: Path, n_chunks: int, src: Sources, seed: int = 1234) -> dict:
-    """Write a memory root holding about ``n_chunks`` chunks; returns a summary (also saved as corpus.json)."""
-    marker = root / ".complete"
-    if marker.is_file():
-        return json.loads((root / "corpus.json").read_text())
+def _start(root: Path) -> tuple[dict | None, Path]:
+    """(the summary of a finished corpus at ``root``, or None) and the scratch folder to build a new one in."""
+    if (root / ".complete").is_file():
+        return json.loads((root / "corpus.json").read_text()), root
     if root.exists():
         shutil.rmtree(root)
     tmp = root.with_name(root.name + ".tmp")
     if tmp.exists():
         shutil.rmtree(tmp)
+    return None, tmp
+
+
+def build_corpus(root: Path, n_chunks: int, src: Sources, seed: int = 1234) -> dict:
+    """Write a memory root holding about ``n_chunks`` chunks; returns a summary (also saved as corpus.json)."""
+    cached, tmp = _start(root)
+    if cached is not None:
+        return cached
     tmp.mkdir(parents=True)
     gen = Generator(src, seed + n_chunks)
     rng = random.Random(seed)
@@ -284,14 +291,9 @@ def build_corpus(root: Path, n_chunks: int, src: Sources, seed: int = 1234) -> d
 
 def build_noop_corpus(root: Path, n_files: int, src: Sources, seed: int = 99) -> dict:
     """``n_files`` small notes (one chunk each) in 100 folders, for the no-op reindex measurement."""
-    marker = root / ".complete"
-    if marker.is_file():
-        return json.loads((root / "corpus.json").read_text())
-    if root.exists():
-        shutil.rmtree(root)
-    tmp = root.with_name(root.name + ".tmp")
-    if tmp.exists():
-        shutil.rmtree(tmp)
+    cached, tmp = _start(root)
+    if cached is not None:
+        return cached
     gen = Generator(src, seed)
     for i in range(n_files):
         title, text = gen.sci()

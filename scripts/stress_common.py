@@ -141,3 +141,16 @@ def machine_note() -> str:
     load = os.getloadavg()
     return (f"{os.cpu_count()} CPUs, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} at "
             f"{time.strftime('%Y-%m-%dT%H:%M:%S')}; other processes share the machine, timings are noisy")
+
+
+def finish(args, figures: dict, base: Path, ok: bool) -> int:
+    """Write the figures as JSON when asked, remove the scratch folder unless kept; the exit code."""
+    import json
+
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps(figures, indent=2) + "\n")
+    if not args.keep:
+        shutil.rmtree(base, ignore_errors=True)
+    else:
+        print(f"kept {base}")
+    return 0 if ok else 1

@@ -20,7 +20,6 @@ import argparse
 import array
 import json
 import random
-import shutil
 import signal
 import subprocess
 import sys
@@ -28,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from stress_common import MEMSEARCH, TOPICS, check_db, env_for, machine_note, make_root, mutate, run
+from stress_common import MEMSEARCH, TOPICS, check_db, env_for, finish, machine_note, make_root, mutate, run
 
 KINDS = {
     "index": (["index"], (0.05, 3.5)),
@@ -201,13 +200,7 @@ def main() -> int:
                "rounds": rounds}
     print(json.dumps({k: v for k, v in figures.items() if k != "rounds"}, indent=2))
     print(f"RESULT: {'PASS' if ok else 'FAIL'}")
-    if args.json_out:
-        Path(args.json_out).write_text(json.dumps(figures, indent=2) + "\n")
-    if not args.keep:
-        shutil.rmtree(base, ignore_errors=True)
-    else:
-        print(f"kept {base}")
-    return 0 if ok else 1
+    return finish(args, figures, base, ok)
 
 
 if __name__ == "__main__":

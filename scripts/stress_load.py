@@ -20,7 +20,6 @@ import argparse
 import json
 import random
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -35,6 +34,7 @@ from stress_common import (
     TOPICS,
     check_db,
     env_for,
+    finish,
     machine_note,
     make_root,
     percentile,
@@ -304,13 +304,7 @@ def main() -> int:
         f"machine: {figures['machine']}",
         f"RESULT: {'PASS' if ok else 'FAIL'}",
     ]), flush=True)
-    if args.json_out:
-        Path(args.json_out).write_text(json.dumps(figures, indent=2) + "\n")
-    if not args.keep:
-        shutil.rmtree(base, ignore_errors=True)
-    else:
-        print(f"kept {base}")
-    return 0 if ok else 1
+    return finish(args, figures, base, ok)
 
 
 if __name__ == "__main__":
