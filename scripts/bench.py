@@ -633,15 +633,19 @@ def plot(res: dict, path: Path) -> None:
     for label, get, color, marker in lines:
         ax1.plot(xs, series(lambda r, g=get: g(r)["p50"]), color=color, marker=marker, label=f"{label} p50")
         ax1.plot(xs, series(lambda r, g=get: g(r)["p95"]), color=color, marker=marker, linestyle=":", alpha=0.6)
-    ax1.axhline(TARGETS["hybrid_p50_ms"], color="C3", linestyle="--", linewidth=0.8)
-    ax1.text(xs[-1], TARGETS["hybrid_p50_ms"] * 1.08, "hybrid p50 target 40 ms", color="C3", fontsize=8, ha="right")
-    ax1.set_xscale("log")
-    ax1.set_yscale("log")
-    ax1.set_xlabel("corpus size (chunks)")
-    ax1.set_ylabel("latency per query (ms)")
-    ax1.set_title("In-process search latency (solid p50, dotted p95)")
-    ax1.grid(True, which="both", alpha=0.3)
-    ax1.legend(fontsize=7.5, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2)
+    def finish_axes(ax, target: float, target_label: str, color: str, ylabel: str, title: str) -> None:
+        ax.axhline(target, color=color, linestyle="--", linewidth=0.8)
+        ax.text(xs[-1], target * 1.08, target_label, color=color, fontsize=8, ha="right")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("corpus size (chunks)")
+        ax.set_ylabel(ylabel)
+        ax.set_title(title)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7.5, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2)
+
+    finish_axes(ax1, TARGETS["hybrid_p50_ms"], "hybrid p50 target 40 ms", "C3", "latency per query (ms)",
+                "In-process search latency (solid p50, dotted p95)")
 
     processes = [  # (key under "process", label, colour, marker, with p95)
         ("hook", "CLI search --mode bm25", "C2", "^", True),
@@ -659,15 +663,8 @@ def plot(res: dict, path: Path) -> None:
     if base:
         ax2.axhline(base["latency_ms"]["p50"], color="C7", linestyle="-.", linewidth=0.8)
         ax2.text(xs[-1], base["latency_ms"]["p50"] * 1.08, "bare `python -c pass`", color="C7", fontsize=8, ha="right")
-    ax2.axhline(TARGETS["hook_p95_ms"], color="C2", linestyle="--", linewidth=0.8)
-    ax2.text(xs[-1], TARGETS["hook_p95_ms"] * 1.08, "hook p95 target 150 ms", color="C2", fontsize=8, ha="right")
-    ax2.set_xscale("log")
-    ax2.set_yscale("log")
-    ax2.set_xlabel("corpus size (chunks)")
-    ax2.set_ylabel("wall time per process (ms)")
-    ax2.set_title("Cold process latency")
-    ax2.grid(True, which="both", alpha=0.3)
-    ax2.legend(fontsize=7.5, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2)
+    finish_axes(ax2, TARGETS["hook_p95_ms"], "hook p95 target 150 ms", "C2", "wall time per process (ms)",
+                "Cold process latency")
     fig.suptitle(f"memsearch bench {res['meta']['started']} ({res['meta']['cores']} cores, shared machine)", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)

@@ -154,3 +154,15 @@ def finish(args, figures: dict, base: Path, ok: bool) -> int:
     else:
         print(f"kept {base}")
     return 0 if ok else 1
+
+
+def initial_index(env: dict[str, str]) -> bool:
+    """The first `memsearch index` of a stress run, reported; False (its error printed) when it failed."""
+    import json
+
+    first = run([MEMSEARCH, "index", "--json"], env)
+    if first.returncode:
+        print(first.stderr, file=sys.stderr)
+        return False
+    print(f"initial index: {json.loads(first.stdout)['chunks_added']} chunks in {first.seconds:.1f}s", flush=True)
+    return True

@@ -27,7 +27,18 @@ import tempfile
 import time
 from pathlib import Path
 
-from stress_common import MEMSEARCH, TOPICS, check_db, env_for, finish, machine_note, make_root, mutate, run
+from stress_common import (
+    MEMSEARCH,
+    TOPICS,
+    check_db,
+    env_for,
+    finish,
+    initial_index,
+    machine_note,
+    make_root,
+    mutate,
+    run,
+)
 
 KINDS = {
     "index": (["index"], (0.05, 3.5)),
@@ -151,11 +162,8 @@ def main() -> int:
     settings = resolve_settings(root, model=args.model)
     db = settings.db_path
     print(f"memory root {root}; {machine_note()}", flush=True)
-    first = run([MEMSEARCH, "index", "--json"], env)
-    if first.returncode:
-        print(first.stderr, file=sys.stderr)
+    if not initial_index(env):
         return 1
-    print(f"initial index: {json.loads(first.stdout)['chunks_added']} chunks in {first.seconds:.1f}s", flush=True)
 
     plan = [kind for _ in range(args.rounds) for kind in KINDS]
     rng.shuffle(plan)

@@ -35,6 +35,7 @@ from stress_common import (
     check_db,
     env_for,
     finish,
+    initial_index,
     machine_note,
     make_root,
     percentile,
@@ -182,11 +183,8 @@ def main() -> int:
     settings = resolve_settings(root)
     db = root / ".memsearch" / "index.db"
     print(f"memory root {root}; {machine_note()}", flush=True)
-    first = run([MEMSEARCH, "index", "--json"], env)
-    if first.returncode:
-        print(first.stderr, file=sys.stderr)
+    if not initial_index(env):
         return 1
-    print(f"initial index: {json.loads(first.stdout)['chunks_added']} chunks in {first.seconds:.1f}s", flush=True)
 
     server = None
     if not args.no_server:
