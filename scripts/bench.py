@@ -461,24 +461,21 @@ def evaluate_targets(res: dict) -> list[dict]:
                 h <= TARGETS["hybrid_p50_ms"], f"incl. embedding {s['modes']['hybrid']['incl_embed_ms']['p50']:.1f} ms")
         p = r.get("process")
         if p:
-            hk = p["hook"]
-            add("CLI bm25 search p95 (cold process)", n, f"{hk['latency_ms']['p95']:.0f} ms",
-                f"<= {TARGETS['hook_p95_ms']:.0f} ms", hk["latency_ms"]["p95"] <= TARGETS["hook_p95_ms"], hk["command"])
-            add("CLI bm25 search peak RSS", n, f"{hk['max_rss_mb']:.0f} MB", f"<= {TARGETS['hook_rss_mb']:.0f} MB",
-                hk["max_rss_mb"] <= TARGETS["hook_rss_mb"], hk["command"])
-            hp = p.get("hook_plugged")
-            if hp:
-                add("hook p95, BM25 cold (no server)", n, f"{hp['latency_ms']['p95']:.0f} ms",
-                    f"<= {TARGETS['hook_p95_ms']:.0f} ms", hp["latency_ms"]["p95"] <= TARGETS["hook_p95_ms"],
-                    hp["command"] + (f"; {hp['failures']} failed" if hp["failures"] else ""))
-                add("hook peak RSS (BM25 path)", n, f"{hp['max_rss_mb']:.0f} MB", f"<= {TARGETS['hook_rss_mb']:.0f} MB",
-                    hp["max_rss_mb"] <= TARGETS["hook_rss_mb"], hp["command"])
-            hw = p.get("hook_warm")
-            if hw:
-                add("hook p95, hybrid through the warm server", n, f"{hw['latency_ms']['p95']:.0f} ms",
-                    f"<= {TARGETS['hook_p95_ms']:.0f} ms", hw["latency_ms"]["p95"] <= TARGETS["hook_p95_ms"],
-                    f"p50 {hw['latency_ms']['p50']:.0f} ms; server peak RSS {p['server']['peak_rss_mb']:.0f} MB"
-                    + (f"; {hw['failures']} failed" if hw["failures"] else ""))
+            def process_rows(label: str, m: dict, note: str, rss_label: str, n=n) -> None:
+                failed = f"; {m['failures']} failed" if m["failures"] else ""
+                add(label, n, f"{m['latency_ms']['p95']:.0f} ms", f"<= {TARGETS['hook_p95_ms']:.0f} ms",
+                    m["latency_ms"]["p95"] <= TARGETS["hook_p95_ms"], note + failed)
+                add(rss_label, n, f"{m['max_rss_mb']:.0f} MB", f"<= {TARGETS['hook_rss_mb']:.0f} MB",
+                    m["max_rss_mb"] <= TARGETS["hook_rss_mb"], m["command"])
+
+            process_rows("CLI bm25 search p95 (cold process)", p["hook"], p["hook"]["command"], "CLI bm25 search peak RSS")
+            if p.get("hook_plugged"):
+                process_rows("hook p95, BM25 cold (no server)", p["hook_plugged"], p["hook_plugged"]["command"],
+                             "hook peak RSS (BM25 path)")
+            if p.get("hook_warm"):
+                hw = p["hook_warm"]
+                process_rows("hook p95, hybrid through the warm server", hw, f"p50 {hw['latency_ms']['p50']:.0f} ms; "
+                             f"server peak RSS {p['server']['peak_rss_mb']:.0f} MB", "hook peak RSS (warm path)")
     nz = res.get("noop")
     if nz:
         for key, label in (("embedder_none_s", "embedder=None"), ("auto_s", "default embedder"),
