@@ -80,9 +80,10 @@ def encode(event: Event) -> bytes:
         "type": event.type,
         "tool_name": event.tool_name,
         "content": scrub(content),
-        "metadata": _scrub_value(event.metadata),
+        "metadata": event.metadata,
     }
-    # fields come from hook payloads, whose types are not guaranteed: a NaN or infinite number is stored as null
+    # metadata is filtered here, once; the other fields come from hook payloads too, whose types are not
+    # guaranteed (a NaN or an infinite number is stored as null)
     kept = {k: v if isinstance(v, str) else _scrub_value(v) for k, v in record.items() if v not in (None, {}, "")}
     # a lone surrogate (possible in a JSON \\u escape) cannot be UTF-8: it becomes "?" rather than losing the event
     return json.dumps(kept, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "replace") + b"\n"
