@@ -76,24 +76,36 @@ def _config(name: str, default: int, low: int, high: int) -> int:
 
 def prompt(payload: dict[str, Any]) -> str | None:
     """UserPromptSubmit: record the prompt, then inject relevant memories from other sessions."""
+    found = recall(payload)
+    if found is None:
+        return None
+    from search_engine.context import format_context
+
+    block, _ = format_context(found.query, found.hits, max_items=found.max_items, project=found.project,
+                              token_budget=_config("MEMSEARCH_TOKEN_BUDGET", 1200, 100, 2400))
+    return _context_json("UserPromptSubmit", block) if block else None
+
+
+def recall(payload: dict[str, Any]) -> SimpleNamespace | None:
+    """The prompt hook up to its gate: record the prompt, search (warm server, else BM25 here) and return the
+    query, the candidate hits, the prompt's project and the item limit; None when nothing is to be injected.
+    The evaluation (``scripts/eval.py``, injection section) runs this same function."""
     text = payload.get("prompt")
     if not isinstance(text, str) or not text.strip():
         return None
     settings = _settings()
     session = payload.get("session_id") if isinstance(payload.get("session_id"), str) else None
-    path = _record(settings, Event(type="prompt", content=text, session_id=session, project=_project(payload),
+    project = _project(payload)
+    path = _record(settings, Event(type="prompt", content=text, session_id=session, project=project,
                                    cwd=payload.get("cwd") if isinstance(payload.get("cwd"), str) else None),
                    ingest_now=False)
     max_items = _config("MEMSEARCH_MAX_ITEMS", 5, 0, 20)
     if is_trivial(text) or max_items == 0:
         _ingest(settings, path)
         return None
-    hits = _search(settings, text[:MAX_QUERY_CHARS], session, max_items * 3, path)
-    from search_engine.context import format_context
-
-    block, _ = format_context(text, hits, max_items=max_items,
-                              token_budget=_config("MEMSEARCH_TOKEN_BUDGET", 1200, 100, 2400))
-    return _context_json("UserPromptSubmit", block) if block else None
+    query = text[:MAX_QUERY_CHARS]
+    hits = _search(settings, query, session, max_items * 3, path)
+    return SimpleNamespace(query=query, hits=hits, project=project, max_items=max_items)
 
 
 def _search(settings: Settings, query: str, session: str | None, k: int, captured: Path) -> list:

@@ -40,6 +40,7 @@ environment variables or ``--set name=value``.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import os
@@ -59,6 +60,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
+if str(REPO / "scripts") not in sys.path:
+    sys.path.insert(0, str(REPO / "scripts"))
 
 from indexer import store  # noqa: E402
 from indexer.cjk import CJK_RUN_RE  # noqa: E402
@@ -80,7 +83,7 @@ CJK_SETS = {
     "korquad": ("korquad-dev/korquad_dev.json", "ko"),
     "jsquad": ("jsquad-dev/jsquad_dev.json", "ja"),
 }
-ALL_DATASETS = ("locomo", "scifact", *CJK_SETS)
+ALL_DATASETS = ("locomo", "scifact", *CJK_SETS, "injection")
 LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 DEDUP_THRESHOLDS = (0.5, 0.6, 0.7, 0.8, 0.83, 0.9, 0.95, 1.01)
 FETCH = {"events": 10, "notes": 30}
@@ -481,6 +484,58 @@ def evaluate(ds: Dataset, runner: Runner, modes: list[str], fresh: bool, curve: 
     return out
 
 
+def evaluate_injection(data: Path, runner: Runner, fresh: bool, limit: int | None, out_dir: Path,
+                       dump: list | None) -> dict:
+    """The injection section (see scripts/eval_injection.py): both hook paths, own and other memory, a mixed
+    memory of two conversations as two projects, and the gate sweep with its plot."""
+    import eval_injection as inj
+
+    from search_engine.context import DEFAULT_GATE, GATE_SWEEP
+
+    ds = load_locomo(data)
+    ds.queries = limit_queries(ds.queries, limit)
+    names = list(ds.roots)
+    homes = {n: runner.build(ds, n, ds.roots[n], fresh)[0] for n in names}
+    by_root: dict[str, list[Query]] = defaultdict(list)
+    for q in ds.queries:
+        by_root[q.root].append(q)
+    # the mixed memory: the first two conversations in one root, each under its own project
+    a, b = names[0], names[1]
+    mixed_files: dict[str, bytes] = dict(ds.roots[a])
+    for rel, body in ds.roots[b].items():
+        mixed_files[rel] = mixed_files.get(rel, b"") + body
+    mixed = Dataset("locomo-mixed", "events", {f"{a}+{b}": mixed_files}, [], ds.doc_of)
+    mixed_home = runner.build(mixed, f"{a}+{b}", mixed_files, fresh)[0]
+    paths = list(inj.PATHS) if runner.embedder is not None else ["bm25"]
+    rows: dict[str, list] = {p: [] for p in paths}
+    for path in paths:
+        for i, n in enumerate(names):
+            asked = [(q, "own", n) for q in by_root[n]]
+            # questions of the previous conversation, asked inside this memory's project: nothing holds them
+            asked += [(q, "other", n) for q in by_root[names[i - 1]]]
+            rows[path] += inj.ask_all(homes[n], asked, path, runner.cache_dir, log)
+        rows[path] += inj.ask_all(mixed_home, [(q, "mixed", q.root) for q in by_root[a] + by_root[b]], path,
+                                  runner.cache_dir, log)
+    out: dict[str, Any] = {"questions": len(ds.queries), "gate": dataclasses.asdict(DEFAULT_GATE), "paths": {}}
+    curves: dict[str, dict[str, list[dict]]] = {}
+    for path, asked in rows.items():
+        single = [r for r in asked if r.memory != "mixed"]
+        both = [r for r in asked if r.memory == "mixed"]
+        curves[path] = {name: inj.sweep(both if name == "foreign_margin" else single, name, values)
+                        for name, values in GATE_SWEEP.items()}
+        out["paths"][path] = {
+            "chosen": inj.rates(single, DEFAULT_GATE),
+            "no_gate": inj.rates(single, False),
+            "mixed_memory": inj.rates(both, DEFAULT_GATE),
+            "sweep": curves[path],
+        }
+    png = inj.plot(curves, dataclasses.asdict(DEFAULT_GATE), out_dir / "injection-gate.png")
+    out["plot"] = str(png) if png else "matplotlib not installed (pip install -e '.[bench]')"
+    if dump is not None:
+        inj.dump([r for asked in rows.values() for r in asked], out_dir / "injection-candidates.jsonl")
+    return out
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # reporting
 
@@ -563,6 +618,26 @@ def render(results: dict) -> str:
                     for c in curve]
             out.append(table(["threshold", *cols, "mean hidden", "share q hidden"], rows))
             out.append("")
+    inj = results.get("injection")
+    if inj:
+        out.append(f"Injection (LoCoMo dev as a user's memory, {inj['questions']} questions through the prompt hook; "
+                   f"gate {inj['gate']})")
+        rows = []
+        for path, v in inj["paths"].items():
+            for label in ("chosen", "no_gate"):
+                r = v[label]
+                rows.append([path, label.replace("_", " "), r.get("injected_recall"), r.get("false_injection"),
+                             r.get("mean_items"), None])
+            m = v["mixed_memory"]
+            rows.append([path, "mixed memory", m.get("injected_recall"), None, m.get("mean_items"), m.get("foreign")])
+        out.append(table(["path", "gate", "injected recall", "false injection", "items", "foreign project"], rows))
+        for path, v in inj["paths"].items():
+            for name, curve in v["sweep"].items():
+                out.append(f"\n{path}: sweep of {name}")
+                bad = "false_injection" if "false_injection" in curve[0] else "foreign"
+                out.append(table([name, "injected recall", bad.replace("_", " "), "items"],
+                                 [[str(r[name]), r["injected_recall"], r[bad], r["mean_items"]] for r in curve]))
+        out.append(f"plot: {inj['plot']}\n")
     checks = results.get("targets", [])
     if checks:
         out.append("Targets")
@@ -610,6 +685,16 @@ def targets(ds: dict) -> list[dict]:
     return checks
 
 
+def injection_targets(inj: dict | None) -> list[dict]:
+    checks = []
+    for path, v in (inj or {}).get("paths", {}).items():
+        r = v["chosen"].get("injected_recall")
+        f = v["chosen"].get("false_injection")
+        checks.append({"target": f"injection {path}: injected recall >= 0.55", "value": r, "ok": r >= 0.55})
+        checks.append({"target": f"injection {path}: false injection <= 0.10", "value": f, "ok": f <= 0.10})
+    return checks
+
+
 def git_info() -> dict:
     def run(*args: str) -> str:
         try:
@@ -626,8 +711,9 @@ def git_info() -> dict:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--datasets", default="locomo,scifact,cjk",
-                   help="comma list of locomo, scifact, cjk (= cmrc2018,drcd,korquad,jsquad) or single CJK sets")
+    p.add_argument("--datasets", default="locomo,scifact,cjk,injection",
+                   help="comma list of locomo, scifact, cjk (= cmrc2018,drcd,korquad,jsquad), single CJK sets, or\n"
+                        "injection (LoCoMo as a user's memory, through the prompt hook; see scripts/eval_injection.py)")
     p.add_argument("--modes", default=",".join(MODES), help="comma list of bm25, vector, hybrid")
     p.add_argument("--limit", type=int, default=None, help="at most N queries per dataset (spread evenly)")
     p.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSON results file (default eval-results/eval.json)")
@@ -706,6 +792,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for name in names:
             t0 = time.perf_counter()
+            if name == "injection":
+                results["injection"] = evaluate_injection(args.data, runner, args.fresh, args.limit, out_path.parent,
+                                                          dump)
+                log(f"[{name}] done in {time.perf_counter() - t0:.1f}s")
+                continue
             ds = load_dataset(args.data, name)
             ds.queries = limit_queries(ds.queries, args.limit)
             curve = args.dedup_curve and name in ("locomo", "scifact")
@@ -714,7 +805,7 @@ def main(argv: list[str] | None = None) -> int:
     except MemsearchError as exc:
         print(f"eval failed: {exc}", file=sys.stderr)
         return 1
-    results["targets"] = targets(results["datasets"])
+    results["targets"] = targets(results["datasets"]) + injection_targets(results.get("injection"))
     results["seconds"] = round(time.perf_counter() - started, 1)
 
     out_path.parent.mkdir(parents=True, exist_ok=True)

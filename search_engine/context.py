@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .query import content_terms, terms
@@ -30,10 +31,6 @@ HEADER = (
 CHARS_PER_TOKEN = 4
 MAX_ITEM_CHARS = 700
 MAX_BLOCK_CHARS = 9_000
-#: A hit passes the gate on meaning (cosine similarity of the query and chunk vectors) ...
-MIN_SIMILARITY = 0.45
-#: ... or on words: the share of the prompt's content words it contains.
-MIN_COVERAGE = 0.5
 _SPACE_RE = re.compile(r"[ \t]+")
 _BLANKS_RE = re.compile(r"\n{3,}")
 
@@ -76,11 +73,54 @@ def coverage(query: str, hit: Hit) -> float:
     return found / len(wanted)
 
 
-def relevant(query: str, hit: Hit) -> bool:
-    """The relevance gate: close in meaning, or sharing most of the prompt's words."""
-    if hit.similarity is not None and hit.similarity >= MIN_SIMILARITY:
+@dataclass(frozen=True)
+class Gate:
+    """The relevance gate's parameters, chosen from the curves of ``make eval``'s injection section (LoCoMo dev
+    as a user's memory, questions sent through the prompt hook; README, "Injection").
+
+    A hit passes when it is close in meaning (``similarity >= min_similarity``), or when it holds
+    ``min_coverage`` of the prompt's content words and, if its similarity is known (hybrid), is at least
+    ``coverage_similarity`` close: shared words alone (a name, a common verb) are not enough when the meaning is
+    far. A hit of another project than the prompt's must pass with every bar raised by ``foreign_margin``.
+
+    Measured and not adopted: letting hits on which the BM25 and vector lists agree (both in their first 3, 5
+    or 10) pass at a lower similarity raised false injection more than recall (in a memory without the answer,
+    both lists agree on the same off-topic turns).
+    """
+
+    min_similarity: float = 0.55
+    min_coverage: float = 0.5
+    coverage_similarity: float = 0.4
+    foreign_margin: float = 0.1
+
+
+DEFAULT_GATE = Gate()
+#: The values ``make eval`` sweeps for each gate parameter (the injection section's curves); ``foreign_margin``
+#: is swept on the mixed memory (two projects in one memory).
+GATE_SWEEP = {
+    "min_similarity": [0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7],
+    "min_coverage": [0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0],
+    "coverage_similarity": [0.0, 0.2, 0.3, 0.35, 0.4, 0.45, 0.5],
+    "foreign_margin": [0.0, 0.05, 0.1, 0.15, 0.2, 0.3],
+}
+
+
+def relevant(query: str, hit: Hit, gate: Gate = DEFAULT_GATE, project: str | None = None) -> bool:
+    """Whether ``hit`` passes ``gate`` for a prompt of ``project`` (see :class:`Gate`)."""
+    margin = gate.foreign_margin if foreign(hit, project) else 0.0
+    sim = hit.similarity
+    if sim is not None and sim >= gate.min_similarity + margin:
         return True
-    return coverage(query, hit) >= MIN_COVERAGE
+    if sim is not None and sim < gate.coverage_similarity + margin:
+        return False
+    return coverage(query, hit) >= gate.min_coverage + margin
+
+
+def foreign(hit: Hit, project: str | None) -> bool:
+    """Whether ``hit`` belongs to another project than ``project`` (a hit of no project, a global note, never
+    does; nor does any hit when the prompt's project is unknown)."""
+    own = getattr(hit, "project", None)
+    return project is not None and own is not None and own != project
 
 
 def _source(hit: Hit) -> str:
@@ -90,9 +130,14 @@ def _source(hit: Hit) -> str:
 
 
 def format_context(
-    query: str, hits: Sequence[Hit], *, max_items: int = 5, token_budget: int = 1200, gate: bool = True
+    query: str, hits: Sequence[Hit], *, max_items: int = 5, token_budget: int = 1200, gate: Gate | bool = True,
+    project: str | None = None,
 ) -> tuple[str, list[Hit]]:
-    """The block to inject and the hits it holds; ``("", [])`` when nothing passes the gate."""
+    """The block to inject and the hits it holds; ``("", [])`` when nothing passes the gate (``gate=False``: no
+    gate; ``True``: the default one). Hits of the prompt's ``project`` (and of none) come first, in their ranked
+    order; another project's follow, only if they pass the stricter bar."""
+    rule = DEFAULT_GATE if gate is True else gate or None
+    hits = sorted(hits, key=lambda hit: foreign(hit, project))
     max_items = max(0, min(20, max_items))
     budget = min(MAX_BLOCK_CHARS, token_budget * CHARS_PER_TOKEN)
     chosen: list[tuple[Hit, str]] = []
@@ -100,7 +145,7 @@ def format_context(
     for hit in hits:
         if len(chosen) >= max_items:
             break
-        if gate and not relevant(query, hit):
+        if rule is not None and not relevant(query, hit, rule, project):
             continue
         title = compact(hit.title, 120)
         body = compact(hit.text)

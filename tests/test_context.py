@@ -1,0 +1,59 @@
+"""The prompt hook's gate and block (search_engine/context.py): the gate's rules on hand-made hits."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from indexer.types import Hit
+from search_engine.context import DEFAULT_GATE, Gate, format_context, relevant
+
+
+def _hit(text: str, *, similarity: float | None = None, project: str | None = None, uid: str = "abc123abc123",
+         bm25_rank: int | None = 1, vector_rank: int | None = None) -> Hit:
+    return Hit(uid, "event", "prompt", "", text, "events/2026-11-20.jsonl", None, None, "2026-11-20T00:00:00",
+               "s1", project, None, 0.5, bm25_rank, vector_rank, None, None, similarity)
+
+
+def test_close_meaning_passes_without_shared_words():
+    hit = _hit("the nightly job retries when sqlite reports contention", similarity=0.6)
+    assert relevant("why does the ledger export fail", hit)
+    assert not relevant("why does the ledger export fail", replace(hit, similarity=0.3))
+
+
+def test_shared_words_need_some_closeness_when_the_similarity_is_known():
+    hit = _hit("ledger export failed at night", similarity=0.45)
+    query = "ledger export failure"
+    assert relevant(query, hit)
+    # the same words, but a meaning far from the prompt (below coverage_similarity): not injected
+    assert not relevant(query, replace(hit, similarity=DEFAULT_GATE.coverage_similarity - 0.05))
+    # BM25 only (no similarity): the words decide alone
+    assert relevant(query, replace(hit, similarity=None))
+    assert not relevant("ledger reconciliation totals mismatch", replace(hit, similarity=None))
+
+
+def test_another_projects_hit_needs_the_stricter_bar():
+    gate = Gate(min_similarity=0.5, min_coverage=0.5, coverage_similarity=0.0, foreign_margin=0.1)
+    hit = _hit("unrelated words only", similarity=0.55, project="billing")
+    assert relevant("q about something", hit, gate, project="billing")
+    assert not relevant("q about something", hit, gate, project="frontend")
+    assert relevant("q about something", replace(hit, similarity=0.61), gate, project="frontend")
+    # a hit of no project (a global note) is never foreign; nor is anything when the prompt's project is unknown
+    assert relevant("q about something", replace(hit, project=None), gate, project="frontend")
+    assert relevant("q about something", hit, gate, project=None)
+
+
+def test_block_puts_the_prompts_project_first():
+    other = _hit("deploy steps for the gateway", similarity=0.9, project="billing", uid="aaaaaaaaaaaa")
+    mine = _hit("deploy steps for the frontend", similarity=0.7, project="frontend", uid="bbbbbbbbbbbb")
+    block, chosen = format_context("deploy steps", [other, mine], project="frontend")
+    assert [h.id for h in chosen] == ["bbbbbbbbbbbb", "aaaaaaaaaaaa"]
+    assert block.index("bbbbbbbbbbbb") < block.index("aaaaaaaaaaaa")
+    _, chosen = format_context("deploy steps", [other, mine], project="frontend", max_items=1)
+    assert [h.id for h in chosen] == ["bbbbbbbbbbbb"]
+
+
+def test_gate_false_injects_everything_and_nothing_passes_an_impossible_gate():
+    hits = [_hit("alpha beta", similarity=0.1, uid=f"{i:012d}") for i in range(3)]
+    assert len(format_context("gamma delta", hits, gate=False)[1]) == 3
+    assert format_context("gamma delta", hits) == ("", [])
+    assert format_context("alpha beta", hits, gate=Gate(min_similarity=2.0, min_coverage=2.0)) == ("", [])
