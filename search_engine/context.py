@@ -78,19 +78,25 @@ class Gate:
     """The relevance gate's parameters, chosen from the curves of ``make eval``'s injection section (LoCoMo dev
     as a user's memory, questions sent through the prompt hook; README, "Injection").
 
-    A hit passes when it is close in meaning (``similarity >= min_similarity``), or when it holds
-    ``min_coverage`` of the prompt's content words and, if its similarity is known (hybrid), is at least
-    ``coverage_similarity`` close: shared words alone (a name, a common verb) are not enough when the meaning is
-    far. A hit of another project than the prompt's must pass with every bar raised by ``foreign_margin``.
+    A hit passes when it is close in meaning (``similarity >= min_similarity``); or when it stands out from the
+    rest of the list: at least ``relative_floor`` close, ``relative_margin`` above the list's median similarity,
+    and in the first ``relative_rank`` of both the BM25 and the vector list (a model whose scores for related
+    text sit around 0.3-0.5 still gets its clear winners through); or when it holds ``min_coverage`` of the
+    prompt's content words and, if its similarity is known (hybrid), is at least ``coverage_similarity`` close:
+    shared words alone (a name, a common verb) are not enough when the meaning is far. A hit of another project
+    than the prompt's must pass with every bar raised by ``foreign_margin``.
 
-    Measured and not adopted: letting hits on which the BM25 and vector lists agree (both in their first 3, 5
-    or 10) pass at a lower similarity raised false injection more than recall (in a memory without the answer,
-    both lists agree on the same off-topic turns).
+    Measured and not adopted: agreement of the two lists alone (both in their first 3, 5 or 10) at a lower
+    similarity raised false injection (to 0.12-0.38) more than recall: in a memory without the answer, both
+    lists agree on the same off-topic items; the margin over the list's median is what tells them apart.
     """
 
     min_similarity: float = 0.55
     min_coverage: float = 0.5
     coverage_similarity: float = 0.4
+    relative_floor: float = 0.4
+    relative_margin: float = 0.1
+    relative_rank: int = 3
     foreign_margin: float = 0.1
 
 
@@ -101,19 +107,40 @@ GATE_SWEEP = {
     "min_similarity": [0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7],
     "min_coverage": [0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0],
     "coverage_similarity": [0.0, 0.2, 0.3, 0.35, 0.4, 0.45, 0.5],
+    "relative_margin": [0.0, 0.05, 0.1, 0.15, 0.2, 0.3, 1.0],
     "foreign_margin": [0.0, 0.05, 0.1, 0.15, 0.2, 0.3],
 }
 
 
-def relevant(query: str, hit: Hit, gate: Gate = DEFAULT_GATE, project: str | None = None) -> bool:
-    """Whether ``hit`` passes ``gate`` for a prompt of ``project`` (see :class:`Gate`)."""
+def relevant(query: str, hit: Hit, gate: Gate = DEFAULT_GATE, project: str | None = None,
+             background: float | None = None) -> bool:
+    """Whether ``hit`` passes ``gate`` for a prompt of ``project`` (see :class:`Gate`); ``background`` is the
+    median similarity of the list the hit came from (:func:`background`)."""
     margin = gate.foreign_margin if foreign(hit, project) else 0.0
     sim = hit.similarity
     if sim is not None and sim >= gate.min_similarity + margin:
         return True
+    if (sim is not None and background is not None and sim >= gate.relative_floor + margin
+            and sim - background >= gate.relative_margin + margin and hit.bm25_rank is not None
+            and hit.vector_rank is not None and max(hit.bm25_rank, hit.vector_rank) <= gate.relative_rank):
+        return True
     if sim is not None and sim < gate.coverage_similarity + margin:
         return False
     return coverage(query, hit) >= gate.min_coverage + margin
+
+
+def background(hits: Sequence[Hit]) -> float | None:
+    """The median similarity of a result list (None without similarities: BM25 only).
+
+    >>> from types import SimpleNamespace as H
+    >>> background([H(similarity=0.5), H(similarity=0.2), H(similarity=None), H(similarity=0.3)])
+    0.3
+    """
+    sims = sorted(h.similarity for h in hits if h.similarity is not None)
+    if not sims:
+        return None
+    mid = len(sims) // 2
+    return sims[mid] if len(sims) % 2 else (sims[mid - 1] + sims[mid]) / 2
 
 
 def foreign(hit: Hit, project: str | None) -> bool:
@@ -137,6 +164,7 @@ def format_context(
     gate; ``True``: the default one). Hits of the prompt's ``project`` (and of none) come first, in their ranked
     order; another project's follow, only if they pass the stricter bar."""
     rule = DEFAULT_GATE if gate is True else gate or None
+    level = background(hits)
     hits = sorted(hits, key=lambda hit: foreign(hit, project))
     max_items = max(0, min(20, max_items))
     budget = min(MAX_BLOCK_CHARS, token_budget * CHARS_PER_TOKEN)
@@ -145,7 +173,7 @@ def format_context(
     for hit in hits:
         if len(chosen) >= max_items:
             break
-        if rule is not None and not relevant(query, hit, rule, project):
+        if rule is not None and not relevant(query, hit, rule, project, level):
             continue
         title = compact(hit.title, 120)
         body = compact(hit.text)

@@ -57,3 +57,17 @@ def test_gate_false_injects_everything_and_nothing_passes_an_impossible_gate():
     assert len(format_context("gamma delta", hits, gate=False)[1]) == 3
     assert format_context("gamma delta", hits) == ("", [])
     assert format_context("alpha beta", hits, gate=Gate(min_similarity=2.0, min_coverage=2.0)) == ("", [])
+
+
+def test_a_clear_winner_of_both_lists_passes_below_the_absolute_bar():
+    query = "how do we avoid charging a customer twice"
+    winner = _hit("idempotency key on provider calls", similarity=0.45, bm25_rank=2, vector_rank=1, uid="w" * 12)
+    rest = [_hit(f"unrelated note {i}", similarity=0.25, bm25_rank=4 + i, vector_rank=4 + i, uid=f"{i:012d}")
+            for i in range(5)]
+    _, chosen = format_context(query, [winner, *rest])
+    assert [h.id for h in chosen] == ["w" * 12]
+    # the same score does not stand out in a list where everything is about as close
+    flat = [replace(h, similarity=0.42) for h in rest]
+    assert format_context(query, [winner, *flat]) == ("", [])
+    # nor does a hit only one list ranks near the top
+    assert format_context(query, [replace(winner, bm25_rank=9), *rest]) == ("", [])
