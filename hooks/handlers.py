@@ -117,6 +117,9 @@ def _search(settings: Settings, query: str, session: str | None, k: int, capture
                                 "ingest": [str(captured)]}, timeout=SERVER_TIMEOUT)
     if answer and answer.get("ok"):
         return [SimpleNamespace(**h) for h in answer["result"]["hits"]]
+    from search_engine.client import ensure_server
+
+    ensure_server(settings)  # gone after an idle exit, say: back for the next prompt, not waited for here
     from indexer.pipeline import ingest
 
     ingest(settings, [captured], lock_timeout=0.1)
@@ -171,36 +174,51 @@ def stop(payload: dict[str, Any]) -> None:
 
 def session_start(payload: dict[str, Any]) -> None:
     """SessionStart: make sure the warm server runs (started detached, never waited for)."""
-    settings = _settings()
-    from indexer.embedder import resolve_model
-    from search_engine.client import is_running, start_detached
+    from search_engine.client import ensure_server
 
-    if (settings.state_dir / "serve.sock").exists() and is_running(settings, timeout=0.2):
-        return None
-    if os.environ.get("MEMSEARCH_NO_SERVER") == "1" or not resolve_model(settings).available:
-        return None
-    start_detached(settings)
+    ensure_server(_settings())
     return None
 
 
 def session_end(payload: dict[str, Any]) -> None:
-    """SessionEnd: hand the summary to a detached process (SessionEnd hooks share a 1.5 s budget)."""
-    import subprocess
-
+    """SessionEnd: queue the session's summary (SessionEnd hooks share a 1.5 s budget). The warm server writes
+    it; where no server may run, one detached worker drains the queue (never one process per session)."""
     session = payload.get("session_id")
     if not isinstance(session, str) or not session:
         return None
-    args = [sys.executable, "-m", "hooks.entry", "summarize", session]
+    from search_engine.client import ensure_server
+
+    from .summary import queue_summary
+
+    settings = _settings()
+    queue_summary(settings, session)
+    if os.environ.get("MEMSEARCH_NO_SERVER") != "1":
+        ensure_server(settings)
+        return None
+    from search_engine.client import claim_start
+
+    if not claim_start(settings, "summarize.starting"):
+        return None  # a worker is draining the queue: it takes this session too
+    import subprocess
+
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = {**os.environ, "PYTHONPATH": root + (os.pathsep + os.environ["PYTHONPATH"] if "PYTHONPATH" in os.environ else "")}
-    subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                     start_new_session=True, close_fds=True, env=env)
+    subprocess.Popen([sys.executable, "-m", "hooks.entry", "summarize"], stdin=subprocess.DEVNULL,
+                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True,
+                     env=env)
     return None
 
 
 def summarize(argv: list[str]) -> None:
-    """The detached half of SessionEnd: write ``sessions/<id>.md`` and index it."""
-    from .summary import write_session_summary
+    """The queue's worker where no server runs: write every queued summary (BM25 now, vectors later)."""
+    from .summary import drain_queue, queue_summary, queued
 
+    settings = _settings()
     if argv:
-        write_session_summary(_settings(), argv[0])
+        queue_summary(settings, argv[0])
+    try:
+        drain_queue(settings, embedder=None)
+    finally:
+        (settings.state_dir / "summarize.starting").unlink(missing_ok=True)
+    if queued(settings):  # queued while this worker was finishing (that hook saw the claim and left it to us)
+        drain_queue(settings, embedder=None)

@@ -263,23 +263,24 @@ def serve(
     home: HomeOpt = None,
 ) -> None:
     """The warm search server on a Unix socket in the memory root (model and index kept open)."""
-    from .client import is_running, request, start_detached
+    from .client import is_running, server_pid, start_detached, stop_server
 
     settings = _settings(home)
-    running = is_running(settings)
+    pid = server_pid(settings)  # the lock decides; the ping only adds details when it answers in time
     if status_only:
-        info = {"running": running is not None, **(running or {})}
-        text = (f"running: pid {running['pid']}, model {running.get('model') or 'none'}" if running
-                else "not running")
+        details = (is_running(settings, timeout=2.0) or {}) if pid is not None else {}
+        info = {"running": pid is not None, **details, "pid": pid}
+        text = "not running" if pid is None else (
+            f"running: pid {pid}, model {details.get('model') or 'none'}" if details
+            else f"running: pid {pid} (busy or starting: it did not answer a ping within 2 s)")
         _emit(info, as_json, text)
-        raise typer.Exit(0 if running else 3)
+        raise typer.Exit(0 if pid is not None else 3)
     if stop:
-        if running:
-            request(settings, {"op": "stop"}, timeout=2.0)
-        _emit({"stopped": running is not None}, as_json, "stopped" if running else "not running")
+        stopped = pid is not None and stop_server(settings)
+        _emit({"stopped": stopped}, as_json, "stopped" if stopped else "not running")
         return
-    if running:
-        raise MemsearchError(f"memsearch serve already runs for {settings.home} (pid {running['pid']})")
+    if pid is not None:
+        raise MemsearchError(f"memsearch serve already runs for {settings.home} (pid {pid})")
     if detach:
         start_detached(settings, idle_timeout)
         _emit({"started": True}, as_json, "started in the background")

@@ -1,7 +1,13 @@
-"""Talking to ``memsearch serve``, and starting it detached. Cheap to import: the hook path uses it."""
+"""Talking to ``memsearch serve``, and starting it detached. Cheap to import: the hook path uses it.
+
+Whether a server runs is decided by its lock, not by a ping: the server holds ``serve.lock`` for its whole life
+(the kernel releases it when the process dies) and writes its pid to ``serve.pid``. A busy server that answers a
+ping late is still running; a dead one never holds the lock.
+"""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import socket
@@ -47,6 +53,84 @@ def request(settings: Settings, payload: dict[str, Any], timeout: float = 0.5) -
 def is_running(settings: Settings, timeout: float = 0.3) -> dict[str, Any] | None:
     answer = request(settings, {"op": "ping"}, timeout)
     return answer if answer and answer.get("ok") else None
+
+
+#: A start claimed this recently (``serve.starting``) is not repeated: ten hooks at once start one server.
+START_GRACE = 15.0
+
+
+def server_pid(settings: Settings) -> int | None:
+    """The running server's pid (0 while it is still starting), or None when no server holds the lock."""
+    try:
+        fd = os.open(settings.state_dir / "serve.lock", os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            try:
+                return int((settings.state_dir / "serve.pid").read_text().strip() or 0)
+            except (OSError, ValueError):
+                return 0
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
+def stop_server(settings: Settings, timeout: float = 10.0) -> bool:
+    """Stop the running server: SIGTERM to the pid its lock vouches for, then wait for the lock to be released.
+    True when a server was running and is gone."""
+    import signal
+
+    pid = server_pid(settings)
+    if pid is None:
+        return False
+    if pid > 0:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    else:  # still starting (no pid yet): ask over the socket once it listens
+        request(settings, {"op": "stop"}, timeout=2.0)
+    deadline = time.monotonic() + timeout
+    while server_pid(settings) is not None:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def ensure_server(settings: Settings) -> bool:
+    """Start the server detached when none runs and none is being started; never waits for it. True when this
+    call started one. ``MEMSEARCH_NO_SERVER=1`` turns this off."""
+    if os.environ.get("MEMSEARCH_NO_SERVER") == "1" or server_pid(settings) is not None:
+        return False
+    if not claim_start(settings, "serve.starting"):
+        return False
+    start_detached(settings)
+    return True
+
+
+def claim_start(settings: Settings, name: str) -> bool:
+    """Create the marker ``name`` in the state folder exclusively (or take over one older than START_GRACE): of
+    many hooks starting the same background process at once, one wins."""
+    marker = settings.state_dir / name
+    try:
+        settings.state_dir.mkdir(parents=True, exist_ok=True)
+        os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+        return True
+    except FileExistsError:
+        try:
+            if time.time() - marker.stat().st_mtime < START_GRACE:
+                return False
+            os.utime(marker)
+            return True
+        except OSError:
+            return False
+    except OSError:
+        return False
 
 
 def start_detached(settings: Settings, idle_timeout: float | None = None) -> None:

@@ -191,7 +191,13 @@ class Server:
             health(conn, model_choice(self.settings, self.embedder))
 
     def idle_work(self) -> None:
-        """Pick up new sources now and then, and embed a small batch of pending chunks."""
+        """Write queued session summaries, pick up new sources now and then, and embed a small batch of pending
+        chunks."""
+        from hooks.summary import drain_queue, queued
+
+        if queued(self.settings):
+            drain_queue(self.settings, embedder=self.embedder)
+            self.vectors()
         now = time.monotonic()
         if now - self.last_scan >= RESCAN_EVERY:
             self.last_scan = now
@@ -262,12 +268,28 @@ class Server:
 def run(settings: Settings, idle_timeout: float = IDLE_TIMEOUT) -> int:
     """Run the server in the foreground until idle, stopped or signalled. Returns an exit code."""
     settings.state_dir.mkdir(parents=True, exist_ok=True)
+    pid_path = settings.state_dir / "serve.pid"
     try:
-        with file_lock(settings.state_dir / "serve.lock", 0):
-            return _run_locked(settings, idle_timeout)
+        # a short wait, not none: a hook probing whether the lock is held holds it for a few microseconds
+        with file_lock(settings.state_dir / "serve.lock", 0.5):
+            pid_path.write_text(f"{os.getpid()}\n")
+            _started(settings)
+            try:
+                return _run_locked(settings, idle_timeout)
+            finally:
+                pid_path.unlink(missing_ok=True)
     except LockTimeout:
+        _started(settings)
         print("memsearch serve is already running for this memory root", file=sys.stderr)
         return 1
+
+
+def _started(settings: Settings) -> None:
+    """Clear the claim a starting hook left (search_engine.client.ensure_server)."""
+    try:
+        (settings.state_dir / "serve.starting").unlink()
+    except OSError:
+        pass
 
 
 def _run_locked(settings: Settings, idle_timeout: float) -> int:

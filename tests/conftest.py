@@ -38,6 +38,8 @@ def isolated_env(tmp_path, monkeypatch, model_cache):
     for name in list(os.environ):
         if name.startswith("MEMSEARCH_") and name not in ("MEMSEARCH_HOME", "MEMSEARCH_CACHE_DIR"):
             monkeypatch.delenv(name)
+    # hooks start a detached server when none runs: a test that wants one says so (and stops it)
+    monkeypatch.setenv("MEMSEARCH_NO_SERVER", "1")
     return home
 
 

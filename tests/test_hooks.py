@@ -229,7 +229,7 @@ def test_warm_server_answers_hybrid_over_a_private_socket(sample_home):
         sock = sample_home / ".memsearch" / "serve.sock"
         for _ in range(300):
             status = subprocess.run([MEMSEARCH, "serve", "--status", "--json"], capture_output=True, text=True)
-            if status.returncode == 0:
+            if status.returncode == 0 and "model" in json.loads(status.stdout):  # running and answering
                 break
             time.sleep(0.1)
         assert json.loads(status.stdout)["running"] is True

@@ -1,0 +1,133 @@
+"""One warm server, started by the hooks when missing, never piling up; summaries through one queue.
+
+Real processes throughout: ``memsearch-hook`` as Claude Code runs it, ``memsearch serve``, and a count of the
+processes that run for this memory root, read from /proc."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from conftest import MEMSEARCH
+from test_hooks import hook, prompt_payload
+
+SESSIONS = [f"sess-{i:02d}" for i in range(10)]
+
+
+def background_processes(home: Path) -> list[int]:
+    """Pids of servers and summary workers of this memory root (their command line or environment names it)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            if "search_engine.server" not in cmd and "hooks.entry summarize" not in cmd:
+                continue
+            if str(home) in cmd or str(home).encode() in (entry / "environ").read_bytes():
+                state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+                if state != "Z":
+                    found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def wait_for(check, seconds: float, step: float = 0.1):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(step)
+    return check()
+
+
+@pytest.fixture
+def captured(sample_home):
+    """Ten sessions with a prompt each, recorded by the real hook (no server yet)."""
+    for s in SESSIONS:
+        hook("prompt", prompt_payload(f"Make the nightly export resumable, part {s}", session=s),
+             env={"MEMSEARCH_MODEL": "none"})
+    return sample_home
+
+
+def _stop(home: Path) -> None:
+    subprocess.run([MEMSEARCH, "serve", "--stop"], capture_output=True, text=True, timeout=30)
+    assert wait_for(lambda: not background_processes(home), 20)
+
+
+def _session_end(s: str, env: dict) -> str:
+    return hook("session-end", {"session_id": s, "transcript_path": "/tmp/x.jsonl", "cwd": "/repo",
+                                "hook_event_name": "SessionEnd", "reason": "other"}, env=env)
+
+
+@pytest.mark.parametrize("with_server", [True, False], ids=["server", "no-server"])
+def test_ten_session_ends_run_one_background_process(captured, monkeypatch, with_server):
+    home = captured
+    if with_server:
+        monkeypatch.delenv("MEMSEARCH_NO_SERVER")
+    env = {"MEMSEARCH_MODEL": "none"}
+    try:
+        started = time.monotonic()
+        with ThreadPoolExecutor(max_workers=10) as pool:
+            list(pool.map(lambda s: _session_end(s, env), SESSIONS))
+        assert time.monotonic() - started < 10
+        most = 0
+        for _ in range(30):  # watch for 3 s: a second process would show up here
+            most = max(most, len(background_processes(home)))
+            time.sleep(0.1)
+        assert most == 1
+        notes = lambda: all((home / "sessions" / f"{s}.md").exists() for s in SESSIONS)  # noqa: E731
+        assert wait_for(notes, 90)
+        assert "Make the nightly export resumable, part sess-03" in (home / "sessions" / "sess-03.md").read_text()
+        assert not (home / ".memsearch" / "summary-queue").exists() or not (
+            home / ".memsearch" / "summary-queue").read_text().strip()
+    finally:
+        if with_server:
+            _stop(home)
+    if not with_server:  # the worker leaves once the queue is empty
+        assert wait_for(lambda: not background_processes(home), 20)
+
+
+def test_prompt_hook_starts_a_missing_server_without_waiting(captured, monkeypatch):
+    home = captured
+    monkeypatch.delenv("MEMSEARCH_NO_SERVER")
+    try:
+        started = time.monotonic()
+        hook("prompt", prompt_payload("Why do we get database is locked errors during the nightly export?"),
+             env={"MEMSEARCH_MODEL": "none"})
+        assert time.monotonic() - started < 5
+        assert wait_for(lambda: background_processes(home), 30)
+        status = wait_for(lambda: subprocess.run([MEMSEARCH, "serve", "--status"], capture_output=True,
+                                                 text=True).returncode == 0, 30)
+        assert status
+    finally:
+        _stop(home)
+    assert not (home / ".memsearch" / "serve.pid").exists()
+
+
+def test_status_and_stop_trust_the_lock_not_a_ping(sample_home):
+    server = subprocess.Popen([MEMSEARCH, "serve", "--idle-timeout", "120"], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, env={**os.environ, "MEMSEARCH_MODEL": "none"})
+    try:
+        assert wait_for(lambda: (sample_home / ".memsearch" / "serve.sock").exists(), 30)
+        os.kill(server.pid, signal.SIGSTOP)  # alive but unable to answer any ping
+        status = subprocess.run([MEMSEARCH, "serve", "--status"], capture_output=True, text=True, timeout=30)
+        assert status.returncode == 0 and f"running: pid {server.pid}" in status.stdout
+        os.kill(server.pid, signal.SIGCONT)
+        stop = subprocess.run([MEMSEARCH, "serve", "--stop"], capture_output=True, text=True, timeout=30)
+        assert stop.stdout.strip() == "stopped"
+        assert server.wait(timeout=20) == 0
+        status = subprocess.run([MEMSEARCH, "serve", "--status"], capture_output=True, text=True, timeout=30)
+        assert status.returncode == 3 and status.stdout.strip() == "not running"
+    finally:
+        if server.poll() is None:
+            os.kill(server.pid, signal.SIGCONT)
+            server.kill()
