@@ -72,6 +72,19 @@ def score_fusion(bm25: dict[K, float], similarity: dict[K, float], alpha: float 
     return sorted(fused.items(), key=lambda kv: (-kv[1], -best[kv[0]], repr(kv[0])))
 
 
+def boost(fused: Sequence[tuple[K, float]], chosen: set[K], share: float) -> list[tuple[K, float]]:
+    """Raise the scores of ``chosen`` keys: ``s·(1 + share)``, others unchanged, re-sorted best first (a stable
+    sort, so ties keep the order they had).
+
+    >>> boost([("a", 1.0), ("b", 0.8), ("c", 0.5)], {"c"}, 1.0)
+    [('a', 1.0), ('c', 1.0), ('b', 0.8)]
+    """
+    if not chosen or not share:
+        return list(fused)
+    raised = [(key, score * (1 + share) if key in chosen else score) for key, score in fused]
+    return sorted(raised, key=lambda kv: -kv[1])
+
+
 def trigrams(text: str) -> frozenset[str]:
     """Character trigrams of the lower-cased text with white space folded (texts under 3 characters give
     themselves).
