@@ -142,7 +142,7 @@ def tool(payload: dict[str, Any]) -> None:
     response = payload.get("tool_response")
     error = payload.get("error")
     output = response_text(response) if response is not None else (str(error) if error else "")
-    content, metadata = describe_tool(name, payload.get("tool_input"), output, succeeded(response, error))
+    content, metadata = describe_tool(name, payload.get("tool_input"), output, succeeded(response, error), response)
     if payload.get("tool_use_id"):
         metadata["tool_use_id"] = str(payload["tool_use_id"])
     if payload.get("agent_type"):

@@ -70,8 +70,20 @@ def succeeded(response: Any, error: Any = None) -> bool:
     return True
 
 
-def describe_tool(name: str, tool_input: Any, output: str, ok: bool) -> tuple[str, dict[str, Any]]:
-    """``(content, metadata)`` of a tool observation."""
+#: File and search tools: their observation is built from the structured input (and the response's counts),
+#: never from the response itself, which repeats the file (Read), the patch (Edit) or JSON bookkeeping.
+STRUCTURED = ("Edit", "MultiEdit", "Write", "Read", "Grep", "Glob", "NotebookEdit")
+
+
+def describe_tool(name: str, tool_input: Any, output: str, ok: bool, response: Any = None) -> tuple[str, dict[str, Any]]:
+    """``(content, metadata)`` of a tool observation: a first line ``Tool: key input``, then what matters of it.
+
+    >>> describe_tool("Edit", {"file_path": "/r/a.py", "old_string": "x = 1", "new_string": "x = 2"}, "", True)[0]
+    'Edit: /r/a.py\nold: x = 1\nnew: x = 2'
+    >>> describe_tool("Grep", {"pattern": "TODO", "path": "/r", "glob": "*.py"}, "", True,
+    ...               {"numFiles": 2, "filenames": ["/r/a.py", "/r/b.py"]})[0]
+    'Grep: TODO in /r (*.py)\n2 files: /r/a.py, /r/b.py'
+    """
     tool_input = tool_input if isinstance(tool_input, dict) else {}
     field = KEY_FIELDS.get(name)
     key = tool_input.get(field) if field else None
@@ -81,14 +93,65 @@ def describe_tool(name: str, tool_input: Any, output: str, ok: bool) -> tuple[st
                 field, key = candidate, tool_input[candidate]
                 break
     key = str(key) if key is not None else ""
-    lines = [f"{name}{': ' + key if key else ''}{'' if ok else ' (failed)'}"]
-    if name in ("Edit", "MultiEdit") and isinstance(tool_input.get("new_string"), str):
-        lines.append("new: " + truncate_middle(tool_input["new_string"], 400, 100))
-    elif name == "Write" and isinstance(tool_input.get("content"), str):
-        lines.append(f"wrote {tool_input['content'].count(chr(10)) + 1} lines")
-    if output and name not in ("Write", "Read"):
+    head = f"{name}{': ' + key if key else ''}"
+    if name in ("Grep", "Glob") and isinstance(tool_input.get("path"), str):
+        head += f" in {tool_input['path']}"
+    if name == "Grep" and isinstance(tool_input.get("glob"), str):
+        head += f" ({tool_input['glob']})"
+    if name == "Read" and isinstance(tool_input.get("offset"), int):
+        limit = tool_input.get("limit")
+        head += f" (lines {tool_input['offset']}-{tool_input['offset'] + limit if isinstance(limit, int) else ''})"
+    lines = [head + ("" if ok else " (failed)")]
+    if name in STRUCTURED:
+        extra = _structured(name, tool_input, response if isinstance(response, dict) else {})
+        if not extra and name in ("Grep", "Glob") and output and ok:  # a transcript's text result: the file list
+            extra = [truncate_middle(output.strip(), 400, 100)]
+        lines += extra
+        if not ok and output:
+            lines.append(truncate_middle(output.strip(), 400, 100))
+    elif output:
         lines.append(truncate_middle(output.strip()))
     metadata: dict[str, Any] = {"success": ok}
     if field and key:
         metadata[field] = key[:1000]
     return "\n".join(lines), metadata
+
+
+def _short(text: str, head: int = 400, tail: int = 100) -> str:
+    return truncate_middle(text.strip(), head, tail)
+
+
+def _structured(name: str, tool_input: dict[str, Any], response: dict[str, Any]) -> list[str]:
+    """The lines after the first of a file or search tool's observation."""
+    out: list[str] = []
+    if name == "Edit":
+        for label, field in (("old", "old_string"), ("new", "new_string")):
+            if isinstance(tool_input.get(field), str):
+                out.append(f"{label}: " + _short(tool_input[field]))
+        if tool_input.get("replace_all") is True:
+            out.append("(every occurrence)")
+    elif name == "MultiEdit":
+        edits = [e for e in tool_input.get("edits") or [] if isinstance(e, dict)]
+        out.append(f"{len(edits)} edits")
+        for e in edits[:5]:
+            if isinstance(e.get("new_string"), str):
+                out.append("new: " + _short(e["new_string"], 200, 50))
+    elif name == "Write" and isinstance(tool_input.get("content"), str):
+        content = tool_input["content"]
+        out.append(f"wrote {content.count(chr(10)) + 1} lines")
+        out.append(_short(content, 300, 0) if len(content) > 340 else content.strip())
+    elif name == "NotebookEdit" and isinstance(tool_input.get("new_source"), str):
+        out.append("new: " + _short(tool_input["new_source"]))
+    elif name == "Read":
+        file = response.get("file") if isinstance(response.get("file"), dict) else {}
+        if isinstance(file.get("numLines"), int):
+            out.append(f"{file['numLines']} lines read")
+    elif name in ("Grep", "Glob"):
+        names = [str(f) for f in response.get("filenames") or [] if isinstance(f, str)]
+        count = response.get("numFiles") if isinstance(response.get("numFiles"), int) else len(names)
+        if names or count:
+            shown = ", ".join(names[:10]) + (f", … {len(names) - 10} more" if len(names) > 10 else "")
+            out.append(f"{count} files" + (f": {shown}" if shown else ""))
+        if isinstance(response.get("content"), str) and response["content"].strip():
+            out.append(_short(response["content"]))
+    return [line for line in out if line]

@@ -150,6 +150,41 @@ def foreign(hit: Hit, project: str | None) -> bool:
     return project is not None and own is not None and own != project
 
 
+def _label(hit: Hit) -> str:
+    """The item's title as a reader wants it: a note's heading path; for an event, who or what it is (a tool
+    event's text already starts with ``Tool: input``, so it needs none)."""
+    title = compact(hit.title, 120)
+    if getattr(hit, "kind", None) != "event":
+        return title
+    kind, _, rest = title.partition(" · ")
+    if kind == "tool":
+        return ""
+    return f"{kind} · {rest}" if rest else kind
+
+
+_KEY_CHARS = 120
+
+
+def _repeats(body: str, shown: list[str]) -> bool:
+    """Whether ``body`` is already in the block: quoted inside an item shown (an event inside its session
+    summary), or quoting one (a summary after its events). Compared on the first 120 characters, whitespace
+    folded, since summaries cut long lines.
+
+    >>> _repeats("Make the export resumable", ["## Prompts - Make the export resumable - next"])
+    True
+    """
+    key = " ".join(body.split())[:_KEY_CHARS].rstrip("…")
+    if len(key) < 20:
+        return False
+    flat_body = " ".join(body.split())
+    for other in shown:
+        flat = " ".join(other.split())
+        other_key = flat[:_KEY_CHARS].rstrip("…")
+        if key in flat or (len(other_key) >= 20 and other_key in flat_body):
+            return True
+    return False
+
+
 def _source(hit: Hit) -> str:
     if hit.line_start is not None:
         return f"{hit.path}:{hit.line_start}-{hit.line_end}"
@@ -169,14 +204,17 @@ def format_context(
     max_items = max(0, min(20, max_items))
     budget = min(MAX_BLOCK_CHARS, token_budget * CHARS_PER_TOKEN)
     chosen: list[tuple[Hit, str]] = []
+    shown: list[tuple[Hit, str]] = []
     used = len(HEADER) + 40
     for hit in hits:
         if len(chosen) >= max_items:
             break
         if rule is not None and not relevant(query, hit, rule, project, level):
             continue
-        title = compact(hit.title, 120)
         body = compact(hit.text)
+        if _repeats(body, [text for _, text in shown]):
+            continue
+        title = _label(hit)
         text = f"{title}: {body}" if title and not body.startswith(title.lstrip("# ")) else body
         item = (
             f'<memory id="{_attr(hit.id)}" kind="{_attr(hit.kind)}" date="{_attr((hit.ts or "")[:10])}" '
@@ -189,6 +227,7 @@ def format_context(
             text = text[:room].rstrip() + "…"
             item = item.split(">\n", 1)[0] + f">\n{escape(text)}\n</memory>"
         chosen.append((hit, item))
+        shown.append((hit, body))
         used += len(item) + 1
     if not chosen:
         return "", []

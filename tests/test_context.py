@@ -71,3 +71,21 @@ def test_a_clear_winner_of_both_lists_passes_below_the_absolute_bar():
     assert format_context(query, [winner, *flat]) == ("", [])
     # nor does a hit only one list ranks near the top
     assert format_context(query, [replace(winner, bm25_rank=9), *rest]) == ("", [])
+
+
+def test_block_never_shows_an_item_twice_and_titles_read_well():
+    prompt = _hit("Make the nightly export resumable after a crash", similarity=0.8, uid="p" * 12)
+    prompt = replace(prompt, title="prompt · user")
+    summary = Hit("s" * 12, "note", "session", "Session s1 > Prompts",
+                  "## Prompts\n- Make the nightly export resumable after a crash\n- Run the tests", "sessions/s1.md",
+                  10, 14, "2026-11-20T00:00:00", "s1", None, None, 0.4, 2, 2, None, None, 0.8)
+    tool = replace(_hit("Bash: pytest tests/test_export.py\n3 passed", similarity=0.8, uid="t" * 12),
+                   title="tool · Bash")
+    block, chosen = format_context("nightly export resumable", [prompt, summary, tool])
+    assert [h.id for h in chosen] == ["p" * 12, "t" * 12]
+    assert block.count("Make the nightly export resumable") == 1
+    assert "Bash: Bash" not in block and "tool · " not in block and "\nBash: pytest tests/test_export.py" in block
+    assert "prompt · user: Make the nightly" in block
+    # the other way round: the summary first, then the event it quotes is left out
+    _, chosen = format_context("nightly export resumable", [summary, prompt])
+    assert [h.id for h in chosen] == ["s" * 12]

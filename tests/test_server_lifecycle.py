@@ -13,9 +13,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from test_hooks import hook, prompt_payload
 
 from conftest import MEMSEARCH
-from test_hooks import hook, prompt_payload
 
 SESSIONS = [f"sess-{i:02d}" for i in range(10)]
 
