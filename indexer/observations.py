@@ -79,10 +79,10 @@ def describe_tool(name: str, tool_input: Any, output: str, ok: bool, response: A
     """``(content, metadata)`` of a tool observation: a first line ``Tool: key input``, then what matters of it.
 
     >>> describe_tool("Edit", {"file_path": "/r/a.py", "old_string": "x = 1", "new_string": "x = 2"}, "", True)[0]
-    'Edit: /r/a.py\nold: x = 1\nnew: x = 2'
+    'Edit: /r/a.py\\nold: x = 1\\nnew: x = 2'
     >>> describe_tool("Grep", {"pattern": "TODO", "path": "/r", "glob": "*.py"}, "", True,
     ...               {"numFiles": 2, "filenames": ["/r/a.py", "/r/b.py"]})[0]
-    'Grep: TODO in /r (*.py)\n2 files: /r/a.py, /r/b.py'
+    'Grep: TODO in /r (*.py)\\n2 files: /r/a.py, /r/b.py'
     """
     tool_input = tool_input if isinstance(tool_input, dict) else {}
     field = KEY_FIELDS.get(name)

@@ -262,12 +262,32 @@ def test_mcp_server_answers_over_stdio(memory):
         assert "three steps" in init["result"]["instructions"]
         mcp_rpc(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
         tools = mcp_rpc(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
-        assert {t["name"] for t in tools["result"]["tools"]} == {"search", "timeline", "get"}
+        listed = {t["name"]: t for t in tools["result"]["tools"]}
+        assert set(listed) == {"search", "timeline", "get", "recent"}
+        params = listed["search"]["inputSchema"]["properties"]
+        assert "hybrid" in params["mode"]["description"] and params["k"]["maximum"] == 50
+        assert "YYYY-MM-DD" in params["since"]["description"]
         found = mcp_rpc(proc, {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
                             "params": {"name": "search", "arguments": {"query": "database locked", "k": 2}}})
         text = found["result"]["content"][0]["text"]
         assert text.startswith("mode_used: bm25") and len(text.splitlines()) == 3
         first_id = text.splitlines()[1].split()[0]
+        got_text = mcp_rpc(proc, {"jsonrpc": "2.0", "id": 40, "method": "tools/call",
+                                  "params": {"name": "get", "arguments": {"ids": [first_id]}}})
+        snippet = " ".join(got_text["result"]["structuredContent"]["result"][0]["text"].split())[:40]
+        assert snippet.replace("<", "&lt;").replace(">", "&gt;") in text.splitlines()[1]
+        wrong = mcp_rpc(proc, {"jsonrpc": "2.0", "id": 41, "method": "tools/call",
+                               "params": {"name": "timeline", "arguments": {"id": "not-an-id"}}})
+        assert wrong["result"]["isError"] is True
+        message = wrong["result"]["content"][0]["text"]
+        assert "invalid id 'not-an-id'" in message and "\n" not in message and "Traceback" not in message
+        vector = mcp_rpc(proc, {"jsonrpc": "2.0", "id": 42, "method": "tools/call",
+                                "params": {"name": "search", "arguments": {"query": "x", "mode": "vector"}}})
+        assert vector["result"]["isError"] is True and "embedding model" in vector["result"]["content"][0]["text"]
+        latest = mcp_rpc(proc, {"jsonrpc": "2.0", "id": 43, "method": "tools/call",
+                                "params": {"name": "recent", "arguments": {"limit": 3, "project": "*"}}})
+        lines = latest["result"]["content"][0]["text"].splitlines()
+        assert lines[0] == "project: all" and len(lines) == 4
         got = mcp_rpc(proc, {"jsonrpc": "2.0", "id": 4, "method": "tools/call",
                           "params": {"name": "get", "arguments": {"ids": [first_id]}}})
         assert first_id in json.dumps(got["result"])
