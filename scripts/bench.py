@@ -57,7 +57,13 @@ from bench_build import (  # noqa: E402
     timed_index,
 )
 from bench_corpus import CORPUS_VERSION, build_corpus, build_noop_corpus, load_sources, query_set  # noqa: E402
-from bench_proc import cli_search_hook, measure_command, run_process, template_hook  # noqa: E402
+from bench_proc import (  # noqa: E402
+    cli_search_hook,
+    interpreter_floor,
+    measure_command,
+    run_process,
+    template_hook,
+)
 from bench_stats import summary, time_each  # noqa: E402
 
 TARGETS = {
@@ -68,6 +74,9 @@ TARGETS = {
     "recall_at_10": 0.97,
     "hybrid_p50_ms": 40.0,
     "hook_p95_ms": 150.0,
+    #: the prompt hook's p95 over the interpreter floor's (python -c "import json, socket", measured pair by pair)
+    "hook_warm_floor_x": 2.5,
+    "hook_cold_floor_x": 4.0,
     "hook_rss_mb": 100.0,
 }
 
@@ -296,7 +305,7 @@ def warm_hook(exe: str, plugged, queries: list[str], runs: int, env: dict[str, s
                 raise RuntimeError("memsearch serve did not come up")
             time.sleep(0.1)
         ready_s = time.perf_counter() - started
-        result = measure_command(plugged, queries, runs, env)
+        result = measure_command(plugged, queries, runs, env, floor=interpreter_floor(sys.executable))
         status = Path(f"/proc/{server.pid}/status").read_text()
         hwm = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM:"))
         return result, {"ready_s": ready_s, "peak_rss_mb": hwm / 1024}
@@ -323,7 +332,8 @@ def process_section(args, n: int, root: Path, db: Path, queries: list[str], exe:
         plugged = template_hook(args.hook_cmd, scratch / "home")
         log(f"  plugged hook: {args.hook_runs} cold processes of `{plugged.name}` (on a scratch copy)")
         penv = dict(env, MEMSEARCH_DB=str(scratch / "index.db"), MEMSEARCH_HOME=str(scratch / "home"))
-        out["hook_plugged"] = measure_command(plugged, queries, args.hook_runs, dict(penv, MEMSEARCH_NO_SERVER="1"))
+        out["hook_plugged"] = measure_command(plugged, queries, args.hook_runs, dict(penv, MEMSEARCH_NO_SERVER="1"),
+                                              floor=interpreter_floor(sys.executable))
         log(f"  plugged hook through the warm server: {args.hook_runs} cold processes (server on the scratch copy)")
         out["hook_warm"], out["server"] = warm_hook(exe, plugged, queries, args.hook_runs, penv)
         shutil.rmtree(scratch, ignore_errors=True)
@@ -468,14 +478,22 @@ def evaluate_targets(res: dict) -> list[dict]:
                 add(rss_label, n, f"{m['max_rss_mb']:.0f} MB", f"<= {TARGETS['hook_rss_mb']:.0f} MB",
                     m["max_rss_mb"] <= TARGETS["hook_rss_mb"], m["command"])
 
+            def floor_row(label: str, m: dict, times: float, n=n) -> None:
+                if m.get("floor_ms"):
+                    hook95, floor95 = m["latency_ms"]["p95"], m["floor_ms"]["p95"]
+                    add(label, n, f"{hook95 / floor95:.1f}x ({hook95:.0f} vs {floor95:.0f} ms)", f"<= {times}x",
+                        hook95 <= times * floor95, 'floor: python -c "import json, socket", pair by pair')
+
             process_rows("CLI bm25 search p95 (cold process)", p["hook"], p["hook"]["command"], "CLI bm25 search peak RSS")
             if p.get("hook_plugged"):
                 process_rows("hook p95, BM25 cold (no server)", p["hook_plugged"], p["hook_plugged"]["command"],
                              "hook peak RSS (BM25 path)")
+                floor_row("hook p95 / interpreter floor, BM25 cold", p["hook_plugged"], TARGETS["hook_cold_floor_x"])
             if p.get("hook_warm"):
                 hw = p["hook_warm"]
                 process_rows("hook p95, hybrid through the warm server", hw, f"p50 {hw['latency_ms']['p50']:.0f} ms; "
                              f"server peak RSS {p['server']['peak_rss_mb']:.0f} MB", "hook peak RSS (warm path)")
+                floor_row("hook p95 / interpreter floor, through the server", hw, TARGETS["hook_warm_floor_x"])
     nz = res.get("noop")
     if nz:
         for key, label in (("embedder_none_s", "embedder=None"), ("auto_s", "default embedder"),

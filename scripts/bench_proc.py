@@ -104,21 +104,35 @@ def template_hook(template: str, home: Path) -> HookCommand:
     return HookCommand(name=template, argv=argv, stdin=stdin)
 
 
+def interpreter_floor(python: str) -> HookCommand:
+    """The interpreter floor the hook targets are stated against: ``python -c "import json, socket"``."""
+    return HookCommand(name='python -c "import json, socket"', argv=lambda q: [python, "-c", "import json, socket"],
+                       stdin=lambda q: None)
+
+
 def measure_command(hook: HookCommand, queries: list[str], runs: int, env: dict[str, str],
-                    warmup: int = 2) -> dict:
-    """``runs`` cold processes over ``queries`` (cycled): latency and peak RSS distributions."""
+                    warmup: int = 2, floor: HookCommand | None = None) -> dict:
+    """``runs`` cold processes over ``queries`` (cycled): latency and peak RSS distributions. With ``floor``, a
+    floor process runs just before each one (pair by pair, so both see the same load) and its latencies are
+    reported beside, as ``floor_ms``."""
     from bench_stats import summary
 
     for q in queries[:warmup]:  # page cache, .pyc files
         run_process(hook.argv(q), stdin=hook.stdin(q), env=env)
     secs, rss, failures, first_error = [], [], 0, None
+    floor_secs: list[float] = []
     for i in range(runs):
         q = queries[i % len(queries)]
+        if floor is not None:
+            floor_secs.append(run_process(floor.argv(q), env=env).seconds * 1000)
         r = run_process(hook.argv(q), stdin=hook.stdin(q), env=env)
         if r.returncode != 0:
             failures += 1
             first_error = first_error or r.stderr.decode(errors="replace")[-400:]
         secs.append(r.seconds * 1000)
         rss.append(r.max_rss_mb)
-    return {"command": hook.name, "runs": runs, "failures": failures, "first_error": first_error,
-            "latency_ms": summary(secs), "max_rss_mb": max(rss), "rss_mb": summary(rss)}
+    out = {"command": hook.name, "runs": runs, "failures": failures, "first_error": first_error,
+           "latency_ms": summary(secs), "max_rss_mb": max(rss), "rss_mb": summary(rss)}
+    if floor is not None:
+        out["floor_ms"] = summary(floor_secs)
+    return out
