@@ -162,6 +162,60 @@ class ImportReport:
     problems: tuple[str, ...] = ()
 
 
+_KEY_CHARS = 160
+
+
+def _key(text: str) -> str:
+    from .privacy import scrub
+
+    return " ".join(scrub(text).split())[:_KEY_CHARS]
+
+
+@dataclass
+class Captured:
+    """What the hooks already recorded of some sessions: tool calls by their ``tool_use_id``, prompts and replies
+    by the start of their (privacy-filtered) text."""
+
+    tool_uses: set[str]
+    texts: dict[tuple[str, str], list[str]]  # (session, type) -> text keys
+
+    def holds(self, event: Event) -> bool:
+        if event.type == "tool":
+            return str(event.id).removeprefix("t-") in self.tool_uses
+        keys = self.texts.get((event.session_id or "", event.type))
+        if not keys:
+            return False
+        mine = _key(event.content)
+        # a reply is one event for the hook (the turn's last message) but may be several transcript lines
+        return any(mine == k or (len(mine) >= 20 and (mine in k or k in mine)) for k in keys)
+
+
+def hook_captured(home: Path, sessions: set[str]) -> Captured:
+    """Scan the event log for what the hooks recorded of ``sessions`` (lines naming none of them are not parsed),
+    so that importing a transcript of a session the hooks captured adds nothing twice."""
+    found = Captured(set(), {})
+    if not sessions:
+        return found
+    needles = [s.encode() for s in sessions]
+    for path in sorted((home / "events").glob("*.jsonl")):
+        try:
+            data = path.read_bytes()
+        except OSError:
+            continue
+        if not any(n in data for n in needles):
+            continue
+        for line in iter_lines(data):
+            session = line.get("session_id")
+            if session not in sessions or str(line.get("id") or "").startswith("t-"):
+                continue  # another session's, or an earlier import's (those are matched by id)
+            meta = line.get("metadata") if isinstance(line.get("metadata"), dict) else {}
+            if line.get("type") == "tool" and meta.get("tool_use_id"):
+                found.tool_uses.add(str(meta["tool_use_id"]))
+            elif line.get("type") in ("prompt", "response") and isinstance(line.get("content"), str):
+                found.texts.setdefault((session, line["type"]), []).append(_key(line["content"]))
+    return found
+
+
 def _discover(paths: list[Path]) -> list[Path]:
     found: list[Path] = []
     for p in paths:
@@ -174,7 +228,8 @@ def _discover(paths: list[Path]) -> list[Path]:
 
 def import_transcripts(settings, paths: list[Path] | None = None) -> ImportReport:
     """Append the events of Claude Code transcripts to the event log, idempotently: each transcript is read from
-    the byte offset the last import stopped at, and events whose ids are already indexed are skipped."""
+    the byte offset the last import stopped at, events whose ids are already indexed are skipped, and so are the
+    turns and tool calls the hooks already captured (:func:`hook_captured`)."""
     from . import store
     from .pipeline import ingest
 
@@ -210,7 +265,8 @@ def import_transcripts(settings, paths: list[Path] | None = None) -> ImportRepor
                 part = ids[i : i + 500]
                 marks = ",".join("?" * len(part))
                 known |= {r[0] for r in conn.execute(f"SELECT event_id FROM chunks WHERE event_id IN ({marks})", part)}
-            fresh = [e for e in events if e.id not in known]
+            captured = hook_captured(settings.home, {e.session_id for e in events if e.session_id})
+            fresh = [e for e in events if e.id not in known and not captured.holds(e)]
             skipped += len(events) - len(fresh)
             by_day: dict[str, list[Event]] = {}
             for e in fresh:

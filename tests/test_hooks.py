@@ -432,3 +432,35 @@ def test_mcp_hybrid_search_keeps_one_loaded_model(sample_home):
         )["result"]["content"][0]["text"]
     finally:
         proc.kill()
+
+
+def test_import_skips_what_the_hooks_already_captured(home, tmp_path):
+    s, cwd = "S-captured", "/w/app"
+    hook("prompt", prompt_payload("Give me a tour of the ingestion pipeline", session=s, cwd=cwd))
+    hook("tool", {**tool_payload("Bash", {"command": "ls src/loader"}, {"stdout": "reader.py writer.py"}, session=s),
+                  "tool_use_id": "toolu_1"})
+    hook("stop", {"session_id": s, "hook_event_name": "Stop", "stop_hook_active": False,
+                  "last_assistant_message": "Let me look at the loader. It has a reader and a writer."})
+    lines = [
+        {"type": "user", "uuid": "u1", "sessionId": s, "cwd": cwd, "timestamp": "2026-06-15T10:00:01.000Z",
+         "message": {"role": "user", "content": "Give me a tour of the ingestion pipeline"}},
+        {"type": "assistant", "uuid": "a1", "sessionId": s, "cwd": cwd, "timestamp": "2026-06-15T10:00:02.000Z",
+         "message": {"role": "assistant", "content": [{"type": "text", "text": "Let me look at the loader."},
+                                                      {"type": "tool_use", "id": "toolu_1", "name": "Bash",
+                                                       "input": {"command": "ls src/loader"}}]}},
+        {"type": "user", "uuid": "r1", "sessionId": s, "cwd": cwd, "timestamp": "2026-06-15T10:00:03.000Z",
+         "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1",
+                                                  "content": "reader.py writer.py"}]}},
+        # a turn from before the hooks were installed: the hooks never saw it
+        {"type": "user", "uuid": "u0", "sessionId": s, "cwd": cwd, "timestamp": "2026-06-15T09:00:00.000Z",
+         "message": {"role": "user", "content": "Which queue library do we use for retries?"}},
+    ]
+    transcript = write(tmp_path / "projects" / "-w-app" / f"{s}.jsonl", "\n".join(json.dumps(x) for x in lines) + "\n")
+    before = {e["id"] for e in events(home)}
+    report = json.loads(subprocess.run([MEMSEARCH, "import", "transcripts", str(transcript), "--json"],
+                                       capture_output=True, text=True, check=True).stdout)
+    assert report["events_imported"] == 1 and report["events_skipped"] == 3
+    added = [e for e in events(home) if e["id"] not in before]
+    assert [e["content"] for e in added] == ["Which queue library do we use for retries?"]
+    contents = [e["content"] for e in events(home)]
+    assert contents.count("Give me a tour of the ingestion pipeline") == 1
