@@ -6,6 +6,7 @@ place that translates them.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -322,14 +323,17 @@ def mcp(home: HomeOpt = None) -> None:
 
 @app.command()
 def install(
-    scope: Annotated[str, typer.Option("--scope", help="user (~/.claude/settings.json) or project (.claude/settings.json).")] = "user",
+    scope: Annotated[str, typer.Option("--scope", help="user (~/.claude/settings.json), project "
+                                       "(.claude/settings.json, shared: memsearch-hook found on PATH) or local "
+                                       "(.claude/settings.local.json, this machine).")] = "user",
     with_mcp: Annotated[bool, typer.Option("--mcp", help="Also register the MCP server.")] = False,
     as_json: JsonOpt = False,
+    home: HomeOpt = None,
 ) -> None:
     """Register the hooks in Claude Code settings (idempotent; keeps a backup; other hooks untouched)."""
     from .install import install as run_install
 
-    report = run_install(scope, with_mcp=with_mcp)
+    report = run_install(scope, with_mcp=with_mcp, home=_install_home(home))
     text = f"hooks installed in {report.settings_path}: {', '.join(report.added)}"
     if report.backup:
         text += f"\nbackup: {report.backup}"
@@ -340,18 +344,25 @@ def install(
 
 @app.command()
 def uninstall(
-    scope: Annotated[str, typer.Option("--scope", help="user or project.")] = "user",
+    scope: Annotated[str, typer.Option("--scope", help="user, project or local.")] = "user",
     as_json: JsonOpt = False,
+    home: HomeOpt = None,
 ) -> None:
-    """Remove exactly the hooks (and MCP entry) memsearch added."""
+    """Remove exactly the hooks (and MCP entry) memsearch added, and the files left with nothing else."""
     from .install import uninstall as run_uninstall
 
-    report = run_uninstall(scope)
+    report = run_uninstall(scope, home=_install_home(home))
     text = (f"removed from {report.settings_path}: {', '.join(report.removed)}" if report.removed
             else f"nothing of memsearch in {report.settings_path}")
     if report.mcp:
         text += f"\nMCP server removed from {report.mcp}"
     _emit(report, as_json, text)
+
+
+def _install_home(home: Path | None) -> Path | None:
+    """The memory root the hook commands must carry: ``--home``, else ``MEMSEARCH_HOME``; None for the default."""
+    chosen = home or (Path(os.environ["MEMSEARCH_HOME"]) if os.environ.get("MEMSEARCH_HOME") else None)
+    return chosen.expanduser().absolute() if chosen is not None else None
 
 
 @app.command()
@@ -360,9 +371,11 @@ def doctor(as_json: JsonOpt = False, home: HomeOpt = None) -> None:
     from .doctor import run_checks
 
     checks = run_checks(_settings(home))
-    lines = [f"{'ok  ' if c.ok else 'FAIL'} {c.name}: {c.detail}" + (f"\n     fix: {c.fix}" if c.fix else "")
-             for c in checks]
+    lines = [f"{'FAIL' if not c.ok else 'info' if c.info else 'ok  '} {c.name}: {c.detail}"
+             + (f"\n     fix: {c.fix}" if c.fix else "") for c in checks]
     _emit(checks, as_json, "\n".join(lines))
+    if not all(c.ok for c in checks):
+        raise typer.Exit(1)
 
 
 def main() -> None:

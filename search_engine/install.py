@@ -3,12 +3,19 @@
 ``install`` adds one handler per event, each a command that runs ``memsearch-hook <event>``; it is idempotent
 (installing twice leaves one copy), keeps a timestamped backup of the settings file, and never touches other
 hooks. ``uninstall`` removes exactly the handlers whose command runs memsearch-hook, and the groups and events it
-leaves empty.
+leaves empty, and the file itself when nothing else is left in it.
+
+Scopes: ``user`` (``~/.claude/settings.json``), ``project`` (``.claude/settings.json``, the file a team commits:
+its command names ``memsearch-hook`` without this machine's path, found on each member's PATH) and ``local``
+(``.claude/settings.local.json``, this machine only). Backups of a project's files go to the memory root
+(``.memsearch/backups/``), never into the repository. A memory root other than the default is written into each
+command (``MEMSEARCH_HOME=… memsearch-hook …``), so the hooks use it whatever the environment Claude Code has.
 """
 
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import sys
 import time
@@ -45,18 +52,39 @@ def claude_dir() -> Path:
     return Path(os.environ.get("CLAUDE_CONFIG_DIR") or Path("~/.claude").expanduser())
 
 
+SCOPES = ("user", "project", "local")
+
+
 def settings_path(scope: str, project_dir: Path | None = None) -> Path:
     if scope == "user":
         return claude_dir() / "settings.json"
     if scope == "project":
         return (project_dir or Path.cwd()) / ".claude" / "settings.json"
-    raise UsageError(f"invalid scope {scope!r}: use user or project")
+    if scope == "local":
+        return (project_dir or Path.cwd()) / ".claude" / "settings.local.json"
+    raise UsageError(f"invalid scope {scope!r}: use user, project or local")
 
 
-def hook_command(event_arg: str) -> str:
-    """The shell command for one hook: this installation's memsearch-hook, by absolute path."""
-    script = Path(sys.executable).with_name(MARKER)
-    return f'"{script}" {event_arg}'
+def hook_command(event_arg: str, scope: str = "user", home: Path | None = None) -> str:
+    """The shell command for one hook: this installation's memsearch-hook by absolute path (by name in a
+    project's shared settings), with the memory root when it is not the default.
+
+    >>> hook_command("prompt", "project", Path("/data/mem"))
+    'MEMSEARCH_HOME=/data/mem memsearch-hook prompt'
+    """
+    script = MARKER if scope == "project" else f'"{Path(sys.executable).with_name(MARKER)}"'
+    prefix = f"MEMSEARCH_HOME={shlex.quote(str(home))} " if home is not None else ""
+    return f"{prefix}{script} {event_arg}"
+
+
+def command_program(command: str) -> str | None:
+    """The program a hook command runs (past any ``NAME=value`` prefix), or None when it cannot be parsed."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    words = [w for w in words if not (("=" in w) and w.split("=", 1)[0].isidentifier())]
+    return words[0] if words else None
 
 
 def _load(path: Path) -> dict[str, Any]:
@@ -71,12 +99,22 @@ def _load(path: Path) -> dict[str, Any]:
     return data
 
 
-def _save(path: Path, data: dict[str, Any]) -> str | None:
+def _save(path: Path, data: dict[str, Any], backups: Path | None = None) -> str | None:
+    """Write ``data`` to ``path`` (removing the file when ``data`` is empty), after a backup beside it or, for a
+    project's files, in ``backups``."""
     path.parent.mkdir(parents=True, exist_ok=True)
     backup = None
     if path.exists():
-        backup = str(path.with_name(f"{path.name}.memsearch-backup-{time.strftime('%Y%m%d-%H%M%S')}"))
+        name = f"{path.name}.memsearch-backup-{time.strftime('%Y%m%d-%H%M%S')}"
+        if backups is not None:
+            backups.mkdir(parents=True, exist_ok=True, mode=0o700)
+            backup = str(backups / f"{path.parent.parent.name}-{name}")
+        else:
+            backup = str(path.with_name(name))
         shutil.copy2(path, backup)
+    if not data:
+        path.unlink(missing_ok=True)
+        return backup
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
     os.replace(tmp, path)
@@ -116,7 +154,17 @@ def _strip(data: dict[str, Any]) -> list[str]:
     return removed
 
 
-def install(scope: str = "user", project_dir: Path | None = None, with_mcp: bool = False) -> InstallReport:
+def _backups(scope: str, home: Path | None) -> Path | None:
+    if scope == "user":
+        return None
+    from indexer.settings import resolve_settings
+
+    return resolve_settings(home).state_dir / "backups"
+
+
+def install(scope: str = "user", project_dir: Path | None = None, with_mcp: bool = False,
+            home: Path | None = None) -> InstallReport:
+    """Register the hooks; ``home``: a memory root to write into each command (None: the default root)."""
     path = settings_path(scope, project_dir)
     data = _load(path)
     before = orjson.dumps(data)
@@ -124,7 +172,8 @@ def install(scope: str = "user", project_dir: Path | None = None, with_mcp: bool
     hooks = data.setdefault("hooks", {})
     added = []
     for event, (arg, matcher, timeout, is_async) in HOOKS.items():
-        handler: dict[str, Any] = {"type": "command", "command": hook_command(arg), "timeout": timeout}
+        handler: dict[str, Any] = {"type": "command", "command": hook_command(arg, scope, home),
+                                   "timeout": timeout}
         if is_async:
             handler["async"] = True
         group: dict[str, Any] = {"hooks": [handler]}
@@ -132,22 +181,22 @@ def install(scope: str = "user", project_dir: Path | None = None, with_mcp: bool
             group = {"matcher": matcher, **group}
         hooks.setdefault(event, []).append(group)
         added.append(event)
-    backup = _save(path, data) if orjson.dumps(data) != before else None
+    backup = _save(path, data, _backups(scope, home)) if orjson.dumps(data) != before else None
     mcp = _install_mcp(scope, project_dir) if with_mcp else None
     return InstallReport(str(path), backup, tuple(added), (), mcp)
 
 
-def uninstall(scope: str = "user", project_dir: Path | None = None) -> InstallReport:
+def uninstall(scope: str = "user", project_dir: Path | None = None, home: Path | None = None) -> InstallReport:
     path = settings_path(scope, project_dir)
     data = _load(path)
     removed = _strip(data)
-    backup = _save(path, data) if removed else None
-    mcp = _uninstall_mcp(scope, project_dir)
+    backup = _save(path, data, _backups(scope, home)) if removed else None
+    mcp = _uninstall_mcp(scope, project_dir, home)
     return InstallReport(str(path), backup, (), tuple(dict.fromkeys(removed)), mcp)
 
 
 def _mcp_path(scope: str, project_dir: Path | None) -> Path:
-    if scope == "project":
+    if scope in ("project", "local"):
         return (project_dir or Path.cwd()) / ".mcp.json"
     return Path(os.environ.get("CLAUDE_CONFIG_DIR") or Path("~").expanduser()) / ".claude.json"
 
@@ -166,7 +215,7 @@ def _install_mcp(scope: str, project_dir: Path | None) -> str:
     return str(path)
 
 
-def _uninstall_mcp(scope: str, project_dir: Path | None) -> str | None:
+def _uninstall_mcp(scope: str, project_dir: Path | None, home: Path | None = None) -> str | None:
     path = _mcp_path(scope, project_dir)
     if not path.exists():
         return None
@@ -176,8 +225,23 @@ def _uninstall_mcp(scope: str, project_dir: Path | None) -> str | None:
     if not isinstance(entry, dict) or "memsearch" not in str(entry.get("command", "")):
         return None
     del servers["memsearch"]
-    _save(path, data)
+    if not servers:
+        del data["mcpServers"]
+    _save(path, data, _backups(scope, home) if scope != "user" else None)
     return str(path)
+
+
+def installed_commands(scope: str, project_dir: Path | None = None) -> dict[str, str]:
+    """Our hook commands in ``scope``'s settings: event -> command."""
+    data = _load(settings_path(scope, project_dir))
+    hooks = data.get("hooks") if isinstance(data.get("hooks"), dict) else {}
+    found = {}
+    for event, groups in hooks.items():
+        for group in groups if isinstance(groups, list) else []:
+            for handler in (group.get("hooks") or []) if isinstance(group, dict) else []:
+                if _is_ours(handler):
+                    found[event] = str(handler["command"])
+    return found
 
 
 def installed_events(scope: str, project_dir: Path | None = None) -> list[str]:

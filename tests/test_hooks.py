@@ -464,3 +464,56 @@ def test_import_skips_what_the_hooks_already_captured(home, tmp_path):
     assert [e["content"] for e in added] == ["Which queue library do we use for retries?"]
     contents = [e["content"] for e in events(home)]
     assert contents.count("Give me a tour of the ingestion pipeline") == 1
+
+
+def test_install_scopes_home_and_an_uninstall_that_leaves_nothing(tmp_path, home):
+    project = tmp_path / "repo"
+    (project / ".claude").mkdir(parents=True)
+    custom = tmp_path / "elsewhere memory"
+    env = {**os.environ, "CLAUDE_CONFIG_DIR": str(tmp_path / "claude")}
+    env.pop("MEMSEARCH_HOME")
+
+    def run(*args):
+        return subprocess.run([MEMSEARCH, *args], capture_output=True, text=True, env=env, cwd=project, check=True)
+
+    run("install", "--scope", "local", "--home", str(custom))
+    local = json.loads((project / ".claude" / "settings.local.json").read_text())
+    command = local["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
+    assert command.startswith(f"MEMSEARCH_HOME='{custom}' ") and command.endswith('memsearch-hook" prompt')
+    # the command really uses that root: a prompt recorded through it lands there
+    subprocess.run(command, shell=True, input=json.dumps(prompt_payload("where does this prompt go, exactly?")),
+                   text=True, env={**env, "MEMSEARCH_NO_SERVER": "1"}, check=True, capture_output=True)
+    assert "where does this prompt go" in "".join(p.read_text() for p in (custom / "events").glob("*.jsonl"))
+
+    shared = {"permissions": {"allow": ["Bash(make test)"]}}
+    write(project / ".claude" / "settings.json", json.dumps(shared))
+    run("install", "--scope", "project", "--home", str(custom))
+    data = json.loads((project / ".claude" / "settings.json").read_text())
+    assert data["hooks"]["Stop"][0]["hooks"][0]["command"] == f"MEMSEARCH_HOME='{custom}' memsearch-hook stop"
+    assert sys.executable.rsplit("/", 2)[0] not in (project / ".claude" / "settings.json").read_text()
+
+    run("uninstall", "--scope", "local", "--home", str(custom))
+    run("uninstall", "--scope", "project", "--home", str(custom))
+    assert not (project / ".claude" / "settings.local.json").exists(), "a file left empty is removed"
+    assert json.loads((project / ".claude" / "settings.json").read_text()) == shared
+    assert sorted(p.name for p in (project / ".claude").iterdir()) == ["settings.json"], "no backup in the repo"
+    assert len(list((custom / ".memsearch" / "backups").iterdir())) == 3
+
+
+def test_doctor_checks_each_hook_command_and_exits_1_on_failure(sample_home, tmp_path):
+    env = {**os.environ, "CLAUDE_CONFIG_DIR": str(tmp_path / "claude"), "MEMSEARCH_MODEL": "none"}
+    env.pop("CLAUDECODE", None)
+    subprocess.run([MEMSEARCH, "index"], env=env, check=True, capture_output=True, timeout=120)
+    subprocess.run([MEMSEARCH, "install"], env=env, check=True, capture_output=True, cwd=tmp_path)
+    ok = subprocess.run([MEMSEARCH, "doctor"], env=env, capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    lines = ok.stdout.splitlines()
+    assert any(x.startswith("ok   hook UserPromptSubmit (user): ") and x.endswith("runs") for x in lines)
+    assert any(x.startswith("info server: not running") for x in lines)
+    model_failed = any(x.startswith("FAIL model") for x in lines)  # the model is off here on purpose
+    assert ok.returncode == (1 if model_failed else 0) and "Traceback" not in ok.stderr
+    settings = tmp_path / "claude" / "settings.json"
+    broken = settings.read_text().replace(str(Path(sys.executable).with_name("memsearch-hook")), "/gone/memsearch-hook")
+    settings.write_text(broken)
+    bad = subprocess.run([MEMSEARCH, "doctor"], env=env, capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert bad.returncode == 1
+    assert "FAIL hook UserPromptSubmit (user): '/gone/memsearch-hook' not found" in bad.stdout
