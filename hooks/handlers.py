@@ -113,8 +113,10 @@ def _search(settings: Settings, query: str, session: str | None, k: int, capture
     BM25 in this process. Server hits stay plain attribute bags: building dataclasses would cost start-up."""
     started = time.monotonic()
     filters = {"exclude_session": session} if session else {}
+    from search_engine.client import tuning
+
     answer = request(settings, {"op": "search", "query": query, "k": k, "mode": "hybrid", "filters": filters,
-                                "ingest": [str(captured)]}, timeout=SERVER_TIMEOUT)
+                                "ingest": [str(captured)], "settings": tuning(settings)}, timeout=SERVER_TIMEOUT)
     if answer and answer.get("ok"):
         return [SimpleNamespace(**h) for h in answer["result"]["hits"]]
     from search_engine.client import ensure_server

@@ -129,6 +129,13 @@ class SearchResult:
     lexical_query: str | None = None
     explain: tuple[Explanation, ...] | None = field(default=None)
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SearchResult:
+        """The result rebuilt from its JSON form (the warm server's answer), with the same nested types."""
+        explain = data.get("explain")
+        return cls(**{**data, "health": Health(**data["health"]), "hits": tuple(Hit(**h) for h in data["hits"]),
+                      "explain": None if explain is None else tuple(Explanation(**e) for e in explain)})
+
 
 def to_json(value: Any, *, pretty: bool = False) -> str:
     """Serialise dataclasses (nested, tuples included) to JSON text.

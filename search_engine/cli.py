@@ -169,7 +169,13 @@ def search(
         raise typer.BadParameter("use full or index", param_hint="--format")
     filters = Filters.build(kind=kind, category=category, session=session, project=project, since=since,
                             until=until, all_status=all_status)
-    result = run_search(_settings(home, model), query, mode=mode, k=k, filters=filters, raw=raw, explain=explain)
+    settings = _settings(home, model)
+    from .client import remote_search
+
+    # a running server answers with the model already loaded (same settings, same results); else search here
+    result = remote_search(settings, query, mode=mode, k=k, filters=filters, raw=raw, explain=explain)
+    if result is None:
+        result = run_search(settings, query, mode=mode, k=k, filters=filters, raw=raw, explain=explain)
     _emit(result, as_json, render.search_text(result, fmt))
 
 

@@ -50,6 +50,33 @@ def request(settings: Settings, payload: dict[str, Any], timeout: float = 0.5) -
         return None
 
 
+def tuning(settings: Settings) -> dict[str, Any]:
+    """The caller's search-tuning settings (those a project may set), sent with each search so the server ranks
+    exactly as the caller would."""
+    from indexer.settings import PROJECT_KEYS
+
+    return {key: getattr(settings, key) for key in sorted(PROJECT_KEYS)}
+
+
+def remote_search(settings: Settings, query: str, *, mode: str, k: int, filters: Any, raw: bool = False,
+                  explain: bool = False, timeout: float = 10.0):
+    """The search answered by the running server with the caller's settings, or None when no server runs for
+    this memory root, it serves another index or model, or it does not answer in time (then search here)."""
+    if server_pid(settings) is None:
+        return None
+    import dataclasses
+
+    answer = request(settings, {"op": "search", "query": query, "mode": mode, "k": k, "raw": raw, "explain": explain,
+                                "filters": dataclasses.asdict(filters), "settings": tuning(settings),
+                                "db": str(settings.db_path), "model": settings.model,
+                                "model_dir": str(settings.model_dir) if settings.model_dir else None}, timeout)
+    if not answer or not answer.get("ok"):
+        return None
+    from indexer.types import SearchResult
+
+    return SearchResult.from_dict(answer["result"])
+
+
 def is_running(settings: Settings, timeout: float = 0.3) -> dict[str, Any] | None:
     answer = request(settings, {"op": "ping"}, timeout)
     return answer if answer and answer.get("ok") else None

@@ -139,15 +139,33 @@ class Server:
                 # search anyway, and the hook is not kept waiting for the write
                 chosen = self._inside_home(request["ingest"])
                 self.after_reply.append(lambda: self._ingest(chosen))
+            settings = self.request_settings(request)
+            if settings is None:
+                return {"ok": False, "error": "this server runs for another index or model"}
             filters = Filters(**{k: v for k, v in (request.get("filters") or {}).items()
                                  if k in {f.name for f in dataclasses.fields(Filters)}})
             result = search(
-                self.settings, str(request.get("query", "")), mode=request.get("mode", "hybrid"),
-                k=int(request.get("k", 10)), filters=filters, embedder=self.embedder, conn=self.connection(),
+                settings, str(request.get("query", "")), mode=request.get("mode", "hybrid"),
+                k=int(request.get("k", 10)), filters=filters, raw=bool(request.get("raw")),
+                explain=bool(request.get("explain")), embedder=self.embedder, conn=self.connection(),
                 vectors=self.vectors(),
             )
             return {"ok": True, "result": dataclasses.asdict(result)}
         return {"ok": False, "error": f"unknown op {op!r}"}
+
+    def request_settings(self, request: dict) -> Settings | None:
+        """The settings to rank a request with: the server's, with the caller's search tuning (validated like any
+        setting; only the keys a project may set). None when the caller names another index or model."""
+        s = self.settings
+        if request.get("db") not in (None, str(s.db_path)) or request.get("model") not in (None, s.model) or (
+                request.get("model_dir") not in (None, str(s.model_dir) if s.model_dir else None)):
+            return None
+        from indexer.settings import PROJECT_KEYS
+
+        tuning = {k: v for k, v in (request.get("settings") or {}).items() if k in PROJECT_KEYS}
+        if not tuning or all(getattr(s, k) == v for k, v in tuning.items()):
+            return s
+        return dataclasses.replace(s, **{k: getattr(resolve_settings(s.home, **tuning), k) for k in tuning})
 
     def vectors(self):
         """The in-memory vector matrix, reloaded when the embeddings table changed (new vectors, a rebuild)."""

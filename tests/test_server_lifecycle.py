@@ -131,3 +131,40 @@ def test_status_and_stop_trust_the_lock_not_a_ping(sample_home):
         if server.poll() is None:
             os.kill(server.pid, signal.SIGCONT)
             server.kill()
+
+
+def test_cli_search_asks_the_running_server_with_the_callers_settings(sample_home, tmp_path):
+    import json
+
+    from indexer.settings import resolve_settings
+    from search_engine.client import remote_search
+    from search_engine.filters import Filters
+
+    subprocess.run([MEMSEARCH, "index"], check=True, capture_output=True, timeout=300)
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / ".memsearch.toml").write_text("bm25_share = 0.2\ndedup_threshold = 0.95\n")
+    queries = ["what prevents a shopper paying double", "database locked nightly export", "deploy steps"]
+
+    def cli(q: str, cwd: Path) -> dict:
+        out = subprocess.run([MEMSEARCH, "search", q, "--json", "--explain", "-k", "5"], capture_output=True,
+                             text=True, cwd=cwd, timeout=120, check=True).stdout
+        data = json.loads(out)
+        return {"mode": data["mode_used"], "hits": [(h["id"], round(h["score"], 6)) for h in data["hits"]],
+                "explain": data["explain"]}
+
+    alone = {(q, str(cwd)): cli(q, cwd) for q in queries for cwd in (tmp_path, project)}
+    assert any(alone[(q, str(tmp_path))]["hits"] != alone[(q, str(project))]["hits"] for q in queries), \
+        "the project's tuning changes some ranking (else this test could not tell the settings apart)"
+    server = subprocess.Popen([MEMSEARCH, "serve", "--idle-timeout", "120"], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    try:
+        settings = resolve_settings(sample_home)
+        assert wait_for(lambda: remote_search(settings, "deploy", mode="hybrid", k=3, filters=Filters()), 120)
+        served = {(q, str(cwd)): cli(q, cwd) for q in queries for cwd in (tmp_path, project)}
+        assert served == alone
+        other = resolve_settings(sample_home, model="none")
+        assert remote_search(other, "deploy", mode="bm25", k=3, filters=Filters()) is None, "another model: local"
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
