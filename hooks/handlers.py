@@ -33,6 +33,14 @@ def _settings() -> Settings:
     return resolve_settings()
 
 
+def _gate(settings: Settings, payload: dict[str, Any]):
+    """The project's opt-out and the user's exclusions (indexer.optout) for the payload's working directory."""
+    from indexer.optout import gate
+
+    cwd = payload.get("cwd")
+    return gate(settings, cwd if isinstance(cwd, str) and cwd else None)
+
+
 def _project(payload: dict[str, Any]) -> str | None:
     cwd = payload.get("cwd") or os.environ.get("CLAUDE_PROJECT_DIR")
     return os.path.basename(str(cwd).rstrip("/")) or None if cwd else None
@@ -94,21 +102,25 @@ def recall(payload: dict[str, Any]) -> SimpleNamespace | None:
     if not isinstance(text, str) or not text.strip():
         return None
     settings = _settings()
+    allowed = _gate(settings, payload)
+    if not (allowed.capture or allowed.inject):
+        return None
     session = payload.get("session_id") if isinstance(payload.get("session_id"), str) else None
     project = _project(payload)
     path = _record(settings, Event(type="prompt", content=text, session_id=session, project=project,
                                    cwd=payload.get("cwd") if isinstance(payload.get("cwd"), str) else None),
-                   ingest_now=False)
+                   ingest_now=False) if allowed.capture else None
     max_items = _config("MEMSEARCH_MAX_ITEMS", 5, 0, 20)
-    if is_trivial(text) or max_items == 0:
-        _ingest(settings, path)
+    if is_trivial(text) or max_items == 0 or not allowed.inject:
+        if path is not None:
+            _ingest(settings, path)
         return None
     query = text[:MAX_QUERY_CHARS]
     hits = _search(settings, query, session, max_items * 3, path)
     return SimpleNamespace(query=query, hits=hits, project=project, max_items=max_items)
 
 
-def _search(settings: Settings, query: str, session: str | None, k: int, captured: Path) -> list:
+def _search(settings: Settings, query: str, session: str | None, k: int, captured: Path | None) -> list:
     """Hybrid results from the warm server when it answers in time (it also indexes the captured prompt), else
     BM25 in this process. Server hits stay plain attribute bags: building dataclasses would cost start-up."""
     started = time.monotonic()
@@ -116,7 +128,8 @@ def _search(settings: Settings, query: str, session: str | None, k: int, capture
     from search_engine.client import tuning
 
     answer = request(settings, {"op": "search", "query": query, "k": k, "mode": "hybrid", "filters": filters,
-                                "ingest": [str(captured)], "settings": tuning(settings)}, timeout=SERVER_TIMEOUT)
+                                "ingest": [str(captured)] if captured else [], "settings": tuning(settings)},
+                     timeout=SERVER_TIMEOUT)
     if answer and answer.get("ok"):
         return [SimpleNamespace(**h) for h in answer["result"]["hits"]]
     from search_engine.client import ensure_server
@@ -124,7 +137,8 @@ def _search(settings: Settings, query: str, session: str | None, k: int, capture
     ensure_server(settings)  # gone after an idle exit, say: back for the next prompt, not waited for here
     from indexer.pipeline import ingest
 
-    ingest(settings, [captured], lock_timeout=0.1)
+    if captured is not None:
+        ingest(settings, [captured], lock_timeout=0.1)
     if time.monotonic() - started > SEARCH_BUDGET:
         return []
     from search_engine.filters import Filters
@@ -150,6 +164,13 @@ def tool(payload: dict[str, Any]) -> None:
     if payload.get("agent_type"):
         metadata["agent_type"] = str(payload["agent_type"])
     settings = _settings()
+    from indexer.optout import tool_excluded
+
+    tool_input = payload.get("tool_input") if isinstance(payload.get("tool_input"), dict) else {}
+    target = tool_input.get("file_path") or tool_input.get("notebook_path") or tool_input.get("path")
+    if not _gate(settings, payload).capture or tool_excluded(settings, name, target if isinstance(target, str)
+                                                             else None):
+        return None
     _record(settings, Event(type="tool", tool_name=name, content=content, metadata=metadata,
                             session_id=payload.get("session_id"), project=_project(payload), cwd=payload.get("cwd")))
     return None
@@ -169,17 +190,27 @@ def stop(payload: dict[str, Any]) -> None:
         return None
     from indexer.transcripts import strip_injected
 
-    _record(_settings(), Event(type="response", content=strip_injected(text), session_id=payload.get("session_id"),
+    settings = _settings()
+    if not _gate(settings, payload).capture:
+        return None
+    _record(settings, Event(type="response", content=strip_injected(text), session_id=payload.get("session_id"),
                                project=_project(payload), cwd=payload.get("cwd")))
     return None
 
 
-def session_start(payload: dict[str, Any]) -> None:
-    """SessionStart: make sure the warm server runs (started detached, never waited for)."""
+def session_start(payload: dict[str, Any]) -> str | None:
+    """SessionStart: make sure the warm server runs (started detached, never waited for), and inject the standing
+    context (MEMORY.md, this project's last session summary and active facts) unless the project opted out."""
     from search_engine.client import ensure_server
 
-    ensure_server(_settings())
-    return None
+    settings = _settings()
+    ensure_server(settings)
+    if settings.session_context == 0 or not _gate(settings, payload).inject:
+        return None
+    from search_engine.standing import standing_context
+
+    block = standing_context(settings, _project(payload))
+    return _context_json("SessionStart", block) if block else None
 
 
 def session_end(payload: dict[str, Any]) -> None:

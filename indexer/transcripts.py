@@ -228,10 +228,13 @@ def _discover(paths: list[Path]) -> list[Path]:
 
 def import_transcripts(settings, paths: list[Path] | None = None) -> ImportReport:
     """Append the events of Claude Code transcripts to the event log, idempotently: each transcript is read from
-    the byte offset the last import stopped at, events whose ids are already indexed are skipped, and so are the
-    turns and tool calls the hooks already captured (:func:`hook_captured`)."""
-    from . import store
+    the byte offset the last import stopped at, events whose ids are already indexed, or were forgotten
+    (``memsearch forget``), are skipped, and so are the turns and tool calls the hooks already captured
+    (:func:`hook_captured`)."""
+    from . import store, tombstones
     from .pipeline import ingest
+
+    forgotten = tombstones.load(settings.state_dir).events
 
     state_path = settings.state_dir / "imports.json"
     settings.state_dir.mkdir(parents=True, exist_ok=True)
@@ -266,7 +269,8 @@ def import_transcripts(settings, paths: list[Path] | None = None) -> ImportRepor
                 marks = ",".join("?" * len(part))
                 known |= {r[0] for r in conn.execute(f"SELECT event_id FROM chunks WHERE event_id IN ({marks})", part)}
             captured = hook_captured(settings.home, {e.session_id for e in events if e.session_id})
-            fresh = [e for e in events if e.id not in known and not captured.holds(e)]
+            fresh = [e for e in events if e.id not in known and tombstones.event_key(e.id) not in forgotten
+                     and not captured.holds(e)]
             skipped += len(events) - len(fresh)
             by_day: dict[str, list[Event]] = {}
             for e in fresh:
