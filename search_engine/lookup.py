@@ -72,26 +72,6 @@ def timeline(settings: Settings, ident: str, window: int = 5) -> Timeline:
         conn.close()
 
 
-def recent(settings: Settings, project: str | None = None, limit: int = 10) -> list[Hit]:
-    """The latest dated items (newest first), of ``project`` when given; superseded, archived and retired ones
-    left out, as in search. A minimal query for the MCP ``recent`` tool."""
-    if not 1 <= limit <= 100:
-        raise UsageError("limit must be between 1 and 100")
-    from indexer.types import HIDDEN_STATUSES
-
-    conn = _open(settings)
-    try:
-        marks = ",".join("?" * len(HIDDEN_STATUSES))
-        where, params = f"ts IS NOT NULL AND (status IS NULL OR status NOT IN ({marks}))", list(HIDDEN_STATUSES)
-        if project:
-            where, params = where + " AND project = ?", [*params, project]
-        rows = conn.execute(f"SELECT {_HIT_COLUMNS} FROM chunks WHERE {where} ORDER BY ts DESC, id DESC LIMIT ?",
-                            [*params, limit]).fetchall()
-        return [_hit(r, 0.0, None, None) for r in rows]
-    finally:
-        conn.close()
-
-
 def show(settings: Settings, ident: str) -> ChunkView:
     """The chunk whose id is ``ident`` (or starts with it, when that is unambiguous), with its neighbours."""
     conn = _open(settings)

@@ -146,10 +146,10 @@ def build(settings: Settings):
                                                          "folder). Use \"*\" for every project.")] = None,
     ) -> str:
         """The latest items of this project (newest first), one line each like `search`."""
-        from .lookup import recent as run_recent
+        from .browse import recent as run_recent
 
         chosen = None if project == "*" else (project or _project())
-        hits = run_recent(settings, chosen, limit)
+        hits = run_recent(settings, project=chosen, limit=limit)
         return "\n".join([f"project: {chosen or 'all'}", *(_line(h) for h in hits)] if hits
                          else [f"project: {chosen or 'all'}", "no items"])
 

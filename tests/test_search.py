@@ -240,17 +240,3 @@ def test_health_on_a_long_lived_connection_follows_writes_by_other_connections(i
     finally:
         conn.close()
 
-
-def test_recent_lists_the_newest_items_of_one_project(indexed):
-    from search_engine.lookup import recent
-
-    everything = recent(indexed, None, 50)
-    stamps = [h.ts for h in everything]
-    assert stamps == sorted(stamps, reverse=True) and len(everything) > 3
-    projects = {h.project for h in everything if h.project}
-    assert projects
-    one = sorted(projects)[0]
-    mine = recent(indexed, one, 50)
-    assert mine and {h.project for h in mine} == {one}
-    assert [h.id for h in mine] == [h.id for h in everything if h.project == one][: len(mine)]
-    assert recent(indexed, "no-such-project", 5) == []
