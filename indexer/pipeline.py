@@ -19,7 +19,7 @@ from pathlib import Path
 import apsw
 import xxhash
 
-from . import store
+from . import store, tombstones
 from .chunker import CHUNKER_VERSION
 from .chunktext import content_hash, embed_input, fts_title
 from .cjk import index_form
@@ -37,6 +37,7 @@ from .sources import (
     parse_event_bytes,
     path_context,
 )
+from .tombstones import Tombstones, chunk_key
 from .types import IndexReport, Skipped
 
 Progress = Callable[[str, int, int], None]
@@ -100,6 +101,7 @@ class _Run:
         ("scanned", "changed", "unchanged", "deleted", "added", "removed"), 0))
     skipped: list[Skipped] = field(default_factory=list)
     last_turn: dict[str, str] = field(default_factory=dict)  # session id -> its latest event chunk's text
+    stones: Tombstones = field(default_factory=Tombstones)  # chunks of the user's notes that forget hides
 
     def writes(self):
         """The transaction for one file's writes: inside a scan's batch (see :class:`_Batches`) they simply join
@@ -187,10 +189,12 @@ class _Run:
             return
         for problem in parsed.problems:
             self.skip(rel, problem)
+        hidden = self.stones.hidden(key, digest)
+        drafts = [d for d in parsed.drafts if chunk_key(d.title, d.text) not in hidden] if hidden else parsed.drafts
         with self.writes():
             self.remove_file_chunks(key)
             self.upsert_file(key, source, st, digest, 0, None)
-            self.insert(key, rel, parsed.drafts)
+            self.insert(key, rel, drafts)
         self.counts["changed"] += 1
 
     def index_events(self, path: Path, key: str, rel: str, st, row) -> None:
@@ -430,7 +434,7 @@ def _scan(settings: Settings, conn: apsw.Connection, paths, full: bool, progress
     if rechunk:
         full = True
         notes.append("chunker settings changed: every source re-chunked")
-    run = _Run(settings, conn, full, progress)
+    run = _Run(settings, conn, full, progress, stones=tombstones.load(settings.state_dir))
     scope = [p.absolute() for p in paths] if paths else source_roots(settings)
     for p in scope:
         if not p.exists():
@@ -468,6 +472,11 @@ def _scan(settings: Settings, conn: apsw.Connection, paths, full: bool, progress
         store.set_meta(conn, "last_indexed", store.now_iso())
     if run.counts["removed"]:
         drop_orphan_vectors(conn)
+    if run.stones.notes and not paths:
+        # a whole scan knows every file: a tombstone whose file changed (or went) has lapsed
+        current = dict(conn.execute("SELECT path, content_hash FROM files WHERE content_hash IS NOT NULL"))
+        if run.stones.prune(current):
+            tombstones.save(settings.state_dir, run.stones)
     return run, notes
 
 
