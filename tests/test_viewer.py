@@ -158,7 +158,7 @@ def test_every_answer_carries_the_security_headers(client, anonymous, path):
         assert "script-src 'self'" in CSP and "unsafe-inline" not in CSP and "frame-ancestors 'none'" in CSP
         assert reply.headers["x-content-type-options"] == "nosniff"
         assert reply.headers["x-frame-options"] == "DENY"
-        assert reply.headers["referrer-policy"] == "no-referrer"
+        assert reply.headers["referrer-policy"] == "same-origin"
         assert "access-control-allow-origin" not in reply.headers
 
 
@@ -208,8 +208,10 @@ def test_search_shows_ranks_and_fused_scores_as_explain_gives_them(client, index
     explain = {e.id: e for e in result.explain}
     for h in result.hits:
         assert f"score <strong>{h.score:.4f}</strong>" in html
-        bm25 = f"BM25 rank {h.bm25_rank if h.bm25_rank is not None else '–'} (+{explain[h.id].bm25_contribution:.4f})"
-        assert bm25 in html
+        bm25 = f"BM25 rank {h.bm25_rank} (+{explain[h.id].bm25_contribution:.4f})" if h.bm25_rank else "BM25 rank –"
+        vector = (f"vector rank {h.vector_rank} (+{explain[h.id].vector_contribution:.4f})" if h.vector_rank
+                  else "vector rank –")
+        assert bm25 in html and vector in html
     assert "mode used <strong>hybrid</strong>" in html
 
 
@@ -282,3 +284,122 @@ def test_a_port_in_use_is_one_line(indexed):
             bind(taken.getsockname()[1])
     finally:
         taken.close()
+
+
+def test_forget_with_csrf_and_origin_removes_the_item_everywhere(client, indexed):
+    from search_engine.browse import recent
+
+    ident = hit_ids(client.get("/search?q=zanzibar+marker&mode=bm25&kind=event").text)[0]
+    confirm = client.get(f"/item/{ident}/forget")
+    assert confirm.status_code == 200
+    assert f'name="csrf" value="{CSRF}"' in confirm.text and f'name="id" value="{ident}"' in confirm.text
+    done = post_forget(client, ident)
+    assert done.status_code == 200 and "Forgotten" in done.text
+    assert client.get(f"/item/{ident}").status_code == 404
+    assert ident not in hit_ids(client.get("/search?q=zanzibar+marker&mode=bm25").text)
+    assert ident not in [h.id for h in recent(indexed, limit=100)]
+    again = post_forget(client, ident)
+    assert again.status_code == 404
+
+
+def test_dashboard_shows_index_health_events_per_day_and_privacy(client, indexed):
+    from search_engine.browse import stats
+
+    figures = stats(indexed)
+    html = client.get("/").text
+    assert f"<dt>Chunks</dt><dd>{figures.chunks}</dd>" in html
+    assert f"<strong>{figures.pending_embeddings}</strong> pending" in html
+    assert html.count('<rect class="bar"') == 30
+    assert "<title>2026-11-22: 2</title>" in html  # the two hostile-session events
+    assert f"<dt>Private spans redacted</dt><dd>{figures.privacy.private_spans}</dd>" in html
+    assert figures.privacy.private_spans >= 1  # the sample memory has a <private> span
+
+
+def test_sessions_list_and_one_sessions_timeline(client):
+    listing = client.get("/sessions").text
+    assert "/session?id=hostile-session" in listing and "/session?id=7f3c9a" in listing
+    assert "&lt;script&gt;" in listing and "<script>document" not in listing  # its opening prompt, escaped
+    one = client.get("/session?id=hostile-session").text
+    assert_inert(one)
+    assert one.index("Please look at this page") < one.index("The page tries to inject markup")  # oldest first
+    assert client.get("/session?id=no-such-session").status_code == 404
+
+
+def test_timeline_newest_first_filtered_and_as_a_fragment(client):
+    full = client.get("/timeline").text
+    assert 'data-refresh="/timeline?partial=1"' in full
+    prompts = client.get("/timeline?type=prompt&partial=1").text
+    assert "<html" not in prompts and "kind-event" in prompts
+    assert "The page tries to inject markup" not in prompts  # a response, filtered out
+    assert_inert(prompts)
+
+
+def test_an_unexpected_fault_is_a_500_page_and_a_log_line_without_content(client, indexed, monkeypatch):
+    import search_engine.browse
+
+    def broken(settings):
+        raise RuntimeError("a fault quoting memory text zanzibar")
+
+    monkeypatch.setattr(search_engine.browse, "stats", broken)
+    reply = client.get("/")
+    assert reply.status_code == 500
+    assert "unexpected error (RuntimeError)" in reply.text and "zanzibar" not in reply.text
+    assert reply.headers["content-security-policy"] == CSP
+    log = (indexed.log_dir / "ui.log").read_text()
+    assert "RuntimeError at test_viewer.py:" in log and "zanzibar" not in log
+
+
+def _start_ui(*args):
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "search_engine.cli", "ui", "--no-browser", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines = [proc.stdout.readline(), proc.stdout.readline()]
+    match = re.search(r"http://127\.0\.0\.1:(\d+)/\?token=([\w-]+)", "".join(lines))
+    assert match, "".join(lines) + proc.stderr.read()
+    return proc, int(match.group(1)), match.group(2)
+
+
+def test_memsearch_ui_serves_on_loopback_and_stops_when_idle(indexed):
+    import socket
+    import urllib.error
+    import urllib.request
+
+    proc, port, token = _start_ui("--idle-timeout", "3")
+    try:
+        opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor())
+        page = opener.open(f"http://127.0.0.1:{port}/search?q=webhook&mode=bm25&token={token}", timeout=10)
+        assert page.status == 200 and page.url.endswith("/search?q=webhook&mode=bm25")  # redirected, signed in
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10)
+        assert refused.value.code == 401
+        listening = [c for c in _listeners(port)]
+        assert listening and all(addr == "127.0.0.1" for addr in listening)
+        out, err = proc.communicate(timeout=20)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0 and "stopped (idle timeout)" in out and err == ""
+    with pytest.raises(OSError), socket.create_connection(("127.0.0.1", port), timeout=2):
+        pass
+
+
+def _listeners(port: int) -> list[str]:
+    """The local addresses listening on ``port`` (from /proc/net/tcp: state 0A is LISTEN)."""
+    out = []
+    for line in open("/proc/net/tcp").read().splitlines()[1:] + open("/proc/net/tcp6").read().splitlines()[1:]:
+        local, state = line.split()[1], line.split()[3]
+        addr, _, hexport = local.rpartition(":")
+        if state == "0A" and int(hexport, 16) == port:
+            out.append(".".join(str(int(addr[i:i + 2], 16)) for i in (6, 4, 2, 0)) if len(addr) == 8 else addr)
+    return out
+
+
+def test_memsearch_ui_stops_on_ctrl_c(indexed):
+    import signal
+
+    proc, _, _ = _start_ui()
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=20)
+    assert proc.returncode == 0 and "stopped (interrupted)" in out
+    assert "Traceback" not in err

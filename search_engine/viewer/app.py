@@ -13,7 +13,9 @@ served are the package's own assets.
 
 from __future__ import annotations
 
+import os
 import threading
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -37,6 +39,7 @@ HERE = Path(__file__).resolve().parent
 _AUTO = object()
 TIMELINE_LIMIT = 50
 SESSION_LIMIT = 500
+LOG_NAME = "ui.log"
 
 
 class Viewer:
@@ -187,9 +190,28 @@ class Viewer:
         elif isinstance(exc, UsageError):
             # a malformed id or date is a page that does not exist, like any other bad address
             status, message = (404 if "id" in request.path_params else 400), str(exc)
-        else:
+        elif isinstance(exc, MemsearchError):
             status, message = 500, str(exc)
+        else:
+            status = 500
+            message = (f"unexpected error ({type(exc).__name__}); it is logged in "
+                       f"{self.settings.log_dir / LOG_NAME}")
         return self.page(request, "error.html", status=status, status_code=status, message=message)
+
+    def log_error(self, exc: BaseException) -> None:
+        """One line per unexpected fault: its type and where it was raised, never its message (which may quote
+        memory text)."""
+        import traceback
+
+        frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
+        where = f"{Path(frame.filename).name}:{frame.lineno}" if frame else "?"
+        try:
+            self.settings.log_dir.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.settings.log_dir / LOG_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            with os.fdopen(fd, "a", encoding="utf-8") as log:
+                log.write(f"{datetime.now().isoformat(timespec='seconds')} {type(exc).__name__} at {where}\n")
+        except OSError:
+            pass  # a full or read-only disk must not turn one failed page into a crashed viewer
 
 
 def _size(n: int | None) -> str:
@@ -224,6 +246,6 @@ def create_app(settings: Settings, *, token: str, csrf: str, port: int | None, e
         Route("/favicon.ico", lambda request: RedirectResponse("/static/favicon.svg", 301)),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
-    handlers = {HTTPException: viewer.error, MemsearchError: viewer.error}
+    handlers = {HTTPException: viewer.error, MemsearchError: viewer.error, Exception: viewer.error}
     app = Starlette(routes=routes, exception_handlers=handlers)  # type: ignore[arg-type]
-    return Guard(app, token=token, csrf=csrf, port=port)
+    return Guard(app, token=token, csrf=csrf, port=port, on_error=viewer.log_error)

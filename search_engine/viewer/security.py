@@ -12,7 +12,7 @@ can even read the answers under its own name. So, in this order:
    ``csrf`` form field equal to the per-launch CSRF token (→ 403 otherwise). The form is read here, once, and
    handed to the page as ``scope["state"]["form"]``.
 4. **Headers** on every answer, errors included: a Content-Security-Policy that allows only the viewer's own
-   scripts and styles (no inline script, no other origin, no framing), ``nosniff``, no referrer, no caching.
+   scripts and styles (no inline script, no other origin, no framing), ``nosniff``, no referrer to other sites, no caching.
    No CORS header is ever sent, so no other origin can read an answer.
 
 >>> guard = Guard(app=None, token="t0k", csrf="c5f", port=8765)
@@ -40,7 +40,8 @@ CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self';
 SECURITY_HEADERS = (
     (b"content-security-policy", CSP.encode()),
     (b"x-content-type-options", b"nosniff"),
-    (b"referrer-policy", b"no-referrer"),
+    # not no-referrer: under it Chromium sends ``Origin: null`` with the viewer's own form posts
+    (b"referrer-policy", b"same-origin"),
     (b"x-frame-options", b"DENY"),
     (b"cache-control", b"no-store"),
     (b"cross-origin-opener-policy", b"same-origin"),
@@ -57,8 +58,10 @@ def cookie_name(port: int | None) -> str:
 class Guard:
     """ASGI middleware enforcing the rules in the module docstring around ``app``."""
 
-    def __init__(self, app: Any, *, token: str, csrf: str, port: int | None):
+    def __init__(self, app: Any, *, token: str, csrf: str, port: int | None,
+                 on_error: Callable[[BaseException], None] | None = None):
         self.app, self.token, self.csrf, self.port = app, token, csrf, port
+        self.on_error = on_error or (lambda exc: None)
         self.cookie = cookie_name(port)
         #: when the last signed-in request came in: the idle timeout counts from it (refused requests do not
         #: count, so another page cannot keep the viewer running)
@@ -99,7 +102,7 @@ class Guard:
         self.last_request = time.monotonic()
         method = scope["method"]
         if method in ("GET", "HEAD"):
-            await self.app(scope, receive, send)
+            await self._app(scope, receive, send)
             return
         if method != "POST":
             await _plain(send, 405, "Method not allowed.", [(b"allow", b"GET, HEAD, POST")])
@@ -115,7 +118,15 @@ class Guard:
             await _plain(send, 403, "Refused: missing or wrong CSRF token; reload the page and try again.")
             return
         scope.setdefault("state", {})["form"] = form
-        await self.app(scope, _empty_body, send)
+        await self._app(scope, _empty_body, send)
+
+    async def _app(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The pages. An unexpected error has had its 500 page from the app; it is logged by ``on_error`` and
+        stops here, so the server prints no traceback (which could quote memory text) on the terminal."""
+        try:
+            await self.app(scope, receive, send)
+        except Exception as exc:  # the one place that keeps every page fault off the terminal
+            self.on_error(exc)
 
     async def _take_token(self, scope: Scope, send: Send, query: dict[str, list[str]]) -> None:
         given = query.pop("token")[0]
