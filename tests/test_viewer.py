@@ -403,3 +403,13 @@ def test_memsearch_ui_stops_on_ctrl_c(indexed):
     out, err = proc.communicate(timeout=20)
     assert proc.returncode == 0 and "stopped (interrupted)" in out
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("name", ["search_engine.viewer.security", "search_engine.viewer.chart",
+                                  "search_engine.viewer.app"])
+def test_docstring_examples(name):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(name))
+    assert result.attempted > 0 and result.failed == 0
