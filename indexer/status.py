@@ -52,6 +52,14 @@ def _compute_health(conn: apsw.Connection, choice: ModelChoice) -> Health:
     )
 
 
+def _gate(settings: Settings) -> dict[str, Any]:
+    """Whether capture and injection apply in the current project, and why not (see indexer.optout)."""
+    from .optout import gate
+    from .settings import project_dir
+
+    return {"project": str(project_dir()), **gate(settings).as_dict()}
+
+
 def status(settings: Settings) -> dict[str, Any]:
     """Resolved paths and settings, the model, chunk counts by kind, pending embeddings, last index, sizes."""
     choice = resolve_model(settings)
@@ -61,6 +69,7 @@ def status(settings: Settings) -> dict[str, Any]:
         "db_path": str(settings.db_path),
         "index_exists": conn is not None,
         "settings": settings.describe(),
+        "capture": _gate(settings),
         "model": {
             "available": choice.available,
             "id": choice.model_id,

@@ -127,6 +127,15 @@ def show_text(view: ChunkView) -> str:
     return "\n".join(out)
 
 
+def _capture_line(capture: dict[str, Any] | None) -> str:
+    if not capture:
+        return "capture: unknown"
+    if capture["capture"] and capture["inject"]:
+        return f"capture: on for {capture['project']} (prompts, tools and replies recorded; memories injected)"
+    what = "capture and injection off" if not capture["inject"] else "capture off (memories still injected)"
+    return f"capture: {what} for {capture['project']}: {capture['reason']}"
+
+
 def status_text(info: dict[str, Any]) -> str:
     m = info["model"]
     model = f"{m['id']} ({m['source']}{', ' + m['path'] if m['path'] else ''})" if m["available"] else (
@@ -142,6 +151,7 @@ def status_text(info: dict[str, Any]) -> str:
         f"index built with model: {info['index_model'] or '-'}",
         f"last indexed: {info['last_indexed'] or 'never'}",
         f"database size: {info['db_bytes'] / 1e6:.2f} MB",
+        _capture_line(info.get("capture")),
         "settings:",
     ]
     for name, entry in info["settings"].items():
