@@ -413,3 +413,13 @@ def test_docstring_examples(name):
 
     result = doctest.testmod(importlib.import_module(name))
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_the_browsers_one_time_ticket_signs_in_once(indexed, fake):
+    guard = create_app(indexed, token=TOKEN, csrf=CSRF, port=PORT, embedder=fake)
+    ticket = guard.ticket()
+    first, second = TestClient(guard, base_url=BASE), TestClient(guard, base_url=BASE)
+    reply = first.get(f"/settings?token={ticket}", follow_redirects=False)
+    assert reply.status_code == 303 and f"{cookie_name(PORT)}={TOKEN};" in reply.headers["set-cookie"]
+    assert first.get("/settings").status_code == 200
+    assert second.get(f"/settings?token={ticket}", follow_redirects=False).status_code == 403

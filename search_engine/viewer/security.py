@@ -7,7 +7,8 @@ can even read the answers under its own name. So, in this order:
    page's requests carry its own host name and are refused (400).
 2. **Token**: the URL printed at launch carries a random per-launch token. Its first request sets it as an
    HttpOnly, SameSite=Strict cookie and redirects to the same address without it, so it leaves the address bar
-   and the history. Every other request needs that cookie: none → 401, a wrong one → 403.
+   and the history (the address given to the browser at launch carries a one-time ticket instead, see
+   :meth:`Guard.ticket`). Every other request needs that cookie: none → 401, a wrong one → 403.
 3. **State changes** are POST only (other methods → 405), with an ``Origin`` equal to the viewer's own and a
    ``csrf`` form field equal to the per-launch CSRF token (→ 403 otherwise). The form is read here, once, and
    handed to the page as ``scope["state"]["form"]``.
@@ -23,6 +24,7 @@ can even read the answers under its own name. So, in this order:
 from __future__ import annotations
 
 import hmac
+import secrets
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -62,10 +64,18 @@ class Guard:
                  on_error: Callable[[BaseException], None] | None = None):
         self.app, self.token, self.csrf, self.port = app, token, csrf, port
         self.on_error = on_error or (lambda exc: None)
+        self.tickets: set[str] = set()
         self.cookie = cookie_name(port)
         #: when the last signed-in request came in: the idle timeout counts from it (refused requests do not
         #: count, so another page cannot keep the viewer running)
         self.last_request = time.monotonic()
+
+    def ticket(self) -> str:
+        """A token for one sign-in only: the address handed to a browser process, whose command line other
+        local users can read, is worthless once the browser has used it."""
+        ticket = secrets.token_urlsafe(32)
+        self.tickets.add(ticket)
+        return ticket
 
     def host_allowed(self, host: bytes | None) -> bool:
         """``127.0.0.1`` or ``localhost``, with no port or the server's own."""
@@ -130,7 +140,9 @@ class Guard:
 
     async def _take_token(self, scope: Scope, send: Send, query: dict[str, list[str]]) -> None:
         given = query.pop("token")[0]
-        if not hmac.compare_digest(given.encode(), self.token.encode()):
+        if given in self.tickets:
+            self.tickets.discard(given)
+        elif not hmac.compare_digest(given.encode(), self.token.encode()):
             await _plain(send, 403, "Refused: wrong token (it changes at every launch of `memsearch ui`).")
             return
         rest = urlencode(query, doseq=True)

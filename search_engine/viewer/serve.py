@@ -58,7 +58,8 @@ def run(settings: Settings, *, port: int = 0, open_browser: bool = True, idle_ti
              f"(this address holds the key for this launch: share it with no one; Ctrl-C stops, and so does "
              f"{idle_timeout / 60:g} minutes without use)")
         if open_browser:
-            threading.Thread(target=webbrowser.open, args=(url,), daemon=True).start()
+            once = f"http://{HOST}:{port}/?token={guard.ticket()}"
+            threading.Thread(target=webbrowser.open, args=(once,), daemon=True).start()
         reason = asyncio.run(_serve(server, sock, guard, idle_timeout))
     finally:
         stop()
