@@ -379,6 +379,7 @@ def apply_forget(settings: Settings, plan: ForgetPlan, *, vacuum: bool = False) 
         db_bytes_after=_db_bytes(settings) if settings.db_path.exists() else 0,
         seconds=round(time.perf_counter() - started, 3),
         ids=tuple(i.id for i in plan.items),
+        wal_truncated=counts["wal_truncated"] if "wal_truncated" in counts else True,
     )
     _log(settings, f"forgot chunks={report.chunks_removed} events={report.events_removed} "
                    f"archived_events={report.archived_events_removed} tombstones={report.tombstones_added} "
@@ -463,7 +464,7 @@ def _apply_locked(settings: Settings, plan: ForgetPlan, vacuum: bool) -> dict:
             conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES('optimize')")
         if vacuum:
             conn.execute("VACUUM")
-        _checkpoint(conn)
+        counts["wal_truncated"] = _checkpoint(conn)
     finally:
         conn.close()
     return counts
@@ -498,11 +499,12 @@ def _update_log_row(conn: apsw.Connection, path: Path) -> None:
                  (st.st_mtime_ns, st.st_size, xxhash.xxh3_64_hexdigest(head[: min(row[0], HEAD_BYTES)]), str(path)))
 
 
-def _checkpoint(conn: apsw.Connection, tries: int = 20) -> None:
+def _checkpoint(conn: apsw.Connection, tries: int = 20) -> bool:
     """Copy the WAL into the database file and truncate it, so the WAL keeps no page holding forgotten text. A
-    reader in the middle of a read can delay it: retry briefly."""
+    reader in the middle of a read can delay it: retry briefly. Returns whether it was truncated."""
     for attempt in range(tries):
         busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
         if not busy:
-            return
+            return True
         time.sleep(0.05 * (attempt + 1))
+    return False

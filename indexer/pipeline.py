@@ -101,7 +101,15 @@ class _Run:
         ("scanned", "changed", "unchanged", "deleted", "added", "removed"), 0))
     skipped: list[Skipped] = field(default_factory=list)
     last_turn: dict[str, str] = field(default_factory=dict)  # session id -> its latest event chunk's text
-    stones: Tombstones = field(default_factory=Tombstones)  # chunks of the user's notes that forget hides
+    _stones: Tombstones | None = None
+
+    @property
+    def stones(self) -> Tombstones:
+        """The chunks of the user's notes that ``forget`` hides, read when a changed note first needs them (a run
+        that finds nothing changed reads no file)."""
+        if self._stones is None:
+            self._stones = tombstones.load(self.settings.state_dir)
+        return self._stones
 
     def writes(self):
         """The transaction for one file's writes: inside a scan's batch (see :class:`_Batches`) they simply join
@@ -434,7 +442,7 @@ def _scan(settings: Settings, conn: apsw.Connection, paths, full: bool, progress
     if rechunk:
         full = True
         notes.append("chunker settings changed: every source re-chunked")
-    run = _Run(settings, conn, full, progress, stones=tombstones.load(settings.state_dir))
+    run = _Run(settings, conn, full, progress)
     scope = [p.absolute() for p in paths] if paths else source_roots(settings)
     for p in scope:
         if not p.exists():
@@ -472,7 +480,7 @@ def _scan(settings: Settings, conn: apsw.Connection, paths, full: bool, progress
         store.set_meta(conn, "last_indexed", store.now_iso())
     if run.counts["removed"]:
         drop_orphan_vectors(conn)
-    if run.stones.notes and not paths:
+    if not paths and tombstones.path(settings.state_dir).exists() and run.stones.notes:
         # a whole scan knows every file: a tombstone whose file changed (or went) has lapsed
         current = dict(conn.execute("SELECT path, content_hash FROM files WHERE content_hash IS NOT NULL"))
         if run.stones.prune(current):

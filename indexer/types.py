@@ -361,3 +361,4 @@ class ForgetReport:
     db_bytes_after: int
     seconds: float
     ids: tuple[str, ...] = ()
+    wal_truncated: bool = True  # False: a reader kept the WAL busy; its old pages go at the next checkpoint

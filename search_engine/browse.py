@@ -158,12 +158,12 @@ def stats(settings: Settings) -> Stats:
 
 def _privacy(conn: apsw.Connection) -> PrivacyStats:
     """Markers counted in the indexed text, once per event (the overlap between a long event's chunks would
-    count a marker twice) or note chunk."""
+    count a marker twice) or note chunk; session summaries are left out, since they repeat their events."""
     private, secrets, chunks, sessions = 0, defaultdict(int), 0, set()
     seen_events: set[tuple[str, str]] = set()
     for kind, file, event_id, session_id, text in conn.execute(
             "SELECT kind, file, event_id, session_id, text FROM chunks WHERE text LIKE '%[REDACTED:%'"
-            " ORDER BY file, seq"):
+            " AND NOT (kind = 'note' AND category = 'session') ORDER BY file, seq"):
         if kind == "event" and event_id:
             if (file, event_id) in seen_events:
                 continue

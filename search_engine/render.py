@@ -284,6 +284,9 @@ def forget_text(r: ForgetReport) -> str:
         f"index: {r.db_bytes_before / 1e6:.2f} MB -> {r.db_bytes_after / 1e6:.2f} MB"
         + (" (vacuumed)" if r.vacuumed else ""),
     ]
+    if not r.wal_truncated:
+        out.append("warning: a reader kept the index's write-ahead log busy, so old pages may stay in it until the"
+                   " next checkpoint: run `memsearch maintain` (or `memsearch forget --vacuum` again) later")
     if r.notes_to_edit:
         out.append(f"hidden in your own notes ({r.tombstones_added} chunk(s)) until the file changes; to remove the"
                    " text, edit:")

@@ -319,3 +319,34 @@ def test_after_forget_nothing_shows_the_forgotten_text(real_embedder, words, for
         check()
         if server.conn is not None:
             server.conn.close()
+
+
+def test_a_transcript_import_does_not_bring_forgotten_events_back(home, tmp_path):
+    from indexer.transcripts import import_transcripts
+
+    lines = [{"type": "user", "uuid": "u1", "sessionId": "T", "cwd": "/w/app", "timestamp": "2026-06-15T10:00:01Z",
+              "message": {"role": "user", "content": "the ocelot rollout needs a feature flag"}},
+             {"type": "user", "uuid": "u2", "sessionId": "T", "cwd": "/w/app", "timestamp": "2026-06-15T10:02:01Z",
+              "message": {"role": "user", "content": "and the heron dashboard stays"}}]
+    transcript = write(tmp_path / "projects" / "-w-app" / "T.jsonl", "\n".join(json.dumps(x) for x in lines) + "\n")
+    settings = resolve_settings(home, model="none")
+    assert import_transcripts(settings, [transcript]).events_imported == 2
+    apply_forget(settings, plan_forget(settings, ForgetSelector(match="ocelot", mode="bm25", limit=1)))
+    (settings.state_dir / "imports.json").unlink()  # as if the import state were lost: it reads from the start
+    again = import_transcripts(settings, [transcript])
+    assert again.events_imported == 0
+    assert _files_holding(home, "ocelot") == []
+    assert not search(settings, "ocelot", mode="bm25").hits and search(settings, "heron", mode="bm25").hits
+
+
+def test_vacuum_on_request_and_forget_without_an_index(home):
+    settings = resolve_settings(home, model="none")
+    plan = plan_forget(settings, ForgetSelector(session="nobody"))
+    assert plan.items == () and apply_forget(settings, plan).chunks_removed == 0
+    _log(home, *[_event(f"filler event number {i} " + "x" * 400, "s1") for i in range(200)],
+         _event("the marmot secret", "s2"))
+    index(settings, embedder=None)
+    report = apply_forget(settings, plan_forget(settings, ForgetSelector(session="s1")), vacuum=True)
+    assert report.vacuumed and report.chunks_removed == 200
+    assert report.db_bytes_after < report.db_bytes_before
+    assert search(settings, "marmot", mode="bm25").hits
