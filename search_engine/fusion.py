@@ -72,6 +72,19 @@ def score_fusion(bm25: dict[K, float], similarity: dict[K, float], alpha: float 
     return sorted(fused.items(), key=lambda kv: (-kv[1], -best[kv[0]], repr(kv[0])))
 
 
+def boost(fused: Sequence[tuple[K, float]], chosen: set[K], share: float) -> list[tuple[K, float]]:
+    """Raise the scores of ``chosen`` keys: ``s·(1 + share)``, others unchanged, re-sorted best first (a stable
+    sort, so ties keep the order they had).
+
+    >>> boost([("a", 1.0), ("b", 0.8), ("c", 0.5)], {"c"}, 1.0)
+    [('a', 1.0), ('c', 1.0), ('b', 0.8)]
+    """
+    if not chosen or not share:
+        return list(fused)
+    raised = [(key, score * (1 + share) if key in chosen else score) for key, score in fused]
+    return sorted(raised, key=lambda kv: -kv[1])
+
+
 def trigrams(text: str) -> frozenset[str]:
     """Character trigrams of the lower-cased text with white space folded (texts under 3 characters give
     themselves).
@@ -103,12 +116,29 @@ class DedupDecision:
     similarity: float
 
 
+#: A lower-ranked text is hidden only when it adds at most this many character trigrams that the kept text lacks:
+#: an edited timestamp, id or a couple of words, never a sentence. Trigram Jaccard alone hid a paragraph that
+#: held the answer in one extra sentence (Jaccard 0.9 with a longer neighbour that did not).
+MAX_NOVEL_TRIGRAMS = 16
+
+
+def novel(a: frozenset[str], b: frozenset[str]) -> int:
+    """``|A − B|``: how many trigrams ``a`` adds to ``b``.
+
+    >>> novel(frozenset("abc"), frozenset("ab"))
+    1
+    """
+    return len(a - b)
+
+
 def dedup(
-    ranked: Sequence[tuple[K, str]], threshold: float, limit: int | None = None
+    ranked: Sequence[tuple[K, str]], threshold: float, limit: int | None = None,
+    max_novel: int = MAX_NOVEL_TRIGRAMS,
 ) -> tuple[list[K], list[DedupDecision]]:
-    """Walk ``(key, text)`` best first; drop an item whose trigram Jaccard with an already kept one is at least
-    ``threshold``. Stops once ``limit`` items are kept. Returns the kept keys and the hidden ones with the kept
-    item each duplicated.
+    """Walk ``(key, text)`` best first; hide an item when, against an already kept one, its trigram Jaccard is at
+    least ``threshold`` **and** it adds at most ``max_novel`` trigrams the kept one lacks (it differs in form, not
+    in substance: ``|T(b) − T(a)| ≤ max_novel``). Stops once ``limit`` items are kept. Returns the kept keys and the
+    hidden ones with the kept item each duplicated.
 
     >>> dedup([("a", "the same text"), ("b", "the same text!"), ("c", "other")], 0.8)[0]
     ['a', 'c']
@@ -124,6 +154,8 @@ def dedup(
             # |A∩B|/|A∪B| ≤ min/max: skip pairs whose sizes alone rule a match out
             small, large = sorted((len(grams), len(other_grams)))
             if large and small / large < threshold:
+                continue
+            if novel(grams, other_grams) > max_novel:
                 continue
             sim = jaccard(grams, other_grams)
             if sim >= threshold:

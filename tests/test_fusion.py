@@ -1,7 +1,7 @@
 import pytest
 from hypothesis import example, given, strategies as st
 
-from search_engine.fusion import dedup, jaccard, reciprocal_rank_fusion, trigrams
+from search_engine.fusion import dedup, jaccard, novel, reciprocal_rank_fusion, trigrams
 
 
 def test_rrf_hand_computed():
@@ -125,3 +125,32 @@ def test_score_fusion_is_bounded_and_covers_both_lists(bm25, cos):
     assert {k for k, _ in fused} == set(bm25) | set(cos)
     assert all(-1e-9 <= s <= 1 + 1e-9 for _, s in fused)
     assert [s for _, s in fused] == sorted((s for _, s in fused), reverse=True)
+
+
+def test_dedup_never_hides_a_text_that_adds_substance():
+    base = ("The nightly export job writes the ledger to the archive bucket, then rotates the logs and mails a short "
+            "report to the on-call engineer. It runs under cron at two in the morning on the reporting replica, "
+            "reads the payments tables in one transaction and compresses each day into its own file.")
+    longer = base + " The fix was a busy timeout."
+    assert jaccard(trigrams(base), trigrams(longer)) >= 0.8  # Jaccard alone would hide it
+    kept, hidden = dedup([(1, base), (2, longer)], threshold=0.8)
+    assert kept == [1, 2] and hidden == []
+    # the other way round, the shorter adds nothing: hidden
+    kept, hidden = dedup([(2, longer), (1, base)], threshold=0.8)
+    assert kept == [2] and [(h.key, h.duplicate_of) for h in hidden] == [(1, 2)]
+
+
+def test_dedup_hides_copies_that_differ_in_a_timestamp():
+    tail = ("257 passed, 0 failed, in the payments-api repository after the retry change; the flaky "
+            "idempotency test no longer times out on the second provider call.")
+    a, b = f"Ran pytest at 2026-11-20T10:15:02: {tail}", f"Ran pytest at 2026-11-20T10:17:41: {tail}"
+    kept, hidden = dedup([(1, a), (2, b)], threshold=0.8)
+    assert kept == [1] and hidden[0].duplicate_of == 1
+
+
+@given(st.text(alphabet="abcdefgh ", min_size=0, max_size=300), st.text(alphabet="xyz0123456789", min_size=1, max_size=60))
+def test_dedup_hidden_items_add_few_trigrams(base, extra):
+    text = base + extra
+    kept, hidden = dedup([(0, base), (1, text)], threshold=0.5)
+    a, b = trigrams(base), trigrams(text)
+    assert bool(hidden) == (novel(b, a) <= 16 and jaccard(a, b) >= 0.5 and min(len(a), len(b)) >= 0.5 * max(len(a), len(b)))
