@@ -308,11 +308,21 @@ def test_dashboard_shows_index_health_events_per_day_and_privacy(client, indexed
     figures = stats(indexed)
     html = client.get("/").text
     assert f"<dt>Chunks</dt><dd>{figures.chunks}</dd>" in html
-    assert f"<strong>{figures.pending_embeddings}</strong> pending" in html
+    from indexer.embedder import resolve_model
+
+    if resolve_model(indexed).available:
+        assert f"<strong>{figures.pending_embeddings}</strong> pending" in html
+    else:
+        assert "No embedding model: searches run on BM25 alone." in html
     assert html.count('<rect class="bar"') == 30
     assert "<title>2026-11-22: 2</title>" in html  # the two hostile-session events
     assert f"<dt>Private spans redacted</dt><dd>{figures.privacy.private_spans}</dd>" in html
     assert figures.privacy.private_spans >= 1  # the sample memory has a <private> span
+
+
+def test_dashboard_without_a_model_says_bm25_alone(indexed, fake):
+    html = client_with_cookie(resolve_settings(indexed.home, model="none"), fake).get("/").text
+    assert "No embedding model: searches run on BM25 alone." in html and "<progress" not in html
 
 
 def test_sessions_list_and_one_sessions_timeline(client):
