@@ -40,7 +40,8 @@ def hostile_events(home, session="hostile-session") -> None:
 @pytest.fixture
 def indexed(sample_home, fake):
     hostile_events(sample_home)
-    write(sample_home / "daily" / "2026-11-21.md", f"# 2026-11-21\n\n## Odd page\n\n{HOSTILE}\n")
+    write(sample_home / "daily" / "2026-11-21.md",
+          f"# 2026-11-21\n\n## Odd page <script>document.title = 'owned'</script>\n\n{HOSTILE}\n")
     settings = resolve_settings(sample_home)
     index(settings, embedder=fake)
     return settings
@@ -134,6 +135,22 @@ def test_only_get_and_post_and_no_cors(client, method):
     assert not [h for h in reply.headers if h.lower().startswith("access-control-")]
 
 
+def test_websockets_are_refused(client):
+    from starlette.websockets import WebSocketDisconnect
+
+    with pytest.raises(WebSocketDisconnect), client.websocket_connect("/"):
+        pass
+
+
+def test_every_page_answers_before_the_first_index(home, fake):
+    c = client_with_cookie(resolve_settings(home), fake)
+    assert "The index was never built" in c.get("/").text
+    for path in ("/sessions", "/timeline", "/search?q=anything&mode=bm25", "/settings"):
+        assert c.get(path).status_code == 200, path
+    assert "the index was never built" in c.get("/search?q=anything&mode=bm25").text
+    assert c.get("/item/abcd1234").status_code == 404
+
+
 def test_forget_is_not_reachable_by_get(client):
     assert client.get("/forget?id=abcd&csrf=" + CSRF).status_code == 405
 
@@ -172,7 +189,7 @@ def test_pages_have_no_inline_script_or_style(client):
 # -- memory text stays text --------------------------------------------------------------------------------------
 
 def assert_inert(html: str) -> None:
-    assert "<script>document" not in html
+    assert "<script>document" not in html and "<script>" not in html.split("</head>")[-1]
     assert 'href="javascript:' not in html and "<img src=x" not in html
     assert "</memory-context>" not in html
     assert "&lt;script&gt;document" in html and "&lt;/memory-context&gt;" in html

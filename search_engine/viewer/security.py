@@ -89,6 +89,9 @@ class Guard:
         return origin is not None and origin.decode("latin-1").lower() == f"http://{host.decode('latin-1').lower()}"
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket":  # the viewer has none: refused before any check could be skipped
+            await send({"type": "websocket.close", "code": 1008})
+            return
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
