@@ -4,7 +4,7 @@
 
 - **events** memsearch logged (``events/*.jsonl``): each forgotten line is overwritten, in a copy swapped in
   atomically under the log's append lock, by a ``{"forgotten":true}`` line of the same length, so every other
-  event keeps its byte offset (and so its id) and the incremental indexer its place;
+  event keeps its byte offset (and so its id) and the incremental indexer its place (:mod:`indexer.logrewrite`);
 - **archives** (``archive/events/*.jsonl.gz``, not indexed): rewritten without the matching lines;
 - **session summaries** memsearch wrote: rebuilt from the events that remain (deleted when none remain, or when
   a summary's own text was selected);
@@ -21,7 +21,6 @@ run or hook ingest writes meanwhile). The log (``.memsearch/logs/forget.log``) r
 
 from __future__ import annotations
 
-import gzip
 import os
 import time
 from collections import defaultdict
@@ -29,22 +28,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import apsw
-import orjson
 import xxhash
 
 from . import store, tombstones
 from .errors import MemsearchError, NotFound, UsageError
 from .locks import LockTimeout, file_lock
+from .logrewrite import archive_matches, blank_lines, replace_file, rewrite_archive
 from .pipeline import HEAD_BYTES, _scan, drop_orphan_vectors, ingest
 from .rebuild import WRITER_LOCK, maintenance_lock
 from .settings import Settings
 from .summaries import build_summary, is_generated, summary_path
 from .types import ForgetItem, ForgetPlan, ForgetReport, ForgetSelector, NoteToEdit
 
-ARCHIVE_DIR = Path("archive") / "events"
 LOCK_TIMEOUT = 30.0
 SNIPPET = 160
-FORGOTTEN_LINE = b'{"forgotten":true}'
 _COLUMNS = ("c.id, c.uid, c.kind, c.category, c.title, c.text, c.path, c.line_start, c.line_end, c.event_id, c.ts,"
             " c.session_id, c.project, c.file, c.seq, c.hash")
 
@@ -170,45 +167,6 @@ def _snippet(text: str) -> str:
     return flat if len(flat) <= SNIPPET else flat[: SNIPPET - 1] + "…"
 
 
-def _archive_matches(settings: Settings, selector: ForgetSelector, event_ids: set[str]) -> dict[Path, int]:
-    """Archived logs and how many of their events the selector takes. Archives are not indexed, so a query or a
-    chunk id cannot reach them: only event ids and the session, project and date criteria do."""
-    folder = settings.home / ARCHIVE_DIR
-    if not folder.is_dir():
-        return {}
-    out = {}
-    for path in sorted(folder.glob("*.jsonl*.gz")):
-        try:
-            data = gzip.decompress(path.read_bytes())
-        except (OSError, EOFError, gzip.BadGzipFile):
-            continue
-        n = sum(1 for line in data.splitlines() if _archived_match(line, selector, event_ids))
-        if n:
-            out[path] = n
-    return out
-
-
-def _archived_match(line: bytes, selector: ForgetSelector, event_ids: set[str]) -> bool:
-    try:
-        event = orjson.loads(line)
-    except orjson.JSONDecodeError:
-        return False
-    if not isinstance(event, dict):
-        return False
-    if selector.match or selector.ids:
-        if str(event.get("id")) not in event_ids and str(event.get("id")) not in selector.ids:
-            return False
-    elif not (selector.session or selector.project or selector.since or selector.before):
-        return False
-    from .sources import normalize_ts
-
-    ts = normalize_ts(event.get("ts"))
-    return ((not selector.session or event.get("session_id") == selector.session)
-            and (not selector.project or event.get("project") == selector.project)
-            and (not selector.since or (ts is not None and ts >= selector.since))
-            and (not selector.before or (ts is not None and ts < selector.before)))
-
-
 def plan_forget(settings: Settings, selector: ForgetSelector) -> ForgetPlan:
     """What ``selector`` takes, changing nothing but the index's freshness (events logged since the last index
     run are indexed first, so a dry run lists them too).
@@ -238,7 +196,7 @@ def plan_forget(settings: Settings, selector: ForgetSelector) -> ForgetPlan:
     for item, row in zip(items, rows):
         by_action[item.action].add(row.file)
     event_ids = {i.event_id for i in items if i.action == "rewrite" and i.event_id}
-    archives = _archive_matches(settings, selector, event_ids)
+    archives = archive_matches(settings, selector, event_ids)
     summaries = set(by_action["summary"])
     for i in items:
         if i.action == "rewrite" and i.session_id:
@@ -254,76 +212,6 @@ def plan_forget(settings: Settings, selector: ForgetSelector) -> ForgetPlan:
         summaries=tuple(sorted(summaries)),
         notes=tuple(sorted(by_action["tombstone"])),
     )
-
-
-def _blank_lines(path: Path, offsets: dict[int, str]) -> int:
-    """Overwrite the event lines starting at ``offsets`` (offset -> event id, checked) with a forgotten line of the
-    same length, in a copy swapped in atomically while holding the log's append lock. Returns lines blanked."""
-    import fcntl
-
-    fd = os.open(path, os.O_RDWR)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        try:
-            data = bytearray(_read_all(fd))
-            blanked = 0
-            for offset, event_id in sorted(offsets.items()):
-                end = data.find(b"\n", offset)
-                end = len(data) if end < 0 else end
-                try:
-                    event = orjson.loads(bytes(data[offset:end]))
-                except orjson.JSONDecodeError:
-                    continue
-                if not isinstance(event, dict) or str(event.get("id")) != event_id:
-                    continue  # the log is not what the index says: leave it to the next index run
-                length = end - offset
-                line = FORGOTTEN_LINE if length >= len(FORGOTTEN_LINE) else b""
-                data[offset:end] = line + b" " * (length - len(line))
-                blanked += 1
-            if blanked:
-                _replace(path, bytes(data))
-            return blanked
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
-
-
-def _read_all(fd: int) -> bytes:
-    os.lseek(fd, 0, os.SEEK_SET)
-    parts = []
-    while True:
-        block = os.read(fd, 1 << 20)
-        if not block:
-            return b"".join(parts)
-        parts.append(block)
-
-
-def _replace(path: Path, data: bytes) -> None:
-    """Write ``data`` to a private temporary file beside ``path``, durably, and rename it over ``path``."""
-    tmp = path.with_name(f".{path.name}.forget-{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-
-
-def _rewrite_archive(path: Path, selector: ForgetSelector, event_ids: set[str]) -> int:
-    try:
-        data = gzip.decompress(path.read_bytes())
-    except (OSError, EOFError, gzip.BadGzipFile):
-        return 0
-    lines = data.splitlines(keepends=True)
-    kept = [line for line in lines if not _archived_match(line, selector, event_ids)]
-    if len(kept) == len(lines):
-        return 0
-    _replace(path, gzip.compress(b"".join(kept), mtime=0))
-    return len(lines) - len(kept)
 
 
 def _refresh_context(conn: apsw.Connection, sessions: set[str]) -> None:
@@ -394,7 +282,7 @@ def _apply_locked(settings: Settings, plan: ForgetPlan, vacuum: bool) -> dict:
     uids = [i.id for i in plan.items]
     event_ids = {i.event_id for i in plan.items if i.action == "rewrite" and i.event_id}
     for archive in plan.archives:
-        removed = _rewrite_archive(Path(archive), plan.selector, event_ids)
+        removed = rewrite_archive(Path(archive), plan.selector, event_ids)
         counts["archived"] += removed
         counts["archives"] += bool(removed)
     if not settings.db_path.exists():
@@ -414,7 +302,7 @@ def _apply_locked(settings: Settings, plan: ForgetPlan, vacuum: bool) -> dict:
                 logs[r.file][r.seq // 1000] = r.event_id
         for file, offsets in logs.items():
             if Path(file).is_file():
-                blanked = _blank_lines(Path(file), offsets)
+                blanked = blank_lines(Path(file), offsets)
                 counts["events"] += blanked
                 counts["logs"] += bool(blanked)
         # 2. the user's notes get tombstones; forgotten events are remembered by a hash of their id
@@ -454,7 +342,7 @@ def _apply_locked(settings: Settings, plan: ForgetPlan, vacuum: bool) -> dict:
                 path.unlink()
                 counts["summaries_deleted"] += 1
             else:
-                _replace(path, text.encode("utf-8"))
+                replace_file(path, text.encode("utf-8"))
                 counts["summaries_rewritten"] += 1
             rebuilt.append(path)
         if rebuilt:

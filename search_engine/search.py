@@ -16,7 +16,7 @@ from datetime import datetime
 import apsw
 
 from indexer import store
-from indexer.cjk import CJK_RUN_RE
+from indexer.cjk import CJK_SHARE_LIMIT, cjk_share, english_only
 from indexer.embedder import Embedder, ModelChoice, load_embedder, resolve_model
 from indexer.errors import ModelUnavailable, UsageError
 from indexer.settings import Settings
@@ -30,9 +30,7 @@ from .timeexpr import time_window
 from .vector import VectorMatrix, vector_ranking
 
 MODES = ("hybrid", "bm25", "vector")
-#: Above this share of CJK letters, the English-only bundled model's vectors only add noise (measured on the CJK
-#: evaluation sets: hybrid recall@5 0.57 against BM25's 0.96 in Korean), so hybrid runs BM25 alone.
-CJK_QUERY_SHARE = 0.3
+CJK_QUERY_SHARE = CJK_SHARE_LIMIT
 MAX_K = 200
 #: A hit dated inside a time expression of the query ("in May 2023", "last week") has its fused score raised by
 #: this share; explicit --since/--until filters instead of boosting.
@@ -41,20 +39,6 @@ _AUTO = object()
 _HIT_COLUMNS = (
     "id, uid, kind, category, title, text, path, line_start, line_end, ts, session_id, project, status, event_id"
 )
-
-
-def cjk_share(text: str) -> float:
-    """Share of CJK characters among the letters of ``text``.
-
-    >>> cjk_share("東京 deploy")
-    0.25
-    """
-    letters = [ch for ch in text if ch.isalpha()]
-    return sum(1 for ch in letters if CJK_RUN_RE.match(ch)) / len(letters) if letters else 0.0
-
-
-def _english_only(choice: ModelChoice) -> bool:
-    return choice.model_id is not None and "MiniLM" in choice.model_id
 
 
 def _vectors_ready(conn: apsw.Connection, model_id: str | None) -> str | None:
@@ -133,7 +117,7 @@ def _search(settings, conn, query, mode, k, filters, raw, explain, embedder, cho
         raise ModelUnavailable(f"--mode vector cannot run: {not_ready}")
     if mode == "hybrid" and not_ready:
         mode_used, reason = "bm25", not_ready
-    elif mode == "hybrid" and _english_only(choice) and cjk_share(query) > CJK_QUERY_SHARE:
+    elif mode == "hybrid" and english_only(choice.model_id) and cjk_share(query) > CJK_QUERY_SHARE:
         mode_used, reason = "bm25", "the embedding model is English-only: a CJK query is answered by BM25 alone"
 
     pool = max(settings.candidates, k)

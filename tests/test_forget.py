@@ -350,3 +350,29 @@ def test_vacuum_on_request_and_forget_without_an_index(home):
     assert report.vacuumed and report.chunks_removed == 200
     assert report.db_bytes_after < report.db_bytes_before
     assert search(settings, "marmot", mode="bm25").hits
+
+
+def test_hooks_appending_during_a_forget_lose_no_event(home):
+    """Forget rewrites a log other processes append to: an append that waited for the lock lands in the new log."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    settings = resolve_settings(home, model="none")
+    ts = "2026-11-20T10:00:00+00:00"
+    _log(home, *[_event(f"doomed lynx note {i}", "gone", ts) for i in range(30)])
+    index(settings, embedder=None)
+
+    def writer(n: int) -> None:
+        for i in range(40):
+            append(home, _event(f"kept event {n}-{i}", f"w{n}", ts))
+
+    with ThreadPoolExecutor(4) as pool:
+        futures = [pool.submit(writer, n) for n in range(3)]
+        for _ in range(5):
+            apply_forget(settings, plan_forget(settings, ForgetSelector(session="gone")))
+        for f in futures:
+            f.result()
+    apply_forget(settings, plan_forget(settings, ForgetSelector(session="gone")))
+    lines = [json.loads(x) for x in (home / "events" / "2026-11-20.jsonl").read_text().splitlines()]
+    kept = sorted(e["content"] for e in lines if "content" in e)
+    assert kept == sorted(f"kept event {n}-{i}" for n in range(3) for i in range(40))
+    assert _files_holding(home, "doomed lynx") == []
