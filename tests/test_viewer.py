@@ -350,6 +350,10 @@ def test_sessions_list_and_one_sessions_timeline(client):
     assert_inert(one)
     assert one.index("Please look at this page") < one.index("The page tries to inject markup")  # oldest first
     assert client.get("/session?id=no-such-session").status_code == 404
+    sample = client.get("/session?id=7f3c9a").text  # the sample memory has its summary, sessions/7f3c9a.md
+    summary, timeline = sample.split('id="h-tl"')
+    assert '<article class="summary">' in summary and "Files touched" in summary
+    assert "Why does test_refund_webhook fail intermittently?" in timeline and "Files touched" not in timeline
 
 
 def test_timeline_newest_first_filtered_and_as_a_fragment(client):

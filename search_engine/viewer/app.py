@@ -97,8 +97,9 @@ class Viewer:
         if info is None:
             raise NotFound(f"no session {sid!r} in the index")
         items = list(reversed(recent(self.settings, session=sid, limit=SESSION_LIMIT)))
-        summary = [h for h in items if info.summary_path and h.path == info.summary_path]
-        events = [h for h in items if h not in summary]
+        summary = sorted((h for h in items if info.summary_path and h.path == info.summary_path),
+                         key=lambda h: h.line_start or 0)
+        events = [h for h in items if not (info.summary_path and h.path == info.summary_path)]
         return self.page(request, "session.html", info=info, summary=summary, items=events)
 
     def timeline(self, request: Request) -> Response:
