@@ -108,9 +108,13 @@ def _save(path: Path, data: dict[str, Any], backups: Path | None = None) -> str 
         name = f"{path.name}.memsearch-backup-{time.strftime('%Y%m%d-%H%M%S')}"
         if backups is not None:
             backups.mkdir(parents=True, exist_ok=True, mode=0o700)
-            backup = str(backups / f"{path.parent.parent.name}-{name}")
+            target = backups / f"{path.parent.parent.name}-{name}"
         else:
-            backup = str(path.with_name(name))
+            target = path.with_name(name)
+        n = 1
+        while target.exists():  # two changes within a second keep both backups
+            target, n = target.with_name(f"{target.name.rsplit('~', 1)[0]}~{n}"), n + 1
+        backup = str(target)
         shutil.copy2(path, backup)
     if not data:
         path.unlink(missing_ok=True)

@@ -518,3 +518,15 @@ def test_doctor_checks_each_hook_command_and_exits_1_on_failure(sample_home, tmp
     bad = subprocess.run([MEMSEARCH, "doctor"], env=env, capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert bad.returncode == 1
     assert "FAIL hook UserPromptSubmit (user): '/gone/memsearch-hook' not found" in bad.stdout
+
+
+def test_changes_within_one_second_keep_every_backup(tmp_path):
+    from search_engine.install import install, uninstall
+
+    project, custom = tmp_path / "repo", tmp_path / "mem"
+    write(project / ".claude" / "settings.json", json.dumps({"model": "opus"}))
+    reports = [install("project", project, home=custom), uninstall("project", project, home=custom),
+               install("project", project, home=custom)]
+    backups = [r.backup for r in reports]
+    assert len(set(backups)) == 3 and all(Path(b).parent == custom / ".memsearch" / "backups" for b in backups)
+    assert json.loads(Path(backups[0]).read_text()) == {"model": "opus"}
