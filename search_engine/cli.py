@@ -391,6 +391,40 @@ def import_transcripts(
     _emit(report, as_json, text)
 
 
+team_app = typer.Typer(help="A team memory on PostgreSQL + pgvector (groundwork: not yet used by search).",
+                       no_args_is_help=True)
+app.add_typer(team_app, name="team")
+
+
+@team_app.command("init")
+def team_init(
+    member: Annotated[Optional[list[str]], typer.Option("--member", help="A member's role name (repeat).")] = None,
+    apply: Annotated[bool, typer.Option("--apply", help="Run the script on --admin-url instead of printing it.")]
+    = False,
+    admin_url: Annotated[Optional[str], typer.Option(
+        "--admin-url", envvar="MEMSEARCH_ADMIN_URL", help="A superuser's postgresql:// URL (for --apply).")] = None,
+) -> None:
+    """Print (or --apply) the administrator's SQL: pgvector, the schema, row-level security, one role per member."""
+    from indexer.embedder import BUNDLED_DIM, BUNDLED_ID
+    from indexer.errors import UsageError
+    from indexer.pg_schema import check_role, mask_url, team_init_sql
+
+    members = [check_role(m) for m in member or []]
+    models = [(BUNDLED_ID, BUNDLED_DIM)]
+    if not apply:
+        sys.stdout.write(team_init_sql(members, models))
+        return
+    if not admin_url:
+        raise UsageError("--apply needs --admin-url (or MEMSEARCH_ADMIN_URL): a superuser's postgresql:// URL")
+    try:
+        from indexer.store_pg import apply_team_init
+    except ImportError:
+        raise UsageError("the team index needs the team extra: pip install 'memsearch-hybrid[team]'") from None
+    version = apply_team_init(admin_url, members, models)
+    sys.stdout.write(f"team schema version {version} applied to {mask_url(admin_url)}; members: "
+                     f"{', '.join(members) or 'none added'}\n")
+
+
 @app.command()
 def mcp(home: HomeOpt = None) -> None:
     """Run the MCP server on stdio (tools: search, timeline, get)."""
