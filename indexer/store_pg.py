@@ -16,8 +16,8 @@ adapters, PostgreSQL full-text search and pgvector's HNSW index.
 - **Team semantics** are the database's (:mod:`indexer.pg_schema`): the rows a method sees are what row-level
   security lets the connecting role see.
 
->>> PgStore.__init__.__doc__.split(".")[0]
-'Connect to ``url`` (a pool of up to ``max_size`` connections)'
+Not wired in yet: nothing in the pipeline or the search selects this store (that comes with the one store
+interface of the restack); the tests drive it directly against a real server.
 """
 
 from __future__ import annotations

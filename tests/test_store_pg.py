@@ -15,6 +15,7 @@ pytest.importorskip("psycopg", reason="the team extra (psycopg, pgvector) is not
 import psycopg  # noqa: E402
 
 from conftest import MEMSEARCH  # noqa: E402
+from indexer.embedder import BUNDLED_DIM, BUNDLED_ID  # noqa: E402
 from indexer.pg_schema import SCHEMA_VERSION, mask_url, team_init_sql  # noqa: E402
 from indexer.storage import ChunkRow, SourceState, Store  # noqa: E402
 from indexer.store_pg import PgStore, StoreUnavailable, apply_team_init, migrate, schema_version  # noqa: E402
@@ -33,7 +34,7 @@ def team(pg_server):
     with psycopg.connect(pg_server.url(), autocommit=True) as admin:
         admin.execute(f'CREATE DATABASE "{name}"')
     admin_url = pg_server.url(database=name)
-    apply_team_init(admin_url, ["alice", "bob"], [(MODEL, DIM)])
+    apply_team_init(admin_url, ["alice", "bob"], [(MODEL, DIM), (BUNDLED_ID, BUNDLED_DIM)])
     with psycopg.connect(admin_url, autocommit=True) as admin:
         for role, password in PASSWORDS.items():
             admin.execute(psycopg.sql.SQL("ALTER ROLE {} PASSWORD {}").format(
@@ -292,6 +293,15 @@ def test_mask_url_hides_every_password_form():
     assert "s3cret" not in mask_url("postgresql://u:s3cret@[::1]:5432/m")
 
 
+def test_pg_schema_docstring_examples():
+    import doctest
+
+    import indexer.pg_schema
+
+    result = doctest.testmod(indexer.pg_schema)
+    assert result.attempted >= 5 and result.failed == 0
+
+
 def test_team_init_cli_prints_and_applies(pg_server):
     printed = subprocess.run([MEMSEARCH, "team", "init", "--member", "dave"], capture_output=True, text=True)
     assert printed.returncode == 0 and 'CREATE ROLE "dave" LOGIN' in printed.stdout
@@ -312,3 +322,25 @@ def test_team_init_cli_prints_and_applies(pg_server):
     finally:
         with psycopg.connect(pg_server.url(), autocommit=True) as admin:
             admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+
+
+@pytest.mark.model
+def test_the_bundled_model_vectors_go_through_its_hnsw_index(team, real_embedder):
+    from indexer.chunktext import embed_input
+
+    alice, bob = team.store("alice"), team.store("bob")
+    alice.write_batch(source("/alice/notes/ops.md"), [
+        chunk("ship", "To release to production, tag the commit and let the pipeline deploy it", scope="shared"),
+        chunk("cook", "A recipe for sourdough bread with a long cold proof", scope="shared"),
+        chunk("cats", "The cat sleeps on the warm windowsill all afternoon", scope="shared"),
+    ])
+    todo = alice.pending_embeddings(BUNDLED_ID)
+    vectors = real_embedder.embed_passages([embed_input(p.title, p.text, p.speaker, p.ts) for p in todo])
+    assert alice.put_embeddings(BUNDLED_ID, list(zip([p.hash for p in todo], vectors))) == 3
+    # a second model's narrower vectors share the table, each model behind its own partial HNSW index
+    alice.put_embeddings(MODEL, [(p.hash, v) for p, v in zip(todo, random_unit(np.random.default_rng(3), 3))])
+    found = bob.vector_candidates(real_embedder.embed_query("how do we ship a new version?"), BUNDLED_ID,
+                                  Filters(), 3, ef_search=40)
+    assert [bob.fetch_hits([s.id])[s.id].uid for s in found][0] == "ship"
+    assert bob.pending_embeddings(BUNDLED_ID) == []
+    assert len(bob.vector_candidates(random_unit(np.random.default_rng(4), 1)[0], MODEL, Filters(), 3)) == 3
