@@ -184,19 +184,18 @@ class PgStore:
                 " head_hash = excluded.head_hash, indexed_at = now()",
                 (source.path, source.source, source.mtime_ns, source.size, source.content_hash, source.consumed,
                  source.head_hash))
-            added = 0
-            with conn.cursor() as cur:
-                for c in chunks:
-                    cur.execute(
-                        f"INSERT INTO {SCHEMA}.chunks(scope, uid, hash, source, path, seq, kind, category, title,"
-                        " text, line_start, line_end, event_id, ts, session_id, project, status, speaker, fts)"
-                        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,"
-                        " setweight(to_tsvector('english', %s), 'A') || setweight(to_tsvector('english', %s), 'B')"
-                        " || setweight(to_tsvector('english', %s), 'D')) ON CONFLICT (owner, uid) DO NOTHING",
-                        (c.scope, c.uid, c.hash, source.path, c.path, c.seq, c.kind, c.category, c.title, c.text,
-                         c.line_start, c.line_end, c.event_id, c.ts, c.session_id, c.project, c.status, c.speaker,
-                         index_form(fts_title(c.kind, c.title, c.ts)), index_form(c.text), index_form(c.context)))
-                    added += cur.rowcount
+            with conn.cursor() as cur:  # executemany pipelines the rows: one round trip, not one per chunk
+                cur.executemany(
+                    f"INSERT INTO {SCHEMA}.chunks(scope, uid, hash, source, path, seq, kind, category, title,"
+                    " text, line_start, line_end, event_id, ts, session_id, project, status, speaker, fts)"
+                    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,"
+                    " setweight(to_tsvector('english', %s), 'A') || setweight(to_tsvector('english', %s), 'B')"
+                    " || setweight(to_tsvector('english', %s), 'D')) ON CONFLICT (owner, uid) DO NOTHING",
+                    [(c.scope, c.uid, c.hash, source.path, c.path, c.seq, c.kind, c.category, c.title, c.text,
+                      c.line_start, c.line_end, c.event_id, c.ts, c.session_id, c.project, c.status, c.speaker,
+                      index_form(fts_title(c.kind, c.title, c.ts)), index_form(c.text), index_form(c.context))
+                     for c in chunks])
+                added = max(cur.rowcount, 0) if chunks else 0
             return added
 
     def delete_source(self, path: str) -> int:
@@ -231,13 +230,13 @@ class PgStore:
         return [PendingText(*r[:5]) for r in rows[:limit]]
 
     def put_embeddings(self, model: str, vectors: Sequence[tuple[str, Sequence[float] | None]]) -> int:
-        added = 0
+        if not vectors:
+            return 0
         with self.pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
-            for h, vec in vectors:
-                value = None if vec is None else _as_vector(vec)
-                cur.execute(f"INSERT INTO {SCHEMA}.vectors(hash, model, embedding) VALUES (%s, %s, %s)"
-                            " ON CONFLICT (hash, model) DO NOTHING", (h, model, value))
-                added += cur.rowcount
+            cur.executemany(f"INSERT INTO {SCHEMA}.vectors(hash, model, embedding) VALUES (%s, %s, %s)"
+                            " ON CONFLICT (hash, model) DO NOTHING",
+                            [(h, model, None if vec is None else _as_vector(vec)) for h, vec in vectors])
+            added = max(cur.rowcount, 0)
         return added
 
     def vector_candidates(self, vector: Sequence[float], model: str, filters: FilterSpec, limit: int,

@@ -247,6 +247,37 @@ def test_a_vector_is_computed_once_per_hash_and_model_for_the_team(team):
     assert bob.health(MODEL).pending_embeddings == 1
 
 
+def test_two_members_write_and_search_at_once(team):
+    from concurrent.futures import ThreadPoolExecutor
+
+    stores = {"alice": team.store("alice"), "bob": team.store("bob")}
+
+    def writer(role: str, worker: int) -> int:
+        added = 0
+        for batch in range(5):
+            rows = [chunk(f"{role}-{worker}-{batch}-{i}", f"{role} wrote deployment note {i}", seq=i,
+                          scope="shared" if i % 2 else "private") for i in range(20)]
+            added += stores[role].write_batch(source(f"/{role}/{worker}/{batch}.md"), rows)
+        return added
+
+    def searcher() -> set[str]:
+        seen: set[str] = set()
+        for _ in range(20):
+            seen |= uids(stores["bob"], lexical(stores["bob"], "deployment note", limit=50))
+        return seen
+
+    with ThreadPoolExecutor(5) as pool:
+        writes = [pool.submit(writer, role, w) for role in stores for w in range(2)]
+        searching = pool.submit(searcher)
+        assert [f.result() for f in writes] == [100] * 4
+        seen_by_bob = searching.result()
+    # while the writes ran, bob's searches saw his own chunks and alice's shared ones (odd i), never her private
+    assert all(u.startswith("bob-") or int(u.rsplit("-", 1)[1]) % 2 for u in seen_by_bob)
+    for role in stores:
+        health = stores[role].health(None)
+        assert (health.own_chunks, health.shared_by_others, health.sources) == (200, 100, 10)
+
+
 def test_migrations_and_the_admin_script_run_again_without_change(team, pg_server):
     with psycopg.connect(team.admin_url, autocommit=True) as admin:
         before = admin.execute("SELECT version FROM memsearch.schema_version ORDER BY version").fetchall()
