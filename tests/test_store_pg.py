@@ -53,6 +53,13 @@ def team(pg_server):
         admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
 
 
+@pytest.fixture(params=["postgres"])
+def contract_store(request, team) -> Store:
+    """One member's store of each backend, for the contract tests (the SQLite store joins the params when the
+    restack puts it behind :class:`indexer.storage.Store`)."""
+    return team.store("alice")
+
+
 def source(path: str, kind: str = "notes") -> SourceState:
     return SourceState(path=path, source=kind, mtime_ns=1, size=10, content_hash="h-" + path)
 
@@ -70,8 +77,8 @@ def uids(store: PgStore, ids) -> set[str]:
     return {row.uid for row in store.fetch_hits(list(ids)).values()}
 
 
-def test_write_batch_is_idempotent_and_delete_by_source_removes_its_chunks(team):
-    alice = team.store("alice")
+def test_write_batch_is_idempotent_and_delete_by_source_removes_its_chunks(contract_store):
+    alice = contract_store
     assert isinstance(alice, Store)
     rows = [chunk("a1", "first note", seq=0), chunk("a2", "second note", seq=1)]
     assert alice.write_batch(source("/m/a.md"), rows) == 2
@@ -87,8 +94,8 @@ def test_write_batch_is_idempotent_and_delete_by_source_removes_its_chunks(team)
     assert alice.health(MODEL).chunks == 1
 
 
-def test_lexical_stems_english_and_applies_filters_inside_the_query(team):
-    alice = team.store("alice")
+def test_lexical_stems_english_and_applies_filters_inside_the_query(contract_store):
+    alice = contract_store
     alice.write_batch(source("/m/a.md"), [
         chunk("deploy", "We were deploying the servers on Friday", project="web", ts="2026-05-01T10:00:00"),
         chunk("old", "deployed servers last year", project="web", ts="2025-01-01T10:00:00"),
@@ -107,8 +114,8 @@ def test_lexical_stems_english_and_applies_filters_inside_the_query(team):
     assert [s.score for s in ranked] == sorted((s.score for s in ranked), reverse=True)
 
 
-def test_lexical_finds_cjk_text_by_two_character_words(team):
-    alice = team.store("alice")
+def test_lexical_finds_cjk_text_by_two_character_words(contract_store):
+    alice = contract_store
     alice.write_batch(source("/m/cjk.md"), [
         chunk("tokyo", "東京大学で機械学習を研究した"),
         chunk("kyoto", "京都の大会は中止"),
@@ -126,8 +133,8 @@ def random_unit(rng, n: int) -> np.ndarray:
     return v / np.linalg.norm(v, axis=1, keepdims=True)
 
 
-def test_vector_candidates_use_hnsw_with_ef_search_and_filter_inside(team):
-    alice = team.store("alice")
+def test_vector_candidates_use_hnsw_with_ef_search_and_filter_inside(contract_store, team, monkeypatch):
+    alice = contract_store
     rng = np.random.default_rng(7)
     vectors = random_unit(rng, 300)
     rows = [chunk(f"c{i}", f"chunk {i}", kind="note" if i % 3 else "fact", seq=i) for i in range(300)]
@@ -150,6 +157,21 @@ def test_vector_candidates_use_hnsw_with_ef_search_and_filter_inside(team):
                                              if int(u[1:]) % 3 == 0][:5]
     with pytest.raises(ValueError, match="ef_search"):
         alice.vector_candidates(query, MODEL, Filters(), 10, ef_search=0)
+
+    sent: list[tuple[str, str]] = []  # what the store sends: ef_search is set in the search's own transaction
+    execute = psycopg.Connection.execute
+
+    def recording(conn, query, params=None, **kw):
+        text = query.as_string(conn) if isinstance(query, psycopg.sql.Composable) else query
+        sent.append((conn.info.transaction_status.name, text.split(" FROM ")[0][:60]))
+        return execute(conn, query, params, **kw)
+
+    monkeypatch.setattr(psycopg.Connection, "execute", recording)
+    alice.vector_candidates(query, MODEL, Filters(), 10, ef_search=7)
+    monkeypatch.undo()
+    assert ("INTRANS", "SET LOCAL hnsw.ef_search = 7") in sent
+    assert sent.index(("INTRANS", "SET LOCAL hnsw.ef_search = 7")) < next(
+        i for i, (_, text) in enumerate(sent) if text.startswith("WITH near"))
 
     with psycopg.connect(team.urls["alice"]) as conn:  # the approximate query really runs on the HNSW index
         from pgvector.psycopg import register_vector
