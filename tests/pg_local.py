@@ -133,6 +133,9 @@ def start() -> LocalPostgres:
     as_root = hasattr(os, "geteuid") and os.geteuid() == 0
     if as_root:
         _ensure_system_user()
+    if as_root and not _reachable_by_others(Path(tempfile.gettempdir())):
+        raise LocalPostgresUnavailable(f"the temp folder {tempfile.gettempdir()} is closed to other users, so "
+                                       f"{SYSTEM_USER} cannot reach a data folder there: set TMPDIR to one it can")
     root = Path(tempfile.mkdtemp(prefix="memsearch-pg-"))
     if as_root:
         import pwd
