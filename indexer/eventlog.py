@@ -96,13 +96,13 @@ def append(home: Path, events: list[Event] | Event) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     data = b"".join(encode(e) for e in batch)
     while True:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             try:
                 if not _still_linked(fd, path):
                     continue  # maintenance archived the log while we waited for its lock: append to a new one
-                view = memoryview(data)
+                view = memoryview(_on_fresh_line(fd, data))
                 while view:
                     written = os.write(fd, view)
                     view = view[written:]
@@ -111,6 +111,15 @@ def append(home: Path, events: list[Event] | Event) -> Path:
                 fcntl.flock(fd, fcntl.LOCK_UN)
         finally:
             os.close(fd)
+
+
+def _on_fresh_line(fd: int, data: bytes) -> bytes:
+    """``data`` preceded by a newline when the log does not end with one: a line torn by a crash or a full disk
+    mid-write would otherwise swallow the next event into one unreadable line. Called under the log's lock."""
+    size = os.fstat(fd).st_size
+    if size and os.pread(fd, 1, size - 1) != b"\n":
+        return b"\n" + data
+    return data
 
 
 def _still_linked(fd: int, path: Path) -> bool:
