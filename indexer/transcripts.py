@@ -21,14 +21,20 @@ from .eventlog import Event, append
 from .observations import describe_tool
 from .sources import normalize_ts
 
-_INJECTED_RE = re.compile(
-    r"<(system-reminder|memory-context)>.*?</\1>|<(system-reminder|memory-context)>.*\Z", re.DOTALL
-)
+#: A block the host or a hook injected: it opens at the start of a line and is closed. A tag merely mentioned in
+#: prose ("hooks wrap output in a `<memory-context>` block") is neither, and the text after it is kept.
+_INJECTED_RE = re.compile(r"^[ \t]*<(system-reminder|memory-context)>.*?</\1>", re.DOTALL | re.MULTILINE)
 MAX_TOOL_OUTPUT = 2000
 
 
 def strip_injected(text: str) -> str:
-    """Remove hook-injected blocks (``<system-reminder>``, ``<memory-context>``) from a text."""
+    """Remove hook-injected blocks (``<system-reminder>``, ``<memory-context>``) from a text.
+
+    >>> strip_injected("<memory-context>\\nold memories\\n</memory-context>\\nFix reader.py")
+    'Fix reader.py'
+    >>> strip_injected("Hooks wrap output in a <memory-context> tag, then reply.")
+    'Hooks wrap output in a <memory-context> tag, then reply.'
+    """
     return _INJECTED_RE.sub("", text).strip()
 
 
