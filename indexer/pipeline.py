@@ -10,6 +10,7 @@ A source that cannot be read is reported and skipped, and whatever it had in the
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterable
 from contextlib import nullcontext
@@ -273,6 +274,17 @@ def source_roots(settings: Settings) -> list[Path]:
     return [settings.home, *settings.extra_sources]
 
 
+def inside_sources(settings: Settings, paths: list[Path]) -> list[Path]:
+    """The ``paths`` whose real location (every symlink followed) lies inside the memory root or an extra source."""
+    roots = [os.path.realpath(p) for p in source_roots(settings)]
+    kept = []
+    for path in paths:
+        real = os.path.realpath(path)
+        if any(real == r or real.startswith(r.rstrip("/") + "/") for r in roots):
+            kept.append(path)
+    return kept
+
+
 def _in_scope(key: str, scope: list[Path]) -> bool:
     return any(key == str(p) or key.startswith(str(p).rstrip("/") + "/") for p in scope)
 
@@ -473,7 +485,14 @@ def _scan(settings: Settings, conn: apsw.Connection, paths, full: bool, progress
 
 def ingest(settings: Settings, paths: list[Path], *, lock_timeout: float = 0.2) -> bool:
     """Index just ``paths`` for BM25, fast, for hooks: no embedding, no report. Returns False when another run
-    holds the writer lock (that run, or the next one, picks the sources up)."""
+    holds the writer lock (that run, or the next one, picks the sources up).
+
+    A path that is, or lies under, a symlink leading out of the memory root and the extra sources (a linked
+    ``events/`` folder or log) is not read: ``memsearch index`` and the server refuse it too.
+    """
+    paths = inside_sources(settings, paths)
+    if not paths:
+        return True
     if not settings.db_path.exists():
         settings.state_dir.mkdir(parents=True, exist_ok=True)
     conn = store.connect(settings.db_path)
