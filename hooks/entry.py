@@ -54,7 +54,7 @@ def log(message: str) -> None:
     try:
         from indexer.settings import resolve_settings
 
-        settings = resolve_settings()
+        settings = resolve_settings(strict=False)
         settings.log_dir.mkdir(parents=True, exist_ok=True)
         with open(settings.log_dir / "hooks.log", "a", encoding="utf-8") as f:
             f.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {message}\n")

@@ -30,7 +30,15 @@ _TRIVIAL_RE = re.compile(
 
 
 def _settings() -> Settings:
-    return resolve_settings()
+    """The settings, resolved leniently: a bad value (a typo in a config file, a cloned project's config) is
+    logged and skipped for the next source down, never a reason to stop capturing."""
+    settings = resolve_settings(strict=False)
+    if settings.problems:
+        from .entry import log
+
+        for problem in settings.problems:
+            log(f"settings: {problem}")
+    return settings
 
 
 def _project(payload: dict[str, Any]) -> str | None:
@@ -67,13 +75,6 @@ def _context_json(event_name: str, text: str) -> str:
                       ensure_ascii=False)
 
 
-def _config(name: str, default: int, low: int, high: int) -> int:
-    try:
-        return max(low, min(high, int(os.environ.get(name, default))))
-    except ValueError:
-        return default
-
-
 def prompt(payload: dict[str, Any]) -> str | None:
     """UserPromptSubmit: record the prompt, then inject relevant memories from other sessions."""
     text = payload.get("prompt")
@@ -84,7 +85,7 @@ def prompt(payload: dict[str, Any]) -> str | None:
     path = _record(settings, Event(type="prompt", content=text, session_id=session, project=_project(payload),
                                    cwd=payload.get("cwd") if isinstance(payload.get("cwd"), str) else None),
                    ingest_now=False)
-    max_items = _config("MEMSEARCH_MAX_ITEMS", 5, 0, 20)
+    max_items = settings.max_items
     if is_trivial(text) or max_items == 0:
         _ingest(settings, path)
         return None
@@ -92,7 +93,7 @@ def prompt(payload: dict[str, Any]) -> str | None:
     from search_engine.context import format_context
 
     block, _ = format_context(text, hits, max_items=max_items,
-                              token_budget=_config("MEMSEARCH_TOKEN_BUDGET", 1200, 100, 2400))
+                              token_budget=settings.token_budget)
     return _context_json("UserPromptSubmit", block) if block else None
 
 
