@@ -52,12 +52,11 @@ def read_stdin(deadline_s: float = 2.0) -> dict:
 def log(message: str) -> None:
     """Append one line to the hooks log; never raises."""
     try:
+        from indexer.private import append_line
         from indexer.settings import resolve_settings
 
-        settings = resolve_settings(strict=False)
-        settings.log_dir.mkdir(parents=True, exist_ok=True)
-        with open(settings.log_dir / "hooks.log", "a", encoding="utf-8") as f:
-            f.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {message}\n")
+        log_path = resolve_settings(strict=False).log_dir / "hooks.log"
+        append_line(log_path, f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {message}")
     except Exception:
         pass
 

@@ -6,12 +6,12 @@ the assistant's replies that state decisions. It is written atomically and index
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
 from indexer import store
 from indexer.pipeline import index, ingest
+from indexer.private import write_private
 from indexer.settings import Settings
 
 _DECISION_RE = re.compile(
@@ -93,9 +93,6 @@ def write_session_summary(settings: Settings, session_id: str) -> Path | None:
     if text is None:
         return None
     path = settings.home / "sessions" / f"{_SAFE_ID_RE.sub('_', session_id)[:120]}.md"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    write_private(path, text.encode("utf-8"))
     index(settings, [path], lock_timeout=60)
     return path

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .privacy import scrub
+from .private import private_dirs
 
 EVENT_TYPES = ("prompt", "response", "tool", "session")
 MAX_CONTENT_CHARS = 64_000
@@ -93,7 +94,7 @@ def append(home: Path, events: list[Event] | Event) -> Path:
     """Append events to today's log (of the first event's date); returns the log path."""
     batch = [events] if isinstance(events, Event) else events
     path = event_path(home, batch[0].ts if batch else None)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_dirs(path.parent)
     data = b"".join(encode(e) for e in batch)
     while True:
         fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)

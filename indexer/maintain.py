@@ -38,6 +38,7 @@ from .embedder import Embedder
 from .errors import MemsearchError
 from .locks import LockTimeout, file_lock
 from .pipeline import AUTO, Progress, drop_orphan_vectors
+from .private import private_dirs, write_private
 from .rebuild import WRITER_LOCK, maintenance_lock, rebuild_locked
 from .settings import Settings
 from .sources import normalize_ts
@@ -226,18 +227,12 @@ def newest_event(data: bytes) -> str | None:
 
 def _archive(data: bytes, folder: Path, name: str) -> Path:
     """Write ``data`` gzipped as ``folder/name.gz`` (``name.1.gz``… if taken), durably, and return its path."""
-    folder.mkdir(parents=True, exist_ok=True)
+    private_dirs(folder)
     target, n = folder / f"{name}.gz", 0
     while target.exists():
         n += 1
         target = folder / f"{name}.{n}.gz"
-    tmp = target.with_name(f".{target.name}.tmp")
-    with open(tmp, "wb") as f:
-        f.write(gzip.compress(data))
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, target)
-    return target
+    return write_private(target, gzip.compress(data), durable=True)
 
 
 def _read_all(fd: int) -> bytes:

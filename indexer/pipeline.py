@@ -27,6 +27,7 @@ from .cjk import index_form
 from .embedder import Embedder, load_embedder, resolve_model
 from .errors import MemsearchError
 from .locks import LockTimeout, file_lock
+from .private import private_dirs
 from .settings import Settings
 from .sources import (
     MAX_FILE_BYTES,
@@ -386,7 +387,7 @@ def index(
     needs no lock, because each vector is written once per (hash, model) whoever computes it.
     """
     started = time.perf_counter()
-    settings.state_dir.mkdir(parents=True, exist_ok=True)
+    private_dirs(settings.state_dir)
     conn = store.connect(settings.db_path)
     try:
         try:
@@ -494,7 +495,7 @@ def ingest(settings: Settings, paths: list[Path], *, lock_timeout: float = 0.2) 
     if not paths:
         return True
     if not settings.db_path.exists():
-        settings.state_dir.mkdir(parents=True, exist_ok=True)
+        private_dirs(settings.state_dir)
     conn = store.connect(settings.db_path)
     try:
         with file_lock(settings.state_dir / "index.lock", lock_timeout):

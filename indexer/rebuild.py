@@ -33,6 +33,7 @@ from .embedder import Embedder, load_embedder, resolve_model
 from .errors import MemsearchError
 from .locks import LockTimeout, file_lock
 from .pipeline import AUTO, EMBED_WINDOW, Progress, _Run, _scan, pending_count, pending_hashes, source_roots
+from .private import private_dirs
 from .settings import Settings
 from .sources import Draft, discover
 from .types import IndexReport
@@ -46,7 +47,7 @@ SWAP_LOCK_TIMEOUT = 600.0
 @contextmanager
 def maintenance_lock(settings: Settings, timeout: float = 0.0) -> Iterator[None]:
     """One full rebuild or maintenance run at a time per memory root."""
-    settings.state_dir.mkdir(parents=True, exist_ok=True)
+    private_dirs(settings.state_dir)
     path = settings.state_dir / MAINTENANCE_LOCK
     try:
         with file_lock(path, timeout):

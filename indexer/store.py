@@ -18,6 +18,7 @@ import apsw
 from .chunktext import fts_title
 from .cjk import index_form
 from .errors import MemsearchError
+from .private import private_dirs
 
 BUSY_TIMEOUT_MS = 10_000
 FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
@@ -158,7 +159,7 @@ def connect(db_path: Path, *, create: bool = True) -> apsw.Connection:
     """
     if not create and not db_path.exists():
         raise MemsearchError(f"no index at {db_path}; run `memsearch index` first")
-    db_path.parent.mkdir(parents=True, exist_ok=True)
+    private_dirs(db_path.parent)
     _create_private(db_path)
     try:
         conn = apsw.Connection(str(db_path))

@@ -19,6 +19,7 @@ import orjson
 
 from .eventlog import Event, append
 from .observations import describe_tool
+from .private import private_dirs, write_private
 from .sources import normalize_ts
 
 #: A block the host or a hook injected: it opens at the start of a line and is closed. A tag merely mentioned in
@@ -185,7 +186,7 @@ def import_transcripts(settings, paths: list[Path] | None = None) -> ImportRepor
     from .pipeline import ingest
 
     state_path = settings.state_dir / "imports.json"
-    settings.state_dir.mkdir(parents=True, exist_ok=True)
+    private_dirs(settings.state_dir)
     try:
         state = orjson.loads(state_path.read_bytes()) if state_path.exists() else {}
     except orjson.JSONDecodeError:
@@ -225,9 +226,7 @@ def import_transcripts(settings, paths: list[Path] | None = None) -> ImportRepor
                 append(settings.home, day_events)
             imported += len(fresh)
             state[key] = offset + end
-            tmp = state_path.with_suffix(".tmp")
-            tmp.write_bytes(orjson.dumps(state))
-            os.replace(tmp, state_path)
+            write_private(state_path, orjson.dumps(state))
     finally:
         conn.close()
     ingest(settings, [settings.home / "events"], lock_timeout=60)

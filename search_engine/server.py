@@ -31,6 +31,7 @@ from indexer.embedder import resolve_model
 from indexer.errors import MemsearchError
 from indexer.locks import LockTimeout, file_lock
 from indexer.pipeline import embed_pending, ingest, pending_count, source_roots
+from indexer.private import append_line, private_dirs
 from indexer.settings import Settings, resolve_settings
 from indexer.status import health
 
@@ -48,9 +49,7 @@ def socket_path(settings: Settings) -> Path:
 
 
 def _log(settings: Settings, message: str) -> None:
-    settings.log_dir.mkdir(parents=True, exist_ok=True)
-    with open(settings.log_dir / "serve.log", "a", encoding="utf-8") as f:
-        f.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} pid={os.getpid()} {message}\n")
+    append_line(settings.log_dir / "serve.log", f"{time.strftime('%Y-%m-%dT%H:%M:%S')} pid={os.getpid()} {message}")
 
 
 def _peer_uid(conn: socket.socket) -> int | None:
@@ -261,7 +260,7 @@ class Server:
 
 def run(settings: Settings, idle_timeout: float = IDLE_TIMEOUT) -> int:
     """Run the server in the foreground until idle, stopped or signalled. Returns an exit code."""
-    settings.state_dir.mkdir(parents=True, exist_ok=True)
+    private_dirs(settings.state_dir)
     try:
         with file_lock(settings.state_dir / "serve.lock", 0):
             return _run_locked(settings, idle_timeout)

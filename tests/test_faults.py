@@ -241,3 +241,44 @@ def test_any_value_from_any_source_is_a_setting_or_a_named_problem(key, value, w
             assert lenient.problems and getattr(lenient, key) == default
         else:
             assert strict == lenient and not lenient.problems
+
+
+# -- every file memsearch writes under the memory root is private ----------------------------------------------------
+
+def test_every_file_memsearch_writes_under_the_root_is_0600_and_every_folder_0700(home, tmp_path):
+    from hooks.summary import write_session_summary
+    from indexer.maintain import maintain
+    from search_engine.server import _log
+
+    old_umask = os.umask(0o022)
+    try:
+        own = write(home / "notes" / "mine.md", "# My note\n\nThe user's own file about quokkas.\n")
+        write(home / "events" / "2020-01-01.jsonl", json.dumps(  # expired: maintain archives it
+            {"id": "old", "ts": "2020-01-01T10:00:00", "type": "prompt", "content": "an old quokka prompt"}) + "\n")
+        users = {own, own.parent, home / "events" / "2020-01-01.jsonl", home / "events"}
+        session = {"session_id": "s1", "cwd": str(home)}
+        assert _hook("prompt", {**session, "prompt": "how are quokka exports retried"}).returncode == 0
+        assert _hook("tool", {**session, "tool_name": "Bash", "tool_input": {"command": "ls"},
+                              "tool_response": {"stdout": "x"}}).returncode == 0
+        assert _hook("stop", {**session, "last_assistant_message": "Retried twice."}).returncode == 0
+        _hook("prompt", {**session, "prompt": "log this"}, env={"MEMSEARCH_RRF_K": "bad"})  # writes hooks.log
+        settings = resolve_settings(home, model="none")
+        write_session_summary(settings, "s1")
+        transcript = write(tmp_path / "projects" / "p" / "t.jsonl", json.dumps(
+            {"type": "user", "uuid": "u1", "sessionId": "T", "timestamp": "2026-06-15T10:00:01Z",
+             "message": {"role": "user", "content": "an imported quokka prompt"}}) + "\n")
+        assert _cli("import", "transcripts", str(transcript)).returncode == 0
+        assert _cli("index", "--full").returncode == 0
+        maintain(settings, embedder=None)
+        _log(settings, "a server line")
+        script = Path(__file__).resolve().parent.parent / "scripts" / "weekly-reindex.sh"
+        subprocess.run(["sh", str(script)], env={**os.environ, "MEMSEARCH_MODEL": "none",
+                                                 "MEMSEARCH_BIN": MEMSEARCH}, capture_output=True, timeout=300)
+    finally:
+        os.umask(old_umask)
+    written = [p for p in home.rglob("*") if p not in users]
+    assert {p.name for p in written} >= {"hooks.log", "serve.log", "weekly-reindex.log", "imports.json", "s1.md",
+                                         "2020-01-01.jsonl.gz", "index.db", event_path(home).name}
+    wide = {str(p.relative_to(home)): oct(p.stat().st_mode & 0o777) for p in written
+            if p.stat().st_mode & 0o777 != (0o700 if p.is_dir() else 0o600)}
+    assert wide == {}

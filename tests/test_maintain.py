@@ -223,7 +223,7 @@ def test_retention_can_delete_or_be_off(home, event_logs, monkeypatch):
     [gone] = expire_event_logs(resolve_settings(home), NOW)
     assert gone.archived_to is None and not old.exists() and not (home / "archive").exists()
     monkeypatch.setenv("MEMSEARCH_RETENTION_DAYS_EVENT", "soon")
-    with pytest.raises(ConfigError, match="retention_days_event from MEMSEARCH_RETENTION_DAYS_EVENT is not a valid count"):
+    with pytest.raises(ConfigError, match="retention_days_event = .soon. from MEMSEARCH_RETENTION_DAYS_EVENT is not valid: expected a whole number"):
         resolve_settings(home)
 
 
