@@ -46,12 +46,37 @@ def _project(payload: dict[str, Any]) -> str | None:
     return os.path.basename(str(cwd).rstrip("/")) or None if cwd else None
 
 
-def _record(settings: Settings, event: Event, *, ingest_now: bool = True) -> Path:
+#: What the user must hear from this hook run (shown as ``systemMessage``): events that could not be recorded.
+NOTICES: list[str] = []
+
+
+def _record(settings: Settings, event: Event, *, ingest_now: bool = True) -> Path | None:
     """Write the event to the log, then make it searchable by BM25 at once: by the warm server when it runs, else
-    in this process (skipped if a long index run holds the writer lock: that run, or the next, picks it up)."""
-    path = append(settings.home, event)
+    in this process (skipped if a long index run holds the writer lock: that run, or the next, picks it up).
+
+    When the log cannot be written (a full disk, a read-only memory root), the event is counted as lost and the
+    user is told at once; None is returned. The first event recorded after that tells of the losses too.
+    """
+    from indexer import lost
+
+    try:
+        path = append(settings.home, event)
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        counted = lost.record(settings.state_dir, reason)
+        from .entry import log
+
+        log(f"{event.type}: event not recorded: {reason}")
+        NOTICES.append(f"memsearch: this {event.type} event could not be recorded ({reason}: "
+                       f"{settings.home / 'events'}); it is lost" + ("" if counted else
+                       ", and memsearch could not count it for `memsearch status`"))
+        return None
+    earlier = lost.unannounced(settings.state_dir)
+    if earlier:
+        NOTICES.append(f"memsearch: {lost.describe(earlier, earlier['new'])}; see `memsearch doctor`")
     if ingest_now:
         _ingest(settings, path)
+    lost.reserve(settings.state_dir)
     return path
 
 
@@ -61,6 +86,20 @@ def _ingest(settings: Settings, path: Path) -> None:
         from indexer.pipeline import ingest
 
         ingest(settings, [path], lock_timeout=0.2)
+
+
+def too_large(event_name: str, limit: int) -> None:
+    """A payload too large to read: its event is lost, and said to be (log, lost-events count, the user)."""
+    from indexer import lost
+
+    from .entry import log
+
+    settings = _settings()
+    reason = f"a {event_name} hook payload over {limit // 2**20} MiB"
+    log(f"{event_name}: event not recorded: payload over {limit // 2**20} MiB")
+    lost.record(settings.state_dir, reason)
+    NOTICES.append(f"memsearch: this {event_name} event was not recorded: its payload is over "
+                   f"{limit // 2**20} MiB")
 
 
 def is_trivial(prompt: str) -> bool:
@@ -87,7 +126,8 @@ def prompt(payload: dict[str, Any]) -> str | None:
                    ingest_now=False)
     max_items = settings.max_items
     if is_trivial(text) or max_items == 0:
-        _ingest(settings, path)
+        if path is not None:
+            _ingest(settings, path)
         return None
     hits = _search(settings, text[:MAX_QUERY_CHARS], session, max_items * 3, path)
     from search_engine.context import format_context
@@ -97,24 +137,34 @@ def prompt(payload: dict[str, Any]) -> str | None:
     return _context_json("UserPromptSubmit", block) if block else None
 
 
-def _search(settings: Settings, query: str, session: str | None, k: int, captured: Path) -> list:
+def _search(settings: Settings, query: str, session: str | None, k: int, captured: Path | None) -> list:
     """Hybrid results from the warm server when it answers in time (it also indexes the captured prompt), else
     BM25 in this process. Server hits stay plain attribute bags: building dataclasses would cost start-up."""
     started = time.monotonic()
     filters = {"exclude_session": session} if session else {}
     answer = request(settings, {"op": "search", "query": query, "k": k, "mode": "hybrid", "filters": filters,
-                                "ingest": [str(captured)]}, timeout=SERVER_TIMEOUT)
+                                "ingest": [str(captured)] if captured else []}, timeout=SERVER_TIMEOUT)
     if answer and answer.get("ok"):
         return [SimpleNamespace(**h) for h in answer["result"]["hits"]]
+    from indexer.errors import IndexCorrupt, MemsearchError
     from indexer.pipeline import ingest
-
-    ingest(settings, [captured], lock_timeout=0.1)
-    if time.monotonic() - started > SEARCH_BUDGET:
-        return []
     from search_engine.filters import Filters
     from search_engine.search import search
 
-    result = search(settings, query, mode="bm25", k=k, filters=Filters(exclude_session=session), embedder=None)
+    try:
+        if captured is not None:
+            ingest(settings, [captured], lock_timeout=0.1)
+        if time.monotonic() - started > SEARCH_BUDGET:
+            return []
+        result = search(settings, query, mode="bm25", k=k, filters=Filters(exclude_session=session), embedder=None)
+    except MemsearchError as exc:  # a damaged or unwritable index: the prompt goes on without memories
+        from .entry import log
+
+        log(f"prompt: no search: {type(exc).__name__}")
+        if isinstance(exc, IndexCorrupt):
+            NOTICES.append("memsearch: the index is damaged, so no memories were searched; `memsearch index` "
+                           "rebuilds it from your sources (your events are still recorded)")
+        return []
     return list(result.hits)
 
 

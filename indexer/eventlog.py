@@ -3,7 +3,9 @@
 Every event is privacy-filtered before it is written. A line is written with one ``write()`` on a file opened
 with ``O_APPEND`` while holding an exclusive ``flock``, so lines from many concurrent hooks are never interleaved
 or torn, whatever their length. The same lock lets ``memsearch maintain`` move an expired log away safely: an
-append that waited for it finds the file gone from its path and writes to a fresh one instead.
+append that waited for it finds the file gone from its path and writes to a fresh one instead. A write that fails
+part way (a full disk) is cut back off the log, and an append after a line torn by a crash starts on a fresh
+line, so one lost event never takes the next one with it.
 """
 
 from __future__ import annotations
@@ -103,15 +105,28 @@ def append(home: Path, events: list[Event] | Event) -> Path:
             try:
                 if not _still_linked(fd, path):
                     continue  # maintenance archived the log while we waited for its lock: append to a new one
+                size = os.fstat(fd).st_size
                 view = memoryview(_on_fresh_line(fd, data))
-                while view:
-                    written = os.write(fd, view)
-                    view = view[written:]
+                try:
+                    while view:
+                        written = os.write(fd, view)
+                        view = view[written:]
+                except OSError:
+                    _truncate(fd, size)
+                    raise
                 return path
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
         finally:
             os.close(fd)
+
+
+def _truncate(fd: int, size: int) -> None:
+    """Take back the part of a line a failed write left (a full disk): the log keeps whole lines only."""
+    try:
+        os.ftruncate(fd, size)
+    except OSError:
+        pass  # then the next append starts on a fresh line, and the indexer reports the torn one
 
 
 def _on_fresh_line(fd: int, data: bytes) -> bytes:

@@ -14,7 +14,7 @@ import os
 import time
 from collections.abc import Callable, Iterable
 from contextlib import nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import apsw
@@ -25,7 +25,7 @@ from .chunker import CHUNKER_VERSION
 from .chunktext import content_hash, embed_input, fts_title
 from .cjk import index_form
 from .embedder import Embedder, load_embedder, resolve_model
-from .errors import MemsearchError
+from .errors import IndexCorrupt, MemsearchError
 from .locks import LockTimeout, file_lock
 from .private import private_dirs
 from .settings import Settings
@@ -385,7 +385,24 @@ def index(
 
     Only the scan holds the writer lock (so hooks can add their events while a long embedding runs); embedding
     needs no lock, because each vector is written once per (hash, model) whoever computes it.
+
+    A damaged index (SQLite cannot read it, or an earlier command found a malformed page) is derived data: it is
+    rebuilt from the sources as ``--full`` does, and the report's note says so.
     """
+    try:
+        if store.damage_marker(settings.db_path).exists():
+            raise IndexCorrupt("an earlier command found a malformed page", cause="an earlier command found a malformed page")
+        with store.damage_guard(settings.db_path):
+            return _index(settings, paths, full, embedder, progress, lock_timeout)
+    except IndexCorrupt as exc:
+        from .rebuild import rebuild  # the rebuild builds on this module
+
+        report = rebuild(settings, embedder=embedder, progress=progress, lock_timeout=lock_timeout)
+        note = f"the index was damaged ({exc.cause}); it is derived data and was rebuilt from the sources"
+        return replace(report, model_note="; ".join(filter(None, (note, report.model_note))))
+
+
+def _index(settings: Settings, paths, full: bool, embedder, progress, lock_timeout: float) -> IndexReport:
     started = time.perf_counter()
     private_dirs(settings.state_dir)
     conn = store.connect(settings.db_path)
@@ -498,7 +515,7 @@ def ingest(settings: Settings, paths: list[Path], *, lock_timeout: float = 0.2) 
         private_dirs(settings.state_dir)
     conn = store.connect(settings.db_path)
     try:
-        with file_lock(settings.state_dir / "index.lock", lock_timeout):
+        with file_lock(settings.state_dir / "index.lock", lock_timeout), store.damage_guard(settings.db_path):
             _scan(settings, conn, paths, False, None)
         return True
     except LockTimeout:

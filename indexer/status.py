@@ -7,7 +7,7 @@ from weakref import WeakKeyDictionary
 
 import apsw
 
-from . import store
+from . import lost, store
 from .embedder import ModelChoice, resolve_model
 from .pipeline import pending_estimate
 from .settings import Settings
@@ -56,6 +56,11 @@ def status(settings: Settings) -> dict[str, Any]:
     """Resolved paths and settings, the model, chunk counts by kind, pending embeddings, last index, sizes."""
     choice = resolve_model(settings)
     conn = open_existing(settings)
+    with store.damage_guard(settings.db_path):
+        return _status(settings, choice, conn)
+
+
+def _status(settings: Settings, choice: ModelChoice, conn: apsw.Connection | None) -> dict[str, Any]:
     out: dict[str, Any] = {
         "home": str(settings.home),
         "db_path": str(settings.db_path),
@@ -70,6 +75,8 @@ def status(settings: Settings) -> dict[str, Any]:
             "reason": choice.reason,
         },
     }
+    lost_events = lost.summary(settings.state_dir)
+    out["lost_events"] = lost_events and {**lost_events, "note": lost.describe(lost_events)}
     if conn is None:
         out.update(chunks=0, chunks_by_kind={}, files=0, pending_embeddings=0, last_indexed=None,
                    db_bytes=0, index_model=None)

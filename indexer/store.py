@@ -10,17 +10,20 @@ from __future__ import annotations
 import importlib.util
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import apsw
 
 from .chunktext import fts_title
 from .cjk import index_form
-from .errors import MemsearchError
+from .errors import IndexCorrupt, MemsearchError
 from .private import private_dirs
 
 BUSY_TIMEOUT_MS = 10_000
+#: How long opening waits out a "disk I/O error" (the -wal deleted under the warm server, which then lets go).
+WAL_RETRY_SECONDS = 3.0
 FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
 
 
@@ -161,14 +164,64 @@ def connect(db_path: Path, *, create: bool = True) -> apsw.Connection:
         raise MemsearchError(f"no index at {db_path}; run `memsearch index` first")
     private_dirs(db_path.parent)
     _create_private(db_path)
+    deadline = time.monotonic() + WAL_RETRY_SECONDS
+    while True:
+        conn = None
+        try:
+            conn = apsw.Connection(str(db_path))
+            _load_sqlite_vec(conn)
+            _set_pragmas(conn)
+            migrate(conn)
+            return conn
+        except apsw.Error as exc:
+            if conn is not None:
+                conn.close()
+            if type(exc) is apsw.IOError and time.monotonic() < deadline:
+                # its -wal deleted while the warm server holds the index open: the server lets go within a second
+                time.sleep(0.1)
+                continue
+            raise open_error(db_path, exc) from exc
+
+
+def damage_marker(db_path: Path) -> Path:
+    """A file saying the index was found damaged while reading it: the next ``memsearch index`` rebuilds it."""
+    return Path(f"{db_path}-damaged")
+
+
+@contextmanager
+def damage_guard(db_path: Path) -> Iterator[None]:
+    """Turn SQLite's "malformed" and "not a database" into :class:`IndexCorrupt` (one line saying how to
+    rebuild), and leave :func:`damage_marker` behind so that ``memsearch index`` knows to rebuild: a damaged page
+    may sit where an incremental run never reads."""
     try:
-        conn = apsw.Connection(str(db_path))
-        _load_sqlite_vec(conn)
-        _set_pragmas(conn)
-        migrate(conn)
-    except apsw.Error as exc:
-        raise MemsearchError(f"cannot open the index {db_path}: {exc}; delete it and run `memsearch index`") from exc
-    return conn
+        yield
+    except (apsw.CorruptError, apsw.NotADBError) as exc:
+        mark_damaged(db_path)
+        raise open_error(db_path, exc) from exc
+
+
+def mark_damaged(db_path: Path) -> None:
+    """Leave :func:`damage_marker` (best effort: a read-only or full disk is said elsewhere)."""
+    try:
+        os.close(os.open(damage_marker(db_path), os.O_WRONLY | os.O_CREAT, 0o600))
+    except OSError:
+        pass
+
+
+def open_error(db_path: Path, exc: apsw.Error) -> MemsearchError:
+    """What an index that SQLite cannot open means for the user, in one line."""
+    if isinstance(exc, (apsw.CorruptError, apsw.NotADBError)):
+        return IndexCorrupt(f"the index {db_path} is damaged ({exc}); it is derived data: `memsearch index` "
+                            "rebuilds it from your sources", cause=str(exc))
+    folder = db_path.parent
+    if isinstance(exc, (apsw.CantOpenError, apsw.ReadOnlyError, apsw.IOError, apsw.FullError)) and not os.access(
+            folder, os.W_OK):
+        return MemsearchError(f"cannot open the index {db_path}: {folder} is not writable (a read-only file system "
+                              "or another user's folder); memsearch needs to write there")
+    if isinstance(exc, apsw.FullError):
+        return MemsearchError(f"cannot write the index {db_path}: the disk is full; free some space and try again")
+    return MemsearchError(f"cannot open the index {db_path}: {exc}; stop `memsearch serve` if it runs and try "
+                          "again, or delete the index and run `memsearch index` (it is rebuilt from your sources)")
 
 
 def _create_private(db_path: Path) -> None:

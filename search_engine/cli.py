@@ -12,7 +12,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from indexer.errors import MemsearchError
+from indexer.errors import MemsearchError, os_error_text
 from indexer.settings import Settings, resolve_settings
 from indexer.types import to_json
 
@@ -371,6 +371,9 @@ def main() -> None:
     except MemsearchError as exc:
         sys.stderr.write(f"Error: {exc}\n")
         sys.exit(exc.exit_code)
+    except OSError as exc:  # a read-only memory root, a full disk, a folder of another user
+        sys.stderr.write(f"Error: {os_error_text(exc)}\n")
+        sys.exit(1)
 
 
 if __name__ == "__main__":

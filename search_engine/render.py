@@ -138,6 +138,7 @@ def status_text(info: dict[str, Any]) -> str:
         f"index built with model: {info['index_model'] or '-'}",
         f"last indexed: {info['last_indexed'] or 'never'}",
         f"database size: {info['db_bytes'] / 1e6:.2f} MB",
+        *([f"lost events: {info['lost_events']['note']}"] if info.get("lost_events") else []),
         "settings:",
     ]
     for name, entry in info["settings"].items():

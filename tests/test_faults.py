@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -282,3 +283,240 @@ def test_every_file_memsearch_writes_under_the_root_is_0600_and_every_folder_070
     wide = {str(p.relative_to(home)): oct(p.stat().st_mode & 0o777) for p in written
             if p.stat().st_mode & 0o777 != (0o700 if p.is_dir() else 0o600)}
     assert wide == {}
+
+
+# -- a full disk, a read-only root, an oversized payload: lost events are said -------------------------------------
+
+def _hook_in_process(event: str, payload: dict | bytes, capsys) -> tuple[dict | None, str]:
+    """Run a hook in this process (so a test can make the disk fail); returns its JSON output and stderr."""
+    from hooks.entry import main
+
+    data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+    read_end, write_end = os.pipe()
+    writer = subprocess.Popen([sys.executable, "-c", "import os, sys; os.write(1, sys.stdin.buffer.read())"],
+                              stdin=subprocess.PIPE, stdout=write_end)  # a pipe larger than its buffer needs a writer
+    os.close(write_end)
+    writer.stdin.write(data)
+    writer.stdin.close()
+    real, sys.stdin = sys.stdin, open(read_end, "rb")
+    try:
+        assert main([event]) == 0
+    finally:
+        sys.stdin.close()
+        sys.stdin = real
+        writer.wait()
+    out = capsys.readouterr()
+    return (json.loads(out.out) if out.out else None), out.err
+
+
+def _failing_writes(monkeypatch, folder: Path, code: int, partial: bool = False) -> None:
+    """Make writes to files in ``folder`` fail as a full disk (or a read-only file system) does; with ``partial``,
+    the first write of each event gets half of its bytes out first."""
+    real_write = os.write
+
+    def write(fd, data):
+        if os.path.dirname(os.readlink(f"/proc/self/fd/{fd}")) == str(folder):
+            if partial and len(data) > 1:
+                real_write(fd, bytes(data[: len(data) // 2]))
+            raise OSError(code, os.strerror(code))
+        return real_write(fd, data)
+
+    monkeypatch.setattr(os, "write", write)
+
+
+def _tool(command: str) -> dict:
+    return {"session_id": "s1", "cwd": "/w/app", "tool_name": "Bash", "tool_input": {"command": command},
+            "tool_response": {"stdout": "ok"}}
+
+
+@pytest.mark.parametrize("partial", [False, True])
+def test_events_lost_to_a_full_disk_are_said_by_the_hook_the_next_hook_status_and_doctor(
+        home, monkeypatch, capsys, partial):
+    import errno
+
+    monkeypatch.setenv("MEMSEARCH_MODEL", "none")
+    monkeypatch.setenv("MEMSEARCH_NO_SERVER", "1")
+    assert _hook_in_process("tool", _tool("echo before"), capsys) == (None, "")
+    with monkeypatch.context() as disk_full:
+        _failing_writes(disk_full, home / "events", errno.ENOSPC, partial)
+        for i in range(3):
+            out, err = _hook_in_process("tool", _tool(f"echo lost {i}"), capsys)
+            assert err == "" and "could not be recorded (No space left on device" in out["systemMessage"]
+    log = event_path(home).read_bytes()
+    assert log.endswith(b"\n") and b"lost 0" not in log  # a half-written line is taken back
+    out, _ = _hook_in_process("tool", _tool("echo after"), capsys)  # room again: the next hook says what was lost
+    assert re.match(r"memsearch: 3 events could not be recorded (at|between) 20", out["systemMessage"])
+    assert _hook_in_process("tool", _tool("echo later"), capsys) == (None, "")  # said once
+    assert [json.loads(line)["metadata"]["command"] for line in event_path(home).read_bytes().splitlines()] == [
+        "echo before", "echo after", "echo later"]
+    status = _cli("status", "--json")
+    lost = json.loads(status.stdout)["lost_events"]
+    assert lost["count"] == 3 and lost["reason"] == "No space left on device" and lost["first"] <= lost["last"]
+    assert "lost events: 3 events could not be recorded" in _cli("status").stdout
+    doctor = _cli("doctor").stdout
+    assert re.search(r"FAIL capture: 3 events could not be recorded (at|between) 20.*No space left", doctor)
+
+
+def test_a_prompt_on_a_full_disk_still_gets_its_memories_and_the_warning(home, monkeypatch, capsys):
+
+    monkeypatch.setenv("MEMSEARCH_MODEL", "none")
+    monkeypatch.setenv("MEMSEARCH_NO_SERVER", "1")
+    write(home / "notes" / "exports.md", "# Exports\n\nThe nightly ledger export retries three times with backoff.\n")
+    index(resolve_settings(home), embedder=None)
+    _failing_writes(monkeypatch, home / "events", 28)  # ENOSPC
+    out, err = _hook_in_process("prompt", {"session_id": "s1", "prompt": "how does the nightly ledger export retry"},
+                                capsys)
+    assert err == "" and "could not be recorded" in out["systemMessage"]
+    assert "backoff" in out["hookSpecificOutput"]["additionalContext"]
+
+
+@pytest.fixture
+def read_only_root(tmp_path):
+    """A memory root with an index, then made read-only for this process: a read-only tmpfs mount where we may
+    mount (root in a container), else file modes (not root); skipped where neither holds."""
+    root = tmp_path / "ro"
+    root.mkdir()
+    mounted = os.geteuid() == 0 and subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(root)], capture_output=True).returncode == 0
+    if os.geteuid() == 0 and not mounted:
+        pytest.skip("root without the right to mount: a read-only root cannot be made here")
+    write(root / "notes" / "exports.md", "# Exports\n\nThe nightly ledger export retries three times.\n")
+    index(resolve_settings(root, model="none"), embedder=None)
+    if mounted:
+        subprocess.run(["mount", "-o", "remount,ro", str(root)], check=True)
+    else:
+        for p in [root, *root.rglob("*")]:
+            p.chmod(0o555 if p.is_dir() else 0o444)
+    yield root
+    if mounted:
+        subprocess.run(["umount", str(root)], check=True)
+    else:
+        for p in [root, *root.rglob("*")]:
+            p.chmod(0o700 if p.is_dir() else 0o600)
+
+
+@pytest.mark.parametrize("command", [["search", "export"], ["status"], ["index"], ["index", "--full"], ["maintain"],
+                                     ["show", "abcdef"], ["import", "transcripts", "/nonexistent"]])
+def test_commands_on_a_read_only_root_say_so_in_one_line(read_only_root, command):
+    result = _cli(*command, env={"MEMSEARCH_HOME": str(read_only_root)})
+    assert result.returncode == 1 and result.stdout == "" and "Traceback" not in result.stderr
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("Error: ")
+    assert "not writable" in result.stderr or "Read-only file system" in result.stderr or \
+        "Permission denied" in result.stderr
+
+
+def test_hooks_on_a_read_only_root_say_the_event_is_lost(read_only_root):
+    env = {"MEMSEARCH_HOME": str(read_only_root)}
+    for event, payload in (("tool", _tool("ls")), ("prompt", {"session_id": "s", "prompt": "how does export retry"}),
+                           ("stop", {"session_id": "s", "last_assistant_message": "Done."})):
+        result = _hook(event, payload, env=env)
+        assert result.returncode == 0 and result.stderr == b""
+        assert "could not be recorded" in json.loads(result.stdout)["systemMessage"]
+    doctor = _cli("doctor", env=env)
+    assert doctor.returncode == 0 and "FAIL capture: " in doctor.stdout and "not writable" in doctor.stdout
+
+
+def test_an_oversized_payload_is_logged_counted_and_said(home):
+    big = json.dumps({**_tool("cat big.log"), "tool_response": {"stdout": "x" * (9 * 2**20)}}).encode()
+    result = _hook("tool", big)
+    assert result.returncode == 0 and result.stderr == b""
+    assert "over 8 MiB" in json.loads(result.stdout)["systemMessage"]
+    assert "tool: event not recorded: payload over 8 MiB" in (home / ".memsearch" / "logs" / "hooks.log").read_text()
+    assert json.loads(_cli("status", "--json").stdout)["lost_events"]["count"] == 1
+
+
+def test_the_prompt_hook_answers_in_utf8_whatever_the_stdout_encoding(home):
+    write(home / "notes" / "cafe.md", "# Café rota\n\nThe café export runs at 06:00 — 東京 time, not UTC.\n")
+    index(resolve_settings(home, model="none"), embedder=None)
+    result = _hook("prompt", {"session_id": "s", "prompt": "when does the café export run"},
+                   env={"PYTHONIOENCODING": "ascii", "LC_ALL": "C"})
+    assert result.returncode == 0 and result.stderr == b""
+    context = json.loads(result.stdout.decode("utf-8"))["hookSpecificOutput"]["additionalContext"]
+    assert "Café" in context and "東京" in context
+
+
+# -- a -wal deleted while the warm server runs ---------------------------------------------------------------------
+
+def test_commands_work_after_the_wal_is_deleted_under_the_warm_server(home):
+    env = {**os.environ, "MEMSEARCH_MODEL": "none"}
+    env.pop("MEMSEARCH_NO_SERVER", None)
+    write(home / "notes" / "exports.md", "# Exports\n\nThe nightly ledger export retries three times.\n")
+    subprocess.run([MEMSEARCH, "index"], check=True, capture_output=True, env=env)
+    server = subprocess.Popen([MEMSEARCH, "serve", "--idle-timeout", "120"], env=env, stderr=subprocess.PIPE)
+    try:
+        sock = home / ".memsearch" / "serve.sock"
+        for _ in range(100):
+            if subprocess.run([MEMSEARCH, "serve", "--status"], capture_output=True, env=env).returncode == 0:
+                break
+            assert server.poll() is None, server.stderr.read()
+        for i in range(3):  # the server indexes these: its WAL now holds frames the -shm points at
+            hooked = subprocess.run([HOOK, "tool"], input=json.dumps(_tool(f"echo hippo{i}")).encode(), env=env,
+                                    capture_output=True)
+            assert hooked.returncode == 0
+        wal = home / ".memsearch" / "index.db-wal"
+        assert sock.exists() and wal.stat().st_size > 0
+        wal.unlink()
+        for command in (["search", "hippo1", "--json"], ["status"], ["index"], ["search", "hippo2", "--json"]):
+            result = subprocess.run([MEMSEARCH, *command], capture_output=True, text=True, env=env, timeout=60)
+            assert result.returncode == 0 and result.stderr == "", (command, result.stderr)
+            if command[0] == "search":
+                assert json.loads(result.stdout)["hits"], command  # nothing the server had indexed was lost
+    finally:
+        subprocess.run([MEMSEARCH, "serve", "--stop"], capture_output=True, env=env)
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+# -- a damaged index -----------------------------------------------------------------------------------------------
+
+def _damage(db: Path, how: str) -> None:
+    with open(db, "r+b") as f:
+        if how == "page":  # a page of garbage past the schema: opening works, reading it does not
+            f.seek(0, os.SEEK_END)
+            pages = f.tell() // 4096
+            for page in range(3, pages):
+                f.seek(page * 4096)
+                f.write(os.urandom(4096))
+        elif how == "truncated":
+            f.truncate(os.path.getsize(db) // 2)
+        else:
+            f.write(b"this is not an SQLite header at all")
+
+
+@pytest.mark.parametrize("how", ["page", "truncated", "header"])
+def test_a_damaged_index_is_said_in_one_line_and_index_rebuilds_it(home, how):
+    write(home / "notes" / "exports.md", "# Exports\n\nThe nightly ledger export retries three times.\n")
+    for i in range(40):
+        write(home / "notes" / f"n{i}.md", f"# Note {i}\n\n" + f"filler words about topic {i} " * 60 + "\n")
+    assert _cli("index").returncode == 0
+    _damage(home / ".memsearch" / "index.db", how)
+    for command in (["search", "ledger export"], ["status"]):
+        result = _cli(*command)
+        assert result.returncode == 1 and result.stdout == "" and result.stderr.count("\n") == 1
+        assert "is damaged" in result.stderr and "`memsearch index` rebuilds it" in result.stderr
+    doctor = _cli("doctor")
+    assert doctor.returncode == 0 and "FAIL index: " in doctor.stdout and "damaged" in doctor.stdout
+    assert "capture:" in doctor.stdout and "cron:" in doctor.stdout  # the checks after it still ran
+    rebuilt = _cli("index", "--json")
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    assert "rebuilt from the sources" in json.loads(rebuilt.stdout)["model_note"]
+    found = _cli("search", "ledger export", "--json")
+    assert found.returncode == 0 and json.loads(found.stdout)["hits"][0]["path"] == "notes/exports.md"
+    assert _cli("index").returncode == 0 and "damaged" not in _cli("index").stdout  # once
+
+
+@pytest.mark.parametrize("how", ["page", "header"])
+def test_index_full_replaces_a_damaged_index(home, how):
+    write(home / "notes" / "exports.md", "# Exports\n\nThe nightly ledger export retries three times.\n")
+    for i in range(40):
+        write(home / "notes" / f"n{i}.md", f"# Note {i}\n\n" + f"filler words about topic {i} " * 60 + "\n")
+    assert _cli("index").returncode == 0
+    _damage(home / ".memsearch" / "index.db", how)
+    result = _cli("index", "--full")
+    assert result.returncode == 0, result.stderr
+    found = _cli("search", "ledger export", "--json")
+    assert found.returncode == 0 and json.loads(found.stdout)["hits"][0]["path"] == "notes/exports.md"
+    assert _cli("doctor").stdout.count("FAIL index") == 0
