@@ -3,9 +3,8 @@ import, so both record the same text)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
-
-import orjson
 
 #: The input field that says what a tool call was about.
 KEY_FIELDS = {
@@ -50,7 +49,12 @@ def response_text(response: Any) -> str:
                 parts.append(response_text(value))
         if parts:
             return "\n".join(parts)
-        return orjson.dumps(response, default=str).decode()[:HEAD_CHARS]
+        # stdlib json: orjson refuses integers above 64 bits (TypeError, not passed to ``default``) and the
+        # whole event was lost
+        try:
+            return json.dumps(response, default=str, ensure_ascii=False)[:HEAD_CHARS]
+        except (TypeError, ValueError, RecursionError):
+            return str(response)[:HEAD_CHARS]
     return str(response)
 
 

@@ -135,6 +135,8 @@ def status_text(info: dict[str, Any]) -> str:
             " (" + ", ".join(f"{k} {v}" for k, v in info["chunks_by_kind"].items()) + ")" if info["chunks_by_kind"] else ""),
         f"files: {info['files']}",
         f"awaiting embeddings: {info['pending_embeddings']}",
+        *([f"not embedded: {info['not_embedded']} (text the model cannot represent, such as CJK for an English-only "
+           "model; found by BM25)"] if info.get("not_embedded") else []),
         f"index built with model: {info['index_model'] or '-'}",
         f"last indexed: {info['last_indexed'] or 'never'}",
         f"database size: {info['db_bytes'] / 1e6:.2f} MB",
