@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 from weakref import WeakKeyDictionary
 
@@ -9,16 +10,28 @@ import apsw
 
 from . import lost, store
 from .embedder import ModelChoice, resolve_model
+from .errors import IndexCorrupt, MemsearchError
 from .pipeline import pending_estimate
 from .settings import Settings
 from .types import Health
 
 
 def open_existing(settings: Settings) -> apsw.Connection | None:
-    """The index connection, or None when it was never built (reading never creates it)."""
+    """The index connection, or None when it was never built (reading never creates it). On a memory root that
+    cannot be written (a read-only mount), read-only when that is safe (see :func:`store.connect_read_only`)."""
     if not settings.db_path.exists():
         return None
-    return store.connect(settings.db_path)
+    try:
+        return store.connect(settings.db_path)
+    except IndexCorrupt:
+        raise
+    except MemsearchError:
+        if os.access(settings.db_path.parent, os.W_OK):
+            raise
+        conn = store.connect_read_only(settings.db_path)
+        if conn is None:
+            raise
+        return conn
 
 
 #: The last health computed on a connection, with the state it was computed for: a long-lived connection (the

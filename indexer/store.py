@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import quote
 
 import apsw
 
@@ -181,6 +182,34 @@ def connect(db_path: Path, *, create: bool = True) -> apsw.Connection:
                 time.sleep(0.1)
                 continue
             raise open_error(db_path, exc) from exc
+
+
+def connect_read_only(db_path: Path) -> apsw.Connection | None:
+    """The index opened for reading only, on a memory root memsearch cannot write (a read-only mount); None when
+    that cannot be done safely.
+
+    A WAL database normally needs its ``-shm`` file written even to read. Opened as immutable it does not, and that
+    is safe only when nothing waits in the ``-wal`` (the last writer closed cleanly: the file is gone or empty),
+    since an immutable connection ignores it; nobody can write the file while its folder is read-only.
+    """
+    wal = Path(f"{db_path}-wal")
+    if wal.exists() and wal.stat().st_size > 0:
+        return None
+    conn = None
+    try:
+        conn = apsw.Connection(f"file:{quote(str(db_path))}?immutable=1",
+                               flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+        _load_sqlite_vec(conn)
+        if conn.pragma("user_version") != len(MIGRATIONS):
+            conn.close()
+            return None
+        return conn
+    except apsw.Error as exc:
+        if conn is not None:
+            conn.close()
+        if isinstance(exc, (apsw.CorruptError, apsw.NotADBError)):
+            raise open_error(db_path, exc) from exc
+        return None
 
 
 def damage_marker(db_path: Path) -> Path:
