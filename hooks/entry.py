@@ -16,6 +16,15 @@ EVENTS = ("session-start", "prompt", "tool", "stop", "session-end", "summarize")
 MAX_STDIN = 8 * 1024 * 1024
 
 
+#: ``MEMSEARCH_DISABLE`` values that switch the hooks off before anything is imported (``disable`` in the config
+#: file does it once the settings are read).
+_ON = ("1", "true", "yes", "on")
+
+
+class Disabled(Exception):
+    """The ``disable`` setting is on: the hook does nothing."""
+
+
 class PayloadTooLarge(Exception):
     """The event's JSON on stdin is larger than :data:`MAX_STDIN`: it is not read further, nor recorded."""
 
@@ -111,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     output = None
     try:
-        if os.environ.get("MEMSEARCH_DISABLE") == "1" or name not in EVENTS:
+        if os.environ.get("MEMSEARCH_DISABLE", "").strip().lower() in _ON or name not in EVENTS:
             return 0
         from . import handlers
 
@@ -125,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
                 return 0
             output = getattr(handlers, name.replace("-", "_"))(payload)
     except BaseException as exc:  # a hook must never fail the user's turn, whatever went wrong
-        if isinstance(exc, KeyboardInterrupt):
+        if isinstance(exc, (KeyboardInterrupt, Disabled)):
             return 0
         import traceback
 

@@ -38,6 +38,10 @@ def _settings() -> Settings:
 
         for problem in settings.problems:
             log(f"settings: {problem}")
+    if settings.disable:
+        from .entry import Disabled
+
+        raise Disabled
     return settings
 
 
@@ -216,7 +220,7 @@ def session_start(payload: dict[str, Any]) -> None:
 
     if (settings.state_dir / "serve.sock").exists() and is_running(settings, timeout=0.2):
         return None
-    if os.environ.get("MEMSEARCH_NO_SERVER") == "1" or not resolve_model(settings).available:
+    if settings.no_server or not resolve_model(settings).available:
         return None
     start_detached(settings)
     return None

@@ -62,6 +62,9 @@ class Settings:
     token_budget: int = 1200
     #: ONNX runtime threads for the embedding model (0: its own default)
     threads: int = 0
+    #: hooks: do nothing at all (``disable``); never start the warm server (``no_server``)
+    disable: bool = False
+    no_server: bool = False
     origins: dict[str, str] = field(default_factory=dict, compare=False)
     #: bad values skipped by a lenient resolution (hooks), one line each: what, from where, what was expected
     problems: tuple[str, ...] = field(default=(), compare=False)
@@ -208,6 +211,8 @@ _SPEC: dict[str, tuple[str, str, Any]] = {
     "max_items": ("MEMSEARCH_MAX_ITEMS", "max_items", integer(0, 20)),
     "token_budget": ("MEMSEARCH_TOKEN_BUDGET", "token_budget", integer(100, 2400)),
     "threads": ("MEMSEARCH_THREADS", "threads", integer(0, 1024)),
+    "disable": ("MEMSEARCH_DISABLE", "disable", boolean),
+    "no_server": ("MEMSEARCH_NO_SERVER", "no_server", boolean),
 }
 #: The settings whose stored value is checked again when a Settings is built directly (``dataclasses.replace``
 #: and tests build some without resolving): the numbers and choices.

@@ -568,3 +568,15 @@ def test_any_mix_of_torn_lines_and_appends_loses_no_whole_event(steps):
         finally:
             conn.close()
         assert set(whole) <= found
+
+
+def test_the_hook_switches_are_settings_too(home):
+    status = json.loads(_cli("status", "--json", env={"MEMSEARCH_NO_SERVER": "yes"}).stdout)["settings"]
+    assert status["no_server"] == {"value": True, "from": "env"} and status["disable"]["value"] is False
+    write(home / "memsearch.toml", "disable = true\n")
+    hooked = _hook("prompt", {"session_id": "s", "prompt": "how does the quokka export retry"},
+                   env={"MEMSEARCH_NO_SERVER": ""})
+    assert hooked.returncode == 0 and hooked.stdout == b"" and not event_path(home).exists()
+    assert _hook("prompt", {"session_id": "s", "prompt": "how does the quokka export retry"},
+                 env={"MEMSEARCH_DISABLE": "0"}).returncode == 0
+    assert "quokka" in event_path(home).read_text()  # the environment beats the config file
