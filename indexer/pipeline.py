@@ -520,7 +520,7 @@ def ingest(settings: Settings, paths: list[Path], *, lock_timeout: float = 0.2) 
         return True
     if not settings.db_path.exists():
         private_dirs(settings.state_dir)
-    conn = store.connect(settings.db_path)
+    conn = store.connect(settings.db_path, io_wait=lock_timeout)  # a hook does not wait out a deleted -wal
     try:
         with file_lock(settings.state_dir / "index.lock", lock_timeout), store.damage_guard(settings.db_path):
             _scan(settings, conn, paths, False, None)

@@ -154,8 +154,12 @@ def migrate(conn: apsw.Connection) -> int:
     return len(MIGRATIONS)
 
 
-def connect(db_path: Path, *, create: bool = True) -> apsw.Connection:
+def connect(db_path: Path, *, create: bool = True, io_wait: float = WAL_RETRY_SECONDS) -> apsw.Connection:
     """Open (and if needed create and migrate) the index at ``db_path``.
+
+    A "disk I/O error" is waited out for up to ``io_wait`` seconds: it is what every process sees while the warm
+    server still holds a ``-wal`` deleted under it, until the server lets go (within half a second). Anything
+    else SQLite refuses is one line saying why (:func:`open_error`).
 
     >>> conn = connect(Path("/tmp/memsearch-doctest/index.db"))
     >>> conn.pragma("journal_mode")
@@ -165,7 +169,7 @@ def connect(db_path: Path, *, create: bool = True) -> apsw.Connection:
         raise MemsearchError(f"no index at {db_path}; run `memsearch index` first")
     private_dirs(db_path.parent)
     _create_private(db_path)
-    deadline = time.monotonic() + WAL_RETRY_SECONDS
+    deadline = time.monotonic() + io_wait
     while True:
         conn = None
         try:
