@@ -45,6 +45,14 @@ def _settings() -> Settings:
     return settings
 
 
+def _gate(settings: Settings, payload: dict[str, Any]):
+    """The project's opt-out and the user's exclusions (indexer.optout) for the payload's working directory."""
+    from indexer.optout import gate
+
+    cwd = payload.get("cwd")
+    return gate(settings, cwd if isinstance(cwd, str) and cwd else None)
+
+
 def _project(payload: dict[str, Any]) -> str | None:
     cwd = payload.get("cwd") or os.environ.get("CLAUDE_PROJECT_DIR")
     return os.path.basename(str(cwd).rstrip("/")) or None if cwd else None
@@ -124,12 +132,15 @@ def prompt(payload: dict[str, Any]) -> str | None:
     if not isinstance(text, str) or not text.strip():
         return None
     settings = _settings()
+    allowed = _gate(settings, payload)
+    if not (allowed.capture or allowed.inject):
+        return None
     session = payload.get("session_id") if isinstance(payload.get("session_id"), str) else None
     path = _record(settings, Event(type="prompt", content=text, session_id=session, project=_project(payload),
                                    cwd=payload.get("cwd") if isinstance(payload.get("cwd"), str) else None),
-                   ingest_now=False)
+                   ingest_now=False) if allowed.capture else None
     max_items = settings.max_items
-    if is_trivial(text) or max_items == 0:
+    if is_trivial(text) or max_items == 0 or not allowed.inject:
         if path is not None:
             _ingest(settings, path)
         return None
@@ -188,6 +199,13 @@ def tool(payload: dict[str, Any]) -> None:
     if payload.get("agent_type"):
         metadata["agent_type"] = str(payload["agent_type"])
     settings = _settings()
+    from indexer.optout import tool_excluded
+
+    tool_input = payload.get("tool_input") if isinstance(payload.get("tool_input"), dict) else {}
+    target = tool_input.get("file_path") or tool_input.get("notebook_path") or tool_input.get("path")
+    if not _gate(settings, payload).capture or tool_excluded(settings, name, target if isinstance(target, str)
+                                                             else None):
+        return None
     _record(settings, Event(type="tool", tool_name=name, content=content, metadata=metadata,
                             session_id=payload.get("session_id"), project=_project(payload), cwd=payload.get("cwd")))
     return None
@@ -207,23 +225,36 @@ def stop(payload: dict[str, Any]) -> None:
         return None
     from indexer.transcripts import strip_injected
 
-    _record(_settings(), Event(type="response", content=strip_injected(text), session_id=payload.get("session_id"),
+    settings = _settings()
+    if not _gate(settings, payload).capture:
+        return None
+    _record(settings, Event(type="response", content=strip_injected(text), session_id=payload.get("session_id"),
                                project=_project(payload), cwd=payload.get("cwd")))
     return None
 
 
-def session_start(payload: dict[str, Any]) -> None:
-    """SessionStart: make sure the warm server runs (started detached, never waited for)."""
+def session_start(payload: dict[str, Any]) -> str | None:
+    """SessionStart: make sure the warm server runs (started detached, never waited for), and inject the standing
+    context (MEMORY.md, this project's last session summary and active facts) unless the project opted out."""
     settings = _settings()
+    _start_server(settings)
+    if settings.session_context == 0 or not _gate(settings, payload).inject:
+        return None
+    from search_engine.standing import standing_context
+
+    block = standing_context(settings, _project(payload))
+    return _context_json("SessionStart", block) if block else None
+
+
+def _start_server(settings: Settings) -> None:
     from indexer.embedder import resolve_model
     from search_engine.client import is_running, start_detached
 
     if (settings.state_dir / "serve.sock").exists() and is_running(settings, timeout=0.2):
-        return None
+        return
     if settings.no_server or not resolve_model(settings).available:
-        return None
+        return
     start_detached(settings)
-    return None
 
 
 def session_end(payload: dict[str, Any]) -> None:

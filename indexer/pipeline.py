@@ -20,7 +20,7 @@ from pathlib import Path
 import apsw
 import xxhash
 
-from . import store
+from . import store, tombstones
 from .chunker import CHUNKER_VERSION
 from .chunktext import content_hash, embed_input, fts_title
 from .cjk import index_form, model_reads
@@ -39,6 +39,7 @@ from .sources import (
     parse_event_bytes,
     path_context,
 )
+from .tombstones import Tombstones, chunk_key
 from .types import IndexReport, Skipped
 
 Progress = Callable[[str, int, int], None]
@@ -102,6 +103,15 @@ class _Run:
         ("scanned", "changed", "unchanged", "deleted", "added", "removed"), 0))
     skipped: list[Skipped] = field(default_factory=list)
     last_turn: dict[str, str] = field(default_factory=dict)  # session id -> its latest event chunk's text
+    _stones: Tombstones | None = None
+
+    @property
+    def stones(self) -> Tombstones:
+        """The chunks of the user's notes that ``forget`` hides, read when a changed note first needs them (a run
+        that finds nothing changed reads no file)."""
+        if self._stones is None:
+            self._stones = tombstones.load(self.settings.state_dir)
+        return self._stones
 
     def writes(self):
         """The transaction for one file's writes: inside a scan's batch (see :class:`_Batches`) they simply join
@@ -189,10 +199,12 @@ class _Run:
             return
         for problem in parsed.problems:
             self.skip(rel, problem)
+        hidden = self.stones.hidden(key, digest)
+        drafts = [d for d in parsed.drafts if chunk_key(d.title, d.text) not in hidden] if hidden else parsed.drafts
         with self.writes():
             self.remove_file_chunks(key)
             self.upsert_file(key, source, st, digest, 0, None)
-            self.insert(key, rel, parsed.drafts)
+            self.insert(key, rel, drafts)
         self.counts["changed"] += 1
 
     def index_events(self, path: Path, key: str, rel: str, st, row) -> None:
@@ -505,6 +517,11 @@ def _scan(settings: Settings, conn: apsw.Connection, paths, full: bool, progress
         store.set_meta(conn, "last_indexed", store.now_iso())
     if run.counts["removed"]:
         drop_orphan_vectors(conn)
+    if not paths and tombstones.path(settings.state_dir).exists() and run.stones.notes:
+        # a whole scan knows every file: a tombstone whose file changed (or went) has lapsed
+        current = dict(conn.execute("SELECT path, content_hash FROM files WHERE content_hash IS NOT NULL"))
+        if run.stones.prune(current):
+            tombstones.save(settings.state_dir, run.stones)
     return run, notes
 
 

@@ -28,7 +28,7 @@ CONFIG_NAME = "memsearch.toml"
 PROJECT_CONFIG_NAME = ".memsearch.toml"
 #: What a project-level config may set: search tuning, never models, paths or retention.
 PROJECT_KEYS = frozenset({"rrf_k", "bm25_weight", "vector_weight", "candidates", "dedup_threshold", "fusion",
-                          "bm25_share"})
+                          "bm25_share", "capture"})
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,14 @@ class Settings:
     #: hooks: do nothing at all (``disable``); never start the warm server (``no_server``)
     disable: bool = False
     no_server: bool = False
+    #: capture and injection for this project (a project's ``.memsearch.toml`` may turn them off; see optout.py)
+    capture: bool = True
+    #: tool names (globs) never recorded, e.g. ``["Read", "mcp__*"]``: user level only, never from a project file
+    exclude_tools: tuple[str, ...] = ()
+    #: path globs never captured: a project directory or a tool's file path matching one is not recorded
+    exclude_paths: tuple[str, ...] = ()
+    #: SessionStart's standing context (MEMORY.md, the project's last session summary and facts), in tokens; 0: off
+    session_context: int = 600
     origins: dict[str, str] = field(default_factory=dict, compare=False)
     #: bad values skipped by a lenient resolution (hooks), one line each: what, from where, what was expected
     problems: tuple[str, ...] = field(default=(), compare=False)
@@ -213,6 +221,10 @@ _SPEC: dict[str, tuple[str, str, Any]] = {
     "threads": ("MEMSEARCH_THREADS", "threads", integer(0, 1024)),
     "disable": ("MEMSEARCH_DISABLE", "disable", boolean),
     "no_server": ("MEMSEARCH_NO_SERVER", "no_server", boolean),
+    "capture": ("MEMSEARCH_CAPTURE", "capture", boolean),
+    "session_context": ("MEMSEARCH_SESSION_CONTEXT", "session_context", count),
+    "exclude_tools": ("MEMSEARCH_EXCLUDE_TOOLS", "exclude_tools", None),
+    "exclude_paths": ("MEMSEARCH_EXCLUDE_PATHS", "exclude_paths", None),
 }
 #: The settings whose stored value is checked again when a Settings is built directly (``dataclasses.replace``
 #: and tests build some without resolving): the numbers and choices.
@@ -295,6 +307,11 @@ def _convert(name: str, raw: Any, convert: Any, home: Path, origin: str) -> Any:
     """``raw`` (from a flag, the environment or a config file) as the setting's value; a ConfigError naming the
     setting, the value and ``origin`` when it is not valid."""
     try:
+        if name in ("exclude_tools", "exclude_paths"):  # a list in TOML, comma-separated in the environment
+            items = raw.split(",") if isinstance(raw, str) else raw if isinstance(raw, list) else None
+            if items is None:
+                raise ValueError("a list of strings (comma-separated in the environment)")
+            return tuple(str(p).strip() for p in items if str(p).strip())
         if name == "extra_sources":
             if not isinstance(raw, (str, list, tuple)):
                 raise ValueError("a list of paths (or :-separated paths)")

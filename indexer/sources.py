@@ -390,6 +390,8 @@ def _line_drafts(line: bytes, offset: int, chunk_chars: int, overlap: int, clean
     event = load_json(decode(line, "line"))
     if not isinstance(event, dict):
         raise SourceError("not a JSON object")
+    if event.get("forgotten") is True:  # a line `memsearch forget` blanked (same length: offsets hold)
+        return []
     return event_drafts(event, offset, chunk_chars, overlap, clean)
 
 

@@ -65,6 +65,14 @@ def _compute_health(conn: apsw.Connection, choice: ModelChoice) -> Health:
     )
 
 
+def _gate(settings: Settings) -> dict[str, Any]:
+    """Whether capture and injection apply in the current project, and why not (see indexer.optout)."""
+    from .optout import gate
+    from .settings import project_dir
+
+    return {"project": str(project_dir()), **gate(settings).as_dict()}
+
+
 def not_embedded(conn: apsw.Connection) -> int:
     """Content hashes the index's model saw and left without a vector: text it cannot represent (CJK for an
     English-only model), which BM25 alone serves."""
@@ -89,6 +97,7 @@ def _status(settings: Settings, choice: ModelChoice, conn: apsw.Connection | Non
         "db_path": str(settings.db_path),
         "index_exists": conn is not None,
         "settings": settings.describe(),
+        "capture": _gate(settings),
         "model": {
             "available": choice.available,
             "id": choice.model_id,

@@ -52,7 +52,7 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +69,7 @@ from indexer.errors import MemsearchError, ModelUnavailable  # noqa: E402
 from indexer.pipeline import index  # noqa: E402
 from indexer.settings import Settings, resolve_settings  # noqa: E402
 from search_engine.search import search  # noqa: E402
+from search_engine.timeexpr import time_window  # noqa: E402
 
 DEFAULT_DATA = Path(os.environ.get("MEMSEARCH_EVAL_DATA") or REPO.parent / "shared" / "eval")
 DEFAULT_OUT = REPO / "eval-results" / "eval.json"
@@ -113,6 +114,8 @@ class Dataset:
     doc_of: Callable[[Any], str]  # hit -> doc id
     session_of: Callable[[str], str] | None = None  # doc id -> session (LoCoMo)
     notes: dict[str, Any] = field(default_factory=dict)
+    #: memory root -> when its questions are asked (relative time words count from there); default: now
+    asked_at: dict[str, datetime] = field(default_factory=dict)
 
 
 _EVIDENCE_RE = re.compile(r"D:?(\d+):(\d+)")
@@ -127,6 +130,7 @@ def load_locomo(data: Path) -> Dataset:
     convs = json.loads((data / "locomo-dev" / "locomo_dev.json").read_text(encoding="utf-8"))
     roots: dict[str, dict[str, bytes]] = {}
     queries: list[Query] = []
+    asked_at: dict[str, datetime] = {}
     dropped = Counter()
     for conv in convs:
         sid, c = conv["sample_id"], conv["conversation"]
@@ -153,6 +157,7 @@ def load_locomo(data: Path) -> Dataset:
                 }
                 by_day[when.date().isoformat()].append(json.dumps(event, ensure_ascii=False))
         roots[sid] = {f"events/{day}.jsonl": ("\n".join(lines) + "\n").encode() for day, lines in by_day.items()}
+        asked_at[sid] = max(locomo_datetime(c[f"session_{n}_date_time"]) for n in sessions) + timedelta(days=1)
         for i, qa in enumerate(conv["qa"]):
             cat = qa.get("category")
             if cat not in LOCOMO_CATEGORIES:
@@ -163,12 +168,14 @@ def load_locomo(data: Path) -> Dataset:
             if not gold:
                 dropped["no valid evidence"] += 1
                 continue
-            queries.append(Query(f"{sid}#{i}", qa["question"], gold, sid, (f"cat{cat} {LOCOMO_CATEGORIES[cat]}",)))
+            groups = (f"cat{cat} {LOCOMO_CATEGORIES[cat]}",) + (("names-a-time",) if time_window(qa["question"]) else ())
+            queries.append(Query(f"{sid}#{i}", qa["question"], gold, sid, groups))
     return Dataset(
         "locomo", "events", roots, queries,
         doc_of=lambda hit: hit.event_id or hit.id,
         session_of=lambda tid: tid.split(":")[0],
         notes={"dropped_questions": dict(dropped)},
+        asked_at=asked_at,
     )
 
 
@@ -455,7 +462,8 @@ def evaluate(ds: Dataset, runner: Runner, modes: list[str], fresh: bool, curve: 
                 for q in queries:
                     started = time.perf_counter()
                     try:
-                        res = search(settings, q.text, mode=mode, k=fetch, embedder=runner.embedder, conn=conn)
+                        res = search(settings, q.text, mode=mode, k=fetch, embedder=runner.embedder, conn=conn,
+                                     now=ds.asked_at.get(root_name))
                     except ModelUnavailable as exc:
                         skipped_modes[mode] = str(exc)
                         break
@@ -465,7 +473,8 @@ def evaluate(ds: Dataset, runner: Runner, modes: list[str], fresh: bool, curve: 
                     per_mode[mode].append((q, m, ms, res.hidden_duplicates, res.mode_used))
                     if res.hidden_duplicates:
                         lost = hidden_gold(ds, conn, search(settings, q.text, mode=mode, k=fetch,
-                                                            embedder=runner.embedder, conn=conn, explain=True), q)
+                                                            embedder=runner.embedder, conn=conn, explain=True,
+                                                            now=ds.asked_at.get(root_name)), q)
                         hidden_lost[mode] += lost
                     if dump is not None:
                         dump.append({"dataset": ds.name, "mode": mode, "qid": q.qid, "query": q.text,
@@ -476,7 +485,8 @@ def evaluate(ds: Dataset, runner: Runner, modes: list[str], fresh: bool, curve: 
                 for t in DEDUP_THRESHOLDS:
                     s_t = runner.settings(root, dedup_threshold=t)
                     for q in queries:
-                        res = search(s_t, q.text, mode="hybrid", k=fetch, embedder=memo, conn=conn)
+                        res = search(s_t, q.text, mode="hybrid", k=fetch, embedder=memo, conn=conn,
+                                     now=ds.asked_at.get(root_name))
                         ranked = unique(ds.doc_of(h) for h in res.hits)
                         curve_rows[t].append((query_metrics(ranked, q.gold, ds.session_of), res.hidden_duplicates))
         finally:
