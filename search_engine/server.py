@@ -334,7 +334,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--home")
     parser.add_argument("--idle-timeout", type=float, default=IDLE_TIMEOUT)
     args = parser.parse_args(argv)
-    return run(resolve_settings(args.home), args.idle_timeout)
+    settings = resolve_settings(args.home, strict=False)  # started by a hook: a bad value must not stop it either
+    for problem in settings.problems:
+        _log(settings, f"settings: {problem}")
+    return run(settings, args.idle_timeout)
 
 
 if __name__ == "__main__":
