@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -174,6 +175,12 @@ def connect(db_path: Path, *, create: bool = True, io_wait: float = WAL_RETRY_SE
     _create_private(db_path)
     deadline = time.monotonic() + io_wait
     while True:
+        if wal_behind(db_path):
+            if time.monotonic() < deadline:
+                time.sleep(0.1)  # the warm server lets go of a deleted -wal within half a second
+                continue
+            raise MemsearchError(f"{db_path}-wal was deleted while a process (`memsearch serve`?) still holds the "
+                                 "index open; stop it (`memsearch serve --stop`) and try again")
         conn = None
         try:
             conn = apsw.Connection(str(db_path))
@@ -227,13 +234,16 @@ def damage_marker(db_path: Path) -> Path:
 @contextmanager
 def damage_guard(db_path: Path) -> Iterator[None]:
     """Turn SQLite's "malformed" and "not a database" into :class:`IndexCorrupt` (one line saying how to
-    rebuild), and leave :func:`damage_marker` behind so that ``memsearch index`` knows to rebuild: a damaged page
+    rebuild; an I/O error is one line too), and leave :func:`damage_marker` behind so that ``memsearch index`` knows to rebuild: a damaged page
     may sit where an incremental run never reads."""
     try:
         yield
     except (apsw.CorruptError, apsw.NotADBError) as exc:
         mark_damaged(db_path)
         raise open_error(db_path, exc) from exc
+    except apsw.IOError as exc:  # not damage: a failing disk, or a -wal deleted under the warm server
+        raise MemsearchError(f"cannot read the index {db_path}: {exc}; try again, and if it persists run "
+                             "`memsearch doctor`") from exc
 
 
 def mark_damaged(db_path: Path) -> None:
@@ -242,6 +252,35 @@ def mark_damaged(db_path: Path) -> None:
         os.close(os.open(damage_marker(db_path), os.O_WRONLY | os.O_CREAT, 0o600))
     except OSError:
         pass
+
+
+def wal_behind(db_path: Path) -> bool:
+    """Whether the shared WAL index (``-shm``) counts more WAL frames than the ``-wal`` file holds: the ``-wal``
+    was deleted while a connection (the warm server's) kept the index open. Reading then fails with "disk I/O
+    error" as soon as a page of a missing frame is needed, so opening waits instead.
+
+    The header at the start of ``-shm`` (two copies, native byte order): ``isInit`` at byte 12, the page size at
+    14 (u16), ``mxFrame``, the last valid frame, at 16 (u32). The WAL holds a 32-byte header, then frames of a
+    24-byte header and one page. A writer appends its frames before it counts them, so a healthy WAL is never
+    shorter; two copies that differ are a header being written, not a verdict.
+    """
+    try:
+        with open(f"{db_path}-shm", "rb") as f:
+            head = f.read(96)
+    except OSError:
+        return False
+    try:
+        wal_size = os.path.getsize(f"{db_path}-wal")
+    except FileNotFoundError:
+        wal_size = 0
+    except OSError:
+        return False
+    if len(head) < 96 or head[:48] != head[48:96] or not head[12]:
+        return False
+    page = int.from_bytes(head[14:16], sys.byteorder)
+    page = 65536 if page == 1 else page
+    frames = int.from_bytes(head[16:20], sys.byteorder)
+    return frames > 0 and wal_size < 32 + frames * (24 + page)
 
 
 def open_error(db_path: Path, exc: apsw.Error) -> MemsearchError:
