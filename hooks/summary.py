@@ -12,6 +12,7 @@ from pathlib import Path
 
 from indexer import store
 from indexer.pipeline import index, ingest
+from indexer.privacy import cut_head, scrub
 from indexer.settings import Settings
 
 _DECISION_RE = re.compile(
@@ -26,7 +27,7 @@ MAX_ITEMS = 30
 
 def _one_line(text: str, limit: int = 200) -> str:
     flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    return flat if len(flat) <= limit else cut_head(flat, limit - 1) + "…"
 
 
 def build_summary(settings: Settings, session_id: str) -> str | None:
@@ -95,7 +96,7 @@ def write_session_summary(settings: Settings, session_id: str) -> Path | None:
     path = settings.home / "sessions" / f"{_SAFE_ID_RE.sub('_', session_id)[:120]}.md"
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
+    tmp.write_text(scrub(text), encoding="utf-8")
     os.replace(tmp, path)
     index(settings, [path], lock_timeout=60)
     return path

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .privacy import scrub
+from .privacy import cut_head, scrub
 
 EVENT_TYPES = ("prompt", "response", "tool", "session")
 MAX_CONTENT_CHARS = 64_000
@@ -68,9 +68,9 @@ def event_path(home: Path, ts: str | None = None) -> Path:
 
 def encode(event: Event) -> bytes:
     """The event as one privacy-filtered JSON line."""
-    content = event.content
+    content = scrub(event.content)  # the whole text first: a span or key block the cap cuts is still found
     if len(content) > MAX_CONTENT_CHARS:
-        content = content[:MAX_CONTENT_CHARS] + "\n[truncated]"
+        content = scrub(cut_head(content, MAX_CONTENT_CHARS) + "\n[truncated]")
     record = {
         "id": event.id,
         "ts": event.ts,
@@ -79,7 +79,7 @@ def encode(event: Event) -> bytes:
         "cwd": event.cwd,
         "type": event.type,
         "tool_name": event.tool_name,
-        "content": scrub(content),
+        "content": content,
         "metadata": event.metadata,
     }
     # metadata is filtered here, once; the other fields come from hook payloads too, whose types are not
