@@ -139,6 +139,14 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy, int]] = [
     ("password", ("sshpass", "redis-cli", "-storepass", "-keypass", "-srcstorepass", "-deststorepass"),
      _Lazy(r"(?:\bsshpass\s+-p\s*|\bredis-cli\b(?:(?!\s-a\s)[^\n|;&])*\s-a\s+|\s-(?:store|key|srcstore|deststore)pass\s+)"
                 r"(?!\[REDACTED)([^\s\"']+|\"[^\"]*\"|'[^']*')"), 1),
+    ("password", ("login", "ldap", "htpasswd", "/user:", "--with-token", "--password-stdin"),
+     _Lazy(r"(?:\b(?:docker|podman|buildah|helm|oras|skopeo|nerdctl)\s+(?:registry\s+)?login\b(?:(?!\s-p\s)[^\n|;&])*"
+           r"\s-p\s+|\bldap\w*\b(?:(?!\s-w\s)[^\n|;&])*\s-w\s+|\bhtpasswd\s+-\w*b\w*\s+\S+\s+\S+\s+"
+           r"|\s/user:\S+\s+|--with-token\s*<<<\s*|\becho\s+(?=[^\n|]*\|[^\n]*--password-stdin))"
+           r"(?!\[REDACTED)([^\s\"'|]+|\"[^\"\n]*\"|'[^'\n]*')"), 1),
+    ("password", ("login(", "auth(", "connect(", "authenticate(", "password("),
+     _Lazy(r"(?i)(?:login|auth|connect|authenticate|password)\(\s*(?:[\w.]+\s*=\s*)?([\"'])[^\"'\n]*\1\s*,"
+           r"\s*(?:[\w.]+\s*=\s*)?([\"'])(?!\[REDACTED)([^\"'\n]+)\2"), 3),
     ("password", ("pass:",), _Lazy(r"(?i)(?:-pass(?:in|out)?|-passwd|-k)\s+[\"']?pass:(?!\[REDACTED)([^\s\"']+)"),
      1),
 ]
@@ -179,6 +187,8 @@ _SECRET_WORDS = frozenset({
     "signingkey", "encryptionkey", "masterkey", "licensekey", "webhooksecret",
 })
 #: last components that make a prefixed name secret (``GITHUB_TOKEN``, ``API_KEY``, ``BASIC_AUTH``)
+#: names that alone are too common in code to mask a value that does not look random (``key = "name"``)
+_WEAK_ALONE = frozenset({"key", "sig", "signature", "salt", "cookie", "auth", "pat", "sas"})
 _SECRET_LAST = frozenset({"token", "key", "sig", "signature", "auth", "salt", "cookie", "pat", "apikey", "sas"})
 #: last components that say the value is about a secret, not the secret (``PASSWORD_FILE=/run/secrets/db``)
 _ABOUT_LAST = frozenset({
@@ -207,6 +217,7 @@ _VALUE_FIELD_RE = re.compile(r"(?i)value\\?[\"']?\s*[:=]\s*")
 _FLAG_SEP_RE = re.compile(r"(=|[ \t]+)(?=[^\s-])")
 _PROSE_RE = re.compile(r"[ \t]+(?:is|was|=|:)[ \t]+(?:set to[ \t]+)?(?=\S)", re.IGNORECASE)
 _INLINE_END = frozenset(" \t\r\n,;&)]}\"'<>|`")
+_PAIR_RE = re.compile(r"\(\s*([\"'])[^\"'\n]*\1\s*,\s*([\"'])([^\"'\n]+)\2\s*\)")
 _CODE_VALUE_RE = re.compile(r"[A-Za-z_$][\w.$]*\s*[(\[]")
 
 
@@ -225,6 +236,8 @@ def name_kind(name: str) -> tuple[str, bool] | None:
     (('secret', True), ('password', True), None, ('secret', False))
     """
     parts = _components(name)
+    while parts and parts[-1].isdigit():  # key1, SECRET_2
+        parts.pop()
     if not parts:
         return None
     last = parts[-1]
@@ -240,7 +253,7 @@ def name_kind(name: str) -> tuple[str, bool] | None:
             return kind, False
         return kind, True
     if last in _SECRET_LAST or last.endswith("token") and len(last) > 5:
-        return kind, len(parts) > 1 or len(last) > 5
+        return kind, len(parts) > 1 or last not in _WEAK_ALONE
     return None
 
 
@@ -299,6 +312,11 @@ def _value_span(text: str, vstart: int, to_line_end: bool, strong: bool) -> tupl
         if not value.strip() or value.startswith(_MARK) or (not strong and not _looks_random(value)):
             return None
         return vstart + 2, end
+    if c == "(":
+        pair = _PAIR_RE.match(text, vstart)
+        if pair and not pair.group(3).startswith(_MARK):
+            return pair.start(3), pair.end(3)
+        return None
     if c in "\"'`":
         end = _quoted_end(text, vstart, c)
         if end < 0:
