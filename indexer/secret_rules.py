@@ -82,6 +82,9 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy, int]] = [
         ),
         0,
     ),
+    # an END line whose BEGIN was cut away upstream: the key lines before it go too
+    ("private-key", ("-----end",),
+     _Lazy(r"(?m)(?:^[A-Za-z0-9+/=]+\r?\n)*-----END[ A-Z0-9]*PRIVATE KEY[ A-Z]*-----"), 0),
     ("private-key", ("private-lines:",), _Lazy(r"Private-Lines:\s*\d+\s*(?:[A-Za-z0-9+/=]+\s*)+"), 0),
     ("private-key", ("age-secret-key-",), _Lazy(r"AGE-SECRET-KEY-1[0-9A-Z]{20,}"), 0),
     (
@@ -217,6 +220,8 @@ _VALUE_FIELD_RE = re.compile(r"(?i)value\\?[\"']?\s*[:=]\s*")
 _FLAG_SEP_RE = re.compile(r"(=|[ \t]+)(?=[^\s-])")
 _PROSE_RE = re.compile(r"[ \t]+(?:is|was|=|:)[ \t]+(?:set to[ \t]+)?(?=\S)", re.IGNORECASE)
 _INLINE_END = frozenset(" \t\r\n,;&)]}\"'<>|`")
+_TYPED_RE = re.compile(r"(?:\[REDACTED:[a-z0-9-]+\]|[A-Z][\w.<>\[\]]*\??|str|string|bytes|&str|&'static str)"
+                       r"[ \t]*=(?![=>])[ \t]*")
 _PAIR_RE = re.compile(r"\(\s*([\"'])[^\"'\n]*\1\s*,\s*([\"'])([^\"'\n]+)\2\s*\)")
 _CODE_VALUE_RE = re.compile(r"[A-Za-z_$][\w.$]*\s*[(\[]")
 
@@ -389,7 +394,11 @@ def _named(text: str, lower: str) -> tuple[str, int]:
             quoted_name = a > 0 and text[a - 1] in "\"'"
             if sep:
                 spaced = sep.group(1) == ":" or sep.start(1) > b and text[sep.start(1) - 1] in " \t"
-                span = _value_span(text, sep.end(), spaced and _line_start(text, a - quoted_name), strong)
+                vstart = sep.end()
+                typed = _TYPED_RE.match(text, vstart) if sep.group(1) == ":" else None
+                if typed:  # `secret: String = "…"`: the value follows the type (or an older filter's marker)
+                    vstart, spaced = typed.end(), False
+                span = _value_span(text, vstart, spaced and _line_start(text, a - quoted_name), strong)
             elif _NAME_FIELD_RE.search(text, max(0, a - 40), a - quoted_name if a else 0):
                 field = _VALUE_FIELD_RE.search(text, b, min(n, b + 160))
                 if field:
