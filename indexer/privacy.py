@@ -158,10 +158,20 @@ def mask_secrets(text: str) -> tuple[str, int]:
 
 
 def redact(text: str) -> Redacted:
-    """Both passes: private spans, then secrets."""
-    stripped = strip_private(text)
-    masked, secrets = mask(stripped.text)
-    return Redacted(masked, stripped.private_spans, secrets, stripped.warnings)
+    """Both passes: private spans, then secrets; again while they change the text, since a mask can change what
+    the first pass saw (a key block masked to the end of the text takes a closing fence with it, and a tag that
+    fence kept literal is then live): what is stored is a fixed point, which ``memsearch scrub`` leaves alone."""
+    spans = secrets = 0
+    warnings: list[str] = []
+    for _ in range(4):
+        stripped = strip_private(text)
+        masked, found = mask(stripped.text)
+        spans, secrets = spans + stripped.private_spans, secrets + found
+        warnings += [w for w in stripped.warnings if w not in warnings]
+        if masked == text:
+            break
+        text = masked
+    return Redacted(text, spans, secrets, tuple(warnings))
 
 
 def scrub(text: str) -> str:

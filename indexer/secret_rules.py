@@ -29,6 +29,7 @@ the package.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Callable
@@ -150,6 +151,9 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy, int]] = [
     ("password", ("login(", "auth(", "connect(", "authenticate(", "password("),
      _Lazy(r"(?i)(?:login|auth|connect|authenticate|password)\(\s*(?:[\w.]+\s*=\s*)?([\"'])[^\"'\n]*\1\s*,"
            r"\s*(?:[\w.]+\s*=\s*)?([\"'])(?!\[REDACTED)([^\"'\n]+)\2"), 3),
+    ("password", ("machine",), _Lazy(r"\bmachine\s+\S+\s+login\s+\S+\s+password\s+(?!\[REDACTED)(\S+)"), 1),
+    ("password", ("convertto-securestring",),
+     _Lazy(r"(?i)ConvertTo-SecureString\s+(?:-String\s+)?([\"'])(?!\[REDACTED)([^\"'\n]+)\1"), 2),
     ("password", ("pass:",), _Lazy(r"(?i)(?:-pass(?:in|out)?|-passwd|-k)\s+[\"']?pass:(?!\[REDACTED)([^\s\"']+)"),
      1),
 ]
@@ -205,7 +209,8 @@ _NOT_VALUES = frozenset({
     "null", "none", "nil", "true", "false", "undefined", "str", "string", "int", "bool", "boolean", "bytes", "any",
     "optional", "required", "secret", "password", "self", "this", "new", "await", "lambda", "function", "def",
     "return", "yes", "no", "on", "off", "omitted", "hidden", "masked", "redacted", "unset", "empty", "char",
-    "text", "varchar", "object", "number", "integer", "list", "dict", "map", "void", "async",
+    "text", "varchar", "object", "number", "integer", "list", "dict", "map", "void", "async", "raise", "throw",
+    "if", "else", "not", "and", "or", "is", "in", "yield", "continue", "break", "pass", "nullptr", "nothing",
 })
 _PROSE_STOP = frozenset({
     "is", "was", "the", "a", "an", "not", "required", "incorrect", "wrong", "invalid", "missing", "set", "stored",
@@ -220,6 +225,7 @@ _VALUE_FIELD_RE = re.compile(r"(?i)value\\?[\"']?\s*[:=]\s*")
 _FLAG_SEP_RE = re.compile(r"(=|[ \t]+)(?=[^\s-])")
 _PROSE_RE = re.compile(r"[ \t]+(?:is|was|=|:)[ \t]+(?:set to[ \t]+)?(?=\S)", re.IGNORECASE)
 _INLINE_END = frozenset(" \t\r\n,;&)]}\"'<>|`")
+_ARG_SEP_RE = re.compile(r"(?:[\"']\s*,|[ \t]+(?:-Value[ \t]+)?)\s*(?=[\"'])")
 _TYPED_RE = re.compile(r"(?:\[REDACTED:[a-z0-9-]+\]|[A-Z][\w.<>\[\]]*\??|str|string|bytes|&str|&'static str)"
                        r"[ \t]*=(?![=>])[ \t]*")
 _PAIR_RE = re.compile(r"\(\s*([\"'])[^\"'\n]*\1\s*,\s*([\"'])([^\"'\n]+)\2\s*\)")
@@ -233,6 +239,7 @@ def _components(name: str) -> list[str]:
     return parts
 
 
+@functools.lru_cache(maxsize=4096)
 def name_kind(name: str) -> tuple[str, bool] | None:
     """``(kind, strong)`` when ``name`` marks a secret, else None; a weak name (``key``, ``token`` alone) needs a
     value that looks random.
@@ -254,8 +261,6 @@ def name_kind(name: str) -> tuple[str, bool] | None:
         return None
     kind = "password" if password else "secret"
     if password or secret:
-        if last in ("pass", "pw") and len(parts) == 1:
-            return kind, False
         return kind, True
     if last in _SECRET_LAST or last.endswith("token") and len(last) > 5:
         return kind, len(parts) > 1 or last not in _WEAK_ALONE
@@ -263,7 +268,12 @@ def name_kind(name: str) -> tuple[str, bool] | None:
 
 
 def _looks_random(value: str) -> bool:
-    return len(value) >= 12 and bool(re.search("[0-9]", value)) and bool(re.search("[A-Za-z]", value))
+    """Long enough and mixing at least two classes of characters (lower, upper, digits, symbols)."""
+    if len(value) < 12 or " " in value.strip():
+        return False
+    classes = (any(c.islower() for c in value), any(c.isupper() for c in value), any(c.isdigit() for c in value),
+               any(not c.isalnum() for c in value))
+    return sum(classes) >= 2
 
 
 def _skip_value(value: str) -> bool:
@@ -271,6 +281,8 @@ def _skip_value(value: str) -> bool:
     if not v or v.startswith((_MARK, "$", "%", "{{", "<%", "#{", "process.env", "os.environ", "env(", "ENV[")):
         return True
     if v.lower().rstrip(",;") in _NOT_VALUES or set(v) <= set("*xX.…•-_"):
+        return True
+    if v[:1] in "fF" and v[1:2] in ("'", '"') and "{" in v:  # an f-string: code, not a literal secret
         return True
     return bool(_CODE_VALUE_RE.match(v))
 
@@ -399,6 +411,8 @@ def _named(text: str, lower: str) -> tuple[str, int]:
                 if typed:  # `secret: String = "…"`: the value follows the type (or an older filter's marker)
                     vstart, spaced = typed.end(), False
                 span = _value_span(text, vstart, spaced and _line_start(text, a - quoted_name), strong)
+            elif (quoted_name or text.startswith("env:", a - 4)) and (pair := _ARG_SEP_RE.match(text, b)):
+                span = _value_span(text, pair.end(), False, strong)  # setenv("API_KEY", "…"), env:API_KEY '…'
             elif _NAME_FIELD_RE.search(text, max(0, a - 40), a - quoted_name if a else 0):
                 field = _VALUE_FIELD_RE.search(text, b, min(n, b + 160))
                 if field:
