@@ -33,6 +33,14 @@ def _settings() -> Settings:
     return resolve_settings()
 
 
+def _gate(settings: Settings, payload: dict[str, Any]):
+    """The project's opt-out and the user's exclusions (indexer.optout) for the payload's working directory."""
+    from indexer.optout import gate
+
+    cwd = payload.get("cwd")
+    return gate(settings, cwd if isinstance(cwd, str) and cwd else None)
+
+
 def _project(payload: dict[str, Any]) -> str | None:
     cwd = payload.get("cwd") or os.environ.get("CLAUDE_PROJECT_DIR")
     return os.path.basename(str(cwd).rstrip("/")) or None if cwd else None
@@ -80,13 +88,17 @@ def prompt(payload: dict[str, Any]) -> str | None:
     if not isinstance(text, str) or not text.strip():
         return None
     settings = _settings()
+    allowed = _gate(settings, payload)
+    if not (allowed.capture or allowed.inject):
+        return None
     session = payload.get("session_id") if isinstance(payload.get("session_id"), str) else None
     path = _record(settings, Event(type="prompt", content=text, session_id=session, project=_project(payload),
                                    cwd=payload.get("cwd") if isinstance(payload.get("cwd"), str) else None),
-                   ingest_now=False)
+                   ingest_now=False) if allowed.capture else None
     max_items = _config("MEMSEARCH_MAX_ITEMS", 5, 0, 20)
-    if is_trivial(text) or max_items == 0:
-        _ingest(settings, path)
+    if is_trivial(text) or max_items == 0 or not allowed.inject:
+        if path is not None:
+            _ingest(settings, path)
         return None
     hits = _search(settings, text[:MAX_QUERY_CHARS], session, max_items * 3, path)
     from search_engine.context import format_context
@@ -96,18 +108,19 @@ def prompt(payload: dict[str, Any]) -> str | None:
     return _context_json("UserPromptSubmit", block) if block else None
 
 
-def _search(settings: Settings, query: str, session: str | None, k: int, captured: Path) -> list:
+def _search(settings: Settings, query: str, session: str | None, k: int, captured: Path | None) -> list:
     """Hybrid results from the warm server when it answers in time (it also indexes the captured prompt), else
     BM25 in this process. Server hits stay plain attribute bags: building dataclasses would cost start-up."""
     started = time.monotonic()
     filters = {"exclude_session": session} if session else {}
     answer = request(settings, {"op": "search", "query": query, "k": k, "mode": "hybrid", "filters": filters,
-                                "ingest": [str(captured)]}, timeout=SERVER_TIMEOUT)
+                                "ingest": [str(captured)] if captured else []}, timeout=SERVER_TIMEOUT)
     if answer and answer.get("ok"):
         return [SimpleNamespace(**h) for h in answer["result"]["hits"]]
     from indexer.pipeline import ingest
 
-    ingest(settings, [captured], lock_timeout=0.1)
+    if captured is not None:
+        ingest(settings, [captured], lock_timeout=0.1)
     if time.monotonic() - started > SEARCH_BUDGET:
         return []
     from search_engine.filters import Filters
@@ -133,6 +146,13 @@ def tool(payload: dict[str, Any]) -> None:
     if payload.get("agent_type"):
         metadata["agent_type"] = str(payload["agent_type"])
     settings = _settings()
+    from indexer.optout import tool_excluded
+
+    tool_input = payload.get("tool_input") if isinstance(payload.get("tool_input"), dict) else {}
+    target = tool_input.get("file_path") or tool_input.get("notebook_path") or tool_input.get("path")
+    if not _gate(settings, payload).capture or tool_excluded(settings, name, target if isinstance(target, str)
+                                                             else None):
+        return None
     _record(settings, Event(type="tool", tool_name=name, content=content, metadata=metadata,
                             session_id=payload.get("session_id"), project=_project(payload), cwd=payload.get("cwd")))
     return None
@@ -152,23 +172,36 @@ def stop(payload: dict[str, Any]) -> None:
         return None
     from indexer.transcripts import strip_injected
 
-    _record(_settings(), Event(type="response", content=strip_injected(text), session_id=payload.get("session_id"),
+    settings = _settings()
+    if not _gate(settings, payload).capture:
+        return None
+    _record(settings, Event(type="response", content=strip_injected(text), session_id=payload.get("session_id"),
                                project=_project(payload), cwd=payload.get("cwd")))
     return None
 
 
-def session_start(payload: dict[str, Any]) -> None:
-    """SessionStart: make sure the warm server runs (started detached, never waited for)."""
+def session_start(payload: dict[str, Any]) -> str | None:
+    """SessionStart: make sure the warm server runs (started detached, never waited for), and inject the standing
+    context (MEMORY.md, this project's last session summary and active facts) unless the project opted out."""
     settings = _settings()
+    _start_server(settings)
+    if settings.session_context == 0 or not _gate(settings, payload).inject:
+        return None
+    from search_engine.standing import standing_context
+
+    block = standing_context(settings, _project(payload))
+    return _context_json("SessionStart", block) if block else None
+
+
+def _start_server(settings: Settings) -> None:
     from indexer.embedder import resolve_model
     from search_engine.client import is_running, start_detached
 
     if (settings.state_dir / "serve.sock").exists() and is_running(settings, timeout=0.2):
-        return None
+        return
     if os.environ.get("MEMSEARCH_NO_SERVER") == "1" or not resolve_model(settings).available:
-        return None
+        return
     start_detached(settings)
-    return None
 
 
 def session_end(payload: dict[str, Any]) -> None:

@@ -7,85 +7,14 @@ the assistant's replies that state decisions. It is written atomically and index
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
-from indexer import store
 from indexer.pipeline import index, ingest
-from indexer.privacy import cut_head, scrub
+from indexer.privacy import scrub
 from indexer.settings import Settings
+from indexer.summaries import build_summary, summary_path
 
-_DECISION_RE = re.compile(
-    r"\b(decided|decision|we will|we'll|i'll use|going with|chose|chosen|instead of|switched to|settled on|"
-    r"the fix is|root cause|should use|must not|never use|always use)\b",
-    re.IGNORECASE,
-)
-_SENTENCE_RE = re.compile(r"(?<=[.!?])\s+")
-_SAFE_ID_RE = re.compile(r"[^A-Za-z0-9_.-]")
-MAX_ITEMS = 30
-
-
-def _one_line(text: str, limit: int = 200) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else cut_head(flat, limit - 1) + "…"
-
-
-def build_summary(settings: Settings, session_id: str) -> str | None:
-    """The markdown summary of a session from its indexed events, or None when it has none."""
-    conn = store.connect(settings.db_path)
-    try:
-        rows = conn.execute(
-            "SELECT category, title, text, ts, project FROM chunks WHERE kind = 'event' AND session_id = ?"
-            " ORDER BY ts, seq", (session_id,)).fetchall()
-    finally:
-        conn.close()
-    if not rows:
-        return None
-    prompts, files, commands, errors, decisions = [], {}, [], [], []
-    project = next((r[4] for r in rows if r[4]), None)
-    for category, _title, text, _, _ in rows:
-        first = text.split("\n", 1)[0]
-        if category == "prompt":
-            prompts.append(_one_line(text))
-        elif category == "tool":
-            name, _, key = first.partition(": ")
-            failed = key.endswith(" (failed)")
-            key = key.removesuffix(" (failed)")
-            if name in ("Edit", "MultiEdit", "Write", "NotebookEdit") and key:
-                files.setdefault(key, name)
-            elif name in ("Bash", "PowerShell") and key:
-                commands.append(f"`{_one_line(key, 160)}`" + (" (failed)" if failed else ""))
-            if failed:
-                errors.append(_one_line(f"{name} {key}: {text.split(chr(10), 1)[-1]}"))
-        elif category == "response":
-            for sentence in _SENTENCE_RE.split(text):
-                if _DECISION_RE.search(sentence):
-                    decisions.append(_one_line(sentence, 240))
-    first_ts, last_ts = rows[0][3] or "", rows[-1][3] or ""
-    lines = [
-        "---",
-        f"session_id: {session_id}",
-        *([f"project: {project}"] if project else []),
-        f"date: {first_ts[:10]}",
-        "category: session",
-        "---",
-        f"# Session {session_id}" + (f" ({project})" if project else ""),
-        "",
-        f"From {first_ts or '?'} to {last_ts or '?'}: {len(prompts)} prompts, {len(files)} files touched,"
-        f" {len(commands)} commands.",
-    ]
-    for heading, items in (
-        ("Prompts", [f"- {p}" for p in prompts]),
-        ("Files touched", [f"- `{path}` ({tool})" for path, tool in files.items()]),
-        ("Commands run", [f"- {c}" for c in commands]),
-        ("Errors", [f"- {e}" for e in errors]),
-        ("Decisions", [f"- {d}" for d in dict.fromkeys(decisions)]),
-    ):
-        if items:
-            lines += ["", f"## {heading}", *items[:MAX_ITEMS]]
-            if len(items) > MAX_ITEMS:
-                lines.append(f"- … and {len(items) - MAX_ITEMS} more")
-    return "\n".join(lines) + "\n"
+__all__ = ["build_summary", "write_session_summary"]
 
 
 def write_session_summary(settings: Settings, session_id: str) -> Path | None:
@@ -93,10 +22,10 @@ def write_session_summary(settings: Settings, session_id: str) -> Path | None:
     text = build_summary(settings, session_id)
     if text is None:
         return None
-    path = settings.home / "sessions" / f"{_SAFE_ID_RE.sub('_', session_id)[:120]}.md"
+    path = summary_path(settings, session_id)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(scrub(text), encoding="utf-8")
+    tmp.write_text(scrub(text), encoding="utf-8")  # built from filtered chunks, filtered whole once more
     os.replace(tmp, path)
     index(settings, [path], lock_timeout=60)
     return path

@@ -31,6 +31,32 @@ _CJK_CLASS = (
 CJK_RUN_RE = re.compile(f"[{_CJK_CLASS}]+")
 
 
+#: Above this share of CJK letters, an English-only model's vector of a text is noise (measured on the CJK
+#: evaluation sets: hybrid recall@5 0.57 against BM25's 0.96 in Korean): such a query runs on BM25 alone, and such a
+#: chunk is not embedded by that model.
+CJK_SHARE_LIMIT = 0.3
+
+
+def cjk_share(text: str) -> float:
+    """Share of CJK characters among the letters of ``text``.
+
+    >>> cjk_share("東京 deploy")
+    0.25
+    """
+    letters = [ch for ch in text if ch.isalpha()]
+    return sum(1 for ch in letters if CJK_RUN_RE.match(ch)) / len(letters) if letters else 0.0
+
+
+def english_only(model_id: str | None) -> bool:
+    """True for a model that cannot represent CJK text (the bundled all-MiniLM-L6-v2)."""
+    return model_id is not None and "MiniLM" in model_id
+
+
+def model_reads(model_id: str | None, text: str) -> bool:
+    """False when ``model_id`` cannot represent ``text``: mostly CJK for an English-only model."""
+    return not (english_only(model_id) and cjk_share(text) > CJK_SHARE_LIMIT)
+
+
 def has_cjk(text: str) -> bool:
     return CJK_RUN_RE.search(text) is not None
 

@@ -3,9 +3,8 @@ import, so both record the same text)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
-
-import orjson
 
 from .privacy import cut_head, cut_tail, scrub
 
@@ -56,8 +55,14 @@ def response_text(response: Any) -> str:
                 parts.append(response_text(value))
         if parts:
             return "\n".join(parts)
-        # each string is filtered before the dump: JSON escapes (\n, \") would hide a secret's boundaries
-        return cut_head(scrub(orjson.dumps(_scrub_strings(response), default=str).decode()), HEAD_CHARS)
+        # stdlib json: orjson refuses integers above 64 bits (TypeError, not passed to ``default``) and the
+        # whole event was lost. Each string is filtered before the dump (JSON escapes such as \n and \" would
+        # hide a secret's boundaries), the whole dump again before its cut.
+        try:
+            dumped = json.dumps(_scrub_strings(response), default=str, ensure_ascii=False)
+        except (TypeError, ValueError, RecursionError):
+            dumped = str(response)
+        return cut_head(scrub(dumped), HEAD_CHARS)
     return str(response)
 
 

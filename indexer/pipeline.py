@@ -19,10 +19,10 @@ from pathlib import Path
 import apsw
 import xxhash
 
-from . import store
+from . import store, tombstones
 from .chunker import CHUNKER_VERSION
 from .chunktext import content_hash, embed_input, fts_title
-from .cjk import index_form
+from .cjk import index_form, model_reads
 from .embedder import Embedder, load_embedder, resolve_model
 from .errors import MemsearchError
 from .locks import LockTimeout, file_lock
@@ -37,6 +37,7 @@ from .sources import (
     parse_event_bytes,
     path_context,
 )
+from .tombstones import Tombstones, chunk_key
 from .types import IndexReport, Skipped
 
 Progress = Callable[[str, int, int], None]
@@ -100,6 +101,15 @@ class _Run:
         ("scanned", "changed", "unchanged", "deleted", "added", "removed"), 0))
     skipped: list[Skipped] = field(default_factory=list)
     last_turn: dict[str, str] = field(default_factory=dict)  # session id -> its latest event chunk's text
+    _stones: Tombstones | None = None
+
+    @property
+    def stones(self) -> Tombstones:
+        """The chunks of the user's notes that ``forget`` hides, read when a changed note first needs them (a run
+        that finds nothing changed reads no file)."""
+        if self._stones is None:
+            self._stones = tombstones.load(self.settings.state_dir)
+        return self._stones
 
     def writes(self):
         """The transaction for one file's writes: inside a scan's batch (see :class:`_Batches`) they simply join
@@ -187,10 +197,12 @@ class _Run:
             return
         for problem in parsed.problems:
             self.skip(rel, problem)
+        hidden = self.stones.hidden(key, digest)
+        drafts = [d for d in parsed.drafts if chunk_key(d.title, d.text) not in hidden] if hidden else parsed.drafts
         with self.writes():
             self.remove_file_chunks(key)
             self.upsert_file(key, source, st, digest, 0, None)
-            self.insert(key, rel, parsed.drafts)
+            self.insert(key, rel, drafts)
         self.counts["changed"] += 1
 
     def index_events(self, path: Path, key: str, rel: str, st, row) -> None:
@@ -326,16 +338,23 @@ def embed_pending(
         # Another writer (an ingest, a full rebuild swapped in) may have replaced a chunk since the list was made:
         # embed only chunks that still hold the hash, so a vector is never stored under another content's hash.
         part = [(h, cid) for h, cid in part if cid in rows and rows[cid][0] == h]
+        # Text the model cannot represent (CJK for an English-only model) gets an embeddings row and no vector:
+        # it is no longer pending, the vector list never sees noise for it, and BM25 carries it (JSQuAD: 56.5 s
+        # of embedding for vectors no CJK query used).
+        unread = [(h, cid) for h, cid in part if not model_reads(embedder.model_id, rows[cid][2])]
+        part = [(h, cid) for h, cid in part if model_reads(embedder.model_id, rows[cid][2])]
         texts = [embed_input(*rows[chunk_id][1:]) for _, chunk_id in part]
         vectors = embedder.embed_passages(texts) if texts else []
         with conn:
+            for h, _ in unread:
+                conn.execute("INSERT OR IGNORE INTO embeddings(hash, model) VALUES (?, ?)", (h, embedder.model_id))
             for (h, _), vector in zip(part, vectors):
                 conn.execute("INSERT OR IGNORE INTO embeddings(hash, model) VALUES (?, ?)", (h, embedder.model_id))
                 if conn.changes():
                     conn.execute(
                         "INSERT INTO vec_chunks(rowid, embedding) VALUES (?, ?)", (conn.last_insert_rowid(), vector)
                     )
-        done += len(part)
+        done += len(part) + len(unread)
         if progress:
             progress("embed", done, len(todo))
     return done, note
@@ -468,6 +487,11 @@ def _scan(settings: Settings, conn: apsw.Connection, paths, full: bool, progress
         store.set_meta(conn, "last_indexed", store.now_iso())
     if run.counts["removed"]:
         drop_orphan_vectors(conn)
+    if not paths and tombstones.path(settings.state_dir).exists() and run.stones.notes:
+        # a whole scan knows every file: a tombstone whose file changed (or went) has lapsed
+        current = dict(conn.execute("SELECT path, content_hash FROM files WHERE content_hash IS NOT NULL"))
+        if run.stones.prune(current):
+            tombstones.save(settings.state_dir, run.stones)
     return run, notes
 
 

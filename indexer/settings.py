@@ -21,7 +21,7 @@ CONFIG_NAME = "memsearch.toml"
 PROJECT_CONFIG_NAME = ".memsearch.toml"
 #: What a project-level config may set: search tuning, never models, paths or retention.
 PROJECT_KEYS = frozenset({"rrf_k", "bm25_weight", "vector_weight", "candidates", "dedup_threshold", "fusion",
-                          "bm25_share"})
+                          "bm25_share", "capture"})
 
 
 @dataclass(frozen=True)
@@ -50,6 +50,14 @@ class Settings:
     retention_days_event: int = 90
     #: ``memsearch maintain``: expired event logs move to ``<root>/archive/events/`` (gzip) instead of being deleted.
     archive: bool = True
+    #: capture and injection for this project (a project's ``.memsearch.toml`` may turn them off; see optout.py)
+    capture: bool = True
+    #: tool names (globs) never recorded, e.g. ``["Read", "mcp__*"]``: user level only, never from a project file
+    exclude_tools: tuple[str, ...] = ()
+    #: path globs never captured: a project directory or a tool's file path matching one is not recorded
+    exclude_paths: tuple[str, ...] = ()
+    #: SessionStart's standing context (MEMORY.md, the project's last session summary and facts), in tokens; 0: off
+    session_context: int = 600
     origins: dict[str, str] = field(default_factory=dict, compare=False)
 
     @property
@@ -111,6 +119,10 @@ _SPEC: dict[str, tuple[str, str, Any]] = {
     "embed_batch": ("MEMSEARCH_EMBED_BATCH", "embed_batch", int),
     "retention_days_event": ("MEMSEARCH_RETENTION_DAYS_EVENT", "retention_days_event", count),
     "archive": ("MEMSEARCH_ARCHIVE", "archive", boolean),
+    "capture": ("MEMSEARCH_CAPTURE", "capture", boolean),
+    "session_context": ("MEMSEARCH_SESSION_CONTEXT", "session_context", count),
+    "exclude_tools": ("MEMSEARCH_EXCLUDE_TOOLS", "exclude_tools", None),
+    "exclude_paths": ("MEMSEARCH_EXCLUDE_PATHS", "exclude_paths", None),
 }
 
 
@@ -180,6 +192,11 @@ def project_config(root: Path) -> tuple[dict[str, Any], str | None]:
 
 
 def _convert(name: str, raw: Any, convert: Any, home: Path, origin: str) -> Any:
+    if name in ("exclude_tools", "exclude_paths"):  # a list in TOML, comma-separated in the environment
+        items = raw.split(",") if isinstance(raw, str) else raw if isinstance(raw, list) else None
+        if items is None:
+            raise ConfigError(f"{name} from {origin} must be a list of strings: {raw!r}")
+        return tuple(str(p).strip() for p in items if str(p).strip())
     if name == "extra_sources":
         items = raw.split(os.pathsep) if isinstance(raw, str) else list(raw)
         return tuple(_abs(Path(str(p)).expanduser(), home) for p in items if str(p).strip())

@@ -406,6 +406,10 @@ def parse_event_bytes(data: bytes, base: int, chunk_chars: int, overlap: int) ->
                 event = load_json(decode(line, "line"))
                 if not isinstance(event, dict):
                     raise SourceError("not a JSON object")
+                if event.get("forgotten") is True:  # a line `memsearch forget` blanked (same length: offsets hold)
+                    pos = end
+                    out.consumed = pos
+                    continue
                 out.drafts.extend(event_drafts(event, offset, chunk_chars, overlap, clean))
             except SourceError as exc:
                 if nl < 0:

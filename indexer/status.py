@@ -52,6 +52,24 @@ def _compute_health(conn: apsw.Connection, choice: ModelChoice) -> Health:
     )
 
 
+def _gate(settings: Settings) -> dict[str, Any]:
+    """Whether capture and injection apply in the current project, and why not (see indexer.optout)."""
+    from .optout import gate
+    from .settings import project_dir
+
+    return {"project": str(project_dir()), **gate(settings).as_dict()}
+
+
+def not_embedded(conn: apsw.Connection) -> int:
+    """Content hashes the index's model saw and left without a vector: text it cannot represent (CJK for an
+    English-only model), which BM25 alone serves."""
+    model = store.get_meta(conn, "vector_model")
+    if model is None or not store.vec_table_exists(conn):
+        return 0
+    seen = conn.execute("SELECT count(*) FROM embeddings WHERE model = ?", (model,)).fetchone()[0]
+    return max(0, seen - conn.execute("SELECT count(*) FROM vec_chunks").fetchone()[0])
+
+
 def status(settings: Settings) -> dict[str, Any]:
     """Resolved paths and settings, the model, chunk counts by kind, pending embeddings, last index, sizes."""
     choice = resolve_model(settings)
@@ -61,6 +79,7 @@ def status(settings: Settings) -> dict[str, Any]:
         "db_path": str(settings.db_path),
         "index_exists": conn is not None,
         "settings": settings.describe(),
+        "capture": _gate(settings),
         "model": {
             "available": choice.available,
             "id": choice.model_id,
@@ -71,7 +90,7 @@ def status(settings: Settings) -> dict[str, Any]:
         },
     }
     if conn is None:
-        out.update(chunks=0, chunks_by_kind={}, files=0, pending_embeddings=0, last_indexed=None,
+        out.update(chunks=0, chunks_by_kind={}, files=0, pending_embeddings=0, not_embedded=0, last_indexed=None,
                    db_bytes=0, index_model=None)
         return out
     try:
@@ -82,6 +101,7 @@ def status(settings: Settings) -> dict[str, Any]:
             chunks_by_kind=by_kind,
             files=conn.execute("SELECT count(*) FROM files").fetchone()[0],
             pending_embeddings=h.pending_embeddings,
+            not_embedded=not_embedded(conn),
             last_indexed=h.last_indexed,
             index_model=store.get_meta(conn, "vector_model"),
             db_bytes=sum(p.stat().st_size for p in settings.db_path.parent.glob(settings.db_path.name + "*")),

@@ -43,6 +43,9 @@ def _set_pragmas(conn: apsw.Connection) -> None:
     conn.pragma("synchronous", "normal")
     conn.pragma("foreign_keys", True)
     conn.pragma("temp_store", "memory")
+    # deleted rows are overwritten with zeros, so text `memsearch forget` removed (or b-tree balancing moved)
+    # leaves no copy in the file's free space
+    conn.pragma("secure_delete", True)
 
 
 def m001_initial(conn: apsw.Connection) -> None:

@@ -174,9 +174,12 @@ def _discover(paths: list[Path]) -> list[Path]:
 
 def import_transcripts(settings, paths: list[Path] | None = None) -> ImportReport:
     """Append the events of Claude Code transcripts to the event log, idempotently: each transcript is read from
-    the byte offset the last import stopped at, and events whose ids are already indexed are skipped."""
-    from . import store
+    the byte offset the last import stopped at, and events whose ids are already indexed, or were forgotten
+    (``memsearch forget``), are skipped."""
+    from . import store, tombstones
     from .pipeline import ingest
+
+    forgotten = tombstones.load(settings.state_dir).events
 
     state_path = settings.state_dir / "imports.json"
     settings.state_dir.mkdir(parents=True, exist_ok=True)
@@ -210,7 +213,7 @@ def import_transcripts(settings, paths: list[Path] | None = None) -> ImportRepor
                 part = ids[i : i + 500]
                 marks = ",".join("?" * len(part))
                 known |= {r[0] for r in conn.execute(f"SELECT event_id FROM chunks WHERE event_id IN ({marks})", part)}
-            fresh = [e for e in events if e.id not in known]
+            fresh = [e for e in events if e.id not in known and tombstones.event_key(e.id) not in forgotten]
             skipped += len(events) - len(fresh)
             by_day: dict[str, list[Event]] = {}
             for e in fresh:

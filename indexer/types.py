@@ -251,3 +251,139 @@ class CronReport:
     changed: bool
     crontab: str | None  # the crontab command used; None where there is none (then ``note`` says what to do)
     note: str | None = None
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    """One captured session, for ``memsearch sessions``: when, where, how much of each event type, and its first
+    real prompt (the opening request, not a greeting or a slash command)."""
+
+    session_id: str
+    project: str | None
+    first_ts: str | None
+    last_ts: str | None
+    events: int
+    counts: dict[str, int]  # events by type: prompt, response, tool, …
+    first_prompt: str | None
+    summary_path: str | None = None  # its session summary note, when one was written
+
+
+@dataclass(frozen=True)
+class StorageEntry:
+    """One file (or group of files) under the memory root and how many bytes it takes."""
+
+    path: str
+    bytes: int
+    files: int = 1
+
+
+@dataclass(frozen=True)
+class PrivacyStats:
+    """What the privacy filter took out, counted from the ``[REDACTED:<kind>]`` markers in the indexed text."""
+
+    private_spans: int  # ``[REDACTED:private]``: spans the user marked private
+    secrets_by_kind: dict[str, int]  # every other marker kind: secrets masked
+    chunks_with_redactions: int
+    sessions_with_private: int  # sessions whose events held a redacted span or a masked secret
+
+
+@dataclass(frozen=True)
+class Stats:
+    """``memsearch stats``: what the memory holds."""
+
+    events: int
+    events_by_type: dict[str, int]
+    events_by_day: dict[str, int]
+    sessions: int
+    chunks: int
+    chunks_by_kind: dict[str, int]
+    pending_embeddings: int
+    storage: tuple[StorageEntry, ...]
+    privacy: PrivacyStats
+    tombstones: int  # user-note chunks hidden by ``forget`` until their file changes
+    last_indexed: str | None
+
+
+@dataclass(frozen=True)
+class ForgetSelector:
+    """What ``memsearch forget`` should remove. Every given criterion must hold (they combine with AND);
+    ``ids`` are chunk ids (or unique prefixes) or event ids; ``match`` takes what a search for it with the same
+    filters shows (``limit`` hits, ``mode`` as for search). ``before`` is exclusive, ``since`` inclusive."""
+
+    ids: tuple[str, ...] = ()
+    session: str | None = None
+    before: str | None = None
+    since: str | None = None
+    project: str | None = None
+    match: str | None = None
+    mode: str = "hybrid"
+    limit: int = 10
+
+    @property
+    def empty(self) -> bool:
+        return not (self.ids or self.session or self.before or self.since or self.project or self.match)
+
+
+@dataclass(frozen=True)
+class ForgetItem:
+    """One chunk that forget removes, and how: ``rewrite`` (an event memsearch logged: its line leaves the log),
+    ``summary`` (a session summary memsearch wrote: rebuilt without it, or deleted), ``tombstone`` (a note of
+    the user's: hidden until the file changes; edit ``path`` at the lines given to remove the text)."""
+
+    id: str
+    kind: str
+    category: str
+    title: str
+    path: str
+    action: str
+    line_start: int | None = None
+    line_end: int | None = None
+    event_id: str | None = None
+    ts: str | None = None
+    session_id: str | None = None
+    project: str | None = None
+    snippet: str = ""
+
+
+@dataclass(frozen=True)
+class ForgetPlan:
+    """What ``forget`` would remove (a dry run shows it; :func:`indexer.forget.apply_forget` carries it out)."""
+
+    selector: ForgetSelector
+    items: tuple[ForgetItem, ...]
+    event_logs: tuple[str, ...]  # logs memsearch wrote that lose lines
+    archives: tuple[str, ...]  # gzipped logs (not indexed) that lose lines
+    archived_events: int
+    summaries: tuple[str, ...]  # session summaries to rebuild or delete
+    notes: tuple[str, ...]  # the user's files that get a tombstone (and should be edited by hand)
+
+
+@dataclass(frozen=True)
+class NoteToEdit:
+    """A user's file still holding forgotten text, hidden by a tombstone: edit these lines to remove it."""
+
+    path: str
+    line_start: int | None
+    line_end: int | None
+    chunk_id: str
+
+
+@dataclass(frozen=True)
+class ForgetReport:
+    """What ``forget`` did. Counts and ids only: the forgotten text is in no report and no log."""
+
+    chunks_removed: int
+    events_removed: int
+    event_logs_rewritten: int
+    archives_rewritten: int
+    archived_events_removed: int
+    summaries_rewritten: int
+    summaries_deleted: int
+    tombstones_added: int
+    notes_to_edit: tuple[NoteToEdit, ...]
+    vacuumed: bool
+    db_bytes_before: int
+    db_bytes_after: int
+    seconds: float
+    ids: tuple[str, ...] = ()
+    wal_truncated: bool = True  # False: a reader kept the WAL busy; its old pages go at the next checkpoint

@@ -52,13 +52,15 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
+
+import apsw  # noqa: E402
 
 from indexer import store  # noqa: E402
 from indexer.cjk import CJK_RUN_RE  # noqa: E402
@@ -67,6 +69,7 @@ from indexer.errors import MemsearchError, ModelUnavailable  # noqa: E402
 from indexer.pipeline import index  # noqa: E402
 from indexer.settings import Settings, resolve_settings  # noqa: E402
 from search_engine.search import search  # noqa: E402
+from search_engine.timeexpr import time_window  # noqa: E402
 
 DEFAULT_DATA = Path(os.environ.get("MEMSEARCH_EVAL_DATA") or REPO.parent / "shared" / "eval")
 DEFAULT_OUT = REPO / "eval-results" / "eval.json"
@@ -111,6 +114,8 @@ class Dataset:
     doc_of: Callable[[Any], str]  # hit -> doc id
     session_of: Callable[[str], str] | None = None  # doc id -> session (LoCoMo)
     notes: dict[str, Any] = field(default_factory=dict)
+    #: memory root -> when its questions are asked (relative time words count from there); default: now
+    asked_at: dict[str, datetime] = field(default_factory=dict)
 
 
 _EVIDENCE_RE = re.compile(r"D:?(\d+):(\d+)")
@@ -125,6 +130,7 @@ def load_locomo(data: Path) -> Dataset:
     convs = json.loads((data / "locomo-dev" / "locomo_dev.json").read_text(encoding="utf-8"))
     roots: dict[str, dict[str, bytes]] = {}
     queries: list[Query] = []
+    asked_at: dict[str, datetime] = {}
     dropped = Counter()
     for conv in convs:
         sid, c = conv["sample_id"], conv["conversation"]
@@ -151,6 +157,7 @@ def load_locomo(data: Path) -> Dataset:
                 }
                 by_day[when.date().isoformat()].append(json.dumps(event, ensure_ascii=False))
         roots[sid] = {f"events/{day}.jsonl": ("\n".join(lines) + "\n").encode() for day, lines in by_day.items()}
+        asked_at[sid] = max(locomo_datetime(c[f"session_{n}_date_time"]) for n in sessions) + timedelta(days=1)
         for i, qa in enumerate(conv["qa"]):
             cat = qa.get("category")
             if cat not in LOCOMO_CATEGORIES:
@@ -161,12 +168,14 @@ def load_locomo(data: Path) -> Dataset:
             if not gold:
                 dropped["no valid evidence"] += 1
                 continue
-            queries.append(Query(f"{sid}#{i}", qa["question"], gold, sid, (f"cat{cat} {LOCOMO_CATEGORIES[cat]}",)))
+            groups = (f"cat{cat} {LOCOMO_CATEGORIES[cat]}",) + (("names-a-time",) if time_window(qa["question"]) else ())
+            queries.append(Query(f"{sid}#{i}", qa["question"], gold, sid, groups))
     return Dataset(
         "locomo", "events", roots, queries,
         doc_of=lambda hit: hit.event_id or hit.id,
         session_of=lambda tid: tid.split(":")[0],
         notes={"dropped_questions": dict(dropped)},
+        asked_at=asked_at,
     )
 
 
@@ -235,6 +244,42 @@ def _bigram_only(question: str, context: str) -> bool:
     if any(r[i : i + 3] in context for r in runs for i in range(len(r) - 2)):
         return False
     return any(r[i : i + 2] in context for r in runs for i in range(len(r) - 1))
+
+
+def trigram_reference(ds: Dataset, fetch: int) -> dict:
+    """The CJK sets' reference: a plain FTS5 ``trigram`` index over the same paragraph files, queried with the
+    OR of every 3-character window of the question's space-separated words (words under 3 characters cannot
+    match a trigram index and are left out), ranked by FTS5's bm25. No bigrams, no stopwords, no model."""
+    conn = apsw.Connection(":memory:")
+    conn.execute("CREATE VIRTUAL TABLE t USING fts5(stem UNINDEXED, body, tokenize='trigram')")
+    with conn:
+        for path, data in ds.roots["corpus"].items():
+            conn.execute("INSERT INTO t(stem, body) VALUES (?, ?)", (Path(path).stem, data.decode()))
+    rows, lat = [], []
+    for q in ds.queries:
+        started = time.perf_counter()
+        grams = unique(w[i : i + 3].lower() for w in re.findall(r"[^\s\W_]+", q.text) for i in range(len(w) - 2))
+        ranked: list[str] = []
+        if grams:
+            expression = " OR ".join('"' + g.replace('"', '""') + '"' for g in grams)
+            ranked = [r[0] for r in conn.execute(
+                "SELECT stem FROM t WHERE t MATCH ? ORDER BY bm25(t) LIMIT ?", (expression, fetch))]
+        lat.append((time.perf_counter() - started) * 1000)
+        rows.append((q, query_metrics(ranked, q.gold, None)))
+    conn.close()
+    groups: dict[str, list[dict]] = defaultdict(list)
+    for q, m in rows:
+        for g in q.groups:
+            groups[g].append(m)
+    return {
+        "overall": mean_metrics([m for _, m in rows]),
+        "groups": {g: {"n": len(ms), **mean_metrics(ms)} for g, ms in sorted(groups.items())},
+        "latency_ms": {"p50": round(percentile(lat, 0.5), 2), "p95": round(percentile(lat, 0.95), 2),
+                       "mean": round(sum(lat) / len(lat), 2)},
+        "mean_hidden_duplicates": 0.0,
+        "gold_hidden_by_dedup": 0,
+        "mode_used": {"fts5-trigram": len(rows)},
+    }
 
 
 def load_dataset(data: Path, name: str) -> Dataset:
@@ -397,6 +442,7 @@ def evaluate(ds: Dataset, runner: Runner, modes: list[str], fresh: bool, curve: 
     per_mode: dict[str, list[tuple[Query, dict, float, int, str]]] = defaultdict(list)
     curve_rows: dict[float, list[tuple[dict, int]]] = defaultdict(list)
     skipped_modes: dict[str, str] = {}
+    hidden_lost: Counter = Counter()
     for root_name, files in ds.roots.items():
         log(f"[{ds.name}] {root_name}: {len(files)} files, indexing…")
         root, info = runner.build(ds, root_name, files, fresh)
@@ -416,7 +462,8 @@ def evaluate(ds: Dataset, runner: Runner, modes: list[str], fresh: bool, curve: 
                 for q in queries:
                     started = time.perf_counter()
                     try:
-                        res = search(settings, q.text, mode=mode, k=fetch, embedder=runner.embedder, conn=conn)
+                        res = search(settings, q.text, mode=mode, k=fetch, embedder=runner.embedder, conn=conn,
+                                     now=ds.asked_at.get(root_name))
                     except ModelUnavailable as exc:
                         skipped_modes[mode] = str(exc)
                         break
@@ -424,6 +471,11 @@ def evaluate(ds: Dataset, runner: Runner, modes: list[str], fresh: bool, curve: 
                     ranked = unique(ds.doc_of(h) for h in res.hits)
                     m = query_metrics(ranked, q.gold, ds.session_of)
                     per_mode[mode].append((q, m, ms, res.hidden_duplicates, res.mode_used))
+                    if res.hidden_duplicates:
+                        lost = hidden_gold(ds, conn, search(settings, q.text, mode=mode, k=fetch,
+                                                            embedder=runner.embedder, conn=conn, explain=True,
+                                                            now=ds.asked_at.get(root_name)), q)
+                        hidden_lost[mode] += lost
                     if dump is not None:
                         dump.append({"dataset": ds.name, "mode": mode, "qid": q.qid, "query": q.text,
                                      "gold": sorted(q.gold), "ranked": ranked[:10], **m})
@@ -433,7 +485,8 @@ def evaluate(ds: Dataset, runner: Runner, modes: list[str], fresh: bool, curve: 
                 for t in DEDUP_THRESHOLDS:
                     s_t = runner.settings(root, dedup_threshold=t)
                     for q in queries:
-                        res = search(s_t, q.text, mode="hybrid", k=fetch, embedder=memo, conn=conn)
+                        res = search(s_t, q.text, mode="hybrid", k=fetch, embedder=memo, conn=conn,
+                                     now=ds.asked_at.get(root_name))
                         ranked = unique(ds.doc_of(h) for h in res.hits)
                         curve_rows[t].append((query_metrics(ranked, q.gold, ds.session_of), res.hidden_duplicates))
         finally:
@@ -468,8 +521,11 @@ def evaluate(ds: Dataset, runner: Runner, modes: list[str], fresh: bool, curve: 
             "latency_ms": {"p50": round(percentile(lat, 0.5), 2), "p95": round(percentile(lat, 0.95), 2),
                            "mean": round(sum(lat) / len(lat), 2)},
             "mean_hidden_duplicates": round(sum(h for *_, h, _ in rows) / len(rows), 3),
+            "gold_hidden_by_dedup": hidden_lost[mode],
             "mode_used": dict(Counter(u for *_, u in rows)),
         }
+    if ds.name in CJK_SETS:
+        out["modes"]["fts5-trigram"] = trigram_reference(ds, fetch)
     if curve_rows:
         out["dedup_curve"] = [
             {"threshold": t, **{k: v for k, v in mean_metrics([m for m, _ in rows]).items()
@@ -479,6 +535,28 @@ def evaluate(ds: Dataset, runner: Runner, modes: list[str], fresh: bool, curve: 
             for t, rows in sorted(curve_rows.items())
         ]
     return out
+
+
+def hidden_gold(ds: Dataset, conn, res, q: Query) -> int:
+    """How many of ``q``'s gold documents were hidden as a near-duplicate and are not shown by another hit."""
+    shown = {ds.doc_of(h) for h in res.hits}
+    hidden = [e.id for e in res.explain or () if e.duplicate_of is not None]
+    lost = set()
+    for uid in hidden:
+        row = conn.execute("SELECT path, event_id, uid FROM chunks WHERE uid = ?", (uid,)).fetchone()
+        if row is None:
+            continue
+        doc = ds.doc_of(_Row(row[0], row[1], row[2]))
+        if doc in q.gold and doc not in shown:
+            lost.add(doc)
+    return len(lost)
+
+
+@dataclass
+class _Row:
+    path: str
+    event_id: str | None
+    id: str
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -549,9 +627,15 @@ def render(results: dict) -> str:
                 rows.append([f"{n} ({r['notes']['language']})" if mode == next(iter(r["modes"])) else "", mode,
                              r["queries"], o["recall@1"], o["recall@5"], o["mrr@10"],
                              two.get("n", 0), two.get("recall@1"), two.get("recall@5"),
-                             bio.get("n", 0), bio.get("recall@1"), bio.get("recall@5"), *_cost(r, mode)])
+                             bio.get("n", 0), bio.get("recall@1"), bio.get("recall@5"), v.get("gold_hidden_by_dedup"),
+                             *_cost(r, mode)])
         out.append(table(["set", "mode", "n", "R@1", "R@5", "MRR@10", "2char n", "R@1", "R@5",
-                          "bigram-only n", "R@1", "R@5", "index s", "p50 ms", "p95 ms"], rows))
+                          "bigram-only n", "R@1", "R@5", "gold hidden", "index s", "p50 ms", "p95 ms"], rows))
+        out.append("")
+    lost = [f"{name} {mode} {v['gold_hidden_by_dedup']}" for name, r in ds.items()
+            for mode, v in r["modes"].items() if "gold_hidden_by_dedup" in v and name not in CJK_SETS]
+    if lost:
+        out.append("Gold documents hidden by dedup (and not shown by another hit): " + ", ".join(lost))
         out.append("")
     for name in ("locomo", "scifact"):
         curve = ds.get(name, {}).get("dedup_curve")
@@ -596,10 +680,20 @@ def targets(ds: dict) -> list[dict]:
         add("scifact hybrid nDCG@10 >= 0.72", v, v is not None and v >= 0.72)
     for n in CJK_SETS:
         if n in ds:
+            ref = get(n, "fts5-trigram", "recall@5")
             for mode in ("hybrid", "bm25"):
                 v = get(n, mode, "recall@5")
                 if v is not None:
                     add(f"{n} {mode} R@5 >= 0.97", v, v >= 0.97)
+                    if ref is not None:
+                        add(f"{n} {mode} R@5 >= fts5 trigram reference (delta)", v - ref, v >= ref)
+                        r1, ref1 = get(n, mode, "recall@1"), get(n, "fts5-trigram", "recall@1")
+                        add(f"{n} {mode} R@1 >= fts5 trigram reference (delta)", r1 - ref1, r1 >= ref1)
+    for name, r in ds.items():
+        for mode in ("hybrid", "bm25", "vector"):
+            lost = r.get("modes", {}).get(mode, {}).get("gold_hidden_by_dedup")
+            if lost is not None:
+                add(f"{name} {mode} gold hidden by dedup = 0", lost, lost == 0)
     for name, metrics in headline.items():
         for metric in metrics:
             h, b, ve = (get(name, m, metric) for m in ("hybrid", "bm25", "vector"))

@@ -256,6 +256,88 @@ def timeline(
     _emit(view, as_json, render.timeline_text(view))
 
 
+@app.command()
+def sessions(
+    project: Annotated[Optional[str], typer.Option("--project", help="Only this project's sessions.")] = None,
+    limit: Annotated[Optional[int], typer.Option("--limit", "-n", help="At most this many (latest first).")] = None,
+    as_json: JsonOpt = False,
+    home: HomeOpt = None,
+) -> None:
+    """One line per captured session: id, project, first and last time, events by type, the first real prompt."""
+    from .browse import list_sessions
+
+    found = list_sessions(_settings(home), project=project, limit=limit)
+    _emit(found, as_json, render.sessions_text(found))
+
+
+@app.command()
+def recent(
+    session: Annotated[Optional[str], typer.Option("--session", help="Only this session.")] = None,
+    type_: Annotated[Optional[str], typer.Option("--type", help="note, fact, event, or an event type: prompt, "
+                                                 "response, tool.")] = None,
+    project: Annotated[Optional[str], typer.Option("--project")] = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", help="How many.")] = 20,
+    as_json: JsonOpt = False,
+    home: HomeOpt = None,
+) -> None:
+    """The latest memories, newest first (one line each; `memsearch show ID` for one in full)."""
+    from .browse import recent as run_recent
+
+    hits = run_recent(_settings(home), session=session, type=type_, project=project, limit=limit)
+    _emit(hits, as_json, render.recent_text(hits))
+
+
+@app.command()
+def stats(as_json: JsonOpt = False, home: HomeOpt = None) -> None:
+    """What the memory holds: events by type and day, chunks, pending embeddings, storage, privacy figures."""
+    from .browse import stats as run_stats
+
+    report = run_stats(_settings(home))
+    _emit(report, as_json, render.stats_text(report))
+
+
+@app.command()
+def forget(
+    ids: Annotated[Optional[list[str]], typer.Argument(metavar="[ID]...", help="Chunk ids (or unique prefixes) "
+                                                       "or event ids.")] = None,
+    session: Annotated[Optional[str], typer.Option("--session", help="Everything of this session.")] = None,
+    before: Annotated[Optional[str], typer.Option("--before", help="Older than this (YYYY-MM-DD, ISO time, 7d…).")] = None,
+    since: Annotated[Optional[str], typer.Option("--since", help="From this time on.")] = None,
+    project: Annotated[Optional[str], typer.Option("--project", help="Everything of this project.")] = None,
+    match: Annotated[Optional[str], typer.Option("--match", help="What `memsearch search QUERY` with the same "
+                                                 "filters shows.")] = None,
+    mode: Annotated[str, typer.Option("--mode", help="Search mode for --match: hybrid, bm25 or vector.")] = "hybrid",
+    k: Annotated[int, typer.Option("-k", help="How many hits of --match.")] = 10,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="List what would be forgotten; change nothing.")] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask (for scripts).")] = False,
+    vacuum: Annotated[bool, typer.Option("--vacuum", help="Also VACUUM the index file (slower).")] = False,
+    as_json: JsonOpt = False,
+    home: HomeOpt = None,
+) -> None:
+    """Forget memories for good: from the event logs, archives and summaries memsearch wrote, and the index.
+    Your own notes are not edited: their chunks are hidden until the file changes, and you are told what to edit."""
+    from indexer.forget import apply_forget, plan_forget
+    from indexer.types import ForgetSelector
+
+    from .filters import parse_date
+
+    selector = ForgetSelector(ids=tuple(ids or ()), session=session, before=parse_date(before),
+                              since=parse_date(since), project=project, match=match, mode=mode, limit=k)
+    settings = _settings(home)
+    plan = plan_forget(settings, selector)
+    if dry_run or not plan.items and not plan.archived_events:
+        _emit(plan, as_json, render.forget_plan_text(plan, dry_run=dry_run))
+        return
+    if not yes:
+        if not sys.stdin.isatty():
+            raise MemsearchError("forget needs a confirmation: run it on a terminal, or add --yes (see --dry-run)")
+        sys.stderr.write(render.forget_plan_text(plan, dry_run=True) + "\n")
+        if not typer.confirm(f"Forget these {len(plan.items) + plan.archived_events} item(s)?", err=True):
+            raise typer.Exit(1)
+    report = apply_forget(settings, plan, vacuum=vacuum)
+    _emit(report, as_json, render.forget_text(report))
+
+
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def hook(event: Annotated[str, typer.Argument(help="session-start, prompt, tool, stop or session-end.")]) -> None:
     """Run a Claude Code hook handler (reads the event JSON on stdin; always exits 0)."""

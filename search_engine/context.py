@@ -72,7 +72,7 @@ def coverage(query: str, hit: Hit) -> float:
         return 0.0
     body = f"{hit.title} {hit.text}"
     words = {_stem(t.text) for t in terms(body, limit=None) if not t.cjk}
-    found = sum(1 for t in wanted if (t.text in body if t.cjk else _stem(t.text) in words))
+    found = sum(1 for t in wanted if (any(f in body for f in t.forms) if t.cjk else _stem(t.text) in words))
     return found / len(wanted)
 
 

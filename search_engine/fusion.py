@@ -3,6 +3,7 @@ numbers."""
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
@@ -16,8 +17,12 @@ def reciprocal_rank_fusion(
     rankings: Sequence[Sequence[K]], k: int = 60, weights: Sequence[float] | None = None
 ) -> list[tuple[K, float]]:
     """Fuse ranked lists: ``score(d) = Σ_i w_i / (k + rank_i(d))`` with 1-based ranks; a list that does not
-    hold ``d`` adds nothing. Ties break by the best rank in any list, then by first appearance, so the result
-    does not depend on the order in which the lists are given (for equal weights).
+    hold ``d`` adds nothing.
+
+    The result depends only on the lists' content, never on the order they are given in (for equal weights):
+    each score is the correctly rounded sum of its terms (``math.fsum``), so two documents with the same
+    multiset of ranks tie exactly (a plain running sum taken in another order can differ in the last bit), and
+    ties break by the best rank in any list, then by the key's ``repr``.
 
     >>> reciprocal_rank_fusion([["a", "b"], ["b", "c"]], k=60)
     [('b', 0.03252247488101534), ('a', 0.01639344262295082), ('c', 0.016129032258064516)]
@@ -26,12 +31,13 @@ def reciprocal_rank_fusion(
         weights = [1.0] * len(rankings)
     if len(weights) != len(rankings):
         raise ValueError("one weight per ranking")
-    scores: dict[K, float] = {}
+    terms: dict[K, list[float]] = {}
     best: dict[K, int] = {}
     for ranking, weight in zip(rankings, weights):
         for rank, key in enumerate(ranking, start=1):
-            scores[key] = scores.get(key, 0.0) + weight / (k + rank)
+            terms.setdefault(key, []).append(weight / (k + rank))
             best[key] = min(best.get(key, rank), rank)
+    scores = {key: math.fsum(parts) for key, parts in terms.items()}
     return sorted(scores.items(), key=lambda kv: (-kv[1], best[kv[0]], repr(kv[0])))
 
 
@@ -52,17 +58,31 @@ def score_fusion(bm25: dict[K, float], similarity: dict[K, float], alpha: float 
     """Fuse by scores, not ranks: ``score(d) = α·mm(bm25)(d) + (1 − α)·mm(cos)(d)``, where ``mm`` is
     :func:`min_max` over each list's own candidates and a list that does not hold ``d`` adds 0. Unlike RRF it
     keeps how far apart the candidates are, so a confident BM25 list is not flattened by a weak vector list
-    (measured: SciFact nDCG@10 0.713 → 0.728, LoCoMo turn recall@5 0.472 → 0.564). Ties break as in
-    :func:`reciprocal_rank_fusion`.
+    (measured: SciFact nDCG@10 0.713 → 0.728, LoCoMo turn recall@5 0.472 → 0.564).
+
+    Like :func:`reciprocal_rank_fusion`, the order depends only on the scores, not on the order the dicts were
+    filled in: ties break by the better of the two normalised scores, then by the key's ``repr``.
 
     >>> score_fusion({"a": 10.0, "b": 5.0}, {"b": 0.9, "c": 0.5}, alpha=0.5)
     [('a', 0.5), ('b', 0.5), ('c', 0.0)]
     """
     nb, nv = min_max(bm25), min_max(similarity)
-    keys = list(dict.fromkeys([*bm25, *similarity]))
-    fused = {key: alpha * nb.get(key, 0.0) + (1 - alpha) * nv.get(key, 0.0) for key in keys}
-    order = {key: i for i, key in enumerate(keys)}
-    return sorted(fused.items(), key=lambda kv: (-kv[1], order[kv[0]]))
+    fused = {key: alpha * nb.get(key, 0.0) + (1 - alpha) * nv.get(key, 0.0) for key in {*bm25, *similarity}}
+    best = {key: max(nb.get(key, 0.0), nv.get(key, 0.0)) for key in fused}
+    return sorted(fused.items(), key=lambda kv: (-kv[1], -best[kv[0]], repr(kv[0])))
+
+
+def boost(fused: Sequence[tuple[K, float]], chosen: set[K], share: float) -> list[tuple[K, float]]:
+    """Raise the scores of ``chosen`` keys: ``s·(1 + share)``, others unchanged, re-sorted best first (a stable
+    sort, so ties keep the order they had).
+
+    >>> boost([("a", 1.0), ("b", 0.8), ("c", 0.5)], {"c"}, 1.0)
+    [('a', 1.0), ('c', 1.0), ('b', 0.8)]
+    """
+    if not chosen or not share:
+        return list(fused)
+    raised = [(key, score * (1 + share) if key in chosen else score) for key, score in fused]
+    return sorted(raised, key=lambda kv: -kv[1])
 
 
 def trigrams(text: str) -> frozenset[str]:
@@ -96,12 +116,29 @@ class DedupDecision:
     similarity: float
 
 
+#: A lower-ranked text is hidden only when it adds at most this many character trigrams that the kept text lacks:
+#: an edited timestamp, id or a couple of words, never a sentence. Trigram Jaccard alone hid a paragraph that
+#: held the answer in one extra sentence (Jaccard 0.9 with a longer neighbour that did not).
+MAX_NOVEL_TRIGRAMS = 16
+
+
+def novel(a: frozenset[str], b: frozenset[str]) -> int:
+    """``|A − B|``: how many trigrams ``a`` adds to ``b``.
+
+    >>> novel(frozenset("abc"), frozenset("ab"))
+    1
+    """
+    return len(a - b)
+
+
 def dedup(
-    ranked: Sequence[tuple[K, str]], threshold: float, limit: int | None = None
+    ranked: Sequence[tuple[K, str]], threshold: float, limit: int | None = None,
+    max_novel: int = MAX_NOVEL_TRIGRAMS,
 ) -> tuple[list[K], list[DedupDecision]]:
-    """Walk ``(key, text)`` best first; drop an item whose trigram Jaccard with an already kept one is at least
-    ``threshold``. Stops once ``limit`` items are kept. Returns the kept keys and the hidden ones with the kept
-    item each duplicated.
+    """Walk ``(key, text)`` best first; hide an item when, against an already kept one, its trigram Jaccard is at
+    least ``threshold`` **and** it adds at most ``max_novel`` trigrams the kept one lacks (it differs in form, not
+    in substance: ``|T(b) − T(a)| ≤ max_novel``). Stops once ``limit`` items are kept. Returns the kept keys and the
+    hidden ones with the kept item each duplicated.
 
     >>> dedup([("a", "the same text"), ("b", "the same text!"), ("c", "other")], 0.8)[0]
     ['a', 'c']
@@ -117,6 +154,8 @@ def dedup(
             # |A∩B|/|A∪B| ≤ min/max: skip pairs whose sizes alone rule a match out
             small, large = sorted((len(grams), len(other_grams)))
             if large and small / large < threshold:
+                continue
+            if novel(grams, other_grams) > max_novel:
                 continue
             sim = jaccard(grams, other_grams)
             if sim >= threshold:

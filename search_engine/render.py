@@ -8,12 +8,16 @@ from typing import Any
 from indexer.types import (
     ChunkView,
     CronReport,
+    ForgetPlan,
+    ForgetReport,
     Health,
     Hit,
     IndexReport,
     MaintainReport,
     ScrubReport,
     SearchResult,
+    SessionInfo,
+    Stats,
     Timeline,
 )
 
@@ -124,6 +128,15 @@ def show_text(view: ChunkView) -> str:
     return "\n".join(out)
 
 
+def _capture_line(capture: dict[str, Any] | None) -> str:
+    if not capture:
+        return "capture: unknown"
+    if capture["capture"] and capture["inject"]:
+        return f"capture: on for {capture['project']} (prompts, tools and replies recorded; memories injected)"
+    what = "capture and injection off" if not capture["inject"] else "capture off (memories still injected)"
+    return f"capture: {what} for {capture['project']}: {capture['reason']}"
+
+
 def status_text(info: dict[str, Any]) -> str:
     m = info["model"]
     model = f"{m['id']} ({m['source']}{', ' + m['path'] if m['path'] else ''})" if m["available"] else (
@@ -136,9 +149,12 @@ def status_text(info: dict[str, Any]) -> str:
             " (" + ", ".join(f"{k} {v}" for k, v in info["chunks_by_kind"].items()) + ")" if info["chunks_by_kind"] else ""),
         f"files: {info['files']}",
         f"awaiting embeddings: {info['pending_embeddings']}",
+        *([f"not embedded: {info['not_embedded']} (text the model cannot represent, such as CJK for an English-only "
+           "model; found by BM25)"] if info.get("not_embedded") else []),
         f"index built with model: {info['index_model'] or '-'}",
         f"last indexed: {info['last_indexed'] or 'never'}",
         f"database size: {info['db_bytes'] / 1e6:.2f} MB",
+        _capture_line(info.get("capture")),
         "settings:",
     ]
     for name, entry in info["settings"].items():
@@ -217,3 +233,94 @@ def cron_text(report: CronReport, action: str) -> str:
     if action == "install":
         return f"{'installed' if report.changed else 'already installed'}: {report.line}"
     return f"removed: {report.line}" if report.changed else "no memsearch line for this memory root in the crontab"
+
+
+def _clean(text: str | None, limit: int = SNIPPET_CHARS) -> str:
+    """Stored text made safe for a terminal: control and invisible characters (escape sequences included) out,
+    one line, bounded."""
+    from .context import sanitize
+
+    return _snippet(sanitize(text or ""), limit)
+
+
+def sessions_text(sessions: list[SessionInfo]) -> str:
+    if not sessions:
+        return "No sessions captured yet."
+    out = []
+    for s in sessions:
+        counts = ", ".join(f"{n} {t}" for t, n in s.counts.items())
+        span = f"{(s.first_ts or '?')[:16]} → {(s.last_ts or '?')[:16]}"
+        out.append(f"{_clean(s.session_id, 40)}  {_clean(s.project or '-', 30)}  {span}  {counts}"
+                   + (f"  “{_clean(s.first_prompt, 80)}”" if s.first_prompt else ""))
+    return "\n".join(out)
+
+
+def recent_text(hits: list[Hit]) -> str:
+    if not hits:
+        return "Nothing yet."
+    return "\n".join(
+        f"{h.id}  {(h.ts or '')[:16]:<16}  {h.kind}/{_clean(h.category, 20):<10} {_clean(h.title + ': ' + h.text, 90)}"
+        for h in hits)
+
+
+def stats_text(s: Stats) -> str:
+    p = s.privacy
+    out = [
+        f"events: {s.events} in {s.sessions} sessions (" + (", ".join(f"{t} {n}" for t, n in s.events_by_type.items())
+                                                           or "none") + ")",
+        "chunks: " + str(s.chunks) + (" (" + ", ".join(f"{k} {n}" for k, n in s.chunks_by_kind.items()) + ")"
+                                      if s.chunks_by_kind else ""),
+        f"awaiting embeddings: {s.pending_embeddings}",
+        f"last indexed: {s.last_indexed or 'never'}",
+        f"privacy: {p.private_spans} private spans redacted, "
+        + (", ".join(f"{n} {k}" for k, n in p.secrets_by_kind.items()) or "no") + " secrets masked, "
+        f"{p.sessions_with_private} sessions held private content",
+        f"forgotten notes hidden by tombstones: {s.tombstones}",
+    ]
+    if s.events_by_day:
+        days = list(s.events_by_day.items())[-14:]
+        out.append("events by day: " + ", ".join(f"{d} {n}" for d, n in days))
+    out.append("storage: " + ", ".join(f"{e.path} {e.bytes / 1e3:.1f} kB" for e in s.storage[:12]))
+    return "\n".join(out)
+
+
+def forget_plan_text(plan: ForgetPlan, *, dry_run: bool) -> str:
+    total = len(plan.items) + plan.archived_events
+    if not total:
+        return "Nothing matches: nothing to forget."
+    how = {"rewrite": "removed from its event log", "summary": "its session summary is rebuilt or deleted",
+           "tombstone": "your note: hidden, edit the file to remove it"}
+    out = [f"{'Would forget' if dry_run else 'Forgetting'} {len(plan.items)} indexed item(s)"
+           + (f" and {plan.archived_events} archived event(s)" if plan.archived_events else "") + ":"]
+    for i in plan.items[:100]:
+        where = f"{i.path}:{i.line_start}-{i.line_end}" if i.line_start is not None else i.path
+        out.append(f"  {i.id}  {(i.ts or '')[:16]:<16} {i.kind}/{_clean(i.category, 20)}  {_clean(where, 60)}"
+                   f"  ({how[i.action]})\n      {_clean(i.snippet, 110)}")
+    if len(plan.items) > 100:
+        out.append(f"  … and {len(plan.items) - 100} more (see --json)")
+    if plan.summaries:
+        out.append(f"session summaries rebuilt or deleted: {len(plan.summaries)}")
+    if dry_run:
+        out.append("(dry run: nothing changed; run again without --dry-run to forget)")
+    return "\n".join(out)
+
+
+def forget_text(r: ForgetReport) -> str:
+    out = [
+        f"forgotten: {r.chunks_removed} chunks ({r.events_removed} events removed from {r.event_logs_rewritten} "
+        f"event log(s); {r.archived_events_removed} archived events from {r.archives_rewritten} archive(s))",
+        f"session summaries: {r.summaries_rewritten} rebuilt, {r.summaries_deleted} deleted",
+        f"index: {r.db_bytes_before / 1e6:.2f} MB -> {r.db_bytes_after / 1e6:.2f} MB"
+        + (" (vacuumed)" if r.vacuumed else ""),
+    ]
+    if not r.wal_truncated:
+        out.append("warning: a reader kept the index's write-ahead log busy, so old pages may stay in it until the"
+                   " next checkpoint: run `memsearch maintain` (or `memsearch forget --vacuum` again) later")
+    if r.notes_to_edit:
+        out.append(f"hidden in your own notes ({r.tombstones_added} chunk(s)) until the file changes; to remove the"
+                   " text, edit:")
+        for n in r.notes_to_edit:
+            lines = f":{n.line_start}-{n.line_end}" if n.line_start is not None else ""
+            out.append(f"  {_clean(n.path, 200)}{lines}")
+    out.append(f"time: {r.seconds:.2f}s")
+    return "\n".join(out)

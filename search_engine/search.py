@@ -11,10 +11,12 @@ False
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import apsw
 
 from indexer import store
-from indexer.cjk import CJK_RUN_RE
+from indexer.cjk import CJK_SHARE_LIMIT, cjk_share, english_only
 from indexer.embedder import Embedder, ModelChoice, load_embedder, resolve_model
 from indexer.errors import ModelUnavailable, UsageError
 from indexer.settings import Settings
@@ -22,33 +24,21 @@ from indexer.status import health, open_existing
 from indexer.types import Explanation, Hit, SearchResult
 
 from .filters import Filters
-from .fusion import dedup, min_max, reciprocal_rank_fusion, score_fusion
+from .fusion import boost, dedup, min_max, reciprocal_rank_fusion, score_fusion
 from .lexical import lexical_search
+from .timeexpr import time_window
 from .vector import VectorMatrix, vector_ranking
 
 MODES = ("hybrid", "bm25", "vector")
-#: Above this share of CJK letters, the English-only bundled model's vectors only add noise (measured on the CJK
-#: evaluation sets: hybrid recall@5 0.57 against BM25's 0.96 in Korean), so hybrid runs BM25 alone.
-CJK_QUERY_SHARE = 0.3
+CJK_QUERY_SHARE = CJK_SHARE_LIMIT
 MAX_K = 200
+#: A hit dated inside a time expression of the query ("in May 2023", "last week") has its fused score raised by
+#: this share; explicit --since/--until filters instead of boosting.
+TIME_BOOST = 0.5
 _AUTO = object()
 _HIT_COLUMNS = (
     "id, uid, kind, category, title, text, path, line_start, line_end, ts, session_id, project, status, event_id"
 )
-
-
-def cjk_share(text: str) -> float:
-    """Share of CJK characters among the letters of ``text``.
-
-    >>> cjk_share("東京 deploy")
-    0.25
-    """
-    letters = [ch for ch in text if ch.isalpha()]
-    return sum(1 for ch in letters if CJK_RUN_RE.match(ch)) / len(letters) if letters else 0.0
-
-
-def _english_only(choice: ModelChoice) -> bool:
-    return choice.model_id is not None and "MiniLM" in choice.model_id
 
 
 def _vectors_ready(conn: apsw.Connection, model_id: str | None) -> str | None:
@@ -89,9 +79,11 @@ def search(
     embedder: Embedder | None | object = _AUTO,
     conn: apsw.Connection | None = None,
     vectors: VectorMatrix | None = None,
+    now: datetime | None = None,
 ) -> SearchResult:
     """Search the index; see the module docstring. ``embedder`` may be a loaded one (the warm server) or a
-    fake (tests); by default the configured model is loaded only if the vector list is needed."""
+    fake (tests); by default the configured model is loaded only if the vector list is needed. ``now`` is when
+    relative time expressions in the query ("last week") are counted from (default: now)."""
     if mode not in MODES:
         raise UsageError(f"invalid mode {mode!r}: use hybrid, bm25 or vector")
     if not 1 <= k <= MAX_K:
@@ -104,13 +96,14 @@ def search(
     own = conn is None
     conn = open_existing(settings) if own else conn
     try:
-        return _search(settings, conn, query, mode, k, filters, raw, explain, embedder, choice, vectors)
+        return _search(settings, conn, query, mode, k, filters, raw, explain, embedder, choice, vectors, now)
     finally:
         if own and conn is not None:
             conn.close()
 
 
-def _search(settings, conn, query, mode, k, filters, raw, explain, embedder, choice, vectors=None) -> SearchResult:
+def _search(settings, conn, query, mode, k, filters, raw, explain, embedder, choice, vectors=None,
+            now=None) -> SearchResult:
     state = health(conn, choice)
     mode_used, reason = mode, None
     if conn is None:
@@ -124,7 +117,7 @@ def _search(settings, conn, query, mode, k, filters, raw, explain, embedder, cho
         raise ModelUnavailable(f"--mode vector cannot run: {not_ready}")
     if mode == "hybrid" and not_ready:
         mode_used, reason = "bm25", not_ready
-    elif mode == "hybrid" and _english_only(choice) and cjk_share(query) > CJK_QUERY_SHARE:
+    elif mode == "hybrid" and english_only(choice.model_id) and cjk_share(query) > CJK_QUERY_SHARE:
         mode_used, reason = "bm25", "the embedding model is English-only: a CJK query is answered by BM25 alone"
 
     pool = max(settings.candidates, k)
@@ -171,6 +164,9 @@ def _search(settings, conn, query, mode, k, filters, raw, explain, embedder, cho
         fused = reciprocal_rank_fusion(rankings, k=settings.rrf_k, weights=weights)
     rows = _fetch(conn, [cid for cid, _ in fused])
     fused = [(cid, score) for cid, score in fused if cid in rows]
+    window = None if raw or filters.since or filters.until else time_window(query, now)
+    if window is not None:
+        fused = boost(fused, {cid for cid in rows if window.holds(rows[cid][9])}, TIME_BOOST)
     kept, hidden = dedup([(cid, rows[cid][5]) for cid, _ in fused], settings.dedup_threshold, limit=k)
 
     bm25_rank = {cid: r for r, cid in enumerate(lexical_ids, start=1)}

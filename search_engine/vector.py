@@ -46,11 +46,15 @@ class VectorMatrix:
         self.matrix = matrix / norms[:, None]
 
     @staticmethod
-    def current_stamp(conn: apsw.Connection) -> tuple[int, int | None]:
+    def current_stamp(conn: apsw.Connection) -> tuple[int, int | None, str | None]:
         """Changes whenever a vector is added (a rowid lookup, free); removed vectors only cost a few slots,
         since hits are mapped back through the chunks that still exist. The schema version (a header read) changes
-        when a full rebuild is swapped in, which renumbers the vectors: the same highest id then names others."""
-        return conn.pragma("schema_version"), conn.execute("SELECT max(id) FROM embeddings").fetchone()[0]
+        when a full rebuild is swapped in, which renumbers the vectors: the same highest id then names others.
+        ``forget_epoch`` changes with every ``memsearch forget``, whose removed ids a new vector may take again:
+        the forgotten vectors then leave memory too."""
+        epoch = conn.execute("SELECT value FROM meta WHERE key = 'forget_epoch'").fetchone()
+        return (conn.pragma("schema_version"), conn.execute("SELECT max(id) FROM embeddings").fetchone()[0],
+                epoch[0] if epoch else None)
 
     def nearest(self, qvec: bytes, k: int) -> list[tuple[int, float]]:
         """``(embedding id, cosine distance)`` of the ``k`` nearest vectors, exact."""

@@ -18,6 +18,24 @@ from indexer.embedder import FakeEmbedder, load_embedder
 from indexer.settings import resolve_settings
 
 REPO = Path(__file__).resolve().parent.parent
+_SEED_HELP = "rerun with --hypothesis-seed={seed} to replay this run's property tests"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config):
+    """Property tests explore new examples on every run; the run's seed is drawn here (unless given) so that a
+    failure found on one run can be replayed exactly with ``--hypothesis-seed``."""
+    if config.getoption("hypothesis_seed", None) is None:
+        config.option.hypothesis_seed = str(int.from_bytes(os.urandom(4), "big"))
+
+
+def pytest_report_header(config):
+    return f"hypothesis seed: {config.option.hypothesis_seed} ({_SEED_HELP.format(seed=config.option.hypothesis_seed)})"
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    if terminalreporter.stats.get("failed"):
+        terminalreporter.write_line(_SEED_HELP.format(seed=config.option.hypothesis_seed))
 SAMPLE = REPO / "examples" / "sample-memory"
 MEMSEARCH = str(Path(sys.executable).with_name("memsearch"))
 

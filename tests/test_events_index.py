@@ -230,3 +230,23 @@ def test_an_event_is_found_by_its_date_a_note_is_not(home, settings, fake):
     dated = conn.execute("SELECT c.event_id, c.kind FROM chunks_fts f JOIN chunks c ON c.id = f.rowid"
                          " WHERE chunks_fts MATCH 'title : october'").fetchall()
     assert dated == [("e1", "event")]
+
+
+def test_text_the_model_cannot_represent_is_not_embedded(home, settings, real_embedder):
+    from indexer.status import status
+
+    write(home / "notes" / "tokyo.md", "# 東京\n東京大学の図書館は午前九時に開館し、学生証で入館できる。土曜日は午後五時まで。\n")
+    write(home / "notes" / "deploy.md", "# Deploys\nDeploys go out on Tuesdays after the payments smoke test passes.\n")
+    report = index(settings, embedder=real_embedder)
+    info = status(settings)
+    assert info["pending_embeddings"] == 0
+    assert info["not_embedded"] == 1  # the CJK note: no vector, not pending either
+    assert report.chunks_embedded == 2  # both were dealt with by the embedding pass
+    conn = store.connect(settings.db_path)
+    try:
+        assert conn.execute("SELECT count(*) FROM vec_chunks").fetchone()[0] == 1
+    finally:
+        conn.close()
+    # BM25 still finds it, and a second run has nothing to embed
+    assert search(settings, "東京", mode="bm25").hits[0].path == "notes/tokyo.md"
+    assert index(settings, embedder=real_embedder).chunks_embedded == 0

@@ -2,6 +2,7 @@
 processes killed at random moments. Bounded in count, not in time: the figures under load come from
 ``scripts/stress_load.py`` and ``scripts/stress_crash.py``."""
 
+import contextlib
 import json
 import os
 import random
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
+from hypothesis import HealthCheck, example, given, settings as hsettings, strategies as st
 
 from conftest import MEMSEARCH, SAMPLE, write
 from indexer import store
@@ -60,14 +61,36 @@ def _check_hook_output(code: int, out: str, err: str) -> None:
         assert isinstance(data["hookSpecificOutput"]["additionalContext"], str)
 
 
+@pytest.fixture(scope="module")
+def hook_template(tmp_path_factory):
+    """The sample memory indexed once (BM25 only); each fuzzed example gets its own copy of it."""
+    root = tmp_path_factory.mktemp("hook-template") / "memory"
+    shutil.copytree(SAMPLE, root)
+    index(resolve_settings(root, model="none"), embedder=None)
+    return root
+
+
 @pytest.fixture
-def hook_env(sample_home, monkeypatch):
+def hook_env(hook_template, tmp_path, monkeypatch):
+    """A factory of fresh memory roots, one per Hypothesis example: a function-scoped fixture is shared by all the
+    examples of a test, so one example's events and logs would otherwise show up in the next one's report."""
     monkeypatch.setenv("MEMSEARCH_MODEL", "none")
     monkeypatch.setenv("MEMSEARCH_NO_SERVER", "1")
     spawned = []
     monkeypatch.setattr(subprocess, "Popen", lambda *a, **k: spawned.append(a))  # session-end detaches one
-    index(resolve_settings(sample_home), embedder=None)
-    return sample_home
+    count = iter(range(10**6))
+
+    @contextlib.contextmanager
+    def fresh():
+        root = tmp_path / f"example-{next(count)}"
+        shutil.copytree(hook_template, root)
+        os.environ["MEMSEARCH_HOME"] = str(root)  # restored by monkeypatch at the end of the test
+        try:
+            yield root
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+
+    return fresh
 
 
 def _no_hook_errors(home: Path) -> None:
@@ -94,14 +117,19 @@ _payload = st.fixed_dictionaries({}, optional={
 @FUZZ
 @given(event=st.sampled_from(EVENTS), data=st.binary(max_size=3000))
 def test_fuzzed_hook_stdin_bytes(hook_env, capsys, event, data):
-    _check_hook_output(*_run_hook(event, data, capsys))
+    with hook_env():
+        _check_hook_output(*_run_hook(event, data, capsys))
 
 
 @FUZZ
 @given(event=st.sampled_from(EVENTS), payload=_payload)
+# Found on main: orjson refused an integer above 64 bits in a tool response and the event was lost.
+@example(event="tool", payload={"tool_name": "Bash", "tool_input": {"command": "x"},
+                                "tool_response": {"n": 2**64, "extra": [2**80]}})
 def test_fuzzed_hook_payloads(hook_env, capsys, event, payload):
-    _check_hook_output(*_run_hook(event, json.dumps(payload).encode(), capsys))
-    _no_hook_errors(hook_env)
+    with hook_env() as root:
+        _check_hook_output(*_run_hook(event, json.dumps(payload).encode(), capsys))
+        _no_hook_errors(root)
 
 
 # -- fuzzed queries ---------------------------------------------------------------------------------------------
@@ -374,3 +402,15 @@ def test_the_server_skips_requests_whose_client_gave_up(settings):
         srv._answer(server_end)
         assert json.loads(waiting.recv(4096)) == {"ok": True}
     assert not srv.running
+
+
+def test_tool_response_with_huge_integers_is_recorded(home, monkeypatch, capsys):
+    monkeypatch.setenv("MEMSEARCH_MODEL", "none")
+    monkeypatch.setenv("MEMSEARCH_NO_SERVER", "1")
+    payload = {"session_id": "s1", "tool_name": "Bash", "tool_input": {"command": "count"},
+               "tool_response": {"n": 2**64 + 5, "deep": {"x": [-(2**90)]}}}
+    _check_hook_output(*_run_hook("tool", json.dumps(payload).encode(), capsys))
+    _no_hook_errors(home)
+    lines = [orjson.loads(x) for p in (home / "events").glob("*.jsonl") for x in p.read_bytes().splitlines()]
+    assert [e["type"] for e in lines] == ["tool"]
+    assert str(2**64 + 5) in lines[0]["content"] and str(-(2**90)) in lines[0]["content"]

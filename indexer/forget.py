@@ -1,0 +1,398 @@
+"""``memsearch forget``: remove memories for good, from every file memsearch wrote and from the index.
+
+:func:`plan_forget` says what a selector takes (the dry run); :func:`apply_forget` carries a plan out:
+
+- **events** memsearch logged (``events/*.jsonl``): each forgotten line is overwritten, in a copy swapped in
+  atomically under the log's append lock, by a ``{"forgotten":true}`` line of the same length, so every other
+  event keeps its byte offset (and so its id) and the incremental indexer its place (:mod:`indexer.logrewrite`);
+- **archives** (``archive/events/*.jsonl.gz``, not indexed): rewritten without the matching lines;
+- **session summaries** memsearch wrote: rebuilt from the events that remain (deleted when none remain, or when
+  a summary's own text was selected);
+- **notes of the user** (anything else) are never edited: a tombstone (:mod:`indexer.tombstones`) hides the
+  chunks while the file stays byte for byte the same, and the report says which lines to edit;
+- **the index**: chunks, their FTS rows and orphaned vectors are deleted with ``secure_delete`` on, the FTS index
+  is merged (``optimize``) so no segment keeps the old terms, the WAL is checkpointed and truncated, and
+  ``VACUUM`` runs when asked. A warm server sees the rows gone at its next read and reloads its vector matrix
+  (the ``forget_epoch`` meta key is part of the matrix's stamp).
+
+All of it runs under the maintenance lock (no rebuild can swap an older copy in) and the writer lock (no index
+run or hook ingest writes meanwhile). The log (``.memsearch/logs/forget.log``) records ids and counts, never text.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+import apsw
+import xxhash
+
+from . import store, tombstones
+from .errors import MemsearchError, NotFound, UsageError
+from .locks import LockTimeout, file_lock
+from .logrewrite import archive_matches, blank_lines, replace_file, rewrite_archive
+from .pipeline import HEAD_BYTES, _scan, drop_orphan_vectors, ingest
+from .rebuild import WRITER_LOCK, maintenance_lock
+from .settings import Settings
+from .summaries import build_summary, is_generated, summary_path
+from .types import ForgetItem, ForgetPlan, ForgetReport, ForgetSelector, NoteToEdit
+
+LOCK_TIMEOUT = 30.0
+SNIPPET = 160
+_COLUMNS = ("c.id, c.uid, c.kind, c.category, c.title, c.text, c.path, c.line_start, c.line_end, c.event_id, c.ts,"
+            " c.session_id, c.project, c.file, c.seq, c.hash")
+
+
+@dataclass(frozen=True)
+class _Row:
+    id: int
+    uid: str
+    kind: str
+    category: str
+    title: str
+    text: str
+    path: str
+    line_start: int | None
+    line_end: int | None
+    event_id: str | None
+    ts: str | None
+    session_id: str | None
+    project: str | None
+    file: str
+    seq: int
+    hash: str
+
+
+def _conditions(selector: ForgetSelector) -> tuple[list[str], list]:
+    conds, params = [], []
+    if selector.session:
+        conds.append("c.session_id = ?")
+        params.append(selector.session)
+    if selector.project:
+        conds.append("c.project = ?")
+        params.append(selector.project)
+    if selector.since:
+        conds.append("c.ts >= ?")
+        params.append(selector.since)
+    if selector.before:
+        conds.append("c.ts < ?")
+        params.append(selector.before)
+    return conds, params
+
+
+def _by_ids(conn: apsw.Connection, ids: tuple[str, ...]) -> set[int]:
+    """Chunk row ids for chunk ids (or unique prefixes of at least 4 characters) and event ids."""
+    found: set[int] = set()
+    for raw in ids:
+        value = raw.strip()
+        rows = [r[0] for r in conn.execute("SELECT id FROM chunks WHERE uid = ? OR event_id = ?", (value, value))]
+        if not rows and len(value) >= 4 and all(ch in "0123456789abcdef" for ch in value.lower()):
+            prefix = value.lower()
+            uids = {r[1]: r[0] for r in conn.execute(
+                "SELECT id, uid FROM chunks WHERE uid >= ? AND uid < ? LIMIT 2", (prefix, prefix + "g"))}
+            if len(uids) > 1:
+                raise UsageError(f"id prefix {value!r} is ambiguous: give more characters")
+            rows = list(uids.values())
+        if not rows:
+            raise NotFound(f"no memory with id {value!r}: see `memsearch recent` or `memsearch search`")
+        found.update(rows)
+    return found
+
+
+def _matched(settings: Settings, conn: apsw.Connection, selector: ForgetSelector) -> set[int]:
+    """What ``memsearch search QUERY`` with the same filters shows: its hits' row ids."""
+    from search_engine.filters import Filters
+    from search_engine.search import search
+
+    until = None
+    if selector.before:
+        from datetime import datetime, timedelta
+
+        until = (datetime.fromisoformat(selector.before) - timedelta(seconds=1)).strftime("%Y-%m-%dT%H:%M:%S")
+    filters = Filters(session=selector.session, project=selector.project, since=selector.since, until=until)
+    result = search(settings, selector.match or "", mode=selector.mode, k=selector.limit, filters=filters)
+    uids = [h.id for h in result.hits]
+    if not uids:
+        return set()
+    marks = ",".join("?" * len(uids))
+    return {r[0] for r in conn.execute(f"SELECT id FROM chunks WHERE uid IN ({marks})", uids)}
+
+
+def _rows(conn: apsw.Connection, where: str, params: list) -> list[_Row]:
+    return [_Row(*r) for r in conn.execute(f"SELECT {_COLUMNS} FROM chunks c WHERE {where} ORDER BY c.ts, c.id",
+                                           params)]
+
+
+def _select(settings: Settings, conn: apsw.Connection, selector: ForgetSelector) -> list[_Row]:
+    conds, params = _conditions(selector)
+    chosen: set[int] | None = None
+    if selector.ids:
+        chosen = _by_ids(conn, selector.ids)
+    if selector.match:
+        matched = _matched(settings, conn, selector)
+        chosen = matched if chosen is None else chosen & matched
+    if chosen is not None:
+        if not chosen:
+            return []
+        ids = sorted(chosen)
+        conds.append(f"c.id IN ({','.join('?' * len(ids))})")
+        params.extend(ids)
+    rows = _rows(conn, " AND ".join(conds) or "1", params)
+    # an event goes whole: every chunk of a long event, not just the one a search found
+    events = {(r.file, r.event_id) for r in rows if r.kind == "event" and r.event_id}
+    have = {r.id for r in rows}
+    for file, event_id in sorted(events):
+        rows += [r for r in _rows(conn, "c.file = ? AND c.event_id = ? AND c.kind = 'event'", [file, event_id])
+                 if r.id not in have]
+    return rows
+
+
+def _action(settings: Settings, row: _Row, generated: dict[str, bool]) -> str:
+    home = str(settings.home).rstrip("/") + "/"
+    if row.kind == "event" and row.file.startswith(home + "events/"):
+        return "rewrite"
+    if row.file.startswith(home + "sessions/"):
+        if row.file not in generated:
+            generated[row.file] = is_generated(Path(row.file))
+        if generated[row.file]:
+            return "summary"
+    return "tombstone"
+
+
+def _snippet(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= SNIPPET else flat[: SNIPPET - 1] + "…"
+
+
+def plan_forget(settings: Settings, selector: ForgetSelector) -> ForgetPlan:
+    """What ``selector`` takes, changing nothing but the index's freshness (events logged since the last index
+    run are indexed first, so a dry run lists them too).
+
+    >>> from indexer.settings import resolve_settings
+    >>> plan_forget(resolve_settings("/tmp/memsearch-doctest-forget"), ForgetSelector(session="s1")).items
+    ()
+    """
+    if selector.empty:
+        raise UsageError("say what to forget: ids, --session, --before, --since, --project or --match")
+    rows: list[_Row] = []
+    if settings.db_path.exists():
+        if (settings.home / "events").is_dir():
+            ingest(settings, [settings.home / "events"], lock_timeout=2.0)
+        conn = store.connect(settings.db_path)
+        try:
+            rows = _select(settings, conn, selector)
+        finally:
+            conn.close()
+    generated: dict[str, bool] = {}
+    items = tuple(
+        ForgetItem(r.uid, r.kind, r.category, r.title, r.path, _action(settings, r, generated), r.line_start,
+                   r.line_end, r.event_id, r.ts, r.session_id, r.project, _snippet(r.text))
+        for r in rows
+    )
+    by_action: dict[str, set[str]] = defaultdict(set)
+    for item, row in zip(items, rows):
+        by_action[item.action].add(row.file)
+    event_ids = {i.event_id for i in items if i.action == "rewrite" and i.event_id}
+    archives = archive_matches(settings, selector, event_ids)
+    summaries = set(by_action["summary"])
+    for i in items:
+        if i.action == "rewrite" and i.session_id:
+            path = summary_path(settings, i.session_id)
+            if path.is_file() and is_generated(path):
+                summaries.add(str(path))
+    return ForgetPlan(
+        selector=selector,
+        items=items,
+        event_logs=tuple(sorted(by_action["rewrite"])),
+        archives=tuple(str(p) for p in archives),
+        archived_events=sum(archives.values()),
+        summaries=tuple(sorted(summaries)),
+        notes=tuple(sorted(by_action["tombstone"])),
+    )
+
+
+def _refresh_context(conn: apsw.Connection, sessions: set[str]) -> None:
+    """Re-index the FTS rows of the events of ``sessions``: each event's low-weight context column holds the
+    text of the turn before it, which may have been forgotten."""
+    from .chunktext import fts_title
+    from .cjk import index_form
+
+    for session in sorted(sessions):
+        rows = conn.execute(
+            "SELECT id, kind, title, ts, text, lag(text, 1, '') OVER (ORDER BY ts, id) FROM chunks"
+            " WHERE kind = 'event' AND session_id = ?", (session,)).fetchall()
+        for cid, kind, title, ts, text, context in rows:
+            conn.execute("DELETE FROM chunks_fts WHERE rowid = ?", (cid,))
+            conn.execute("INSERT INTO chunks_fts(rowid, title, body, context) VALUES (?, ?, ?, ?)",
+                         (cid, index_form(fts_title(kind, title, ts)), index_form(text), index_form(context)))
+
+
+def _db_bytes(settings: Settings) -> int:
+    return sum(p.stat().st_size for p in settings.db_path.parent.glob(settings.db_path.name + "*") if p.is_file())
+
+
+def _log(settings: Settings, message: str) -> None:
+    settings.log_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(settings.log_dir / "forget.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    with os.fdopen(fd, "a", encoding="utf-8") as f:
+        f.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {message}\n")
+
+
+def apply_forget(settings: Settings, plan: ForgetPlan, *, vacuum: bool = False) -> ForgetReport:
+    """Forget what ``plan`` lists; see the module docstring. Items already gone are skipped, so applying a plan
+    twice is harmless. ``vacuum``: also rebuild the database file (slower; reclaims the space)."""
+    started = time.perf_counter()
+    before = _db_bytes(settings) if settings.db_path.exists() else 0
+    try:
+        with maintenance_lock(settings, LOCK_TIMEOUT), file_lock(settings.state_dir / WRITER_LOCK, LOCK_TIMEOUT):
+            counts = _apply_locked(settings, plan, vacuum)
+    except LockTimeout:
+        raise MemsearchError(f"an index run held {settings.state_dir / WRITER_LOCK} for {LOCK_TIMEOUT:.0f}s; "
+                             "nothing was forgotten: try again") from None
+    report = ForgetReport(
+        chunks_removed=counts["chunks"],
+        events_removed=counts["events"],
+        event_logs_rewritten=counts["logs"],
+        archives_rewritten=counts["archives"],
+        archived_events_removed=counts["archived"],
+        summaries_rewritten=counts["summaries_rewritten"],
+        summaries_deleted=counts["summaries_deleted"],
+        tombstones_added=counts["tombstones"],
+        notes_to_edit=tuple(counts["notes"]),
+        vacuumed=vacuum,
+        db_bytes_before=before,
+        db_bytes_after=_db_bytes(settings) if settings.db_path.exists() else 0,
+        seconds=round(time.perf_counter() - started, 3),
+        ids=tuple(i.id for i in plan.items),
+        wal_truncated=counts["wal_truncated"] if "wal_truncated" in counts else True,
+    )
+    _log(settings, f"forgot chunks={report.chunks_removed} events={report.events_removed} "
+                   f"archived_events={report.archived_events_removed} tombstones={report.tombstones_added} "
+                   f"summaries_rewritten={report.summaries_rewritten} summaries_deleted={report.summaries_deleted} "
+                   f"vacuum={vacuum} ids={','.join(report.ids)}")
+    return report
+
+
+def _apply_locked(settings: Settings, plan: ForgetPlan, vacuum: bool) -> dict:
+    counts: dict = defaultdict(int)
+    counts["notes"] = []
+    uids = [i.id for i in plan.items]
+    event_ids = {i.event_id for i in plan.items if i.action == "rewrite" and i.event_id}
+    for archive in plan.archives:
+        removed = rewrite_archive(Path(archive), plan.selector, event_ids)
+        counts["archived"] += removed
+        counts["archives"] += bool(removed)
+    if not settings.db_path.exists():
+        return counts
+    conn = store.connect(settings.db_path)
+    try:
+        rows: list[_Row] = []
+        for i in range(0, len(uids), 500):
+            part = uids[i : i + 500]
+            rows += _rows(conn, f"c.uid IN ({','.join('?' * len(part))})", part)
+        generated: dict[str, bool] = {}
+        actions = {r.id: _action(settings, r, generated) for r in rows}
+        # 1. the event logs lose their lines (offsets kept), before the index forgets where they were
+        logs: dict[str, dict[int, str]] = defaultdict(dict)
+        for r in rows:
+            if actions[r.id] == "rewrite" and r.event_id:
+                logs[r.file][r.seq // 1000] = r.event_id
+        for file, offsets in logs.items():
+            if Path(file).is_file():
+                blanked = blank_lines(Path(file), offsets)
+                counts["events"] += blanked
+                counts["logs"] += bool(blanked)
+        # 2. the user's notes get tombstones; forgotten events are remembered by a hash of their id
+        stones = tombstones.load(settings.state_dir)
+        hashes = dict(conn.execute("SELECT path, content_hash FROM files WHERE content_hash IS NOT NULL"))
+        for r in rows:
+            if r.kind == "event" and r.event_id:
+                stones.events.add(tombstones.event_key(r.event_id))
+            if actions[r.id] == "tombstone" and hashes.get(r.file):
+                counts["tombstones"] += stones.hide(r.file, hashes[r.file], [tombstones.chunk_key(r.title, r.text)])
+                counts["notes"].append(NoteToEdit(r.path, r.line_start, r.line_end, r.uid))
+        tombstones.save(settings.state_dir, stones)
+        # 3. the index: chunks, FTS rows (by trigger), vectors no chunk holds any more, and the logs' offsets
+        sessions = {r.session_id for r in rows if r.kind == "event" and r.session_id}
+        with conn:
+            conn.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES('secure-delete', 1)")
+            for r in rows:
+                conn.execute("DELETE FROM chunks WHERE id = ?", (r.id,))
+            conn.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES('secure-delete', 0)")
+            _refresh_context(conn, sessions)
+            for file in logs:
+                _update_log_row(conn, Path(file))
+            epoch = int(store.get_meta(conn, "forget_epoch") or 0) + 1
+            store.set_meta(conn, "forget_epoch", str(epoch))
+        counts["chunks"] = len(rows)
+        drop_orphan_vectors(conn)
+        # 4. session summaries: deleted when selected themselves, else rebuilt from the events that remain
+        selected = {r.file for r in rows if actions[r.id] == "summary"}
+        rebuilt: list[Path] = []
+        for summary in plan.summaries:
+            path = Path(summary)
+            if not path.is_file() or not is_generated(path):
+                continue
+            session = _summary_session(conn, path)
+            text = None if summary in selected or session is None else build_summary(settings, session)
+            if text is None:
+                path.unlink()
+                counts["summaries_deleted"] += 1
+            else:
+                replace_file(path, text.encode("utf-8"))
+                counts["summaries_rewritten"] += 1
+            rebuilt.append(path)
+        if rebuilt:
+            _scan(settings, conn, rebuilt, False, None)
+        # 5. no copy of the text left in the file: merge the FTS segments, checkpoint and truncate the WAL
+        with conn:
+            conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES('optimize')")
+        if vacuum:
+            conn.execute("VACUUM")
+        counts["wal_truncated"] = _checkpoint(conn)
+    finally:
+        conn.close()
+    return counts
+
+
+def _summary_session(conn: apsw.Connection, path: Path) -> str | None:
+    row = conn.execute("SELECT session_id FROM chunks WHERE file = ? AND session_id IS NOT NULL LIMIT 1",
+                       (str(path),)).fetchone()
+    if row:
+        return row[0]
+    try:
+        head = path.read_text(encoding="utf-8")[:4096]
+    except (OSError, UnicodeDecodeError):
+        return None
+    first = head.split("\n", 2)[1] if head.count("\n") >= 2 else ""
+    return first.removeprefix("session_id: ").strip() or None
+
+
+def _update_log_row(conn: apsw.Connection, path: Path) -> None:
+    """The rewritten log keeps its size and offsets: record its new mtime and head so the next index run goes on
+    from where it was instead of reading the whole log again."""
+    try:
+        st = path.stat()
+        with path.open("rb") as f:
+            head = f.read(HEAD_BYTES)
+    except OSError:
+        return
+    row = conn.execute("SELECT consumed FROM files WHERE path = ?", (str(path),)).fetchone()
+    if row is None:
+        return
+    conn.execute("UPDATE files SET mtime_ns = ?, size = ?, head_hash = ? WHERE path = ?",
+                 (st.st_mtime_ns, st.st_size, xxhash.xxh3_64_hexdigest(head[: min(row[0], HEAD_BYTES)]), str(path)))
+
+
+def _checkpoint(conn: apsw.Connection, tries: int = 20) -> bool:
+    """Copy the WAL into the database file and truncate it, so the WAL keeps no page holding forgotten text. A
+    reader in the middle of a read can delay it: retry briefly. Returns whether it was truncated."""
+    for attempt in range(tries):
+        busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        if not busy:
+            return True
+        time.sleep(0.05 * (attempt + 1))
+    return False

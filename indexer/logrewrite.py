@@ -1,0 +1,129 @@
+"""Rewriting the files memsearch itself wrote, for ``memsearch forget``: event logs and their gzipped archives.
+
+An event log line is overwritten by a ``{"forgotten":true}`` line of the same length (padded with spaces), so
+every other event keeps its byte offset, and with it its chunk id and the indexer's place in the log. The new
+content is written to a private temporary file, synced and renamed over the log while holding the log's append
+lock (:mod:`indexer.eventlog`): a hook that waited for the lock finds the log replaced and appends to the new one.
+Archives are not indexed, so their matching lines are simply dropped.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import gzip
+import os
+from pathlib import Path
+
+import orjson
+
+from .maintain import ARCHIVE_DIR
+from .settings import Settings
+from .sources import normalize_ts
+from .types import ForgetSelector
+
+FORGOTTEN_LINE = b'{"forgotten":true}'
+
+
+def archive_matches(settings: Settings, selector: ForgetSelector, event_ids: set[str]) -> dict[Path, int]:
+    """Archived logs and how many of their events the selector takes. Archives are not indexed, so a query or a
+    chunk id cannot reach them: only event ids and the session, project and date criteria do."""
+    folder = settings.home / ARCHIVE_DIR
+    if not folder.is_dir():
+        return {}
+    out = {}
+    for path in sorted(folder.glob("*.jsonl*.gz")):
+        try:
+            data = gzip.decompress(path.read_bytes())
+        except (OSError, EOFError, gzip.BadGzipFile):
+            continue
+        n = sum(1 for line in data.splitlines() if archived_match(line, selector, event_ids))
+        if n:
+            out[path] = n
+    return out
+
+
+def archived_match(line: bytes, selector: ForgetSelector, event_ids: set[str]) -> bool:
+    try:
+        event = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return False
+    if not isinstance(event, dict):
+        return False
+    if selector.match or selector.ids:
+        if str(event.get("id")) not in event_ids and str(event.get("id")) not in selector.ids:
+            return False
+    elif not (selector.session or selector.project or selector.since or selector.before):
+        return False
+    ts = normalize_ts(event.get("ts"))
+    return ((not selector.session or event.get("session_id") == selector.session)
+            and (not selector.project or event.get("project") == selector.project)
+            and (not selector.since or (ts is not None and ts >= selector.since))
+            and (not selector.before or (ts is not None and ts < selector.before)))
+
+
+def blank_lines(path: Path, offsets: dict[int, str]) -> int:
+    """Overwrite the event lines starting at ``offsets`` (offset -> event id, checked) with a forgotten line of the
+    same length, in a copy swapped in atomically while holding the log's append lock. Returns lines blanked."""
+    fd = os.open(path, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            data = bytearray(_read_all(fd))
+            blanked = 0
+            for offset, event_id in sorted(offsets.items()):
+                end = data.find(b"\n", offset)
+                end = len(data) if end < 0 else end
+                try:
+                    event = orjson.loads(bytes(data[offset:end]))
+                except orjson.JSONDecodeError:
+                    continue
+                if not isinstance(event, dict) or str(event.get("id")) != event_id:
+                    continue  # the log is not what the index says: leave it to the next index run
+                length = end - offset
+                line = FORGOTTEN_LINE if length >= len(FORGOTTEN_LINE) else b""
+                data[offset:end] = line + b" " * (length - len(line))
+                blanked += 1
+            if blanked:
+                replace_file(path, bytes(data))
+            return blanked
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+def _read_all(fd: int) -> bytes:
+    os.lseek(fd, 0, os.SEEK_SET)
+    parts = []
+    while True:
+        block = os.read(fd, 1 << 20)
+        if not block:
+            return b"".join(parts)
+        parts.append(block)
+
+
+def replace_file(path: Path, data: bytes) -> None:
+    """Write ``data`` to a private temporary file beside ``path``, durably, and rename it over ``path``."""
+    tmp = path.with_name(f".{path.name}.forget-{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+
+
+def rewrite_archive(path: Path, selector: ForgetSelector, event_ids: set[str]) -> int:
+    try:
+        data = gzip.decompress(path.read_bytes())
+    except (OSError, EOFError, gzip.BadGzipFile):
+        return 0
+    lines = data.splitlines(keepends=True)
+    kept = [line for line in lines if not archived_match(line, selector, event_ids)]
+    if len(kept) == len(lines):
+        return 0
+    replace_file(path, gzip.compress(b"".join(kept), mtime=0))
+    return len(lines) - len(kept)

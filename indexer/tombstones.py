@@ -1,0 +1,102 @@
+"""What ``memsearch forget`` must keep hidden: ``<root>/.memsearch/forgotten.json``.
+
+A note the user wrote is never edited behind their back, so forgetting one of its chunks leaves a tombstone: the
+file (its index key), the xxh3-128 of its bytes when it was forgotten, and the keys of the hidden chunks (a hash of
+the chunk's title and text, so neither a new modification time nor a rebuild brings it back). Every index run,
+incremental or full, leaves those chunks out while the file is byte for byte the same; once the file changes the
+tombstone lapses (the user edited it: what it now says is indexed) and the next ``memsearch index`` drops it.
+
+Forgotten events are kept as hashes of their ids, so an import from a transcript can never bring them back.
+The file holds hashes only, never text, and is written atomically, readable by its owner only.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+import xxhash
+
+NAME = "forgotten.json"
+
+
+def chunk_key(title: str, text: str) -> str:
+    """The key a tombstone hides a chunk by: its title and text, not its date (a note without a date in its front
+    matter is dated by its modification time, which a rebuild may see change)."""
+    return xxhash.xxh3_128_hexdigest(f"{title}\0{text}".encode("utf-8", "surrogatepass"))
+
+
+def event_key(event_id: str) -> str:
+    return xxhash.xxh3_64_hexdigest(event_id.encode("utf-8", "surrogatepass"))
+
+
+@dataclass
+class Tombstones:
+    notes: dict[str, dict] = field(default_factory=dict)  # file key -> {"file_hash": …, "chunks": [keys]}
+    events: set[str] = field(default_factory=set)  # event_key() of forgotten events
+
+    def hidden(self, file_key: str, file_hash: str | None) -> frozenset[str]:
+        """The chunk keys hidden in ``file_key`` while its bytes hash to ``file_hash`` (none once it changed)."""
+        entry = self.notes.get(file_key)
+        if entry is None or file_hash is None or entry.get("file_hash") != file_hash:
+            return frozenset()
+        return frozenset(entry.get("chunks", ()))
+
+    def hide(self, file_key: str, file_hash: str, keys: list[str]) -> int:
+        entry = self.notes.get(file_key)
+        if entry is None or entry.get("file_hash") != file_hash:
+            entry = self.notes[file_key] = {"file_hash": file_hash, "chunks": []}
+        new = [k for k in keys if k not in entry["chunks"]]
+        entry["chunks"].extend(new)
+        return len(new)
+
+    def prune(self, current: dict[str, str | None]) -> int:
+        """Drop the tombstones of files whose bytes changed or that are gone (``current``: file key -> content
+        hash, for files the index knows); returns how many lapsed."""
+        lapsed = [k for k, entry in self.notes.items() if current.get(k) != entry.get("file_hash")]
+        for k in lapsed:
+            del self.notes[k]
+        return len(lapsed)
+
+    @property
+    def count(self) -> int:
+        return sum(len(e.get("chunks", ())) for e in self.notes.values())
+
+
+def path(state_dir: Path) -> Path:
+    return state_dir / NAME
+
+
+def load(state_dir: Path) -> Tombstones:
+    """The tombstones, or none when the file is missing. An unreadable file is an error the caller reports: an
+    index run that silently ignored it would bring forgotten text back."""
+    p = path(state_dir)
+    try:
+        data = orjson.loads(p.read_bytes())
+    except FileNotFoundError:
+        return Tombstones()
+    except (OSError, orjson.JSONDecodeError) as exc:
+        from .errors import MemsearchError
+
+        raise MemsearchError(f"cannot read {p} ({exc}); it keeps forgotten notes hidden: restore or fix it") from None
+    notes = data.get("notes") if isinstance(data, dict) else None
+    events = data.get("events") if isinstance(data, dict) else None
+    return Tombstones(
+        {str(k): v for k, v in (notes or {}).items() if isinstance(v, dict)},
+        {str(e) for e in events or ()},
+    )
+
+
+def save(state_dir: Path, stones: Tombstones) -> None:
+    state_dir.mkdir(parents=True, exist_ok=True)
+    p = path(state_dir)
+    tmp = p.with_name(f".{NAME}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(orjson.dumps({"version": 1, "notes": stones.notes, "events": sorted(stones.events)},
+                             option=orjson.OPT_SORT_KEYS))
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, p)

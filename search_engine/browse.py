@@ -1,0 +1,212 @@
+"""Seeing what the memory holds without guessing a query: ``memsearch sessions``, ``recent`` and ``stats``.
+
+All three read the index (never the model), so they answer in milliseconds and never load fastembed. Events are
+counted once each, however many chunks a long one was split into.
+
+>>> from indexer.settings import resolve_settings
+>>> list_sessions(resolve_settings("/tmp/memsearch-doctest-browse"))
+[]
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import defaultdict
+
+import apsw
+
+from indexer import store, tombstones
+from indexer.errors import UsageError
+from indexer.settings import Settings
+from indexer.status import open_existing
+from indexer.summaries import summary_path
+from indexer.types import HIDDEN_STATUSES, KINDS, Hit, PrivacyStats, SessionInfo, Stats, StorageEntry
+
+#: The marker the privacy filter leaves where it took something out: ``[REDACTED:private]``, ``[REDACTED:aws-key]``…
+REDACTION_RE = re.compile(r"\[REDACTED:([A-Za-z0-9_.-]+)\]")
+PRIVATE_KIND = "private"
+MAX_RECENT = 1000
+_HIT_COLUMNS = ("uid, kind, category, title, text, path, line_start, line_end, ts, session_id, project, status,"
+                " event_id")
+
+
+def _opening(text: str) -> bool:
+    """Whether a prompt is a real request (not a greeting, an acknowledgement or a bare slash command)."""
+    flat = text.strip()
+    return len(flat) >= 10 and not (flat.startswith("/") and " " not in flat)
+
+
+def list_sessions(settings: Settings, *, project: str | None = None, limit: int | None = None) -> list[SessionInfo]:
+    """Every captured session, the latest first: id, project, first and last time, events by type and the first
+    real prompt."""
+    if limit is not None and limit < 1:
+        raise UsageError("--limit must be at least 1")
+    conn = open_existing(settings)
+    if conn is None:
+        return []
+    try:
+        where, params = "kind = 'event' AND session_id IS NOT NULL", []
+        if project is not None:
+            where += " AND session_id IN (SELECT session_id FROM chunks WHERE kind = 'event' AND project = ?)"
+            params.append(project)
+        rows = conn.execute(
+            f"SELECT session_id, category, count(DISTINCT coalesce(event_id, uid)), min(ts), max(ts), max(project)"
+            f" FROM chunks WHERE {where} GROUP BY session_id, category", params).fetchall()
+        sessions: dict[str, dict] = {}
+        for sid, category, n, first, last, proj in rows:
+            s = sessions.setdefault(sid, {"counts": {}, "first": first, "last": last, "project": proj})
+            s["counts"][category] = n
+            s["first"] = min(filter(None, (s["first"], first)), default=None)
+            s["last"] = max(filter(None, (s["last"], last)), default=None)
+            s["project"] = s["project"] or proj
+        order = sorted(sessions, key=lambda sid: (sessions[sid]["last"] or "", sid), reverse=True)
+        if limit is not None:
+            order = order[:limit]
+        openings = _first_prompts(conn, order)
+    finally:
+        conn.close()
+    out = []
+    for sid in order:
+        s = sessions[sid]
+        summary = summary_path(settings, sid)
+        out.append(SessionInfo(
+            session_id=sid, project=s["project"], first_ts=s["first"], last_ts=s["last"],
+            events=sum(s["counts"].values()), counts=dict(sorted(s["counts"].items())),
+            first_prompt=openings.get(sid),
+            summary_path=summary.relative_to(settings.home).as_posix() if summary.is_file() else None,
+        ))
+    return out
+
+
+def _first_prompts(conn: apsw.Connection, sessions: list[str]) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for i in range(0, len(sessions), 500):
+        part = sessions[i : i + 500]
+        marks = ",".join("?" * len(part))
+        for sid, text in conn.execute(
+            f"SELECT session_id, text FROM chunks WHERE kind = 'event' AND category = 'prompt'"
+            f" AND session_id IN ({marks}) ORDER BY ts, seq", part):
+            if sid not in found and _opening(text):
+                found[sid] = " ".join(text.split())[:200]
+    return found
+
+
+def recent(
+    settings: Settings, *, session: str | None = None, type: str | None = None, project: str | None = None,
+    limit: int = 20,
+) -> list[Hit]:
+    """The latest items, newest first, one per event (a long event's first chunk). ``type`` is a kind (note,
+    fact, event) or an event type (prompt, response, tool, …). Superseded, archived and retired items are left out."""
+    if not 1 <= limit <= MAX_RECENT:
+        raise UsageError(f"--limit must be between 1 and {MAX_RECENT}")
+    conn = open_existing(settings)
+    if conn is None:
+        return []
+    conds = [f"coalesce(status, '') NOT IN ({','.join('?' * len(HIDDEN_STATUSES))})",
+             "(kind != 'event' OR seq % 1000 = 0)"]
+    params: list = list(HIDDEN_STATUSES)
+    for column, value in (("session_id", session), ("project", project)):
+        if value is not None:
+            conds.append(f"{column} = ?")
+            params.append(value)
+    if type is not None:
+        conds.append("kind = ?" if type in KINDS else "category = ?")
+        params.append(type)
+    try:
+        rows = conn.execute(
+            f"SELECT {_HIT_COLUMNS} FROM chunks WHERE {' AND '.join(conds)}"
+            " ORDER BY ts IS NULL, ts DESC, id DESC LIMIT ?", [*params, limit]).fetchall()
+    finally:
+        conn.close()
+    return [Hit(uid, kind, category, title, text, path, ls, le, ts, sid, proj, status, 0.0, None, None, event_id)
+            for uid, kind, category, title, text, path, ls, le, ts, sid, proj, status, event_id in rows]
+
+
+def stats(settings: Settings) -> Stats:
+    """What the memory holds: events by type and day, chunks by kind, embeddings pending, storage under the
+    memory root, what the privacy filter took out, and how many notes ``forget`` keeps hidden."""
+    from indexer.embedder import resolve_model
+    from indexer.pipeline import pending_estimate
+
+    storage = _storage(settings)
+    hidden = tombstones.load(settings.state_dir).count
+    conn = open_existing(settings)
+    if conn is None:
+        return Stats(0, {}, {}, 0, 0, {}, 0, storage, PrivacyStats(0, {}, 0, 0), hidden, None)
+    try:
+        events = "FROM chunks WHERE kind = 'event'"
+        by_type = dict(conn.execute(
+            f"SELECT category, count(DISTINCT coalesce(event_id, uid)) {events} GROUP BY category ORDER BY category"))
+        by_day = dict(conn.execute(
+            f"SELECT substr(ts, 1, 10) AS day, count(DISTINCT coalesce(event_id, uid)) {events} AND ts IS NOT NULL"
+            " GROUP BY day ORDER BY day"))
+        sessions = conn.execute(f"SELECT count(DISTINCT session_id) {events}").fetchone()[0]
+        by_kind = dict(conn.execute("SELECT kind, count(*) FROM chunks GROUP BY kind ORDER BY kind"))
+        choice = resolve_model(settings)
+        pending = pending_estimate(conn, choice.model_id) if choice.available else 0
+        privacy = _privacy(conn)
+        last = store.get_meta(conn, "last_indexed")
+    finally:
+        conn.close()
+    return Stats(
+        events=sum(by_type.values()), events_by_type=by_type, events_by_day=by_day, sessions=sessions,
+        chunks=sum(by_kind.values()), chunks_by_kind=by_kind, pending_embeddings=pending, storage=storage,
+        privacy=privacy, tombstones=hidden, last_indexed=last,
+    )
+
+
+def _privacy(conn: apsw.Connection) -> PrivacyStats:
+    """Markers counted in the indexed text, once per event (the overlap between a long event's chunks would
+    count a marker twice) or note chunk; session summaries are left out, since they repeat their events."""
+    private, secrets, chunks, sessions = 0, defaultdict(int), 0, set()
+    seen_events: set[tuple[str, str]] = set()
+    for kind, file, event_id, session_id, text in conn.execute(
+            "SELECT kind, file, event_id, session_id, text FROM chunks WHERE text LIKE '%[REDACTED:%'"
+            " AND NOT (kind = 'note' AND category = 'session') ORDER BY file, seq"):
+        if kind == "event" and event_id:
+            if (file, event_id) in seen_events:
+                continue
+            seen_events.add((file, event_id))
+        kinds = REDACTION_RE.findall(text)
+        if not kinds:
+            continue
+        chunks += 1
+        if session_id:
+            sessions.add(session_id)
+        for k in kinds:
+            if k == PRIVATE_KIND:
+                private += 1
+            else:
+                secrets[k] += 1
+    return PrivacyStats(private, dict(sorted(secrets.items())), chunks, len(sessions))
+
+
+def _storage(settings: Settings) -> tuple[StorageEntry, ...]:
+    """Bytes under the memory root by top-level entry (a folder counts everything below it; memsearch's own
+    ``.memsearch/`` one level deeper, so the index shows apart from the logs), the largest first."""
+    home = settings.home
+    if not home.is_dir():
+        return ()
+    sizes: dict[str, list[int]] = {}
+    entries = [(e, e.name) for e in os.scandir(home) if e.path != str(settings.state_dir)]
+    if settings.state_dir.is_dir():
+        entries += [(e, f"{settings.state_dir.name}/{e.name}") for e in os.scandir(settings.state_dir)]
+    for entry, label in sorted(entries, key=lambda pair: pair[1]):
+        name = label + ("/" if entry.is_dir(follow_symlinks=False) else "")
+        total, files = 0, 0
+        if entry.is_dir(follow_symlinks=False):
+            for dirpath, _, filenames in os.walk(entry.path, followlinks=False):
+                for f in filenames:
+                    try:
+                        total += os.lstat(os.path.join(dirpath, f)).st_size
+                        files += 1
+                    except OSError:
+                        pass
+        else:
+            try:
+                total, files = entry.stat(follow_symlinks=False).st_size, 1
+            except OSError:
+                continue
+        sizes[name] = [total, files]
+    return tuple(StorageEntry(name, b, n) for name, (b, n) in sorted(sizes.items(), key=lambda kv: -kv[1][0]))

@@ -1,0 +1,378 @@
+"""``memsearch forget`` with the real store: the text leaves every file memsearch wrote, the index and its file
+bytes, stays gone through a rebuild and a warm server, and the user's own notes are hidden, never edited."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import string
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
+
+from conftest import MEMSEARCH, write
+from indexer import tombstones
+from indexer.errors import NotFound, UsageError
+from indexer.eventlog import Event, append
+from indexer.forget import apply_forget, plan_forget
+from indexer.pipeline import index
+from indexer.rebuild import rebuild
+from indexer.settings import resolve_settings
+from indexer.summaries import build_summary, summary_path
+from indexer.types import ForgetSelector
+from search_engine.filters import Filters
+from search_engine.search import search
+from search_engine.server import Server
+
+
+def _log(home: Path, *events: Event) -> None:
+    for e in events:
+        append(home, e)
+
+
+def _event(content: str, session: str = "s1", ts: str = "2026-11-20T10:00:00+00:00", kind: str = "prompt",
+           project: str = "shop") -> Event:
+    return Event(type=kind, content=content, session_id=session, project=project, ts=ts)
+
+
+def _files_holding(home: Path, needle: str) -> list[str]:
+    """Every file under the memory root (gzip archives decompressed) whose bytes hold ``needle``."""
+    found = []
+    raw = needle.encode()
+    for path in home.rglob("*"):
+        if not path.is_file():
+            continue
+        data = path.read_bytes()
+        if path.suffix == ".gz":
+            data = gzip.decompress(data)
+        if raw in data:
+            found.append(str(path.relative_to(home)))
+    return found
+
+
+def _texts(result) -> str:
+    return " ".join(f"{h.title} {h.text}" for h in result.hits)
+
+
+def _cli(*args, stdin=None):
+    return subprocess.run([MEMSEARCH, *args], capture_output=True, text=True, timeout=120, input=stdin,
+                          env={**os.environ, "MEMSEARCH_MODEL": "none"})
+
+
+@pytest.fixture
+def captured(home):
+    """Two sessions of events, a user note and a generated session summary, indexed for BM25."""
+    _log(home,
+         _event("configure the zanzibar cache eviction", "s1", "2026-11-18T09:00:00+00:00"),
+         _event("zanzibar eviction uses LRU with 512 entries", "s1", "2026-11-18T09:01:00+00:00", "response"),
+         _event("rotate the kestrel signing certificate", "s2", "2026-11-20T09:00:00+00:00"),
+         _event("we decided kestrel certs renew monthly.", "s2", "2026-11-20T09:05:00+00:00", "response"))
+    write(home / "daily" / "2026-11-19.md", "# Notes\n\nThe zanzibar host is in rack 12.\n\n## Other\n\nPlain "
+                                             "unrelated line about tea.\n")
+    settings = resolve_settings(home, model="none")
+    index(settings, embedder=None)
+    path = summary_path(settings, "s2")
+    write(path, build_summary(settings, "s2"))
+    index(settings, [path], embedder=None)
+    return settings
+
+
+def test_dry_run_lists_and_changes_nothing(captured, home):
+    before = {p: p.read_bytes() for p in home.rglob("*") if p.is_file() and ".memsearch" not in p.parts}
+    plan = plan_forget(captured, ForgetSelector(match="zanzibar", mode="bm25"))
+    assert {i.action for i in plan.items} == {"rewrite", "tombstone"}
+    assert any("rack 12" in i.snippet for i in plan.items)
+    assert plan.notes == (str(home / "daily" / "2026-11-19.md"),)
+    assert {p: p.read_bytes() for p in before} == before
+    assert search(captured, "zanzibar", mode="bm25").hits
+
+
+def test_forget_events_removes_the_text_and_keeps_other_ids(captured, home):
+    others = {h.id for h in search(captured, "kestrel", mode="bm25").hits}
+    log = next((home / "events").glob("*.jsonl"))
+    size = log.stat().st_size
+    plan = plan_forget(captured, ForgetSelector(session="s1"))
+    assert len(plan.items) == 2 and {i.action for i in plan.items} == {"rewrite"}
+    report = apply_forget(captured, plan)
+    assert report.events_removed == 2 and report.chunks_removed == 2
+    assert log.stat().st_size == size  # lines blanked to the same length: offsets and ids of the rest hold
+    assert _files_holding(home, "zanzibar eviction") == []
+    assert _files_holding(home, "LRU with 512") == []
+    assert "LRU" not in _texts(search(captured, "zanzibar eviction LRU", mode="bm25"))
+    assert {h.id for h in search(captured, "kestrel", mode="bm25").hits} == others
+    index(captured, embedder=None)
+    rebuild(captured, embedder=None)
+    assert "LRU" not in _texts(search(captured, "zanzibar eviction LRU", mode="bm25"))
+    assert {h.id for h in search(captured, "kestrel", mode="bm25").hits} == others
+    log_text = (home / ".memsearch" / "logs" / "forget.log").read_text()
+    assert "events=2" in log_text and "zanzibar" not in log_text
+
+
+def test_forgetting_an_event_rebuilds_its_session_summary(captured, home):
+    summary = summary_path(captured, "s2")
+    assert "kestrel signing" in summary.read_text()
+    plan = plan_forget(captured, ForgetSelector(match="rotate kestrel signing certificate", mode="bm25", limit=1))
+    assert [i.category for i in plan.items] == ["prompt"]
+    assert plan.summaries == (str(summary),)
+    report = apply_forget(captured, plan)
+    assert report.summaries_rewritten == 1
+    assert "kestrel signing" not in summary.read_text()
+    assert "renew monthly" in summary.read_text()  # the decision that remains stays in the summary
+    assert _files_holding(home, "kestrel signing") == []
+    rebuild(captured, embedder=None)
+    assert "signing" not in _texts(search(captured, "kestrel signing certificate", mode="bm25"))
+
+
+def test_forgetting_a_whole_session_deletes_its_summary(captured, home):
+    apply_forget(captured, plan_forget(captured, ForgetSelector(session="s2")))
+    assert not summary_path(captured, "s2").exists()
+    assert _files_holding(home, "kestrel") == []
+    rebuild(captured, embedder=None)
+    assert not search(captured, "kestrel", mode="bm25").hits
+
+
+def test_a_user_note_gets_a_tombstone_until_it_changes(captured, home):
+    note = home / "daily" / "2026-11-19.md"
+    original = note.read_bytes()
+    plan = plan_forget(captured, ForgetSelector(match="zanzibar rack", mode="bm25"))
+    items = [i for i in plan.items if i.action == "tombstone"]
+    assert len(items) == 1
+    report = apply_forget(captured, plan)
+    assert note.read_bytes() == original  # never edited behind the user's back
+    assert [(n.path, n.line_start) for n in report.notes_to_edit] == [("daily/2026-11-19.md", 1)]
+    assert report.tombstones_added == 1
+    assert "rack 12" not in _texts(search(captured, "zanzibar rack", mode="bm25"))
+    assert "tea" in _texts(search(captured, "unrelated tea", mode="bm25"))  # the rest of the note stays
+    os.utime(note, (time.time() + 5, time.time() + 5))  # touched, not changed: still hidden
+    index(captured, embedder=None)
+    rebuild(captured, embedder=None)
+    assert "rack 12" not in _texts(search(captured, "zanzibar rack", mode="bm25"))
+    assert b"rack 12" not in (home / ".memsearch" / "forgotten.json").read_bytes()
+    note.write_text(original.decode() + "\nedited by the user\n")  # the file changed: the tombstone lapses
+    index(captured, embedder=None)
+    assert "rack 12" in _texts(search(captured, "zanzibar rack", mode="bm25"))
+    assert tombstones.load(captured.state_dir).count == 0
+
+
+def test_archives_lose_the_matching_lines(captured, home):
+    folder = home / "archive" / "events"
+    folder.mkdir(parents=True)
+    lines = [json.dumps({"id": "a1", "ts": "2026-08-01T10:00:00", "session_id": "old", "type": "prompt",
+                         "content": "archived walrus secret plan"}),
+             json.dumps({"id": "a2", "ts": "2026-08-01T10:01:00", "session_id": "other", "type": "prompt",
+                         "content": "archived keeper line"})]
+    (folder / "2026-08-01.jsonl.gz").write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
+    plan = plan_forget(captured, ForgetSelector(session="old"))
+    assert plan.archived_events == 1 and not plan.items
+    report = apply_forget(captured, plan)
+    assert report.archived_events_removed == 1
+    assert _files_holding(home, "walrus") == []
+    assert _files_holding(home, "keeper line") == ["archive/events/2026-08-01.jsonl.gz"]
+
+
+def test_dates_ids_and_projects_select(captured):
+    assert {i.session_id for i in plan_forget(captured, ForgetSelector(before="2026-11-19T00:00:00")).items
+            if i.kind == "event"} == {"s1"}
+    assert {i.session_id for i in plan_forget(captured, ForgetSelector(since="2026-11-20T00:00:00")).items
+            if i.kind == "event"} == {"s2"}
+    hit = search(captured, "kestrel signing", mode="bm25", filters=Filters(kind="event")).hits[0]
+    assert [i.id for i in plan_forget(captured, ForgetSelector(ids=(hit.id[:6],))).items] == [hit.id]
+    assert [i.id for i in plan_forget(captured, ForgetSelector(ids=(hit.event_id,))).items] == [hit.id]
+    by_project = plan_forget(captured, ForgetSelector(project="shop")).items
+    assert sum(i.action == "rewrite" for i in by_project) == 4  # and the project's session summary
+    assert {i.action for i in by_project} == {"rewrite", "summary"}
+    with pytest.raises(NotFound):
+        plan_forget(captured, ForgetSelector(ids=("ffffffffffff",)))
+    with pytest.raises(UsageError):
+        plan_forget(captured, ForgetSelector())
+
+
+def test_the_bytes_do_not_survive_in_the_database_file(captured, home):
+    apply_forget(captured, plan_forget(captured, ForgetSelector(session="s1")))
+    db = b"".join(p.read_bytes() for p in (home / ".memsearch").glob("index.db*"))
+    assert b"zanzibar eviction" not in db and b"512 entries" not in db
+    assert b"kestrel" in db  # what was not forgotten is still there
+
+
+def test_cli_dry_run_confirmation_and_json(captured, home):
+    dry = _cli("forget", "--session", "s1", "--dry-run", "--json")
+    assert dry.returncode == 0, dry.stderr
+    shape = json.loads(dry.stdout)
+    assert set(shape) == {"selector", "items", "event_logs", "archives", "archived_events", "summaries", "notes"}
+    assert len(shape["items"]) == 2
+    refused = _cli("forget", "--session", "s1")  # not a terminal, no --yes
+    assert refused.returncode == 1
+    assert refused.stderr.startswith("Error: forget needs a confirmation") and refused.stderr.count("\n") == 1
+    assert search(captured, "zanzibar eviction", mode="bm25").hits
+    done = _cli("forget", "--session", "s1", "--yes", "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["events_removed"] == 2 and "zanzibar" not in done.stdout
+    nothing = _cli("forget")
+    assert nothing.returncode == 2 and nothing.stderr.startswith("Error: say what to forget")
+    again = _cli("forget", "--session", "s1", "--yes")
+    assert again.returncode == 0 and again.stdout.startswith("Nothing matches")
+
+
+@pytest.mark.model
+def test_a_running_warm_server_never_returns_a_forgotten_item(home, real_embedder):
+    """A real `memsearch serve` process, with the real model, kept running through the forget."""
+    from search_engine.client import is_running, request
+
+    _log(home, _event("the narwhal migration plan moves orders to shard seven", "s1"),
+         _event("an unrelated note on coffee beans and grinders", "s2"))
+    settings = resolve_settings(home)
+    index(settings, embedder=real_embedder)
+    server = subprocess.Popen([MEMSEARCH, "serve", "--idle-timeout", "120"], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE)
+    try:
+        for _ in range(300):
+            if is_running(settings):
+                break
+            time.sleep(0.1)
+        query = {"op": "search", "query": "narwhal migration to shard seven", "k": 5, "mode": "hybrid"}
+        answer = request(settings, query, timeout=20)
+        assert answer["ok"] and answer["result"]["mode_used"] == "hybrid"
+        assert "narwhal" in json.dumps(answer["result"]["hits"])
+        apply_forget(settings, plan_forget(settings, ForgetSelector(session="s1")))
+        for mode in ("hybrid", "vector", "bm25"):
+            answer = request(settings, {**query, "mode": mode}, timeout=20)
+            assert answer["ok"], answer
+            assert "narwhal" not in json.dumps(answer["result"]["hits"]), mode
+    finally:
+        request(settings, {"op": "stop"}, timeout=2)
+        server.wait(timeout=30)
+
+
+WORD = st.text(alphabet=string.ascii_lowercase, min_size=6, max_size=10)
+
+
+@pytest.mark.model
+@hsettings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    words=st.lists(WORD, min_size=4, max_size=8, unique=True),
+    forget_mask=st.lists(st.booleans(), min_size=8, max_size=8),
+    as_note=st.lists(st.booleans(), min_size=8, max_size=8),
+    how=st.sampled_from(["ids", "session", "match"]),
+)
+def test_after_forget_nothing_shows_the_forgotten_text(real_embedder, words, forget_mask, as_note, how):
+    """Property: whatever mix of events and notes, after forget no file under the memory root and no search
+    (BM25, vector, hybrid, and a warm server's) shows a forgotten item's text, before and after a rebuild."""
+    with tempfile.TemporaryDirectory() as tmp:  # a fresh memory root for every example
+        home = Path(tmp) / "memory"
+        home.mkdir()
+        settings = resolve_settings(home)
+        items = []
+        for i, word in enumerate(words):
+            token = f"zq{word}"
+            text = f"memory item {i} about {token} and its details"
+            if as_note[i]:
+                write(home / "notes" / f"note-{i}.md", f"# Note {i}\n\n{text}\n")
+            else:
+                append(home, _event(text, session=f"s{i}", ts=f"2026-11-2{i % 10}T10:00:00+00:00"))
+            items.append((token, as_note[i], forget_mask[i] or i == 0))
+        index(settings, embedder=real_embedder)
+        server = Server(settings)
+        server.embedder = real_embedder
+        server.connection()
+        server.vectors()
+        chosen = [(tok, note) for tok, note, go in items if go]
+        ids = []
+        for tok, _ in chosen:
+            hit = search(settings, tok, mode="bm25", k=1).hits[0]
+            assert tok in hit.text
+            ids.append(hit.id)
+        if how == "ids":
+            selectors = [ForgetSelector(ids=tuple(ids))]
+        elif how == "session":
+            selectors = [ForgetSelector(ids=(i,)) if note else ForgetSelector(session=f"s{words.index(tok[2:])}")
+                         for i, (tok, note) in zip(ids, chosen)]
+        else:
+            selectors = [ForgetSelector(match=tok, mode="bm25", limit=1) for tok, _ in chosen]
+        for selector in selectors:
+            apply_forget(settings, plan_forget(settings, selector))
+        kept = [tok for tok, _, go in items if not go]
+
+        def check() -> None:
+            for tok, note in chosen:
+                holding = _files_holding(home, tok)
+                if note:  # the user's own note is never edited: only the file itself may still hold it
+                    assert all(p.startswith("notes/") for p in holding), holding
+                else:
+                    assert holding == [], holding
+                query = f"memory item about {tok} and its details"
+                for mode in ("bm25", "vector", "hybrid"):
+                    result = search(settings, query, mode=mode, k=20, embedder=real_embedder)
+                    assert tok not in _texts(result), (mode, tok)
+                served = server.handle({"op": "search", "query": query, "k": 20, "mode": "hybrid"})
+                assert served["ok"] and tok not in json.dumps(served["result"]["hits"])
+            for tok in kept:
+                assert tok in _texts(search(settings, tok, mode="bm25", k=5))
+
+        check()
+        rebuild(settings, embedder=real_embedder)
+        check()
+        if server.conn is not None:
+            server.conn.close()
+
+
+def test_a_transcript_import_does_not_bring_forgotten_events_back(home, tmp_path):
+    from indexer.transcripts import import_transcripts
+
+    lines = [{"type": "user", "uuid": "u1", "sessionId": "T", "cwd": "/w/app", "timestamp": "2026-06-15T10:00:01Z",
+              "message": {"role": "user", "content": "the ocelot rollout needs a feature flag"}},
+             {"type": "user", "uuid": "u2", "sessionId": "T", "cwd": "/w/app", "timestamp": "2026-06-15T10:02:01Z",
+              "message": {"role": "user", "content": "and the heron dashboard stays"}}]
+    transcript = write(tmp_path / "projects" / "-w-app" / "T.jsonl", "\n".join(json.dumps(x) for x in lines) + "\n")
+    settings = resolve_settings(home, model="none")
+    assert import_transcripts(settings, [transcript]).events_imported == 2
+    apply_forget(settings, plan_forget(settings, ForgetSelector(match="ocelot", mode="bm25", limit=1)))
+    (settings.state_dir / "imports.json").unlink()  # as if the import state were lost: it reads from the start
+    again = import_transcripts(settings, [transcript])
+    assert again.events_imported == 0
+    assert _files_holding(home, "ocelot") == []
+    assert not search(settings, "ocelot", mode="bm25").hits and search(settings, "heron", mode="bm25").hits
+
+
+def test_vacuum_on_request_and_forget_without_an_index(home):
+    settings = resolve_settings(home, model="none")
+    plan = plan_forget(settings, ForgetSelector(session="nobody"))
+    assert plan.items == () and apply_forget(settings, plan).chunks_removed == 0
+    _log(home, *[_event(f"filler event number {i} " + "x" * 400, "s1") for i in range(200)],
+         _event("the marmot secret", "s2"))
+    index(settings, embedder=None)
+    report = apply_forget(settings, plan_forget(settings, ForgetSelector(session="s1")), vacuum=True)
+    assert report.vacuumed and report.chunks_removed == 200
+    assert report.db_bytes_after < report.db_bytes_before
+    assert search(settings, "marmot", mode="bm25").hits
+
+
+def test_hooks_appending_during_a_forget_lose_no_event(home):
+    """Forget rewrites a log other processes append to: an append that waited for the lock lands in the new log."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    settings = resolve_settings(home, model="none")
+    ts = "2026-11-20T10:00:00+00:00"
+    _log(home, *[_event(f"doomed lynx note {i}", "gone", ts) for i in range(30)])
+    index(settings, embedder=None)
+
+    def writer(n: int) -> None:
+        for i in range(40):
+            append(home, _event(f"kept event {n}-{i}", f"w{n}", ts))
+
+    with ThreadPoolExecutor(4) as pool:
+        futures = [pool.submit(writer, n) for n in range(3)]
+        for _ in range(5):
+            apply_forget(settings, plan_forget(settings, ForgetSelector(session="gone")))
+        for f in futures:
+            f.result()
+    apply_forget(settings, plan_forget(settings, ForgetSelector(session="gone")))
+    lines = [json.loads(x) for x in (home / "events" / "2026-11-20.jsonl").read_text().splitlines()]
+    kept = sorted(e["content"] for e in lines if "content" in e)
+    assert kept == sorted(f"kept event {n}-{i}" for n in range(3) for i in range(40))
+    assert _files_holding(home, "doomed lynx") == []
