@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: help install demo test lint bench eval clean
+.PHONY: help install browser demo test lint bench eval clean
 
 help:  ## List the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -14,14 +14,22 @@ install: $(STAMP)  ## Create .venv, install memsearch with the offline embedding
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[embed,mcp,dev]" --config-settings editable_mode=compat
+	$(PY) -m pip install --quiet -e ".[embed,mcp,ui,dev]" --config-settings editable_mode=compat
 	$(VENV)/bin/memsearch model install
 	@touch $(STAMP)
 
 demo: install  ## Index the bundled sample memory and compare a keyword search with a hybrid one
 	@bash scripts/demo.sh
 
-test: install  ## Run the test suite (real SQLite, FTS5, sqlite-vec and the bundled model)
+browser:  ## Debian's Chromium for the viewer's browser tests (installed with apt when missing and run as root)
+	@if [ -x /usr/bin/chromium ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "installing chromium for the browser tests (apt-get)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null \
+		|| echo "apt-get could not install chromium: the browser tests will be skipped"; \
+	else echo "no /usr/bin/chromium and not root: the browser tests will be skipped (sudo apt-get install chromium)"; fi
+
+test: install browser  ## Run the test suite (real SQLite, FTS5, sqlite-vec, the bundled model, headless Chromium)
 	$(PY) -m pytest -q
 
 lint: install  ## ruff

@@ -448,6 +448,25 @@ def uninstall(
 
 
 @app.command()
+def ui(
+    port: Annotated[int, typer.Option("--port", help="Port on 127.0.0.1 (0: a free one).")] = 0,
+    no_browser: Annotated[bool, typer.Option("--no-browser", help="Print the address; do not open a browser.")] = False,
+    idle_timeout: Annotated[float, typer.Option("--idle-timeout", help="Stop after this many seconds unused.")] = 3600,
+    home: HomeOpt = None,
+    model: ModelOpt = None,
+) -> None:
+    """The local web viewer on 127.0.0.1: dashboard, sessions, timeline, search, items, forget, settings."""
+    try:
+        from .viewer.serve import run
+    except ImportError:
+        raise MemsearchError("the viewer needs its optional packages: run `make install` "
+                             "(or pip install 'memsearch-hybrid[ui]')") from None
+    if not 0 <= port <= 65535:
+        raise typer.BadParameter("use 0 to 65535", param_hint="--port")
+    raise typer.Exit(run(_settings(home, model), port=port, open_browser=not no_browser, idle_timeout=idle_timeout))
+
+
+@app.command()
 def doctor(as_json: JsonOpt = False, home: HomeOpt = None) -> None:
     """Check sqlite-vec, FTS5, the model, the index, the server, the hooks and cron; each failure with its fix."""
     from .doctor import run_checks

@@ -160,7 +160,8 @@ try:
     main()
 except SystemExit:
     pass
-heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('fastembed', 'onnxruntime', 'numpy', 'tokenizers'))
+heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('fastembed', 'onnxruntime', 'numpy', 'tokenizers',
+                                                           'starlette', 'uvicorn', 'jinja2'))
 print('HEAVY=' + ','.join(heavy), file=sys.stderr)
 """
 

@@ -1,0 +1,252 @@
+"""The viewer's pages: each one calls the library function the CLI calls and renders its result.
+
+Every route is behind :class:`.security.Guard`. Memory text reaches the browser only through Jinja2 templates
+with autoescaping on, and only as text: no link, attribute or script is ever built from it (links carry ids,
+URL-quoted). Nothing is read from the memory root's files: pages show what the index holds, and the only files
+served are the package's own assets.
+
+>>> from indexer.settings import resolve_settings
+>>> guard = create_app(resolve_settings("/tmp/memsearch-doctest-ui"), token="t", csrf="c", port=8765)
+>>> type(guard).__name__
+'Guard'
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlencode
+
+import jinja2
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.templating import Jinja2Templates
+
+from indexer.errors import MemsearchError, ModelUnavailable, NotFound, UsageError
+from indexer.settings import Settings
+
+from .chart import day_bars
+from .security import Guard
+
+HERE = Path(__file__).resolve().parent
+_AUTO = object()
+TIMELINE_LIMIT = 50
+SESSION_LIMIT = 500
+LOG_NAME = "ui.log"
+
+
+class Viewer:
+    """The pages over one resolved :class:`Settings`. The embedding model, when a search needs it, is loaded
+    once and kept (a search would otherwise load it again, about half a second each time)."""
+
+    def __init__(self, settings: Settings, csrf: str, embedder: Any = _AUTO, refresh_seconds: float = 5.0):
+        self.settings, self.csrf, self.refresh_ms = settings, csrf, int(refresh_seconds * 1000)
+        self._embedder, self._lock = embedder, threading.Lock()
+        env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True,
+                                 undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+        env.filters["seg"] = lambda value: quote(str(value), safe="")
+        env.filters["size"] = _size
+        env.globals["qs"] = lambda **kw: urlencode({k: v for k, v in kw.items() if v not in (None, "", False)})
+        self.templates = Jinja2Templates(env=env)
+
+    def page(self, request: Request, name: str, status: int = 200, **context: Any) -> Response:
+        context.update(csrf=self.csrf, home=str(self.settings.home), nav=name.split(".")[0])
+        return self.templates.TemplateResponse(request, name, context, status_code=status)
+
+    def embedder(self) -> Any:
+        """The search's embedder: the one given (tests), else the configured model loaded once, else None."""
+        if self._embedder is _AUTO:
+            from indexer.embedder import load_embedder, resolve_model
+
+            with self._lock:
+                if self._embedder is _AUTO:
+                    choice = resolve_model(self.settings)
+                    self._embedder = load_embedder(self.settings) if choice.available else None
+        return self._embedder
+
+    # -- pages ---------------------------------------------------------------------------------------------
+
+    def dashboard(self, request: Request) -> Response:
+        from indexer.status import status
+
+        from ..browse import stats
+
+        figures = stats(self.settings)
+        info = status(self.settings)
+        return self.page(request, "dashboard.html", stats=figures, info=info, bars=day_bars(figures.events_by_day))
+
+    def sessions(self, request: Request) -> Response:
+        from ..browse import list_sessions
+
+        project = request.query_params.get("project") or None
+        return self.page(request, "sessions.html", sessions=list_sessions(self.settings, project=project),
+                         project=project)
+
+    def session(self, request: Request) -> Response:
+        from ..browse import list_sessions, recent
+
+        sid = request.query_params.get("id", "")
+        info = next((s for s in list_sessions(self.settings) if s.session_id == sid), None)
+        if info is None:
+            raise NotFound(f"no session {sid!r} in the index")
+        items = list(reversed(recent(self.settings, session=sid, limit=SESSION_LIMIT)))
+        summary = sorted((h for h in items if info.summary_path and h.path == info.summary_path),
+                         key=lambda h: h.line_start or 0)
+        events = [h for h in items if not (info.summary_path and h.path == info.summary_path)]
+        return self.page(request, "session.html", info=info, summary=summary, items=events)
+
+    def timeline(self, request: Request) -> Response:
+        from ..browse import recent
+
+        q = request.query_params
+        kind, project = q.get("type") or None, q.get("project") or None
+        items = recent(self.settings, type=kind, project=project, limit=TIMELINE_LIMIT)
+        name = "_timeline_items.html" if q.get("partial") else "timeline.html"
+        return self.page(request, name, items=items, type=kind, project=project, refresh_ms=self.refresh_ms)
+
+    def search(self, request: Request) -> Response:
+        from ..filters import Filters
+        from ..lookup import get_many
+        from ..search import search
+
+        q = request.query_params
+        form = {name: q.get(name, "") for name in ("q", "mode", "k", "kind", "category", "session", "project",
+                                                     "since", "until", "all_status", "raw")}
+        form["mode"] = form["mode"] or "hybrid"
+        context: dict[str, Any] = {"form": form, "result": None, "explain": {}, "duplicates": [], "error": None}
+        if form["q"].strip():
+            try:
+                k = int(form["k"] or 10)
+                filters = Filters.build(kind=form["kind"] or None, category=form["category"] or None,
+                                        session=form["session"] or None, project=form["project"] or None,
+                                        since=form["since"] or None, until=form["until"] or None,
+                                        all_status=bool(form["all_status"]))
+                embedder = None if form["mode"] == "bm25" else self.embedder()
+                result = search(self.settings, form["q"], mode=form["mode"], k=k, filters=filters,
+                                raw=bool(form["raw"]), explain=True, embedder=embedder)
+            except ValueError:
+                context["error"] = "the number of hits must be a whole number"
+            except (UsageError, ModelUnavailable) as exc:
+                context["error"] = str(exc)
+            else:
+                explain = {e.id: e for e in result.explain or ()}
+                hidden = [e for e in result.explain or () if e.duplicate_of]
+                titles = {h.id: h for h in get_many(self.settings, [e.id for e in hidden])} if hidden else {}
+                context.update(result=result, explain=explain,
+                               duplicates=[(e, titles.get(e.id)) for e in hidden])
+        return self.page(request, "search.html", **context)
+
+    def item(self, request: Request) -> Response:
+        from ..lookup import show, timeline
+
+        ident = request.path_params["id"]
+        view = show(self.settings, ident)
+        around = timeline(self.settings, view.chunk.id, 3) if view.chunk.ts else None
+        return self.page(request, "item.html", view=view, around=around)
+
+    def forget_confirm(self, request: Request) -> Response:
+        from indexer.forget import plan_forget
+        from indexer.types import ForgetSelector
+
+        from ..lookup import show
+
+        view = show(self.settings, request.path_params["id"])
+        plan = plan_forget(self.settings, ForgetSelector(ids=(view.chunk.id,)))
+        return self.page(request, "forget.html", view=view, plan=plan)
+
+    def forget(self, request: Request) -> Response:
+        from indexer.forget import apply_forget, plan_forget
+        from indexer.types import ForgetSelector
+
+        form = request.scope["state"]["form"]
+        ident = form.get("id", "")
+        if not ident:
+            raise UsageError("nothing to forget: no id given")
+        plan = plan_forget(self.settings, ForgetSelector(ids=(ident,)))
+        if not plan.items:
+            raise NotFound(f"no chunk with id {ident}: it may be forgotten already")
+        report = apply_forget(self.settings, plan)
+        return self.page(request, "forgotten.html", plan=plan, report=report)
+
+    def settings_page(self, request: Request) -> Response:
+        from indexer.embedder import resolve_model
+
+        return self.page(request, "settings.html", described=self.settings.describe(),
+                         model=resolve_model(self.settings))
+
+    # -- errors --------------------------------------------------------------------------------------------
+
+    def error(self, request: Request, exc: Exception) -> Response:
+        if isinstance(exc, HTTPException):
+            status, message = exc.status_code, ("not found" if exc.status_code == 404 else exc.detail)
+        elif isinstance(exc, NotFound):
+            status, message = 404, str(exc)
+        elif isinstance(exc, UsageError):
+            # a malformed id or date is a page that does not exist, like any other bad address
+            status, message = (404 if "id" in request.path_params else 400), str(exc)
+        elif isinstance(exc, MemsearchError):
+            status, message = 500, str(exc)
+        else:
+            status = 500
+            message = (f"unexpected error ({type(exc).__name__}); it is logged in "
+                       f"{self.settings.log_dir / LOG_NAME}")
+        return self.page(request, "error.html", status=status, status_code=status, message=message)
+
+    def log_error(self, exc: BaseException) -> None:
+        """One line per unexpected fault: its type and where it was raised, never its message (which may quote
+        memory text)."""
+        import traceback
+
+        frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
+        where = f"{Path(frame.filename).name}:{frame.lineno}" if frame else "?"
+        try:
+            self.settings.log_dir.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.settings.log_dir / LOG_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            with os.fdopen(fd, "a", encoding="utf-8") as log:
+                log.write(f"{datetime.now().isoformat(timespec='seconds')} {type(exc).__name__} at {where}\n")
+        except OSError:
+            pass  # a full or read-only disk must not turn one failed page into a crashed viewer
+
+
+def _size(n: int | None) -> str:
+    """Bytes for people.
+
+    >>> _size(1536), _size(3 * 1024 * 1024)
+    ('1.5 KB', '3.0 MB')
+    """
+    value = float(n or 0)
+    for unit in ("B", "KB", "MB", "GB"):
+        if value < 1024 or unit == "GB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} GB"  # pragma: no cover
+
+
+def create_app(settings: Settings, *, token: str, csrf: str, port: int | None, embedder: Any = _AUTO,
+               refresh_seconds: float = 5.0) -> Guard:
+    """The viewer as an ASGI app, wrapped in its guard. ``embedder``: a loaded or fake one (tests), or None;
+    ``refresh_seconds``: how often the timeline page looks for new items."""
+    viewer = Viewer(settings, csrf, embedder, refresh_seconds)
+    routes = [
+        Route("/", viewer.dashboard),
+        Route("/sessions", viewer.sessions),
+        Route("/session", viewer.session),
+        Route("/timeline", viewer.timeline),
+        Route("/search", viewer.search),
+        Route("/item/{id}", viewer.item),
+        Route("/item/{id}/forget", viewer.forget_confirm),
+        Route("/forget", viewer.forget, methods=["POST"]),
+        Route("/settings", viewer.settings_page),
+        Route("/favicon.ico", lambda request: RedirectResponse("/static/favicon.svg", 301)),
+        Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
+    ]
+    handlers = {HTTPException: viewer.error, MemsearchError: viewer.error, Exception: viewer.error}
+    app = Starlette(routes=routes, exception_handlers=handlers)  # type: ignore[arg-type]
+    return Guard(app, token=token, csrf=csrf, port=port, on_error=viewer.log_error)

@@ -1,0 +1,210 @@
+"""The web viewer in a real headless Chromium (Debian's ``chromium``, driven by Playwright for Python): the pages
+render, the keyboard works, forget removes an item from search, hostile memory stays inert under the real
+HTML parser and Content-Security-Policy. Screenshots of every page go to ``ui-results/``.
+
+``make test`` installs Debian's chromium when it is missing and it runs as root; without a browser these tests
+are skipped, with the reason.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("starlette", reason="the viewer's optional packages are not installed (make install)")
+sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (make install)")
+
+import uvicorn  # noqa: E402
+from test_viewer import HOSTILE, hostile_events  # noqa: E402
+
+from conftest import REPO, SAMPLE, write  # noqa: E402
+from indexer.embedder import FakeEmbedder  # noqa: E402
+from indexer.pipeline import index  # noqa: E402
+from indexer.settings import resolve_settings  # noqa: E402
+from search_engine.viewer.app import create_app  # noqa: E402
+from search_engine.viewer.serve import bind  # noqa: E402
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = Path(os.environ.get("MEMSEARCH_CHROMIUM", "/usr/bin/chromium"))
+FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync"]
+RESULTS = REPO / "ui-results"
+TOKEN = "browser-test-token-5b0c1e"
+
+if not os.access(CHROMIUM, os.X_OK):
+    pytest.skip(f"no Chromium at {CHROMIUM}: `make test` installs Debian's chromium when run as root "
+                "(or: apt-get install chromium)", allow_module_level=True)
+
+
+class Live:
+    """The viewer served by uvicorn from a thread, on a free loopback port, over an indexed sample memory."""
+
+    def __init__(self, home: Path):
+        self.settings = resolve_settings(home, model="none")
+        self.fake = FakeEmbedder(dim=32)
+        index(self.settings, embedder=self.fake)
+        sock = bind(0)
+        self.port = sock.getsockname()[1]
+        self.base = f"http://127.0.0.1:{self.port}"
+        app = create_app(self.settings, token=TOKEN, csrf="browser-test-csrf", port=self.port, embedder=self.fake,
+                         refresh_seconds=0.5)
+        self.server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [sock]}, daemon=True)
+        self.thread.start()
+        deadline = time.monotonic() + 10
+        while not self.server.started and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert self.server.started, "the viewer did not start"
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory):
+    import shutil
+
+    base = tmp_path_factory.mktemp("browser")
+    home = base / "memory"
+    shutil.copytree(SAMPLE, home)
+    hostile_events(home)
+    with pytest.MonkeyPatch.context() as mp:  # as conftest's isolated_env, for the whole module
+        for name in list(os.environ):
+            if name.startswith("MEMSEARCH_"):
+                mp.delenv(name)
+        mp.setenv("HOME", str(base / "user-home"))
+        mp.setenv("XDG_CACHE_HOME", str(base / "cache"))
+        mp.setenv("MEMSEARCH_HOME", str(home))
+        server = Live(home)
+        yield server
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_api.sync_playwright() as p:
+        try:
+            chromium = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=FLAGS)
+        except sync_api.Error as exc:
+            pytest.fail(f"{CHROMIUM} is there but does not start: {str(exc).splitlines()[0]}")
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser, live):
+    """A fresh browser profile signed in through the printed URL; fails the test on any dialog, page error or
+    Content-Security-Policy violation."""
+    context = browser.new_context(viewport={"width": 1280, "height": 860})
+    tab = context.new_page()
+    problems: list[str] = []
+    tab.on("dialog", lambda d: (problems.append(f"dialog: {d.message}"), d.dismiss()))
+    tab.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+    tab.on("console", lambda m: problems.append(f"console: {m.text}") if m.type == "error" else None)
+    tab.goto(f"{live.base}/?token={TOKEN}")
+    assert "token" not in tab.url, "the token must leave the address bar"
+    yield tab
+    context.close()
+    assert problems == []
+
+
+def shot(page, name: str) -> None:
+    RESULTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(RESULTS / f"{name}.png"), full_page=True)
+
+
+def test_dashboard(page):
+    assert page.locator("h1").inner_text() == "Dashboard"
+    assert page.locator("svg.chart rect.bar").count() == 30
+    assert page.get_by_text("No embedding model: searches run on BM25 alone.").count() == 1  # model none here
+    shot(page, "dashboard")
+
+
+def test_search_with_the_keyboard_and_open_a_hit(page, live):
+    page.goto(f"{live.base}/sessions")
+    page.keyboard.press("/")  # opens the search page, where the box has the focus
+    page.wait_for_url("**/search")
+    page.keyboard.type("webhook refund")
+    page.keyboard.press("Enter")
+    page.wait_for_selector("ol.hits li.hit")
+    first = page.locator("ol.hits li.hit").first
+    assert "BM25 rank" in first.inner_text() and "vector rank" in first.inner_text() and "score" in first.inner_text()
+    shot(page, "search")
+    page.locator("ol.hits a.title").first.focus()
+    page.keyboard.press("Enter")
+    page.wait_for_url("**/item/*")
+    assert page.locator("pre.text").inner_text().strip()
+    shot(page, "item")
+
+
+def test_open_a_session(page, live):
+    page.goto(f"{live.base}/sessions")
+    shot(page, "sessions")
+    page.locator("table.sessions a[href='/session?id=7f3c9a']").click()  # a sample session with its summary
+    page.wait_for_url("**/session?id=7f3c9a")
+    assert page.locator("ol.timeline li.item").count() >= 4
+    assert page.locator("article.summary").count() >= 1
+    shot(page, "session")
+
+
+def test_the_timeline_updates_while_hooks_write(page, live):
+    page.goto(f"{live.base}/timeline")
+    shot(page, "timeline")
+    event = {"id": "live-1", "ts": "2026-11-23T09:00:00", "session_id": "live-session", "project": "payments-api",
+             "type": "prompt", "content": "A freshly captured prompt about quokka migrations"}
+    write(live.settings.home / "events" / "2026-11-23.jsonl", json.dumps(event) + "\n")
+    index(live.settings, embedder=live.fake)
+    page.get_by_text("quokka migrations").first.wait_for(timeout=10_000)
+
+
+def test_stored_script_is_inert(page, live):
+    page.goto(f"{live.base}/search?q=zanzibar&mode=bm25")
+    page.wait_for_selector("ol.hits li.hit")
+    assert page.evaluate("document.documentElement.dataset.pwned") is None
+    assert page.locator("ol.hits img").count() == 0
+    assert page.locator("a[href^='javascript:']").count() == 0
+    assert "<script>document.documentElement.dataset.pwned" in page.locator("ol.hits").inner_text()
+    shot(page, "hostile-search")
+    page.locator("ol.hits li.hit").filter(has_text="<script>document").locator("a.title").first.click()
+    page.wait_for_url("**/item/*")
+    assert page.evaluate("document.documentElement.dataset.pwned") is None
+    assert HOSTILE.split(" see ")[0] in page.locator("pre.text").inner_text()
+
+
+def test_settings_dark_and_narrow(browser, live):
+    context = browser.new_context(viewport={"width": 390, "height": 800}, color_scheme="dark")
+    tab = context.new_page()
+    tab.goto(f"{live.base}/settings?token={TOKEN}")
+    assert tab.locator("h1").inner_text() == "Settings"
+    background = tab.evaluate("getComputedStyle(document.body).backgroundColor")
+    assert background == "rgb(22, 24, 27)"  # the dark palette
+    assert tab.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1"), "no sideways scrolling"
+    shot(tab, "settings-dark-narrow")
+    tab.goto(f"{live.base}/")
+    shot(tab, "dashboard-dark-narrow")
+    context.close()
+
+
+def test_forget_an_item_and_it_is_gone_from_search(page, live):
+    page.goto(f"{live.base}/search?q=wrap+dispatch+on_commit&mode=bm25&kind=event")
+    titles = page.locator("ol.hits a.title")
+    before = titles.count()
+    assert before >= 1
+    target = titles.first.get_attribute("href")
+    titles.first.click()
+    page.get_by_role("link", name="Forget this…").click()
+    page.wait_for_url("**/forget")
+    shot(page, "forget-confirm")
+    page.get_by_role("button", name="Forget it").click()
+    page.wait_for_selector("h1:text('Forgotten')")
+    shot(page, "forgotten")
+    page.goto(f"{live.base}/search?q=wrap+dispatch+on_commit&mode=bm25&kind=event")
+    assert target not in [a.get_attribute("href") for a in page.locator("ol.hits a.title").all()]
+    assert page.request.get(f"{live.base}{target}").status == 404
