@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from indexer.pipeline import index, ingest
+from indexer.privacy import scrub
 from indexer.private import write_private
 from indexer.settings import Settings
 from indexer.summaries import build_summary, summary_path
@@ -22,6 +23,7 @@ def write_session_summary(settings: Settings, session_id: str) -> Path | None:
     if text is None:
         return None
     path = summary_path(settings, session_id)
-    write_private(path, text.encode("utf-8"))
+    # built from filtered chunks, filtered whole once more
+    write_private(path, scrub(text).encode("utf-8"))
     index(settings, [path], lock_timeout=60)
     return path

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .privacy import scrub
+from .privacy import cut_head, scrub
 from .private import private_dirs
 
 EVENT_TYPES = ("prompt", "response", "tool", "session")
@@ -71,9 +71,9 @@ def event_path(home: Path, ts: str | None = None) -> Path:
 
 def encode(event: Event) -> bytes:
     """The event as one privacy-filtered JSON line."""
-    content = event.content
+    content = scrub(event.content)  # the whole text first: a span or key block the cap cuts is still found
     if len(content) > MAX_CONTENT_CHARS:
-        content = content[:MAX_CONTENT_CHARS] + "\n[truncated]"
+        content = scrub(cut_head(content, MAX_CONTENT_CHARS) + "\n[truncated]")
     record = {
         "id": event.id,
         "ts": event.ts,
@@ -82,7 +82,7 @@ def encode(event: Event) -> bytes:
         "cwd": event.cwd,
         "type": event.type,
         "tool_name": event.tool_name,
-        "content": scrub(content),
+        "content": content,
         "metadata": event.metadata,
     }
     # metadata is filtered here, once; the other fields come from hook payloads too, whose types are not

@@ -108,6 +108,18 @@ def maintain(as_json: JsonOpt = False, home: HomeOpt = None, model: ModelOpt = N
         )
 
 
+@app.command()
+def scrub(
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Count what would change; write nothing.")] = False,
+    as_json: JsonOpt = False, home: HomeOpt = None,
+) -> None:
+    """Re-apply the current privacy filter to the event logs, archives, summaries and the index; purge old bytes."""
+    from indexer.scrub import scrub_memory
+
+    report = scrub_memory(_settings(home), dry_run=dry_run)
+    _emit(report, as_json, render.scrub_text(report))
+
+
 cron_app = typer.Typer(help="The weekly maintenance line in your crontab.", no_args_is_help=True)
 app.add_typer(cron_app, name="cron")
 DayOpt = Annotated[str, typer.Option("--day", help="sun, mon, … sat (or 0-6, 0 is Sunday).")]
