@@ -19,6 +19,8 @@ from pathlib import Path
 import orjson
 import xxhash
 
+from .private import private_dirs
+
 NAME = "forgotten.json"
 
 
@@ -90,7 +92,7 @@ def load(state_dir: Path) -> Tombstones:
 
 
 def save(state_dir: Path, stones: Tombstones) -> None:
-    state_dir.mkdir(parents=True, exist_ok=True)
+    private_dirs(state_dir)
     p = path(state_dir)
     tmp = p.with_name(f".{NAME}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

@@ -12,7 +12,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from indexer.errors import MemsearchError
+from indexer.errors import MemsearchError, os_error_text
 from indexer.settings import Settings, resolve_settings
 from indexer.types import to_json
 
@@ -106,6 +106,18 @@ def maintain(as_json: JsonOpt = False, home: HomeOpt = None, model: ModelOpt = N
             f"the index failed its checks ({report.check.integrity}; fts {report.check.fts_integrity}): stop "
             f"`memsearch serve`, delete {settings.db_path}* and run `memsearch index`"
         )
+
+
+@app.command()
+def scrub(
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Count what would change; write nothing.")] = False,
+    as_json: JsonOpt = False, home: HomeOpt = None,
+) -> None:
+    """Re-apply the current privacy filter to the event logs, archives, summaries and the index; purge old bytes."""
+    from indexer.scrub import scrub_memory
+
+    report = scrub_memory(_settings(home), dry_run=dry_run)
+    _emit(report, as_json, render.scrub_text(report))
 
 
 cron_app = typer.Typer(help="The weekly maintenance line in your crontab.", no_args_is_help=True)
@@ -506,6 +518,9 @@ def main() -> None:
     except MemsearchError as exc:
         sys.stderr.write(f"Error: {exc}\n")
         sys.exit(exc.exit_code)
+    except OSError as exc:  # a read-only memory root, a full disk, a folder of another user
+        sys.stderr.write(f"Error: {os_error_text(exc)}\n")
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -56,8 +56,9 @@ def start_detached(settings: Settings, idle_timeout: float | None = None) -> Non
         args += ["--idle-timeout", str(idle_timeout)]
     import subprocess
 
-    settings.log_dir.mkdir(parents=True, exist_ok=True)
-    with open(settings.log_dir / "serve.log", "ab") as log:
+    from indexer.private import open_private_log
+
+    with open_private_log(settings.log_dir / "serve.log") as log:
         subprocess.Popen(
             args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True,
             close_fds=True, cwd=str(settings.home), env={**os.environ, "PYTHONPATH": _pythonpath()},

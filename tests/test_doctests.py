@@ -7,7 +7,7 @@ import pytest
 
 MODULES = ["indexer.privacy", "indexer.chunker", "indexer.cjk", "indexer.locks", "indexer.types", "indexer.sources",
            "indexer.chunktext", "search_engine.fusion", "search_engine.query", "search_engine.filters", "search_engine.context",
-           "search_engine.search"]
+           "search_engine.search", "indexer.transcripts", "indexer.private", "indexer.lost", "indexer.errors", "indexer.settings"]
 
 
 @pytest.mark.parametrize("name", MODULES)
