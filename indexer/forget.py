@@ -313,7 +313,8 @@ def _apply_locked(settings: Settings, plan: ForgetPlan, vacuum: bool) -> dict:
             if r.kind == "event" and r.event_id:
                 stones.events.add(tombstones.event_key(r.event_id))
             if actions[r.id] == "tombstone" and hashes.get(r.file):
-                counts["tombstones"] += stones.hide(r.file, hashes[r.file], [tombstones.chunk_key(r.title, r.text)])
+                counts["tombstones"] += stones.hide(r.file, hashes[r.file], [tombstones.chunk_key(r.title, r.text)],
+                                                    [(r.line_start, r.line_end)])
                 counts["notes"].append(NoteToEdit(r.path, r.line_start, r.line_end, r.uid))
         tombstones.save(settings.state_dir, stones)
         # 3. the index: chunks, FTS rows (by trigger), vectors no chunk holds any more, and the logs' offsets

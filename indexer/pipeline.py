@@ -199,8 +199,10 @@ class _Run:
             return
         for problem in parsed.problems:
             self.skip(rel, problem)
-        hidden = self.stones.hidden(key, digest)
-        drafts = [d for d in parsed.drafts if chunk_key(d.title, d.text) not in hidden] if hidden else parsed.drafts
+        drafts = parsed.drafts
+        if key in self.stones.notes:
+            drafts = [d for d in drafts if not self.stones.is_hidden(key, digest, chunk_key(d.title, d.text),
+                                                                     (d.line_start, d.line_end))]
         with self.writes():
             self.remove_file_chunks(key)
             self.upsert_file(key, source, st, digest, 0, None)
