@@ -14,7 +14,7 @@ install: $(STAMP)  ## Create .venv, install memsearch with the offline embedding
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[embed,mcp,ui,dev]" --config-settings editable_mode=compat
+	$(PY) -m pip install --quiet -e ".[embed,mcp,ui,dev,team]" --config-settings editable_mode=compat
 	$(VENV)/bin/memsearch model install
 	@touch $(STAMP)
 

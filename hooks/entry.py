@@ -16,8 +16,22 @@ EVENTS = ("session-start", "prompt", "tool", "stop", "session-end", "summarize")
 MAX_STDIN = 8 * 1024 * 1024
 
 
+#: ``MEMSEARCH_DISABLE`` values that switch the hooks off before anything is imported (``disable`` in the config
+#: file does it once the settings are read).
+_ON = ("1", "true", "yes", "on")
+
+
+class Disabled(Exception):
+    """The ``disable`` setting is on: the hook does nothing."""
+
+
+class PayloadTooLarge(Exception):
+    """The event's JSON on stdin is larger than :data:`MAX_STDIN`: it is not read further, nor recorded."""
+
+
 def read_stdin(deadline_s: float = 2.0) -> dict:
-    """One JSON object from stdin, read incrementally until it parses, EOF, or the deadline."""
+    """One JSON object from stdin, read incrementally until it parses, EOF, or the deadline; raises
+    :class:`PayloadTooLarge` past :data:`MAX_STDIN` bytes."""
     import json
 
     try:
@@ -37,11 +51,15 @@ def read_stdin(deadline_s: float = 2.0) -> dict:
         if not chunk:
             break
         buf += chunk
+        if not chunk.rstrip().endswith(b"}"):
+            continue  # not the end of an object yet: parsing the whole buffer again each time is quadratic
         try:
             value = json.loads(buf)
             return value if isinstance(value, dict) else {}
         except ValueError:
             continue
+    if len(buf) >= MAX_STDIN:
+        raise PayloadTooLarge(len(buf))
     try:
         value = json.loads(buf.decode("utf-8", "replace")) if buf.strip() else {}
     except ValueError:
@@ -52,14 +70,48 @@ def read_stdin(deadline_s: float = 2.0) -> dict:
 def log(message: str) -> None:
     """Append one line to the hooks log; never raises."""
     try:
+        from indexer.private import append_line
         from indexer.settings import resolve_settings
 
-        settings = resolve_settings()
-        settings.log_dir.mkdir(parents=True, exist_ok=True)
-        with open(settings.log_dir / "hooks.log", "a", encoding="utf-8") as f:
-            f.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {message}\n")
+        log_path = resolve_settings(strict=False).log_dir / "hooks.log"
+        append_line(log_path, f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {message}")
     except Exception:
         pass
+
+
+def _with_notices(output: str | None) -> str | None:
+    """The handler's output with what the user must hear (events that could not be recorded) as its
+    ``systemMessage``, which Claude Code shows to the user."""
+    handlers = sys.modules.get(f"{__package__}.handlers")
+    notices = list(getattr(handlers, "NOTICES", None) or ())
+    if not notices:
+        return output
+    handlers.NOTICES.clear()  # one hook run's: tests and `memsearch hook` run several in one process
+    import json
+
+    try:
+        data = json.loads(output) if output else {}
+    except ValueError:
+        data = {}
+    data["systemMessage"] = "\n".join(notices)
+    return json.dumps(data, ensure_ascii=False)
+
+
+def _print(name: str, output: str) -> None:
+    """Write the JSON answer as UTF-8 bytes, whatever the encoding Python chose for stdout (``PYTHONIOENCODING``,
+    a C locale): Claude Code reads UTF-8. A failure is logged, never raised."""
+    try:
+        data = output.encode("utf-8", "replace")
+        out = getattr(sys.stdout, "buffer", None)
+        if out is None:
+            sys.stdout.write(output)
+            sys.stdout.flush()
+        else:
+            sys.stdout.flush()
+            out.write(data)
+            out.flush()
+    except Exception as exc:  # a closed or broken stdout: the hook must still exit 0
+        log(f"{name}: cannot write the hook output: {type(exc).__name__}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -68,17 +120,21 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     output = None
     try:
-        if os.environ.get("MEMSEARCH_DISABLE") == "1" or name not in EVENTS:
+        if os.environ.get("MEMSEARCH_DISABLE", "").strip().lower() in _ON or name not in EVENTS:
             return 0
         from . import handlers
 
         if name == "summarize":
             handlers.summarize(argv[1:])
         else:
-            payload = read_stdin()
+            try:
+                payload = read_stdin()
+            except PayloadTooLarge:
+                handlers.too_large(name, MAX_STDIN)
+                return 0
             output = getattr(handlers, name.replace("-", "_"))(payload)
     except BaseException as exc:  # a hook must never fail the user's turn, whatever went wrong
-        if isinstance(exc, KeyboardInterrupt):
+        if isinstance(exc, (KeyboardInterrupt, Disabled)):
             return 0
         import traceback
 
@@ -88,12 +144,9 @@ def main(argv: list[str] | None = None) -> int:
         output = None
     finally:
         elapsed = (time.perf_counter() - started) * 1000
+        output = _with_notices(output)
         if output:
-            try:
-                sys.stdout.write(output)
-                sys.stdout.flush()
-            except Exception:
-                pass
+            _print(name, output)
         if name in EVENTS and os.environ.get("MEMSEARCH_HOOK_LOG_TIMES") == "1":
             log(f"{name}: {elapsed:.1f} ms")
     return 0

@@ -30,7 +30,19 @@ _TRIVIAL_RE = re.compile(
 
 
 def _settings() -> Settings:
-    return resolve_settings()
+    """The settings, resolved leniently: a bad value (a typo in a config file, a cloned project's config) is
+    logged and skipped for the next source down, never a reason to stop capturing."""
+    settings = resolve_settings(strict=False)
+    if settings.problems:
+        from .entry import log
+
+        for problem in settings.problems:
+            log(f"settings: {problem}")
+    if settings.disable:
+        from .entry import Disabled
+
+        raise Disabled
+    return settings
 
 
 def _gate(settings: Settings, payload: dict[str, Any]):
@@ -46,12 +58,37 @@ def _project(payload: dict[str, Any]) -> str | None:
     return os.path.basename(str(cwd).rstrip("/")) or None if cwd else None
 
 
-def _record(settings: Settings, event: Event, *, ingest_now: bool = True) -> Path:
+#: What the user must hear from this hook run (shown as ``systemMessage``): events that could not be recorded.
+NOTICES: list[str] = []
+
+
+def _record(settings: Settings, event: Event, *, ingest_now: bool = True) -> Path | None:
     """Write the event to the log, then make it searchable by BM25 at once: by the warm server when it runs, else
-    in this process (skipped if a long index run holds the writer lock: that run, or the next, picks it up)."""
-    path = append(settings.home, event)
+    in this process (skipped if a long index run holds the writer lock: that run, or the next, picks it up).
+
+    When the log cannot be written (a full disk, a read-only memory root), the event is counted as lost and the
+    user is told at once; None is returned. The first event recorded after that tells of the losses too.
+    """
+    from indexer import lost
+
+    try:
+        path = append(settings.home, event)
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        counted = lost.record(settings.state_dir, reason)
+        from .entry import log
+
+        log(f"{event.type}: event not recorded: {reason}")
+        NOTICES.append(f"memsearch: this {event.type} event could not be recorded ({reason}: "
+                       f"{settings.home / 'events'}); it is lost" + ("" if counted else
+                       ", and memsearch could not count it for `memsearch status`"))
+        return None
+    earlier = lost.unannounced(settings.state_dir)
+    if earlier:
+        NOTICES.append(f"memsearch: {lost.describe(earlier, earlier['new'])}; see `memsearch doctor`")
     if ingest_now:
         _ingest(settings, path)
+    lost.reserve(settings.state_dir)
     return path
 
 
@@ -61,6 +98,20 @@ def _ingest(settings: Settings, path: Path) -> None:
         from indexer.pipeline import ingest
 
         ingest(settings, [path], lock_timeout=0.2)
+
+
+def too_large(event_name: str, limit: int) -> None:
+    """A payload too large to read: its event is lost, and said to be (log, lost-events count, the user)."""
+    from indexer import lost
+
+    from .entry import log
+
+    settings = _settings()
+    reason = f"a {event_name} hook payload over {limit // 2**20} MiB"
+    log(f"{event_name}: event not recorded: payload over {limit // 2**20} MiB")
+    lost.record(settings.state_dir, reason)
+    NOTICES.append(f"memsearch: this {event_name} event was not recorded: its payload is over "
+                   f"{limit // 2**20} MiB")
 
 
 def is_trivial(prompt: str) -> bool:
@@ -75,13 +126,6 @@ def _context_json(event_name: str, text: str) -> str:
                       ensure_ascii=False)
 
 
-def _config(name: str, default: int, low: int, high: int) -> int:
-    try:
-        return max(low, min(high, int(os.environ.get(name, default))))
-    except ValueError:
-        return default
-
-
 def prompt(payload: dict[str, Any]) -> str | None:
     """UserPromptSubmit: record the prompt, then inject relevant memories from other sessions."""
     found = recall(payload)
@@ -90,7 +134,7 @@ def prompt(payload: dict[str, Any]) -> str | None:
     from search_engine.context import format_context
 
     block, _ = format_context(found.query, found.hits, max_items=found.max_items, project=found.project,
-                              token_budget=_config("MEMSEARCH_TOKEN_BUDGET", 1200, 100, 2400))
+                              token_budget=found.token_budget)
     return _context_json("UserPromptSubmit", block) if block else None
 
 
@@ -110,14 +154,15 @@ def recall(payload: dict[str, Any]) -> SimpleNamespace | None:
     path = _record(settings, Event(type="prompt", content=text, session_id=session, project=project,
                                    cwd=payload.get("cwd") if isinstance(payload.get("cwd"), str) else None),
                    ingest_now=False) if allowed.capture else None
-    max_items = _config("MEMSEARCH_MAX_ITEMS", 5, 0, 20)
+    max_items = settings.max_items
     if is_trivial(text) or max_items == 0 or not allowed.inject:
         if path is not None:
             _ingest(settings, path)
         return None
     query = text[:MAX_QUERY_CHARS]
     hits = _search(settings, query, session, max_items * 3, path)
-    return SimpleNamespace(query=query, hits=hits, project=project, max_items=max_items)
+    return SimpleNamespace(query=query, hits=hits, project=project, max_items=max_items,
+                           token_budget=settings.token_budget)
 
 
 def _search(settings: Settings, query: str, session: str | None, k: int, captured: Path | None) -> list:
@@ -135,16 +180,25 @@ def _search(settings: Settings, query: str, session: str | None, k: int, capture
     from search_engine.client import ensure_server
 
     ensure_server(settings)  # gone after an idle exit, say: back for the next prompt, not waited for here
+    from indexer.errors import IndexCorrupt, MemsearchError
     from indexer.pipeline import ingest
-
-    if captured is not None:
-        ingest(settings, [captured], lock_timeout=0.1)
-    if time.monotonic() - started > SEARCH_BUDGET:
-        return []
     from search_engine.filters import Filters
     from search_engine.search import search
 
-    result = search(settings, query, mode="bm25", k=k, filters=Filters(exclude_session=session), embedder=None)
+    try:
+        if captured is not None:
+            ingest(settings, [captured], lock_timeout=0.1)
+        if time.monotonic() - started > SEARCH_BUDGET:
+            return []
+        result = search(settings, query, mode="bm25", k=k, filters=Filters(exclude_session=session), embedder=None)
+    except MemsearchError as exc:  # a damaged or unwritable index: the prompt goes on without memories
+        from .entry import log
+
+        log(f"prompt: no search: {type(exc).__name__}")
+        if isinstance(exc, IndexCorrupt):
+            NOTICES.append("memsearch: the index is damaged, so no memories were searched; `memsearch index` "
+                           "rebuilds it from your sources (your events are still recorded)")
+        return []
     return list(result.hits)
 
 
@@ -225,7 +279,7 @@ def session_end(payload: dict[str, Any]) -> None:
 
     settings = _settings()
     queue_summary(settings, session)
-    if os.environ.get("MEMSEARCH_NO_SERVER") != "1":
+    if not settings.no_server:
         ensure_server(settings)
         return None
     from search_engine.client import claim_start

@@ -15,6 +15,8 @@ from pathlib import Path
 
 from indexer.locks import LockTimeout, file_lock
 from indexer.pipeline import index, ingest
+from indexer.privacy import scrub
+from indexer.private import write_private
 from indexer.settings import Settings
 from indexer.summaries import build_summary, summary_path
 
@@ -78,9 +80,7 @@ def write_session_summary(settings: Settings, session_id: str, embedder=None) ->
     if text is None:
         return None
     path = summary_path(settings, session_id)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    # built from filtered chunks, filtered whole once more
+    write_private(path, scrub(text).encode("utf-8"))
     index(settings, [path], lock_timeout=60, embedder=embedder)
     return path

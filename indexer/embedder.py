@@ -185,10 +185,9 @@ class FastEmbedder:
             else:
                 kwargs["cache_dir"] = str(self._settings.cache_dir / "fastembed")
                 kwargs["local_files_only"] = True
-            threads = os.environ.get("MEMSEARCH_THREADS")
             try:
                 self._model = TextEmbedding(
-                    model_name=choice.name, threads=int(threads) if threads else None, **kwargs
+                    model_name=choice.name, threads=self._settings.threads or None, **kwargs
                 )
             except Exception as exc:  # fastembed raises bare ValueError/RuntimeError/OSError variants
                 raise ModelUnavailable(f"cannot load model {choice.name}: {exc}") from exc

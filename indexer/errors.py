@@ -1,5 +1,7 @@
 """Domain errors. The CLI turns each into one ``Error: …`` line on stderr and its exit code."""
 
+import errno
+
 
 class MemsearchError(Exception):
     """Base class: the message says what went wrong and what to do."""
@@ -23,3 +25,28 @@ class NotFound(MemsearchError):
 
 class ConfigError(MemsearchError):
     """The config file cannot be read or holds a bad value."""
+
+
+class IndexCorrupt(MemsearchError):
+    """The index file is damaged. It is derived data: ``memsearch index`` rebuilds it from the sources."""
+
+    def __init__(self, message: str, cause: str = "") -> None:
+        super().__init__(message)
+        self.cause = cause or message
+
+
+def os_error_text(exc: OSError) -> str:
+    """One line for a failed file operation: what, where, and what to do.
+
+    >>> os_error_text(OSError(errno.EROFS, "Read-only file system", "/m/.memsearch/index.lock"))
+    'cannot write /m/.memsearch/index.lock: Read-only file system; memsearch needs to write under its memory root'
+    """
+    where = f" {exc.filename}" if exc.filename else ""
+    reason = exc.strerror or str(exc)
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return f"cannot write{where}: {reason}; free some space and try again"
+    if exc.errno == errno.EROFS:
+        return f"cannot write{where}: {reason}; memsearch needs to write under its memory root"
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return f"cannot use{where}: {reason}; memsearch needs to read and write under its memory root"
+    return f"cannot use{where}: {reason}"

@@ -3,7 +3,9 @@
 Every event is privacy-filtered before it is written. A line is written with one ``write()`` on a file opened
 with ``O_APPEND`` while holding an exclusive ``flock``, so lines from many concurrent hooks are never interleaved
 or torn, whatever their length. The same lock lets ``memsearch maintain`` move an expired log away safely: an
-append that waited for it finds the file gone from its path and writes to a fresh one instead.
+append that waited for it finds the file gone from its path and writes to a fresh one instead. A write that fails
+part way (a full disk) is cut back off the log, and an append after a line torn by a crash starts on a fresh
+line, so one lost event never takes the next one with it.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .privacy import scrub
+from .privacy import cut_head, scrub
+from .private import private_dirs
 
 EVENT_TYPES = ("prompt", "response", "tool", "session")
 MAX_CONTENT_CHARS = 64_000
@@ -68,9 +71,9 @@ def event_path(home: Path, ts: str | None = None) -> Path:
 
 def encode(event: Event) -> bytes:
     """The event as one privacy-filtered JSON line."""
-    content = event.content
+    content = scrub(event.content)  # the whole text first: a span or key block the cap cuts is still found
     if len(content) > MAX_CONTENT_CHARS:
-        content = content[:MAX_CONTENT_CHARS] + "\n[truncated]"
+        content = scrub(cut_head(content, MAX_CONTENT_CHARS) + "\n[truncated]")
     record = {
         "id": event.id,
         "ts": event.ts,
@@ -79,7 +82,7 @@ def encode(event: Event) -> bytes:
         "cwd": event.cwd,
         "type": event.type,
         "tool_name": event.tool_name,
-        "content": scrub(content),
+        "content": content,
         "metadata": event.metadata,
     }
     # metadata is filtered here, once; the other fields come from hook payloads too, whose types are not
@@ -93,24 +96,46 @@ def append(home: Path, events: list[Event] | Event) -> Path:
     """Append events to today's log (of the first event's date); returns the log path."""
     batch = [events] if isinstance(events, Event) else events
     path = event_path(home, batch[0].ts if batch else None)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_dirs(path.parent)
     data = b"".join(encode(e) for e in batch)
     while True:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             try:
                 if not _still_linked(fd, path):
                     continue  # maintenance archived the log while we waited for its lock: append to a new one
-                view = memoryview(data)
-                while view:
-                    written = os.write(fd, view)
-                    view = view[written:]
+                size = os.fstat(fd).st_size
+                view = memoryview(_on_fresh_line(fd, data))
+                try:
+                    while view:
+                        written = os.write(fd, view)
+                        view = view[written:]
+                except OSError:
+                    _truncate(fd, size)
+                    raise
                 return path
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
         finally:
             os.close(fd)
+
+
+def _truncate(fd: int, size: int) -> None:
+    """Take back the part of a line a failed write left (a full disk): the log keeps whole lines only."""
+    try:
+        os.ftruncate(fd, size)
+    except OSError:
+        pass  # then the next append starts on a fresh line, and the indexer reports the torn one
+
+
+def _on_fresh_line(fd: int, data: bytes) -> bytes:
+    """``data`` preceded by a newline when the log does not end with one: a line torn by a crash or a full disk
+    mid-write would otherwise swallow the next event into one unreadable line. Called under the log's lock."""
+    size = os.fstat(fd).st_size
+    if size and os.pread(fd, 1, size - 1) != b"\n":
+        return b"\n" + data
+    return data
 
 
 def _still_linked(fd: int, path: Path) -> bool:

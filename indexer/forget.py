@@ -35,6 +35,7 @@ from .errors import MemsearchError, NotFound, UsageError
 from .locks import LockTimeout, file_lock
 from .logrewrite import archive_matches, blank_lines, replace_file, rewrite_archive
 from .pipeline import HEAD_BYTES, _scan, drop_orphan_vectors, ingest
+from .private import private_dirs
 from .rebuild import WRITER_LOCK, maintenance_lock
 from .settings import Settings
 from .summaries import build_summary, is_generated, summary_path
@@ -235,7 +236,7 @@ def _db_bytes(settings: Settings) -> int:
 
 
 def _log(settings: Settings, message: str) -> None:
-    settings.log_dir.mkdir(parents=True, exist_ok=True)
+    private_dirs(settings.log_dir)
     fd = os.open(settings.log_dir / "forget.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     with os.fdopen(fd, "a", encoding="utf-8") as f:
         f.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {message}\n")
@@ -312,7 +313,8 @@ def _apply_locked(settings: Settings, plan: ForgetPlan, vacuum: bool) -> dict:
             if r.kind == "event" and r.event_id:
                 stones.events.add(tombstones.event_key(r.event_id))
             if actions[r.id] == "tombstone" and hashes.get(r.file):
-                counts["tombstones"] += stones.hide(r.file, hashes[r.file], [tombstones.chunk_key(r.title, r.text)])
+                counts["tombstones"] += stones.hide(r.file, hashes[r.file], [tombstones.chunk_key(r.title, r.text)],
+                                                    [(r.line_start, r.line_end)])
                 counts["notes"].append(NoteToEdit(r.path, r.line_start, r.line_end, r.uid))
         tombstones.save(settings.state_dir, stones)
         # 3. the index: chunks, FTS rows (by trigger), vectors no chunk holds any more, and the logs' offsets

@@ -38,7 +38,10 @@ from .embedder import Embedder
 from .errors import MemsearchError
 from .locks import LockTimeout, file_lock
 from .pipeline import AUTO, Progress, drop_orphan_vectors
+from .privacy import FILTER_VERSION
+from .private import private_dirs, write_private
 from .rebuild import WRITER_LOCK, maintenance_lock, rebuild_locked
+from .scrub import save_filter_version, scrub_sources, stored_filter_version
 from .settings import Settings
 from .sources import normalize_ts
 from .types import Expired, IndexCheck, MaintainReport
@@ -68,6 +71,11 @@ def maintain(
 
         bytes_before, chunks_before = db_bytes(settings.db_path), _chunk_count(settings.db_path)
         t = time.perf_counter()
+        scrubbed = None
+        if stored_filter_version(settings) != FILTER_VERSION:  # the rebuild below re-filters the index
+            tally = scrub_sources(settings)
+            scrubbed = dict(sorted(tally.files.items()))
+            t = step("privacy scrub", t)
         expired = expire_event_logs(settings, now)
         t = step("retention", t)
         report = rebuild_locked(settings, embedder=embedder, progress=progress)
@@ -90,6 +98,8 @@ def maintain(
             check = check_index(conn)
             if vacuum_error:
                 check = _with_problem(check, vacuum_error)
+            elif scrubbed is not None and not tally.problems:
+                save_filter_version(settings)
             step("integrity check", t)
             chunks_after = check.chunks
         finally:
@@ -107,6 +117,7 @@ def maintain(
             bytes_after=db_bytes(settings.db_path),
             seconds=round(time.perf_counter() - started, 3),
             steps=tuple(steps),
+            scrubbed=scrubbed,
         )
 
 
@@ -226,18 +237,12 @@ def newest_event(data: bytes) -> str | None:
 
 def _archive(data: bytes, folder: Path, name: str) -> Path:
     """Write ``data`` gzipped as ``folder/name.gz`` (``name.1.gz``… if taken), durably, and return its path."""
-    folder.mkdir(parents=True, exist_ok=True)
+    private_dirs(folder)
     target, n = folder / f"{name}.gz", 0
     while target.exists():
         n += 1
         target = folder / f"{name}.{n}.gz"
-    tmp = target.with_name(f".{target.name}.tmp")
-    with open(tmp, "wb") as f:
-        f.write(gzip.compress(data))
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, target)
-    return target
+    return write_private(target, gzip.compress(data), durable=True)
 
 
 def _read_all(fd: int) -> bytes:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from .privacy import cut_head, cut_tail, scrub
+
 #: The input field that says what a tool call was about.
 KEY_FIELDS = {
     "Bash": "command", "PowerShell": "command", "Write": "file_path", "Edit": "file_path",
@@ -27,10 +29,14 @@ def skip_tool(name: str) -> bool:
 
 
 def truncate_middle(text: str, head: int = HEAD_CHARS, tail: int = TAIL_CHARS) -> str:
-    """A bounded head and tail of a long output, with how much was cut in between."""
+    """A bounded head and tail of a long output, with how much was cut in between. The text is privacy-filtered
+    whole before it is cut (a private span or key block whose end falls in the cut is still found), and the cut
+    never splits a redaction marker."""
+    text = scrub(text)
     if len(text) <= head + tail + 40:
         return text
-    return f"{text[:head]}\n[… {len(text) - head - tail} characters cut …]\n{text[-tail:]}"
+    first, last = cut_head(text, head), cut_tail(text, tail)
+    return f"{first}\n[… {len(text) - len(first) - len(last)} characters cut …]\n{last}"
 
 
 def response_text(response: Any) -> str:
@@ -50,12 +56,24 @@ def response_text(response: Any) -> str:
         if parts:
             return "\n".join(parts)
         # stdlib json: orjson refuses integers above 64 bits (TypeError, not passed to ``default``) and the
-        # whole event was lost
+        # whole event was lost. Each string is filtered before the dump (JSON escapes such as \n and \" would
+        # hide a secret's boundaries), the whole dump again before its cut.
         try:
-            return json.dumps(response, default=str, ensure_ascii=False)[:HEAD_CHARS]
+            dumped = json.dumps(_scrub_strings(response), default=str, ensure_ascii=False)
         except (TypeError, ValueError, RecursionError):
-            return str(response)[:HEAD_CHARS]
+            dumped = str(response)
+        return cut_head(scrub(dumped), HEAD_CHARS)
     return str(response)
+
+
+def _scrub_strings(value: Any) -> Any:
+    if isinstance(value, str):
+        return scrub(value)
+    if isinstance(value, dict):
+        return {k: _scrub_strings(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_scrub_strings(v) for v in value]
+    return value
 
 
 def succeeded(response: Any, error: Any = None) -> bool:
@@ -92,7 +110,7 @@ def describe_tool(name: str, tool_input: Any, output: str, ok: bool, response: A
             if isinstance(tool_input.get(candidate), str):
                 field, key = candidate, tool_input[candidate]
                 break
-    key = str(key) if key is not None else ""
+    key = scrub(str(key)) if key is not None else ""
     head = f"{name}{': ' + key if key else ''}"
     if name in ("Grep", "Glob") and isinstance(tool_input.get("path"), str):
         head += f" in {tool_input['path']}"
@@ -113,7 +131,7 @@ def describe_tool(name: str, tool_input: Any, output: str, ok: bool, response: A
         lines.append(truncate_middle(output.strip()))
     metadata: dict[str, Any] = {"success": ok}
     if field and key:
-        metadata[field] = key[:1000]
+        metadata[field] = cut_head(key, 1000)
     return "\n".join(lines), metadata
 
 
@@ -139,7 +157,7 @@ def _structured(name: str, tool_input: dict[str, Any], response: dict[str, Any])
     elif name == "Write" and isinstance(tool_input.get("content"), str):
         content = tool_input["content"]
         out.append(f"wrote {content.count(chr(10)) + 1} lines")
-        out.append(_short(content, 300, 0) if len(content) > 340 else content.strip())
+        out.append(_short(content, 300, 0))
     elif name == "NotebookEdit" and isinstance(tool_input.get("new_source"), str):
         out.append("new: " + _short(tool_input["new_source"]))
     elif name == "Read":

@@ -10,10 +10,11 @@ A source that cannot be read is reported and skipped, and whatever it had in the
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterable
 from contextlib import nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import apsw
@@ -24,8 +25,9 @@ from .chunker import CHUNKER_VERSION
 from .chunktext import content_hash, embed_input, fts_title
 from .cjk import index_form, model_reads
 from .embedder import Embedder, load_embedder, resolve_model
-from .errors import MemsearchError
+from .errors import IndexCorrupt, MemsearchError
 from .locks import LockTimeout, file_lock
+from .private import private_dirs
 from .settings import Settings
 from .sources import (
     MAX_FILE_BYTES,
@@ -197,8 +199,10 @@ class _Run:
             return
         for problem in parsed.problems:
             self.skip(rel, problem)
-        hidden = self.stones.hidden(key, digest)
-        drafts = [d for d in parsed.drafts if chunk_key(d.title, d.text) not in hidden] if hidden else parsed.drafts
+        drafts = parsed.drafts
+        if key in self.stones.notes:
+            drafts = [d for d in drafts if not self.stones.is_hidden(key, digest, chunk_key(d.title, d.text),
+                                                                     (d.line_start, d.line_end))]
         with self.writes():
             self.remove_file_chunks(key)
             self.upsert_file(key, source, st, digest, 0, None)
@@ -283,6 +287,17 @@ def _skip_line(f, offset: int) -> int:
 
 def source_roots(settings: Settings) -> list[Path]:
     return [settings.home, *settings.extra_sources]
+
+
+def inside_sources(settings: Settings, paths: list[Path]) -> list[Path]:
+    """The ``paths`` whose real location (every symlink followed) lies inside the memory root or an extra source."""
+    roots = [os.path.realpath(p) for p in source_roots(settings)]
+    kept = []
+    for path in paths:
+        real = os.path.realpath(path)
+        if any(real == r or real.startswith(r.rstrip("/") + "/") for r in roots):
+            kept.append(path)
+    return kept
 
 
 def _in_scope(key: str, scope: list[Path]) -> bool:
@@ -391,9 +406,26 @@ def index(
 
     Only the scan holds the writer lock (so hooks can add their events while a long embedding runs); embedding
     needs no lock, because each vector is written once per (hash, model) whoever computes it.
+
+    A damaged index (SQLite cannot read it, or an earlier command found a malformed page) is derived data: it is
+    rebuilt from the sources as ``--full`` does, and the report's note says so.
     """
+    try:
+        if store.damage_marker(settings.db_path).exists():
+            raise IndexCorrupt("an earlier command found a malformed page", cause="an earlier command found a malformed page")
+        with store.damage_guard(settings.db_path):
+            return _index(settings, paths, full, embedder, progress, lock_timeout)
+    except IndexCorrupt as exc:
+        from .rebuild import rebuild  # the rebuild builds on this module
+
+        report = rebuild(settings, embedder=embedder, progress=progress, lock_timeout=lock_timeout)
+        note = f"the index was damaged ({exc.cause}); it is derived data and was rebuilt from the sources"
+        return replace(report, model_note="; ".join(filter(None, (note, report.model_note))))
+
+
+def _index(settings: Settings, paths, full: bool, embedder, progress, lock_timeout: float) -> IndexReport:
     started = time.perf_counter()
-    settings.state_dir.mkdir(parents=True, exist_ok=True)
+    private_dirs(settings.state_dir)
     conn = store.connect(settings.db_path)
     try:
         try:
@@ -497,12 +529,19 @@ def _scan(settings: Settings, conn: apsw.Connection, paths, full: bool, progress
 
 def ingest(settings: Settings, paths: list[Path], *, lock_timeout: float = 0.2) -> bool:
     """Index just ``paths`` for BM25, fast, for hooks: no embedding, no report. Returns False when another run
-    holds the writer lock (that run, or the next one, picks the sources up)."""
+    holds the writer lock (that run, or the next one, picks the sources up).
+
+    A path that is, or lies under, a symlink leading out of the memory root and the extra sources (a linked
+    ``events/`` folder or log) is not read: ``memsearch index`` and the server refuse it too.
+    """
+    paths = inside_sources(settings, paths)
+    if not paths:
+        return True
     if not settings.db_path.exists():
-        settings.state_dir.mkdir(parents=True, exist_ok=True)
-    conn = store.connect(settings.db_path)
+        private_dirs(settings.state_dir)
+    conn = store.connect(settings.db_path, io_wait=lock_timeout)  # a hook does not wait out a deleted -wal
     try:
-        with file_lock(settings.state_dir / "index.lock", lock_timeout):
+        with file_lock(settings.state_dir / "index.lock", lock_timeout), store.damage_guard(settings.db_path):
             _scan(settings, conn, paths, False, None)
         return True
     except LockTimeout:

@@ -1,14 +1,25 @@
-"""The privacy filter, applied to every text before it reaches disk or the index.
+"""The privacy filter, applied to the whole of every text before it is cut, written or indexed.
 
 Two passes:
 
 1. Private spans. ``<private>…</private>``, ``[private]…[/private]`` and ``<!-- private -->…<!-- /private -->``
-   (any case, nestable) are replaced by :data:`PRIVATE_MARKER`. Tags inside fenced code blocks are left literal
-   (documentation about the tags stays readable); a span that encloses a fence still hides it. Empty spans are
-   removed. An unclosed opening tag is left as it is and reported as a warning. The newlines of a removed span
-   are kept, so the line numbers of everything after it stay right for citations.
-2. Secrets. Passwords, API keys and tokens of common providers, bearer tokens, private key blocks and connection
-   strings with credentials are masked as ``[REDACTED:<kind>]``, everywhere, fences included.
+   in any case, with attributes (``<private reason="…">``) and stray spaces (``< private >``, ``</ private>``),
+   nestable, are replaced by :data:`PRIVATE_MARKER`. Tags inside a *closed* fenced code block, or written alone as
+   inline code (`` `<private>` ``), are left literal so documentation about them stays readable; an unclosed fence
+   is no fence. An opening tag that is never closed hides everything after it, and a closing tag without an opening
+   one hides everything before it (the text was cut upstream): both are reported as warnings. The newlines of a
+   removed span are kept, so the line numbers of everything after it stay right for citations.
+2. Secrets (:mod:`indexer.secret_rules`): masked as ``[REDACTED:<kind>]`` everywhere, fences included.
+
+Cutting a filtered text (a head and tail of a long tool output, the event size cap, a one-line summary) goes
+through :func:`cut_head` / :func:`cut_tail`, which never split a marker; whoever cuts filters again afterwards, so
+what is stored is a fixed point of the filter and ``memsearch scrub`` leaves it alone.
+
+Marker kinds: ``private``, ``private-key``, ``key-material``, ``password``, ``secret``, ``connection-string``,
+``bearer-token``, ``high-entropy``, ``webhook-url``, ``api-token`` and the providers' own (``aws-key``,
+``github-token``, ``gitlab-token``, ``anthropic-key``, ``openai-key``, ``stripe-key``, ``slack-token``,
+``google-key``, ``huggingface-token``, ``npm-token``, ``pypi-token``, ``sendgrid-key``, ``twilio-key``,
+``mailgun-key``, ``mailchimp-key``, ``telegram-token``, ``azure-key``, ``sas-signature``, ``jwt``).
 
 >>> redact("deploy with <private>hunter2</private> now").text
 'deploy with [REDACTED:private] now'
@@ -21,17 +32,23 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .secret_rules import mask
+
+#: Bumped whenever the filter would change what it stores; ``memsearch maintain`` scrubs when it differs from
+#: the version the memory was last scrubbed with.
+FILTER_VERSION = 2
 PRIVATE_MARKER = "[REDACTED:private]"
+MARKER_RE = re.compile(r"\[REDACTED:([a-z0-9-]+)\]")
 
 _OPEN = {
-    "angle": r"<private\s*>",
-    "square": r"\[private\]",
-    "comment": r"<!--\s*private\s*-->",
+    "angle": r"<\s*private(?:\s+[^<>]*)?/?\s*>",
+    "square": r"\[\s*private(?:\s+[^\[\]]*)?\]",
+    "comment": r"<!--\s*private(?:[\s:][^<>]*?)?\s*-->",
 }
 _CLOSE = {
-    "angle": r"</private\s*>",
-    "square": r"\[/private\]",
-    "comment": r"<!--\s*/private\s*-->",
+    "angle": r"<\s*/\s*private\s*>",
+    "square": r"\[\s*/\s*private\s*\]",
+    "comment": r"<!--\s*(?:/\s*|end\s+)private\s*-->",
 }
 _TAG_RE = re.compile(
     "|".join(f"(?P<open_{k}>{v})" for k, v in _OPEN.items())
@@ -39,48 +56,7 @@ _TAG_RE = re.compile(
     + "|".join(f"(?P<close_{k}>{v})" for k, v in _CLOSE.items()),
     re.IGNORECASE,
 )
-_FENCE_RE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})", re.MULTILINE)
-
-# (kind, anchors, pattern, group to mask or 0 for the whole match). Every match of a pattern holds one of its
-# anchors once lower-cased, so a pattern runs only on a text holding an anchor: most texts hold none, and the
-# substring tests cost a fraction of one regex scan (the filter runs on every text the indexer reads).
-_SECRETS: list[tuple[str, tuple[str, ...], re.Pattern[str], int]] = [
-    (
-        "private-key",
-        ("-----begin",),
-        re.compile(
-            r"-----BEGIN ((?:RSA |EC |DSA |OPENSSH |PGP |ENCRYPTED )?PRIVATE KEY(?: BLOCK)?)-----"
-            r"[\s\S]*?(?:-----END \1-----|\Z)"
-        ),
-        0,
-    ),
-    ("aws-key", ("akia", "asia", "agpa", "aida", "aroa"), re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[0-9A-Z]{16}\b"), 0),
-    ("github-token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"), re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})\b"), 0),
-    ("gitlab-token", ("glpat-",), re.compile(r"\bglpat-[A-Za-z0-9_\-]{20,}\b"), 0),
-    ("anthropic-key", ("sk-ant-",), re.compile(r"\bsk-ant-[A-Za-z0-9_\-]{20,}"), 0),
-    ("openai-key", ("sk-",), re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}"), 0),
-    ("stripe-key", ("_live_", "_test_"), re.compile(r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}\b"), 0),
-    ("slack-token", ("xox",), re.compile(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}"), 0),
-    ("google-key", ("aiza",), re.compile(r"\bAIza[0-9A-Za-z_\-]{35}\b"), 0),
-    ("huggingface-token", ("hf_",), re.compile(r"\bhf_[A-Za-z0-9]{30,}\b"), 0),
-    ("npm-token", ("npm_",), re.compile(r"\bnpm_[A-Za-z0-9]{36}\b"), 0),
-    ("jwt", ("eyj",), re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"), 0),
-    ("bearer-token", ("bearer",), re.compile(r"(?i)\bbearer\s+([A-Za-z0-9._~+/\-]{12,}=*)"), 1),
-    ("connection-string", ("://",), re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@]+:([^\s@/]+)@"), 1),
-    (
-        "password",
-        ("pass", "pwd", "secret", "key", "token"),
-        re.compile(
-            r"(?i)\b(?:password|passwd|pwd|passphrase|secret|secret[_-]?key|api[_-]?key|apikey|access[_-]?key"
-            r"|access[_-]?token|auth[_-]?token|client[_-]?secret|private[_-]?key)\b[\"']?\s*[:=]\s*"
-            r"[\"']?(?!\[REDACTED)([^\s\"',;]{4,})"
-        ),
-        1,
-    ),
-]
-
-
-_ANCHORS = tuple(dict.fromkeys(a for _, anchors, _, _ in _SECRETS for a in anchors))
+_FENCE_RE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})(.*)$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -92,20 +68,19 @@ class Redacted:
 
 
 def _fence_ranges(text: str) -> list[tuple[int, int]]:
-    """Character ranges of fenced code blocks (an unclosed fence runs to the end)."""
+    """Character ranges of the insides of *closed* fenced code blocks (an unclosed fence is no fence)."""
     ranges: list[tuple[int, int]] = []
     start = None
     marker = ""
     for m in _FENCE_RE.finditer(text):
-        fence = m.group(1)
+        fence, rest = m.group(1), m.group(2)
         if start is None:
-            start, marker = m.start(), fence
-        elif fence[0] == marker[0] and len(fence) >= len(marker):
-            line_end = text.find("\n", m.end())
-            ranges.append((start, len(text) if line_end < 0 else line_end))
+            if fence[0] == "`" and "`" in rest:
+                continue  # not a fence: a backtick fence's info string holds no backtick
+            start, marker = m.end(), fence
+        elif fence[0] == marker[0] and len(fence) >= len(marker) and not rest.strip():
+            ranges.append((start, m.start()))
             start = None
-    if start is not None:
-        ranges.append((start, len(text)))
     return ranges
 
 
@@ -115,6 +90,13 @@ def _in_ranges(pos: int, ranges: list[tuple[int, int]]) -> bool:
 
 def _line_of(text: str, pos: int) -> int:
     return text.count("\n", 0, pos) + 1
+
+
+def _literal(text: str, m: re.Match[str], fences: list[tuple[int, int]]) -> bool:
+    """A tag in a closed fence, or alone in inline code, is written about, not used."""
+    if m.start() > 0 and text[m.start() - 1] == "`" and text.startswith("`", m.end()):
+        return True
+    return _in_ranges(m.start(), fences)
 
 
 def strip_private(text: str) -> Redacted:
@@ -129,11 +111,24 @@ def strip_private(text: str) -> Redacted:
     depth = 0
     style = ""
     open_pos = 0
+
+    def hide(start: int, end: int) -> None:
+        nonlocal spans
+        inner = text[start:end]
+        newlines = "\n" * inner.count("\n")
+        if _TAG_RE.sub("", inner).strip():
+            out.append(PRIVATE_MARKER + newlines)
+            spans += 1
+        else:
+            out.append(newlines)
+
     for m in _TAG_RE.finditer(text):
-        if _in_ranges(m.start(), fences):
+        if _literal(text, m, fences):
             continue
         kind = m.lastgroup or ""
         is_open, tag_style = kind.startswith("open_"), kind.split("_", 1)[1]
+        if is_open and m.group(0).rstrip("> \t").endswith("/"):
+            continue  # <private/>: an empty span
         if is_open:
             if depth == 0:
                 style, open_pos = tag_style, m.start()
@@ -142,54 +137,82 @@ def strip_private(text: str) -> Redacted:
         elif depth and tag_style == style:
             depth -= 1
             if depth == 0:
-                inner = text[open_pos:m.end()]
-                body = _TAG_RE.sub("", inner)
-                newlines = "\n" * inner.count("\n")
-                if body.strip():
-                    out.append(PRIVATE_MARKER + newlines)
-                    spans += 1
-                else:
-                    out.append(newlines)
+                hide(open_pos, m.end())
                 cursor = m.end()
+        elif depth == 0:
+            warnings.append(f"closing private tag without an opening one at line {_line_of(text, m.start())}:"
+                            " the text before it was withheld")
+            hide(cursor, m.end())
+            cursor = m.end()
     if depth:
-        warnings.append(f"unclosed private tag at line {_line_of(text, open_pos)} left as it is")
-        cursor = open_pos
+        warnings.append(f"unclosed private tag at line {_line_of(text, open_pos)}: the rest of the text was withheld")
+        hide(open_pos, len(text))
+        cursor = len(text)
     out.append(text[cursor:])
     return Redacted("".join(out), private_spans=spans, warnings=tuple(warnings))
 
 
 def mask_secrets(text: str) -> tuple[str, int]:
     """Mask every secret; returns the masked text and how many were masked."""
-    count = 0
-    lower = text.lower()
-    present = {a for a in _ANCHORS if a in lower}
-    for kind, anchors, pattern, group in _SECRETS:
-        if present.isdisjoint(anchors):
-            continue
-        marker = f"[REDACTED:{kind}]"
-
-        def _sub(m: re.Match[str], group: int = group, marker: str = marker) -> str:
-            nonlocal count
-            count += 1
-            if group == 0:
-                return marker
-            return m.group(0)[: m.start(group) - m.start(0)] + marker + m.group(0)[m.end(group) - m.start(0) :]
-
-        before = count
-        text = pattern.sub(_sub, text)
-        if count != before:
-            lower = text.lower()
-            present = {a for a in _ANCHORS if a in lower}
-    return text, count
+    return mask(text)
 
 
 def redact(text: str) -> Redacted:
-    """Both passes: private spans, then secrets."""
-    stripped = strip_private(text)
-    masked, secrets = mask_secrets(stripped.text)
-    return Redacted(masked, stripped.private_spans, secrets, stripped.warnings)
+    """Both passes: private spans, then secrets; again while they change the text, since a mask can change what
+    the first pass saw (a key block masked to the end of the text takes a closing fence with it, and a tag that
+    fence kept literal is then live): what is stored is a fixed point, which ``memsearch scrub`` leaves alone."""
+    spans = secrets = 0
+    warnings: list[str] = []
+    for _ in range(4):
+        stripped = strip_private(text)
+        masked, found = mask(stripped.text)
+        spans, secrets = spans + stripped.private_spans, secrets + found
+        warnings += [w for w in stripped.warnings if w not in warnings]
+        if masked == text:
+            break
+        text = masked
+    return Redacted(text, spans, secrets, tuple(warnings))
 
 
 def scrub(text: str) -> str:
     """The filtered text alone, for places that need no report."""
     return redact(text).text
+
+
+def _marker_at(text: str, pos: int) -> tuple[int, int] | None:
+    """The marker that ``pos`` falls strictly inside, as its span."""
+    for m in MARKER_RE.finditer(text, max(0, pos - 40), pos + 40):
+        if m.start() < pos < m.end():
+            return m.start(), m.end()
+    return None
+
+
+def cut_head(text: str, limit: int) -> str:
+    """The first ``limit`` characters of a filtered text, cut before a marker rather than through it."""
+    if len(text) <= limit:
+        return text
+    inside = _marker_at(text, limit)
+    return text[: inside[0] if inside else limit]
+
+
+def cut_tail(text: str, limit: int) -> str:
+    """The last ``limit`` characters of a filtered text, cut after a marker rather than through it."""
+    if limit <= 0:
+        return ""
+    if len(text) <= limit:
+        return text
+    pos = len(text) - limit
+    inside = _marker_at(text, pos)
+    return text[inside[1] if inside else pos:]
+
+
+def kinds(text: str) -> dict[str, int]:
+    """How many markers of each kind a stored text holds.
+
+    >>> kinds("a [REDACTED:private] b [REDACTED:password] [REDACTED:private]")
+    {'private': 2, 'password': 1}
+    """
+    counts: dict[str, int] = {}
+    for m in MARKER_RE.finditer(text):
+        counts[m.group(1)] = counts.get(m.group(1), 0) + 1
+    return counts

@@ -30,9 +30,10 @@ import apsw
 from . import store
 from .chunktext import embed_input
 from .embedder import Embedder, load_embedder, resolve_model
-from .errors import MemsearchError
+from .errors import IndexCorrupt, MemsearchError
 from .locks import LockTimeout, file_lock
 from .pipeline import AUTO, EMBED_WINDOW, Progress, _Run, _scan, pending_count, pending_hashes, source_roots
+from .private import private_dirs
 from .settings import Settings
 from .sources import Draft, discover
 from .types import IndexReport
@@ -46,7 +47,7 @@ SWAP_LOCK_TIMEOUT = 600.0
 @contextmanager
 def maintenance_lock(settings: Settings, timeout: float = 0.0) -> Iterator[None]:
     """One full rebuild or maintenance run at a time per memory root."""
-    settings.state_dir.mkdir(parents=True, exist_ok=True)
+    private_dirs(settings.state_dir)
     path = settings.state_dir / MAINTENANCE_LOCK
     try:
         with file_lock(path, timeout):
@@ -106,7 +107,13 @@ def rebuild_locked(
             with file_lock(settings.state_dir / WRITER_LOCK, SWAP_LOCK_TIMEOUT):
                 _scan(build, conn, None, False, None)
                 compared = _compare(before, _snapshot(conn))
-                swap_in(conn, settings.db_path)
+                try:
+                    swap_in(conn, settings.db_path)
+                except IndexCorrupt:
+                    conn.close()
+                    replace_damaged(build_path, settings.db_path)
+                    conn = store.connect(settings.db_path)
+                _forget_damage(settings.db_path)
         except LockTimeout:
             raise MemsearchError(
                 f"an index run held {settings.state_dir / WRITER_LOCK} for {SWAP_LOCK_TIMEOUT:.0f}s; the old index "
@@ -141,6 +148,9 @@ def _open_old(path: Path, notes: list[str]) -> apsw.Connection | None:
         return None
     try:
         return store.connect(path, create=False)
+    except IndexCorrupt:
+        notes.append("nothing taken over from the damaged index: everything is embedded again")
+        return None
     except MemsearchError as exc:
         notes.append(f"the old index could not be read ({exc}); everything is embedded again")
         return None
@@ -180,25 +190,51 @@ def swap_in(source: apsw.Connection, db_path: Path, retries: int = 20) -> None:
 
     Readers of ``db_path`` keep their snapshot until their read ends, then see the new content; a crash before the
     commit leaves the old content. The copy waits for the write lock like any writer (busy timeout, then retries).
+    A live index SQLite finds damaged raises :class:`IndexCorrupt` (then see :func:`replace_damaged`).
     """
     live = store.connect(db_path)
     try:
-        if live.pragma("page_size") != source.pragma("page_size"):
-            raise MemsearchError(
-                f"{db_path} has another page size than the rebuilt index; delete it and run `memsearch index`"
-            )
-        for attempt in range(retries):
-            try:
-                with live.backup("main", source, "main") as backup:
-                    backup.step(-1)
-                break
-            except apsw.BusyError:
-                if attempt == retries - 1:
-                    raise MemsearchError(f"{db_path} stayed busy; the old index was left as it was: try again") from None
-                time.sleep(0.1 * (attempt + 1))
-        live.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        with store.damage_guard(db_path):
+            _backup(live, source, db_path, retries)
     finally:
         live.close()
+
+
+def _backup(live: apsw.Connection, source: apsw.Connection, db_path: Path, retries: int) -> None:
+    if live.pragma("page_size") != source.pragma("page_size"):
+        raise MemsearchError(
+            f"{db_path} has another page size than the rebuilt index; delete it and run `memsearch index`"
+        )
+    for attempt in range(retries):
+        try:
+            with live.backup("main", source, "main") as backup:
+                backup.step(-1)
+            break
+        except apsw.BusyError:
+            if attempt == retries - 1:
+                raise MemsearchError(f"{db_path} stayed busy; the old index was left as it was: try again") from None
+            time.sleep(0.1 * (attempt + 1))
+    live.execute("PRAGMA wal_checkpoint(PASSIVE)")
+
+
+def replace_damaged(build_path: Path, db_path: Path) -> None:
+    """Put the finished build in place of a live index SQLite cannot open (a garbage header, a truncated file),
+    which the online backup cannot write into. The build's connection is closed, so its file is whole. Unlike
+    :func:`swap_in`, a connection still open on the damaged file (the warm server's) keeps it until it notices the
+    new file, as it does for an index deleted by hand."""
+    for suffix in ("-wal", "-shm"):
+        try:
+            os.unlink(f"{db_path}{suffix}")
+        except FileNotFoundError:
+            pass
+    os.replace(build_path, db_path)
+
+
+def _forget_damage(db_path: Path) -> None:
+    try:
+        os.unlink(store.damage_marker(db_path))
+    except FileNotFoundError:
+        pass
 
 
 def remove_stale_builds(settings: Settings) -> list[Path]:

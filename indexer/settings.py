@@ -5,17 +5,24 @@ default. ``memsearch status`` shows each value and where it came from.
 The project config lives in a repository someone else may have written, and hooks run in it: it may tune search
 (:data:`PROJECT_KEYS`) and nothing else. A key that names a model, a file, a folder or the database there is
 ignored (never an error, so a hostile project cannot break the hooks either) and ``status`` says it was refused.
+
+Every value is checked when the settings are built (its type, range or choices), and a bad one is named with where
+it came from: the flag, the environment variable, or the config file. A bad project value is ignored like a refused
+key. Commands stop on any other bad value with one line; hooks resolve with ``strict=False``, which skips a bad
+value for the next source down (ultimately the default) and lists it in :attr:`Settings.problems`, so capture never
+stops on a typo.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError
+from .errors import ConfigError, UsageError
 
 CONFIG_NAME = "memsearch.toml"
 PROJECT_CONFIG_NAME = ".memsearch.toml"
@@ -50,6 +57,14 @@ class Settings:
     retention_days_event: int = 90
     #: ``memsearch maintain``: expired event logs move to ``<root>/archive/events/`` (gzip) instead of being deleted.
     archive: bool = True
+    #: the prompt hook: at most this many memories injected, within about this many tokens
+    max_items: int = 5
+    token_budget: int = 1200
+    #: ONNX runtime threads for the embedding model (0: its own default)
+    threads: int = 0
+    #: hooks: do nothing at all (``disable``); never start the warm server (``no_server``)
+    disable: bool = False
+    no_server: bool = False
     #: capture and injection for this project (a project's ``.memsearch.toml`` may turn them off; see optout.py)
     capture: bool = True
     #: tool names (globs) never recorded, e.g. ``["Read", "mcp__*"]``: user level only, never from a project file
@@ -59,6 +74,19 @@ class Settings:
     #: SessionStart's standing context (MEMORY.md, the project's last session summary and facts), in tokens; 0: off
     session_context: int = 600
     origins: dict[str, str] = field(default_factory=dict, compare=False)
+    #: bad values skipped by a lenient resolution (hooks), one line each: what, from where, what was expected
+    problems: tuple[str, ...] = field(default=(), compare=False)
+
+    def __post_init__(self) -> None:
+        for name, (_, _, convert) in _SPEC.items():
+            if name in _CHECKED:
+                try:
+                    convert(getattr(self, name))
+                except (TypeError, ValueError, OverflowError) as exc:
+                    raise ConfigError(_bad(name, getattr(self, name), self.origins.get(name, "default"), exc)) from None
+        if self.chunk_overlap >= self.chunk_chars:
+            raise ConfigError(f"chunk_overlap ({self.chunk_overlap}, from {self.origins.get('chunk_overlap', 'default')})"
+                              f" must be smaller than chunk_chars ({self.chunk_chars})")
 
     @property
     def state_dir(self) -> Path:
@@ -68,7 +96,7 @@ class Settings:
         """Every setting with its value and origin, for ``memsearch status``."""
         out = {}
         for f in fields(self):
-            if f.name == "origins":
+            if f.name in ("origins", "problems"):
                 continue
             value = getattr(self, f.name)
             if isinstance(value, Path):
@@ -78,14 +106,14 @@ class Settings:
             out[f.name] = {"value": value, "from": self.origins.get(f.name, "default")}
         if "project_config" in self.origins:
             out["project_config"] = {"value": None, "from": self.origins["project_config"]}
+        if self.problems:
+            out["problems"] = {"value": list(self.problems), "from": "ignored"}
         return out
 
 
 def count(raw: Any) -> int:
     """A whole number of zero or more (``true`` is not one)."""
-    if isinstance(raw, bool) or int(raw) < 0:
-        raise ValueError(raw)
-    return int(raw)
+    return integer(0)(raw)
 
 
 def boolean(raw: Any) -> bool:
@@ -97,33 +125,116 @@ def boolean(raw: Any) -> bool:
         return True
     if text in ("0", "false", "no", "off"):
         return False
-    raise ValueError(raw)
+    raise ValueError("true or false")
+
+
+def integer(low: int, high: int | None = None):
+    """A converter to a whole number in ``[low, high]``; its ValueError says what was expected.
+
+    >>> integer(1, 10)("7"), integer(0)(3.0)
+    (7, 3)
+    """
+    expected = f"a whole number from {low} to {high}" if high is not None else f"a whole number of {low} or more"
+
+    def convert(raw: Any) -> int:
+        if isinstance(raw, bool) or isinstance(raw, float) and not raw.is_integer():
+            raise ValueError(expected)
+        try:
+            value = int(raw) if not isinstance(raw, str) else int(raw.strip())
+        except (TypeError, ValueError, OverflowError):
+            raise ValueError(expected) from None
+        if value < low or (high is not None and value > high):
+            raise ValueError(expected)
+        return value
+
+    return convert
+
+
+def number(low: float, high: float | None = None):
+    """A converter to a finite number in ``[low, high]``; its ValueError says what was expected.
+
+    >>> number(0, 1)("0.25")
+    0.25
+    """
+    expected = f"a number from {low:g} to {high:g}" if high is not None else f"a number of {low:g} or more"
+
+    def convert(raw: Any) -> float:
+        if isinstance(raw, bool):
+            raise ValueError(expected)
+        try:
+            value = float(raw)
+        except (TypeError, ValueError, OverflowError):
+            raise ValueError(expected) from None
+        if not math.isfinite(value) or value < low or (high is not None and value > high):
+            raise ValueError(expected)
+        return value
+
+    return convert
+
+
+def choice(*allowed: str):
+    """A converter to one of ``allowed`` (case-insensitive)."""
+
+    def convert(raw: Any) -> str:
+        text = str(raw).strip().lower() if isinstance(raw, str) else None
+        if text not in allowed:
+            raise ValueError(" or ".join(allowed))
+        return text
+
+    return convert
+
+
+def text(raw: Any) -> str:
+    if not isinstance(raw, str):
+        raise ValueError("a string")
+    return raw
+
+
+def path(raw: Any) -> Path:
+    if not isinstance(raw, (str, os.PathLike)) or not str(raw).strip():
+        raise ValueError("a path")
+    return Path(raw)
 
 
 # name -> (env var, config key, converter)
 _SPEC: dict[str, tuple[str, str, Any]] = {
-    "db_path": ("MEMSEARCH_DB", "db_path", Path),
-    "cache_dir": ("MEMSEARCH_CACHE_DIR", "cache_dir", Path),
-    "model": ("MEMSEARCH_MODEL", "model", str),
-    "model_dir": ("MEMSEARCH_MODEL_DIR", "model_dir", Path),
+    "db_path": ("MEMSEARCH_DB", "db_path", path),
+    "cache_dir": ("MEMSEARCH_CACHE_DIR", "cache_dir", path),
+    "model": ("MEMSEARCH_MODEL", "model", text),
+    "model_dir": ("MEMSEARCH_MODEL_DIR", "model_dir", path),
     "extra_sources": ("MEMSEARCH_EXTRA_SOURCES", "extra_sources", None),
-    "chunk_chars": ("MEMSEARCH_CHUNK_CHARS", "chunk_chars", int),
-    "chunk_overlap": ("MEMSEARCH_CHUNK_OVERLAP", "chunk_overlap", int),
-    "rrf_k": ("MEMSEARCH_RRF_K", "rrf_k", int),
-    "bm25_weight": ("MEMSEARCH_BM25_WEIGHT", "bm25_weight", float),
-    "vector_weight": ("MEMSEARCH_VECTOR_WEIGHT", "vector_weight", float),
-    "candidates": ("MEMSEARCH_CANDIDATES", "candidates", int),
-    "dedup_threshold": ("MEMSEARCH_DEDUP_THRESHOLD", "dedup_threshold", float),
-    "fusion": ("MEMSEARCH_FUSION", "fusion", str),
-    "bm25_share": ("MEMSEARCH_BM25_SHARE", "bm25_share", float),
-    "embed_batch": ("MEMSEARCH_EMBED_BATCH", "embed_batch", int),
+    "chunk_chars": ("MEMSEARCH_CHUNK_CHARS", "chunk_chars", integer(100, 100_000)),
+    "chunk_overlap": ("MEMSEARCH_CHUNK_OVERLAP", "chunk_overlap", integer(0, 50_000)),
+    "rrf_k": ("MEMSEARCH_RRF_K", "rrf_k", integer(1, 100_000)),
+    "bm25_weight": ("MEMSEARCH_BM25_WEIGHT", "bm25_weight", number(0, 1000)),
+    "vector_weight": ("MEMSEARCH_VECTOR_WEIGHT", "vector_weight", number(0, 1000)),
+    "candidates": ("MEMSEARCH_CANDIDATES", "candidates", integer(1, 10_000)),
+    # above 1 no two texts are that alike: dedup is off
+    "dedup_threshold": ("MEMSEARCH_DEDUP_THRESHOLD", "dedup_threshold", number(0, 2)),
+    "fusion": ("MEMSEARCH_FUSION", "fusion", choice("score", "rrf")),
+    "bm25_share": ("MEMSEARCH_BM25_SHARE", "bm25_share", number(0, 1)),
+    "embed_batch": ("MEMSEARCH_EMBED_BATCH", "embed_batch", integer(1, 4096)),
     "retention_days_event": ("MEMSEARCH_RETENTION_DAYS_EVENT", "retention_days_event", count),
     "archive": ("MEMSEARCH_ARCHIVE", "archive", boolean),
+    "max_items": ("MEMSEARCH_MAX_ITEMS", "max_items", integer(0, 20)),
+    "token_budget": ("MEMSEARCH_TOKEN_BUDGET", "token_budget", integer(100, 2400)),
+    "threads": ("MEMSEARCH_THREADS", "threads", integer(0, 1024)),
+    "disable": ("MEMSEARCH_DISABLE", "disable", boolean),
+    "no_server": ("MEMSEARCH_NO_SERVER", "no_server", boolean),
     "capture": ("MEMSEARCH_CAPTURE", "capture", boolean),
     "session_context": ("MEMSEARCH_SESSION_CONTEXT", "session_context", count),
     "exclude_tools": ("MEMSEARCH_EXCLUDE_TOOLS", "exclude_tools", None),
     "exclude_paths": ("MEMSEARCH_EXCLUDE_PATHS", "exclude_paths", None),
 }
+#: The settings whose stored value is checked again when a Settings is built directly (``dataclasses.replace``
+#: and tests build some without resolving): the numbers and choices.
+_CHECKED = frozenset(n for n, (_, _, c) in _SPEC.items() if c not in (None, path, text))
+
+
+def _bad(name: str, raw: Any, origin: str, exc: BaseException) -> str:
+    """One line: the setting, its bad value, where it came from, and what it must be."""
+    shown = repr(raw) if len(repr(raw)) <= 60 else repr(raw)[:57] + "..."
+    return f"{name} = {shown} from {origin} is not valid: expected {exc}"
 
 
 def default_home() -> Path:
@@ -150,9 +261,9 @@ def _load_toml(path: Path) -> dict[str, Any]:
 
 def _read_config(home: Path) -> dict[str, Any]:
     path = home / CONFIG_NAME
-    if not path.is_file():
-        return {}
     try:
+        if not path.is_file():
+            return {}
         return _load_toml(path)
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise ConfigError(f"cannot read {path}: {exc}; fix or remove the file") from exc
@@ -184,26 +295,32 @@ def project_config(root: Path) -> tuple[dict[str, Any], str | None]:
         try:
             values[key] = _convert(key, data[key], _SPEC[key][2], root, str(path))
         except ConfigError:
-            invalid.append(key)
+            shown = repr(data[key]) if len(repr(data[key])) <= 40 else repr(data[key])[:37] + "..."
+            invalid.append(f"{key} = {shown}")
     notes = [f"refused {', '.join(refused)} (a project config may set only {', '.join(sorted(PROJECT_KEYS))})"
-             if refused else "", f"invalid {', '.join(invalid)}" if invalid else ""]
+             if refused else "", f"invalid, ignored: {', '.join(invalid)}" if invalid else ""]
     note = "; ".join(n for n in notes if n)
     return values, f"{path}: {note}" if note else None
 
 
 def _convert(name: str, raw: Any, convert: Any, home: Path, origin: str) -> Any:
-    if name in ("exclude_tools", "exclude_paths"):  # a list in TOML, comma-separated in the environment
-        items = raw.split(",") if isinstance(raw, str) else raw if isinstance(raw, list) else None
-        if items is None:
-            raise ConfigError(f"{name} from {origin} must be a list of strings: {raw!r}")
-        return tuple(str(p).strip() for p in items if str(p).strip())
-    if name == "extra_sources":
-        items = raw.split(os.pathsep) if isinstance(raw, str) else list(raw)
-        return tuple(_abs(Path(str(p)).expanduser(), home) for p in items if str(p).strip())
+    """``raw`` (from a flag, the environment or a config file) as the setting's value; a ConfigError naming the
+    setting, the value and ``origin`` when it is not valid."""
     try:
+        if name in ("exclude_tools", "exclude_paths"):  # a list in TOML, comma-separated in the environment
+            items = raw.split(",") if isinstance(raw, str) else raw if isinstance(raw, list) else None
+            if items is None:
+                raise ValueError("a list of strings (comma-separated in the environment)")
+            return tuple(str(p).strip() for p in items if str(p).strip())
+        if name == "extra_sources":
+            if not isinstance(raw, (str, list, tuple)):
+                raise ValueError("a list of paths (or :-separated paths)")
+            items = raw.split(os.pathsep) if isinstance(raw, str) else list(raw)
+            return tuple(_abs(Path(str(p)).expanduser(), home) for p in items if str(p).strip())
         value = convert(raw)
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"{name} from {origin} is not a valid {convert.__name__}: {raw!r}") from exc
+    except (TypeError, ValueError, OverflowError) as exc:
+        error = UsageError if origin == "flag" else ConfigError
+        raise error(_bad(name, raw, origin, exc)) from None
     if isinstance(value, Path):
         value = _abs(value.expanduser(), home)
     return value
@@ -213,15 +330,20 @@ def _abs(path: Path, home: Path) -> Path:
     return path if path.is_absolute() else home / path
 
 
-def resolve_settings(home: str | os.PathLike[str] | None = None, **flags: Any) -> Settings:
+def resolve_settings(home: str | os.PathLike[str] | None = None, *, strict: bool = True, **flags: Any) -> Settings:
     """Resolve every setting: flag, then environment, then the project config (tuning only), then the memory
     root's config file, then the default.
+
+    ``strict`` (commands): a bad value is a :class:`ConfigError` (a :class:`UsageError` for a flag) naming the
+    setting, the value and its source. ``strict=False`` (hooks): a bad value is skipped for the next source down
+    and described in ``problems``; nothing raises for a bad value or an unreadable config file.
 
     >>> s = resolve_settings("/tmp/mem", model="none")
     >>> (str(s.db_path), s.model, s.origins["model"])
     ('/tmp/mem/.memsearch/index.db', 'none', 'flag')
     """
     origins: dict[str, str] = {}
+    problems: list[str] = []
     if home is not None:
         root, origins["home"] = Path(home).expanduser(), "flag"
     elif os.environ.get("MEMSEARCH_HOME"):
@@ -229,7 +351,14 @@ def resolve_settings(home: str | os.PathLike[str] | None = None, **flags: Any) -
     else:
         root = default_home()
     root = root.absolute()
-    config = _read_config(root)
+    config_path = root / CONFIG_NAME
+    try:
+        config = _read_config(root)
+    except ConfigError as exc:
+        if strict:
+            raise
+        config = {}
+        problems.append(f"{exc}".replace("; fix or remove the file", ": ignored"))
     project_values, project_note = project_config(root)
     values: dict[str, Any] = {
         "home": root,
@@ -238,25 +367,41 @@ def resolve_settings(home: str | os.PathLike[str] | None = None, **flags: Any) -
         "cache_dir": _default_cache(),
     }
     for name, (env, key, convert) in _SPEC.items():
-        if flags.get(name) is not None:
-            values[name] = _convert(name, flags[name], convert, root, "flag")
-            origins[name] = "flag"
-        elif os.environ.get(env):
-            values[name] = _convert(name, os.environ[env], convert, root, env)
-            origins[name] = "env"
-        elif name in project_values:
-            values[name] = project_values[name]
-            origins[name] = "project"
-        elif key in config:
-            values[name] = _convert(name, config[key], convert, root, CONFIG_NAME)
-            origins[name] = "config"
+        candidates = (
+            ("flag", "flag", flags.get(name)),
+            ("env", env, os.environ.get(env) or None),
+            ("project", None, project_values.get(name)),
+            ("config", str(config_path), config.get(key)),
+        )
+        for origin, source, raw in candidates:
+            if raw is None:
+                continue
+            if origin == "project":  # already converted, and a bad value already ignored
+                values[name], origins[name] = raw, origin
+                break
+            try:
+                values[name] = _convert(name, raw, convert, root, source)
+            except (ConfigError, UsageError) as exc:
+                if strict:
+                    raise
+                problems.append(str(exc))
+                continue
+            origins[name] = origin
+            break
     if project_note:
         origins["project_config"] = project_note
     unknown = set(config) - {key for _, key, _ in _SPEC.values()}
     if unknown:
-        raise ConfigError(f"unknown key(s) in {root / CONFIG_NAME}: {', '.join(sorted(unknown))}")
-    if values.get("model", "bundled").lower() in ("none", "off", ""):
+        message = f"unknown key(s) in {config_path}: {', '.join(sorted(unknown))}"
+        if strict:
+            raise ConfigError(message)
+        problems.append(message)
+    if values.get("model", "bundled").strip().lower() in ("none", "off", ""):
         values["model"] = "none"
-    if values.get("fusion", "score") not in ("score", "rrf"):
-        raise ConfigError(f"fusion must be score or rrf, not {values['fusion']!r}")
-    return Settings(**values, origins=origins)
+    if values.get("chunk_overlap", 200) >= values.get("chunk_chars", 1200) and not strict:
+        problems.append(f"chunk_overlap ({values.get('chunk_overlap', 200)}) must be smaller than chunk_chars "
+                        f"({values.get('chunk_chars', 1200)}): both ignored")
+        for name in ("chunk_chars", "chunk_overlap"):
+            values.pop(name, None)
+            origins.pop(name, None)
+    return Settings(**values, origins=origins, problems=tuple(problems))

@@ -384,6 +384,34 @@ def event_drafts(event: dict[str, Any], offset: int, chunk_chars: int, overlap: 
     ]
 
 
+def _line_drafts(line: bytes, offset: int, chunk_chars: int, overlap: int, clean: _Cleaner) -> list[Draft]:
+    if len(line) > MAX_EVENT_LINE_BYTES:
+        raise SourceError(f"line longer than {MAX_EVENT_LINE_BYTES // 1024} KiB")
+    event = load_json(decode(line, "line"))
+    if not isinstance(event, dict):
+        raise SourceError("not a JSON object")
+    if event.get("forgotten") is True:  # a line `memsearch forget` blanked (same length: offsets hold)
+        return []
+    return event_drafts(event, offset, chunk_chars, overlap, clean)
+
+
+#: How every event line memsearch writes begins. Inside a JSON string a quote is always escaped, so these bytes
+#: past the start of a line can only be the start of another event glued to it.
+EVENT_START = b'{"id":"'
+
+
+def _after_torn(line: bytes, offset: int, chunk_chars: int, overlap: int, clean: _Cleaner) -> list[Draft]:
+    """The event glued to the end of a line torn by a crash or a full disk (the log lost its newline, and the
+    next append, before appends started on a fresh line, went on the same line). Empty when there is none."""
+    at = line.rfind(EVENT_START)
+    if at <= 0:
+        return []
+    try:
+        return _line_drafts(line[at:], offset + at, chunk_chars, overlap, clean)
+    except SourceError:
+        return []
+
+
 def parse_event_bytes(data: bytes, base: int, chunk_chars: int, overlap: int) -> Parsed:
     """Events from ``data``, which starts at byte ``base`` of its file.
 
@@ -401,20 +429,12 @@ def parse_event_bytes(data: bytes, base: int, chunk_chars: int, overlap: int) ->
         offset = base + pos
         if line:
             try:
-                if len(line) > MAX_EVENT_LINE_BYTES:
-                    raise SourceError(f"line longer than {MAX_EVENT_LINE_BYTES // 1024} KiB")
-                event = load_json(decode(line, "line"))
-                if not isinstance(event, dict):
-                    raise SourceError("not a JSON object")
-                if event.get("forgotten") is True:  # a line `memsearch forget` blanked (same length: offsets hold)
-                    pos = end
-                    out.consumed = pos
-                    continue
-                out.drafts.extend(event_drafts(event, offset, chunk_chars, overlap, clean))
+                out.drafts.extend(_line_drafts(line, offset, chunk_chars, overlap, clean))
             except SourceError as exc:
                 if nl < 0:
                     break  # an incomplete last line: leave it for the next run
                 out.problems.append(f"line at byte {offset}: {exc}")
+                out.drafts.extend(_after_torn(line, offset, chunk_chars, overlap, clean))
         pos = end
         out.consumed = pos
     out.problems[:0] = clean.problems

@@ -2,23 +2,36 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 from weakref import WeakKeyDictionary
 
 import apsw
 
-from . import store
+from . import lost, store
 from .embedder import ModelChoice, resolve_model
+from .errors import IndexCorrupt, MemsearchError
 from .pipeline import pending_estimate
 from .settings import Settings
 from .types import Health
 
 
 def open_existing(settings: Settings) -> apsw.Connection | None:
-    """The index connection, or None when it was never built (reading never creates it)."""
+    """The index connection, or None when it was never built (reading never creates it). On a memory root that
+    cannot be written (a read-only mount), read-only when that is safe (see :func:`store.connect_read_only`)."""
     if not settings.db_path.exists():
         return None
-    return store.connect(settings.db_path)
+    try:
+        return store.connect(settings.db_path)
+    except IndexCorrupt:
+        raise
+    except MemsearchError:
+        if os.access(settings.db_path.parent, os.W_OK):
+            raise
+        conn = store.connect_read_only(settings.db_path)
+        if conn is None:
+            raise
+        return conn
 
 
 #: The last health computed on a connection, with the state it was computed for: a long-lived connection (the
@@ -74,6 +87,11 @@ def status(settings: Settings) -> dict[str, Any]:
     """Resolved paths and settings, the model, chunk counts by kind, pending embeddings, last index, sizes."""
     choice = resolve_model(settings)
     conn = open_existing(settings)
+    with store.damage_guard(settings.db_path):
+        return _status(settings, choice, conn)
+
+
+def _status(settings: Settings, choice: ModelChoice, conn: apsw.Connection | None) -> dict[str, Any]:
     out: dict[str, Any] = {
         "home": str(settings.home),
         "db_path": str(settings.db_path),
@@ -89,6 +107,8 @@ def status(settings: Settings) -> dict[str, Any]:
             "reason": choice.reason,
         },
     }
+    lost_events = lost.summary(settings.state_dir)
+    out["lost_events"] = lost_events and {**lost_events, "note": lost.describe(lost_events)}
     if conn is None:
         out.update(chunks=0, chunks_by_kind={}, files=0, pending_embeddings=0, not_embedded=0, last_indexed=None,
                    db_bytes=0, index_model=None)

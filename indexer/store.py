@@ -9,17 +9,23 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import quote
 
 import apsw
 
 from .chunktext import fts_title
 from .cjk import index_form
-from .errors import MemsearchError
+from .errors import IndexCorrupt, MemsearchError
+from .private import private_dirs
 
 BUSY_TIMEOUT_MS = 10_000
+#: How long opening waits out a "disk I/O error" (the -wal deleted under the warm server, which then lets go).
+WAL_RETRY_SECONDS = 3.0
 FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
 
 
@@ -152,8 +158,12 @@ def migrate(conn: apsw.Connection) -> int:
     return len(MIGRATIONS)
 
 
-def connect(db_path: Path, *, create: bool = True) -> apsw.Connection:
+def connect(db_path: Path, *, create: bool = True, io_wait: float = WAL_RETRY_SECONDS) -> apsw.Connection:
     """Open (and if needed create and migrate) the index at ``db_path``.
+
+    A "disk I/O error" is waited out for up to ``io_wait`` seconds: it is what every process sees while the warm
+    server still holds a ``-wal`` deleted under it, until the server lets go (within half a second). Anything
+    else SQLite refuses is one line saying why (:func:`open_error`).
 
     >>> conn = connect(Path("/tmp/memsearch-doctest/index.db"))
     >>> conn.pragma("journal_mode")
@@ -161,16 +171,132 @@ def connect(db_path: Path, *, create: bool = True) -> apsw.Connection:
     """
     if not create and not db_path.exists():
         raise MemsearchError(f"no index at {db_path}; run `memsearch index` first")
-    db_path.parent.mkdir(parents=True, exist_ok=True)
+    private_dirs(db_path.parent)
     _create_private(db_path)
+    deadline = time.monotonic() + io_wait
+    while True:
+        if wal_behind(db_path):
+            if time.monotonic() < deadline:
+                time.sleep(0.1)  # the warm server lets go of a deleted -wal within half a second
+                continue
+            raise MemsearchError(f"{db_path}-wal was deleted while a process (`memsearch serve`?) still holds the "
+                                 "index open; stop it (`memsearch serve --stop`) and try again")
+        conn = None
+        try:
+            conn = apsw.Connection(str(db_path))
+            _load_sqlite_vec(conn)
+            _set_pragmas(conn)
+            migrate(conn)
+            return conn
+        except apsw.Error as exc:
+            if conn is not None:
+                conn.close()
+            if type(exc) is apsw.IOError and time.monotonic() < deadline:
+                # its -wal deleted while the warm server holds the index open: the server lets go within a second
+                time.sleep(0.1)
+                continue
+            raise open_error(db_path, exc) from exc
+
+
+def connect_read_only(db_path: Path) -> apsw.Connection | None:
+    """The index opened for reading only, on a memory root memsearch cannot write (a read-only mount); None when
+    that cannot be done safely.
+
+    A WAL database normally needs its ``-shm`` file written even to read. Opened as immutable it does not, and that
+    is safe only when nothing waits in the ``-wal`` (the last writer closed cleanly: the file is gone or empty),
+    since an immutable connection ignores it; nobody can write the file while its folder is read-only.
+    """
+    wal = Path(f"{db_path}-wal")
+    if wal.exists() and wal.stat().st_size > 0:
+        return None
+    conn = None
     try:
-        conn = apsw.Connection(str(db_path))
+        conn = apsw.Connection(f"file:{quote(str(db_path))}?immutable=1",
+                               flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
         _load_sqlite_vec(conn)
-        _set_pragmas(conn)
-        migrate(conn)
+        if conn.pragma("user_version") != len(MIGRATIONS):
+            conn.close()
+            return None
+        return conn
     except apsw.Error as exc:
-        raise MemsearchError(f"cannot open the index {db_path}: {exc}; delete it and run `memsearch index`") from exc
-    return conn
+        if conn is not None:
+            conn.close()
+        if isinstance(exc, (apsw.CorruptError, apsw.NotADBError)):
+            raise open_error(db_path, exc) from exc
+        return None
+
+
+def damage_marker(db_path: Path) -> Path:
+    """A file saying the index was found damaged while reading it: the next ``memsearch index`` rebuilds it."""
+    return Path(f"{db_path}-damaged")
+
+
+@contextmanager
+def damage_guard(db_path: Path) -> Iterator[None]:
+    """Turn SQLite's "malformed" and "not a database" into :class:`IndexCorrupt` (one line saying how to
+    rebuild; an I/O error is one line too), and leave :func:`damage_marker` behind so that ``memsearch index`` knows to rebuild: a damaged page
+    may sit where an incremental run never reads."""
+    try:
+        yield
+    except (apsw.CorruptError, apsw.NotADBError) as exc:
+        mark_damaged(db_path)
+        raise open_error(db_path, exc) from exc
+    except apsw.IOError as exc:  # not damage: a failing disk, or a -wal deleted under the warm server
+        raise MemsearchError(f"cannot read the index {db_path}: {exc}; try again, and if it persists run "
+                             "`memsearch doctor`") from exc
+
+
+def mark_damaged(db_path: Path) -> None:
+    """Leave :func:`damage_marker` (best effort: a read-only or full disk is said elsewhere)."""
+    try:
+        os.close(os.open(damage_marker(db_path), os.O_WRONLY | os.O_CREAT, 0o600))
+    except OSError:
+        pass
+
+
+def wal_behind(db_path: Path) -> bool:
+    """Whether the shared WAL index (``-shm``) counts more WAL frames than the ``-wal`` file holds: the ``-wal``
+    was deleted while a connection (the warm server's) kept the index open. Reading then fails with "disk I/O
+    error" as soon as a page of a missing frame is needed, so opening waits instead.
+
+    The header at the start of ``-shm`` (two copies, native byte order): ``isInit`` at byte 12, the page size at
+    14 (u16), ``mxFrame``, the last valid frame, at 16 (u32). The WAL holds a 32-byte header, then frames of a
+    24-byte header and one page. A writer appends its frames before it counts them, so a healthy WAL is never
+    shorter; two copies that differ are a header being written, not a verdict.
+    """
+    try:
+        with open(f"{db_path}-shm", "rb") as f:
+            head = f.read(96)
+    except OSError:
+        return False
+    try:
+        wal_size = os.path.getsize(f"{db_path}-wal")
+    except FileNotFoundError:
+        wal_size = 0
+    except OSError:
+        return False
+    if len(head) < 96 or head[:48] != head[48:96] or not head[12]:
+        return False
+    page = int.from_bytes(head[14:16], sys.byteorder)
+    page = 65536 if page == 1 else page
+    frames = int.from_bytes(head[16:20], sys.byteorder)
+    return frames > 0 and wal_size < 32 + frames * (24 + page)
+
+
+def open_error(db_path: Path, exc: apsw.Error) -> MemsearchError:
+    """What an index that SQLite cannot open means for the user, in one line."""
+    if isinstance(exc, (apsw.CorruptError, apsw.NotADBError)):
+        return IndexCorrupt(f"the index {db_path} is damaged ({exc}); it is derived data: `memsearch index` "
+                            "rebuilds it from your sources", cause=str(exc))
+    folder = db_path.parent
+    if isinstance(exc, (apsw.CantOpenError, apsw.ReadOnlyError, apsw.IOError, apsw.FullError)) and not os.access(
+            folder, os.W_OK):
+        return MemsearchError(f"cannot open the index {db_path}: {folder} is not writable (a read-only file system "
+                              "or another user's folder); memsearch needs to write there")
+    if isinstance(exc, apsw.FullError):
+        return MemsearchError(f"cannot write the index {db_path}: the disk is full; free some space and try again")
+    return MemsearchError(f"cannot open the index {db_path}: {exc}; stop `memsearch serve` if it runs and try "
+                          "again, or delete the index and run `memsearch index` (it is rebuilt from your sources)")
 
 
 def _create_private(db_path: Path) -> None:

@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 from . import store
+from .privacy import cut_head
 from .settings import Settings
 
 _DECISION_RE = re.compile(
@@ -25,7 +26,7 @@ MAX_ITEMS = 30
 
 def _one_line(text: str, limit: int = 200) -> str:
     flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    return flat if len(flat) <= limit else cut_head(flat, limit - 1) + "…"  # never through a redaction marker
 
 
 def build_summary(settings: Settings, session_id: str) -> str | None:

@@ -5,6 +5,9 @@ file (its index key), the xxh3-128 of its bytes when it was forgotten, and the k
 the chunk's title and text, so neither a new modification time nor a rebuild brings it back). Every index run,
 incremental or full, leaves those chunks out while the file is byte for byte the same; once the file changes the
 tombstone lapses (the user edited it: what it now says is indexed) and the next ``memsearch index`` drops it.
+Each hidden chunk's line range is kept beside its key: a newer privacy filter (``memsearch scrub``, a rebuild after
+an upgrade) can mask more of the same unchanged file, which changes the chunk's text and so its key, but not where
+it stands, so the chunk stays hidden.
 
 Forgotten events are kept as hashes of their ids, so an import from a transcript can never bring them back.
 The file holds hashes only, never text, and is written atomically, readable by its owner only.
@@ -18,6 +21,8 @@ from pathlib import Path
 
 import orjson
 import xxhash
+
+from .private import private_dirs
 
 NAME = "forgotten.json"
 
@@ -39,17 +44,33 @@ class Tombstones:
 
     def hidden(self, file_key: str, file_hash: str | None) -> frozenset[str]:
         """The chunk keys hidden in ``file_key`` while its bytes hash to ``file_hash`` (none once it changed)."""
+        entry = self._entry(file_key, file_hash)
+        return frozenset(entry.get("chunks", ())) if entry else frozenset()
+
+    def hidden_ranges(self, file_key: str, file_hash: str | None) -> frozenset[tuple[int, int]]:
+        """The line ranges of the hidden chunks of ``file_key``, on the same terms as :meth:`hidden`."""
+        entry = self._entry(file_key, file_hash)
+        return frozenset(tuple(r) for r in entry.get("ranges", ()) if len(r) == 2) if entry else frozenset()
+
+    def is_hidden(self, file_key: str, file_hash: str | None, key: str, lines: tuple[int | None, int | None]) -> bool:
+        """A chunk is hidden by its key, or by its line range in the unchanged file."""
+        return key in self.hidden(file_key, file_hash) or lines in self.hidden_ranges(file_key, file_hash)
+
+    def _entry(self, file_key: str, file_hash: str | None) -> dict | None:
         entry = self.notes.get(file_key)
         if entry is None or file_hash is None or entry.get("file_hash") != file_hash:
-            return frozenset()
-        return frozenset(entry.get("chunks", ()))
+            return None
+        return entry
 
-    def hide(self, file_key: str, file_hash: str, keys: list[str]) -> int:
+    def hide(self, file_key: str, file_hash: str, keys: list[str],
+             ranges: list[tuple[int | None, int | None]] = ()) -> int:
         entry = self.notes.get(file_key)
         if entry is None or entry.get("file_hash") != file_hash:
-            entry = self.notes[file_key] = {"file_hash": file_hash, "chunks": []}
+            entry = self.notes[file_key] = {"file_hash": file_hash, "chunks": [], "ranges": []}
         new = [k for k in keys if k not in entry["chunks"]]
         entry["chunks"].extend(new)
+        known = entry.setdefault("ranges", [])
+        known.extend([a, b] for a, b in ranges if a is not None and b is not None and [a, b] not in known)
         return len(new)
 
     def prune(self, current: dict[str, str | None]) -> int:
@@ -90,7 +111,7 @@ def load(state_dir: Path) -> Tombstones:
 
 
 def save(state_dir: Path, stones: Tombstones) -> None:
-    state_dir.mkdir(parents=True, exist_ok=True)
+    private_dirs(state_dir)
     p = path(state_dir)
     tmp = p.with_name(f".{NAME}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

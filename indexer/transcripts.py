@@ -19,16 +19,23 @@ import orjson
 
 from .eventlog import Event, append
 from .observations import describe_tool
+from .private import private_dirs, write_private
 from .sources import normalize_ts
 
-_INJECTED_RE = re.compile(
-    r"<(system-reminder|memory-context)>.*?</\1>|<(system-reminder|memory-context)>.*\Z", re.DOTALL
-)
+#: A block the host or a hook injected: it opens at the start of a line and is closed. A tag merely mentioned in
+#: prose ("hooks wrap output in a `<memory-context>` block") is neither, and the text after it is kept.
+_INJECTED_RE = re.compile(r"^[ \t]*<(system-reminder|memory-context)>.*?</\1>", re.DOTALL | re.MULTILINE)
 MAX_TOOL_OUTPUT = 2000
 
 
 def strip_injected(text: str) -> str:
-    """Remove hook-injected blocks (``<system-reminder>``, ``<memory-context>``) from a text."""
+    """Remove hook-injected blocks (``<system-reminder>``, ``<memory-context>``) from a text.
+
+    >>> strip_injected("<memory-context>\\nold memories\\n</memory-context>\\nFix reader.py")
+    'Fix reader.py'
+    >>> strip_injected("Hooks wrap output in a <memory-context> tag, then reply.")
+    'Hooks wrap output in a <memory-context> tag, then reply.'
+    """
     return _INJECTED_RE.sub("", text).strip()
 
 
@@ -237,7 +244,7 @@ def import_transcripts(settings, paths: list[Path] | None = None) -> ImportRepor
     forgotten = tombstones.load(settings.state_dir).events
 
     state_path = settings.state_dir / "imports.json"
-    settings.state_dir.mkdir(parents=True, exist_ok=True)
+    private_dirs(settings.state_dir)
     try:
         state = orjson.loads(state_path.read_bytes()) if state_path.exists() else {}
     except orjson.JSONDecodeError:
@@ -279,9 +286,7 @@ def import_transcripts(settings, paths: list[Path] | None = None) -> ImportRepor
                 append(settings.home, day_events)
             imported += len(fresh)
             state[key] = offset + end
-            tmp = state_path.with_suffix(".tmp")
-            tmp.write_bytes(orjson.dumps(state))
-            os.replace(tmp, state_path)
+            write_private(state_path, orjson.dumps(state))
     finally:
         conn.close()
     ingest(settings, [settings.home / "events"], lock_timeout=60)

@@ -222,6 +222,31 @@ class MaintainReport:
     bytes_after: int
     seconds: float
     steps: tuple[tuple[str, float], ...] = ()  # (step, seconds), in the order they ran
+    #: files scrubbed again because the privacy filter changed since the last scrub (by kind), else None
+    scrubbed: dict[str, int] | None = None
+
+
+@dataclass(frozen=True)
+class ScrubReport:
+    """What ``memsearch scrub`` changed (or would change, with ``dry_run``), by kind; never the text itself.
+
+    ``files_changed`` counts rewritten files by kind (event logs, archives, session summaries, state files, logs),
+    ``events_changed`` the events among them whose text changed; ``redactions`` the markers the filter added to
+    those files by marker kind, ``index_redactions`` those it adds to the ``chunks_changed`` indexed chunks."""
+
+    dry_run: bool
+    filter_version: int
+    previous_filter_version: int | None
+    files_changed: dict[str, int]
+    events_changed: int
+    chunks_changed: int
+    redactions: dict[str, int]
+    index_redactions: dict[str, int]
+    stale_builds: int
+    index_rebuilt: bool
+    database: str
+    problems: tuple[str, ...]
+    seconds: float
 
 
 @dataclass(frozen=True)

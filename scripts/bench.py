@@ -102,7 +102,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--raw-sample", type=int, default=2000,
                    help="texts for the raw fastembed reference when an index is first built (fresh builds use all)")
     p.add_argument("--rebuild", action="store_true", help="ignore cached indexes with vectors")
-    p.add_argument("--skip", default="", help="comma list of sections to skip: embed,search,process,noop,variants,plot")
+    p.add_argument("--skip", default="", help="comma list of sections to skip: embed,search,process,noop,variants,privacy,plot")
     p.add_argument("--profile", action="store_true", help="write cProfile reports to <out>/profiles/")
     p.add_argument("--out", default=str(REPO / "bench-results"))
     p.add_argument("--work", default=None, help="cache of corpora and indexes (default <out>/work)")
@@ -807,6 +807,13 @@ def main(argv=None) -> int:
         res["noop"] = noop_section(args, emb, pool, exe)
     if "process" not in args.skip:
         res["baselines"] = baselines(exe)
+    if "privacy" not in args.skip:
+        from bench_privacy import privacy_section
+
+        log("privacy filter cost")
+        res["privacy"] = privacy_section()
+        for name, r in res["privacy"].items():
+            log(f"  {name}: {r} " + ("ms" if name == "import_ms" else ""))
     res["meta"]["loadavg_end"] = os.getloadavg()[0]
     res["meta"]["finished"] = time.strftime("%Y-%m-%d %H:%M:%S")
     res["targets"] = evaluate_targets(res)

@@ -153,10 +153,10 @@ def raw_fastembed(model_dir: Path, texts: list[str], batch: int) -> dict:
     from fastembed import TextEmbedding
 
     from indexer.embedder import BUNDLED_NAME
+    from indexer.settings import resolve_settings
 
-    threads = os.environ.get("MEMSEARCH_THREADS")
     model = TextEmbedding(model_name=BUNDLED_NAME, specific_model_path=str(model_dir),
-                          threads=int(threads) if threads else None)
+                          threads=resolve_settings().threads or None)  # the threads memsearch itself would use
     list(model.passage_embed(texts[:8], batch_size=batch))  # warm-up
     c0, t0 = cpu_seconds(), time.perf_counter()
     n = sum(1 for _ in model.passage_embed(texts, batch_size=batch))

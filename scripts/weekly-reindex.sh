@@ -8,6 +8,7 @@
 # <root>/.memsearch/logs/weekly-reindex.log; on failure one line says what failed and where the log is, on stderr
 # (cron mails it), and the exit code is non-zero. POSIX sh, so it runs under cron's minimal environment.
 set -u
+umask 077  # its log lives in the memory root, whose files are its user's alone
 
 root="${MEMSEARCH_HOME:-$HOME/.claude/memory}"
 here="$(cd "$(dirname "$0")" && pwd)"

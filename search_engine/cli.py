@@ -13,7 +13,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from indexer.errors import MemsearchError
+from indexer.errors import MemsearchError, os_error_text
 from indexer.settings import Settings, resolve_settings
 from indexer.types import to_json
 
@@ -107,6 +107,18 @@ def maintain(as_json: JsonOpt = False, home: HomeOpt = None, model: ModelOpt = N
             f"the index failed its checks ({report.check.integrity}; fts {report.check.fts_integrity}): stop "
             f"`memsearch serve`, delete {settings.db_path}* and run `memsearch index`"
         )
+
+
+@app.command()
+def scrub(
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Count what would change; write nothing.")] = False,
+    as_json: JsonOpt = False, home: HomeOpt = None,
+) -> None:
+    """Re-apply the current privacy filter to the event logs, archives, summaries and the index; purge old bytes."""
+    from indexer.scrub import scrub_memory
+
+    report = scrub_memory(_settings(home), dry_run=dry_run)
+    _emit(report, as_json, render.scrub_text(report))
 
 
 cron_app = typer.Typer(help="The weekly maintenance line in your crontab.", no_args_is_help=True)
@@ -399,6 +411,40 @@ def import_transcripts(
     _emit(report, as_json, text)
 
 
+team_app = typer.Typer(help="A team memory on PostgreSQL + pgvector (groundwork: not yet used by search).",
+                       no_args_is_help=True)
+app.add_typer(team_app, name="team")
+
+
+@team_app.command("init")
+def team_init(
+    member: Annotated[Optional[list[str]], typer.Option("--member", help="A member's role name (repeat).")] = None,
+    apply: Annotated[bool, typer.Option("--apply", help="Run the script on --admin-url instead of printing it.")]
+    = False,
+    admin_url: Annotated[Optional[str], typer.Option(
+        "--admin-url", envvar="MEMSEARCH_ADMIN_URL", help="A superuser's postgresql:// URL (for --apply).")] = None,
+) -> None:
+    """Print (or --apply) the administrator's SQL: pgvector, the schema, row-level security, one role per member."""
+    from indexer.embedder import BUNDLED_DIM, BUNDLED_ID
+    from indexer.errors import UsageError
+    from indexer.pg_schema import check_role, mask_url, team_init_sql
+
+    members = [check_role(m) for m in member or []]
+    models = [(BUNDLED_ID, BUNDLED_DIM)]
+    if not apply:
+        sys.stdout.write(team_init_sql(members, models))
+        return
+    if not admin_url:
+        raise UsageError("--apply needs --admin-url (or MEMSEARCH_ADMIN_URL): a superuser's postgresql:// URL")
+    try:
+        from indexer.store_pg import apply_team_init
+    except ImportError:
+        raise UsageError("the team index needs the team extra: pip install 'memsearch-hybrid[team]'") from None
+    version = apply_team_init(admin_url, members, models)
+    sys.stdout.write(f"team schema version {version} applied to {mask_url(admin_url)}; members: "
+                     f"{', '.join(members) or 'none added'}\n")
+
+
 @app.command()
 def mcp(home: HomeOpt = None) -> None:
     """Run the MCP server on stdio (tools: search, timeline, get)."""
@@ -492,6 +538,9 @@ def main() -> None:
     except MemsearchError as exc:
         sys.stderr.write(f"Error: {exc}\n")
         sys.exit(exc.exit_code)
+    except OSError as exc:  # a read-only memory root, a full disk, a folder of another user
+        sys.stderr.write(f"Error: {os_error_text(exc)}\n")
+        sys.exit(1)
 
 
 if __name__ == "__main__":

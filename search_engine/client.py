@@ -132,7 +132,8 @@ def stop_server(settings: Settings, timeout: float = 10.0) -> bool:
 def ensure_server(settings: Settings) -> bool:
     """Start the server detached when none runs and none is being started; never waits for it. True when this
     call started one. ``MEMSEARCH_NO_SERVER=1`` turns this off."""
-    if os.environ.get("MEMSEARCH_NO_SERVER") == "1" or server_pid(settings) is not None:
+    if getattr(settings, "no_server", False) or os.environ.get("MEMSEARCH_NO_SERVER") == "1" \
+            or server_pid(settings) is not None:
         return False
     if not claim_start(settings, "serve.starting"):
         return False
@@ -167,8 +168,9 @@ def start_detached(settings: Settings, idle_timeout: float | None = None) -> Non
         args += ["--idle-timeout", str(idle_timeout)]
     import subprocess
 
-    settings.log_dir.mkdir(parents=True, exist_ok=True)
-    with open(settings.log_dir / "serve.log", "ab") as log:
+    from indexer.private import open_private_log
+
+    with open_private_log(settings.log_dir / "serve.log") as log:
         subprocess.Popen(
             args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True,
             close_fds=True, cwd=str(settings.home), env={**os.environ, "PYTHONPATH": _pythonpath()},

@@ -11,8 +11,9 @@ from dataclasses import dataclass
 
 import apsw
 
-from indexer import store
+from indexer import lost, store
 from indexer.embedder import resolve_model
+from indexer.errors import IndexCorrupt, MemsearchError
 from indexer.settings import Settings
 
 from .client import is_running, server_pid
@@ -75,6 +76,45 @@ def _sqlite_checks() -> list[Check]:
     return out
 
 
+def _index_check(settings: Settings) -> Check:
+    """The index opens, passes ``quick_check`` and counts its chunks; a damaged one is a failed check, not a stop."""
+    fix = "`memsearch index` rebuilds it from your sources (it is derived data)"
+    try:
+        conn = store.connect(settings.db_path)
+        try:
+            with store.damage_guard(settings.db_path):
+                problems = [row[0] for row in conn.execute("PRAGMA quick_check")]
+                chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        finally:
+            conn.close()
+    except IndexCorrupt as exc:
+        return Check("index", False, f"{settings.db_path} is damaged ({exc.cause})", fix)
+    except MemsearchError as exc:
+        return Check("index", False, str(exc), "make the memory root writable, with space left")
+    if problems != ["ok"]:
+        store.mark_damaged(settings.db_path)
+        shown = "; ".join(problems[:3]) + (f"; … {len(problems) - 3} more" if len(problems) > 3 else "")
+        return Check("index", False, f"{settings.db_path}: {chunks} chunks, quick_check: {shown}", fix)
+    return Check("index", True, f"{settings.db_path}: {chunks} chunks, quick_check ok")
+
+
+def _capture_check(settings: Settings) -> Check:
+    """Events the hooks could not record (a full disk, a read-only root, an oversized payload), and whether the
+    hooks can write now."""
+    gone = lost.summary(settings.state_dir)
+    events = settings.home / "events"
+    folder = events if events.is_dir() else settings.home
+    writable = os.access(folder, os.W_OK)
+    if gone:
+        return Check("capture", False, lost.describe(gone),
+                     f"{'make ' + str(folder) + ' writable and ' if not writable else ''}keep space free on its disk; "
+                     f"once that is done, delete {settings.state_dir / lost.NAME} to clear this notice")
+    if not writable:
+        return Check("capture", False, f"{folder} is not writable: the hooks cannot record events",
+                     "make the memory root writable (a read-only mount or another user's folder?)")
+    return Check("capture", True, "no event lost")
+
+
 def run_checks(settings: Settings, load_model: bool = True) -> list[Check]:
     checks = _sqlite_checks()
     choice = resolve_model(settings)
@@ -92,16 +132,10 @@ def run_checks(settings: Settings, load_model: bool = True) -> list[Check]:
     else:
         checks.append(Check("model", True, f"{choice.model_id} ({choice.source})"))
     if settings.db_path.exists():
-        conn = store.connect(settings.db_path)
-        try:
-            result = conn.execute("PRAGMA quick_check").fetchone()[0]
-            chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
-        finally:
-            conn.close()
-        checks.append(Check("index", result == "ok", f"{settings.db_path}: {chunks} chunks, quick_check {result}",
-                            None if result == "ok" else "rebuild: `memsearch index --full`"))
+        checks.append(_index_check(settings))
     else:
         checks.append(Check("index", False, f"{settings.db_path} does not exist", "run `memsearch index`"))
+    checks.append(_capture_check(settings))
     pid = server_pid(settings)
     if pid is not None:
         server = is_running(settings, timeout=2.0) or {}

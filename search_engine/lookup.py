@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
+from indexer import store
 from indexer.errors import NotFound, UsageError
 from indexer.settings import Settings
 from indexer.status import open_existing
@@ -12,11 +15,17 @@ from .search import _HIT_COLUMNS, _hit
 MIN_PREFIX = 4
 
 
+@contextmanager
 def _open(settings: Settings):
+    """The index, read under :func:`indexer.store.damage_guard` and closed after."""
     conn = open_existing(settings)
     if conn is None:
         raise NotFound("the index was never built; run `memsearch index` first")
-    return conn
+    try:
+        with store.damage_guard(settings.db_path):
+            yield conn
+    finally:
+        conn.close()
 
 
 def _find(conn, ident: str) -> tuple:
@@ -36,8 +45,7 @@ def _find(conn, ident: str) -> tuple:
 
 def get_many(settings: Settings, idents: list[str]) -> list[Hit]:
     """Full chunks for several ids (unknown ones are skipped)."""
-    conn = _open(settings)
-    try:
+    with _open(settings) as conn:
         out = []
         for ident in idents:
             try:
@@ -45,8 +53,6 @@ def get_many(settings: Settings, idents: list[str]) -> list[Hit]:
             except NotFound:
                 continue
         return out
-    finally:
-        conn.close()
 
 
 def timeline(settings: Settings, ident: str, window: int = 5) -> Timeline:
@@ -54,8 +60,7 @@ def timeline(settings: Settings, ident: str, window: int = 5) -> Timeline:
     otherwise everything dated."""
     if not 1 <= window <= 100:
         raise UsageError("--window must be between 1 and 100")
-    conn = _open(settings)
-    try:
+    with _open(settings) as conn:
         row = _find(conn, ident)
         center = _hit(row[:-2], 0.0, None, None)
         ts, cid = center.ts or "", row[0]
@@ -68,14 +73,11 @@ def timeline(settings: Settings, ident: str, window: int = 5) -> Timeline:
             " ORDER BY ts, id LIMIT ?", [*params, ts, ts, cid, window]).fetchall()
         return Timeline(center, tuple(_hit(r, 0.0, None, None) for r in reversed(before)),
                         tuple(_hit(r, 0.0, None, None) for r in after))
-    finally:
-        conn.close()
 
 
 def show(settings: Settings, ident: str) -> ChunkView:
     """The chunk whose id is ``ident`` (or starts with it, when that is unambiguous), with its neighbours."""
-    conn = _open(settings)
-    try:
+    with _open(settings) as conn:
         row = _find(conn, ident)
         file, seq = row[-2], row[-1]
         prev = conn.execute(
@@ -86,5 +88,3 @@ def show(settings: Settings, ident: str) -> ChunkView:
         ).fetchone()
         count = conn.execute("SELECT count(*) FROM chunks WHERE file = ?", (file,)).fetchone()[0]
         return ChunkView(_hit(row[:-2], 0.0, None, None), prev and prev[0], nxt and nxt[0], count)
-    finally:
-        conn.close()

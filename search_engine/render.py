@@ -14,6 +14,7 @@ from indexer.types import (
     Hit,
     IndexReport,
     MaintainReport,
+    ScrubReport,
     SearchResult,
     SessionInfo,
     Stats,
@@ -154,6 +155,7 @@ def status_text(info: dict[str, Any]) -> str:
         f"last indexed: {info['last_indexed'] or 'never'}",
         f"database size: {info['db_bytes'] / 1e6:.2f} MB",
         _capture_line(info.get("capture")),
+        *([f"lost events: {info['lost_events']['note']}"] if info.get("lost_events") else []),
         "settings:",
     ]
     for name, entry in info["settings"].items():
@@ -182,6 +184,9 @@ def maintain_text(report: MaintainReport) -> str:
                    f" expired ({sum(e.chunks for e in report.expired)} chunks; {where} archived under archive/events/)")
     else:
         out.append("retention: off (retention_days_event = 0)")
+    if report.scrubbed is not None:
+        changed = ", ".join(f"{k} {v}" for k, v in report.scrubbed.items()) or "nothing changed"
+        out.append(f"privacy: the filter changed since the last scrub; files scrubbed again: {changed}")
     out.append(f"cleanup: {report.orphan_vectors_dropped} orphan vectors dropped, FTS optimized, vacuumed")
     agree = "agree" if c.ok else "DISAGREE"
     out.append(f"integrity: {c.integrity}; fts: {c.fts_integrity}; chunks {c.chunks}, fts rows {c.fts_rows},"
@@ -195,6 +200,29 @@ def maintain_text(report: MaintainReport) -> str:
         out.append(f"skipped: {s.path}: {s.reason}")
     if len(r.skipped) > 20:
         out.append(f"... and {len(r.skipped) - 20} more skipped (see --json)")
+    return "\n".join(out)
+
+
+def scrub_text(report: ScrubReport) -> str:
+    """The report of ``memsearch scrub``: counts by kind, never the text."""
+    def counts(d: dict[str, int]) -> str:
+        return ", ".join(f"{k} {v}" for k, v in d.items()) or "none"
+
+    verb = "would change" if report.dry_run else "changed"
+    previous = report.previous_filter_version
+    out = [
+        f"filter version {report.filter_version} (memory last scrubbed with "
+        f"{previous if previous is not None else 'none recorded'})"
+        + (" - dry run, nothing written" if report.dry_run else ""),
+        f"files {verb}: {counts(report.files_changed)}; events {verb}: {report.events_changed}",
+        f"redactions added to files: {counts(report.redactions)}",
+        f"index: {report.chunks_changed} chunks {verb}; redactions: {counts(report.index_redactions)}"
+        + ("; rebuilt from the scrubbed sources" if report.index_rebuilt else ""),
+        f"leftover rebuild files: {report.stale_builds}" + ("" if report.dry_run else " (removed)"),
+        f"database: {report.database}",
+        f"time: {report.seconds:.2f}s",
+    ]
+    out += [f"problem: {p}" for p in report.problems]
     return "\n".join(out)
 
 

@@ -98,7 +98,8 @@ def search(
     own = conn is None
     conn = open_existing(settings) if own else conn
     try:
-        return _search(settings, conn, query, mode, k, filters, raw, explain, embedder, choice, vectors, now)
+        with store.damage_guard(settings.db_path):
+            return _search(settings, conn, query, mode, k, filters, raw, explain, embedder, choice, vectors, now)
     finally:
         if own and conn is not None:
             conn.close()

@@ -31,6 +31,7 @@ from indexer.embedder import resolve_model
 from indexer.errors import MemsearchError
 from indexer.locks import LockTimeout, file_lock
 from indexer.pipeline import embed_pending, ingest, pending_count, source_roots
+from indexer.private import append_line, private_dirs
 from indexer.settings import Settings, resolve_settings
 from indexer.status import health
 
@@ -48,9 +49,7 @@ def socket_path(settings: Settings) -> Path:
 
 
 def _log(settings: Settings, message: str) -> None:
-    settings.log_dir.mkdir(parents=True, exist_ok=True)
-    with open(settings.log_dir / "serve.log", "a", encoding="utf-8") as f:
-        f.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} pid={os.getpid()} {message}\n")
+    append_line(settings.log_dir / "serve.log", f"{time.strftime('%Y-%m-%dT%H:%M:%S')} pid={os.getpid()} {message}")
 
 
 def _peer_uid(conn: socket.socket) -> int | None:
@@ -76,6 +75,14 @@ def _hung_up(conn: socket.socket) -> bool:
         conn.settimeout(timeout)
 
 
+def _ident(path: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return st.st_dev, st.st_ino
+
+
 class Server:
     def __init__(self, settings: Settings, idle_timeout: float = IDLE_TIMEOUT):
         self.settings = settings
@@ -87,6 +94,7 @@ class Server:
         self.model_reason = None
         self.conn = None
         self.db_ident = None
+        self.wal_ident = None
         self.after_reply: list = []
 
     # -- lifecycle --------------------------------------------------------------------------------------------
@@ -107,22 +115,35 @@ class Server:
 
     def connection(self):
         """The index connection, reopened when the file at ``db_path`` is no longer the one it holds (deleted and
-        rebuilt by hand, say); None while there is no index file."""
-        try:
-            st = os.stat(self.settings.db_path)
-            ident = (st.st_dev, st.st_ino)
-        except FileNotFoundError:
-            ident = None
+        rebuilt by hand, say), or when its ``-wal`` file was deleted or replaced; None while there is no index file.
+
+        Why the WAL: while this connection stays open, the shared ``-shm`` index keeps pointing at frames of the
+        WAL it wrote. Delete that file and every other process that opens the index reads those frames from the new,
+        empty ``-wal``: "disk I/O error", until this connection closes. Closing it (SQLite checkpoints what it
+        still holds of the old WAL, then lets the files go) makes the index openable again.
+        """
+        ident = _ident(self.settings.db_path)
+        if self.conn is not None and self.wal_ident is not None and _ident(self._wal) != self.wal_ident:
+            _log(self.settings, f"{self._wal} was deleted or replaced: closing and reopening the index")
+            self.conn.close()
+            self.conn = None
         if ident != self.db_ident or (ident is not None and self.conn is None):
             if self.conn is not None:
                 self.conn.close()
             self.conn = store.connect(self.settings.db_path) if ident is not None else None
             self.db_ident = ident
+            self.wal_ident = _ident(self._wal) if self.conn is not None else None
             self._matrix = None  # its vector ids belong to the file that was replaced
         return self.conn
 
+    @property
+    def _wal(self) -> Path:
+        return Path(f"{self.settings.db_path}-wal")
+
     def handle(self, request: dict) -> dict:
         op = request.get("op")
+        if op in ("ingest", "search"):
+            self.connection()  # first: it lets go of a deleted -wal, which the ingest's own connection would trip on
         if op == "ping":
             return {"ok": True, "pid": os.getpid(), "model": getattr(self.embedder, "model_id", None),
                     "model_reason": self.model_reason, "home": str(self.settings.home)}
@@ -217,6 +238,7 @@ class Server:
             drain_queue(self.settings, embedder=self.embedder)
             self.vectors()
         now = time.monotonic()
+        self.connection()
         if now - self.last_scan >= RESCAN_EVERY:
             self.last_scan = now
             ingest(self.settings, source_roots(self.settings), lock_timeout=0)
@@ -234,14 +256,19 @@ class Server:
             if idle >= self.idle_timeout:
                 _log(self.settings, f"idle for {idle:.0f}s, exiting")
                 break
-            timeout = 0.5 if idle >= IDLE_WORK_AFTER else max(0.05, IDLE_WORK_AFTER - idle)
+            timeout = 0.5 if idle >= IDLE_WORK_AFTER else min(0.5, max(0.05, IDLE_WORK_AFTER - idle))
             if selector.select(timeout=timeout):
                 conn, _ = listener.accept()
                 self.last_request = time.monotonic()
                 with conn:
                     self._answer(conn)
                 busy_until_idle = True
-            elif idle >= IDLE_WORK_AFTER:
+                continue
+            try:
+                self.connection()  # let go of a deleted -wal at once: other processes cannot open the index until then
+            except MemsearchError as exc:
+                _log(self.settings, f"cannot reopen the index: {exc}")
+            if idle >= IDLE_WORK_AFTER:
                 try:
                     self.idle_work()
                 except Exception as exc:  # background work must never take the server down
@@ -285,7 +312,7 @@ class Server:
 
 def run(settings: Settings, idle_timeout: float = IDLE_TIMEOUT) -> int:
     """Run the server in the foreground until idle, stopped or signalled. Returns an exit code."""
-    settings.state_dir.mkdir(parents=True, exist_ok=True)
+    private_dirs(settings.state_dir)
     pid_path = settings.state_dir / "serve.pid"
     try:
         # a short wait, not none: a hook probing whether the lock is held holds it for a few microseconds
@@ -347,7 +374,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--home")
     parser.add_argument("--idle-timeout", type=float, default=IDLE_TIMEOUT)
     args = parser.parse_args(argv)
-    return run(resolve_settings(args.home), args.idle_timeout)
+    settings = resolve_settings(args.home, strict=False)  # started by a hook: a bad value must not stop it either
+    for problem in settings.problems:
+        _log(settings, f"settings: {problem}")
+    return run(settings, args.idle_timeout)
 
 
 if __name__ == "__main__":

@@ -91,6 +91,21 @@ def real_embedder(model_cache):
     return embedder
 
 
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """A real PostgreSQL 18 with pgvector for the session, in a temp folder on a free loopback port (see
+    tests/pg_local.py: as root it runs as an unprivileged system user); stopped and removed at the end. Skips only
+    when no server can be had here, saying why."""
+    from pg_local import LocalPostgresUnavailable, start
+
+    try:
+        server = start()
+    except LocalPostgresUnavailable as exc:
+        pytest.skip(f"no local PostgreSQL: {exc}")
+    yield server
+    server.stop()
+
 def write(path: Path, text: str | bytes) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     if isinstance(text, bytes):

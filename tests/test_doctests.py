@@ -7,7 +7,8 @@ import pytest
 
 MODULES = ["indexer.privacy", "indexer.chunker", "indexer.cjk", "indexer.locks", "indexer.types", "indexer.sources",
            "indexer.chunktext", "search_engine.fusion", "search_engine.query", "search_engine.filters", "search_engine.context",
-           "search_engine.search", "search_engine.mcp_server", "indexer.observations"]
+           "search_engine.search", "indexer.transcripts", "indexer.private", "indexer.lost", "indexer.errors", "indexer.settings",
+           "search_engine.mcp_server", "indexer.observations"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -376,3 +376,27 @@ def test_hooks_appending_during_a_forget_lose_no_event(home):
     kept = sorted(e["content"] for e in lines if "content" in e)
     assert kept == sorted(f"kept event {n}-{i}" for n in range(3) for i in range(40))
     assert _files_holding(home, "doomed lynx") == []
+
+
+def test_a_forgotten_note_chunk_stays_hidden_when_a_newer_filter_masks_more_of_it(home, monkeypatch):
+    """A newer privacy filter changes the stored text of an unchanged note (so its tombstone key), not where the
+    chunk stands: a rebuild after an upgrade must not bring the forgotten chunk back."""
+    import indexer.sources as sources
+    from indexer.privacy import redact as real_redact
+
+    write(home / "notes" / "ops.md", "# Rack\nzanzibar rack 12 holds the ledger box; its pin is tangerine-42\n\n"
+                                     "# Tea\nunrelated tea notes stay\n")
+    settings = resolve_settings(home, model="none")
+    index(settings, embedder=None)
+    apply_forget(settings, plan_forget(settings, ForgetSelector(match="zanzibar rack", mode="bm25", limit=1)))
+    assert "rack 12" not in _texts(search(settings, "zanzibar rack", mode="bm25"))
+
+    class Newer:  # the next filter version also masks the pin
+        def __init__(self, result):
+            self.text, self.warnings = result.text.replace("tangerine-42", "[REDACTED:password]"), result.warnings
+
+    monkeypatch.setattr(sources, "redact", lambda text: Newer(real_redact(text)))
+    rebuild(settings, embedder=None)
+    index(settings, embedder=None, full=True)
+    assert "rack 12" not in _texts(search(settings, "zanzibar rack", mode="bm25"))
+    assert "tea" in _texts(search(settings, "unrelated tea", mode="bm25"))

@@ -201,8 +201,10 @@ def test_maintain_expires_old_event_logs_into_the_archive(home, settings, fake, 
     assert not old.exists() and revived.exists() and recent.exists()
     assert report.chunks_before == 6 and report.chunks_after == 4
     assert report.index.chunks_removed == 2 and report.index.files_deleted == 1
-    assert [name for name, _ in report.steps] == ["retention", "rescan and embed", "optimize", "vacuum",
-                                                  "integrity check"]
+    # the first maintain of a memory re-filters what it holds: no filter version was recorded for it yet
+    assert [name for name, _ in report.steps] == ["privacy scrub", "retention", "rescan and embed", "optimize",
+                                                  "vacuum", "integrity check"]
+    assert report.scrubbed == {}
     assert report.bytes_before > 0 and report.bytes_after > 0
     texts = set(_chunks(settings).values())
     assert "stale pelican sighting" not in texts and {"old flamingo", "new flamingo", "recent heron"} <= texts
@@ -223,7 +225,7 @@ def test_retention_can_delete_or_be_off(home, event_logs, monkeypatch):
     [gone] = expire_event_logs(resolve_settings(home), NOW)
     assert gone.archived_to is None and not old.exists() and not (home / "archive").exists()
     monkeypatch.setenv("MEMSEARCH_RETENTION_DAYS_EVENT", "soon")
-    with pytest.raises(ConfigError, match="retention_days_event from MEMSEARCH_RETENTION_DAYS_EVENT is not a valid count"):
+    with pytest.raises(ConfigError, match="retention_days_event = .soon. from MEMSEARCH_RETENTION_DAYS_EVENT is not valid: expected a whole number"):
         resolve_settings(home)
 
 

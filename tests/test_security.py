@@ -257,7 +257,8 @@ def test_server_refuses_other_users(served_root):
     denied = subprocess.run([python, "-c", probe, str(sock)], capture_output=True, text=True, timeout=30,
                             **nobody)
     assert denied.stdout.strip() == "EACCES", denied.stderr  # the 0600 socket file stops them
-    os.chmod(sock, 0o666)  # even with the file opened up, the server checks the peer's uid
+    os.chmod(sock.parent, 0o711)  # the state folder is 0700 too: open the way to the socket …
+    os.chmod(sock, 0o666)  # … and the socket itself: even so, the server checks the peer's uid
     refused = subprocess.run([python, "-c", probe, str(sock)], capture_output=True, text=True, timeout=30,
                              **nobody)
     assert json.loads(refused.stdout) == {"ok": False, "error": "refused: not the owner"}, refused.stderr

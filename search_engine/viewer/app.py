@@ -207,7 +207,9 @@ class Viewer:
         frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
         where = f"{Path(frame.filename).name}:{frame.lineno}" if frame else "?"
         try:
-            self.settings.log_dir.mkdir(parents=True, exist_ok=True)
+            from indexer.private import private_dirs
+
+            private_dirs(self.settings.log_dir)
             fd = os.open(self.settings.log_dir / LOG_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             with os.fdopen(fd, "a", encoding="utf-8") as log:
                 log.write(f"{datetime.now().isoformat(timespec='seconds')} {type(exc).__name__} at {where}\n")

@@ -1,0 +1,551 @@
+"""Secret masking: the second pass of the privacy filter (:mod:`indexer.privacy`).
+
+Three families of rules, each masking the secret as ``[REDACTED:<kind>]`` and keeping what surrounds it:
+
+1. Formats. Provider keys and tokens with a recognisable shape (``AKIA…``, ``ghp_…``, ``SG.….…``, Azure
+   ``AccountKey=``, SAS ``sig=``, webhook URLs, ~60 token prefixes), JWTs, bearer and basic credentials, private key
+   blocks (to their END line, or to the end of the text when it is missing) and bare runs of base64 key material,
+   passwords in URLs and connection strings (a password may hold ``/``, ``:`` or ``@``), and passwords given to
+   commands (``curl -u user:pass``, ``mysql -pPASS``, ``sshpass -p``, ``redis-cli -a``, ``openssl … pass:``).
+2. Names. Any assignment whose name marks a secret, whatever its prefix or spelling (``DB_PASSWORD``,
+   ``aws_secret_access_key``, ``SECRET_KEY_BASE``, ``githubToken``, ``X-Api-Key``, ``--client-secret``), in env,
+   shell, YAML, JSON, TOML, INI, XML, code and flag forms; a quoted value is masked whole, spaces included, an
+   unquoted one to the end of its token (to the end of the line for ``name: value`` and ``name = value`` lines).
+   The same idea as detect-secrets' keyword detector, done as a scan for name words rather than one regex per
+   syntax, so a name that no pattern foresaw still counts.
+3. Entropy. A quoted string of 20+ characters from the base64 alphabet that mixes upper case, lower case and
+   digits with a Shannon entropy of at least 4.3 bits a character (detect-secrets' base64 detector, which uses 4.5).
+
+Every format rule has literal anchors (lower case): a rule runs only on a text that holds one, so the common text
+costs a few substring tests. detect-secrets itself was measured for the hook path: importing its keyword plugin
+takes ~0.56 s (it pulls in requests and yaml), more than the prompt hook's whole budget, so its ideas are used, not
+the package.
+
+>>> mask("export DB_PASSWORD='correct horse battery staple'")[0]
+"export DB_PASSWORD='[REDACTED:password]'"
+>>> mask("curl -u admin:s3cr3t https://api.example.com")[0]
+'curl -u admin:[REDACTED:password] https://api.example.com'
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from collections.abc import Callable
+
+_MARK = "[REDACTED"
+
+
+class _Lazy:
+    """A regex compiled on first use: most texts trigger few rules, and compiling them all would add ~8 ms to
+    every hook's start-up."""
+
+    __slots__ = ("source", "flags", "_compiled")
+
+    def __init__(self, source: str, flags: int = 0) -> None:
+        self.source, self.flags, self._compiled = source, flags, None
+
+    def _get(self) -> re.Pattern[str]:
+        if self._compiled is None:
+            self._compiled = re.compile(self.source, self.flags)
+        return self._compiled
+
+    def sub(self, repl: Callable[[re.Match[str]], str], text: str) -> str:
+        return self._get().sub(repl, text)
+
+
+def _marker(kind: str) -> str:
+    return f"[REDACTED:{kind}]"
+
+
+# -- 1. formats ------------------------------------------------------------------------------------------------
+# (kind, anchors, pattern, group to mask or 0 for the whole match)
+_PREFIXED_TOKENS = (
+    "shpat_ shpca_ shppa_ shpss_ dop_v1_ doo_v1_ dor_v1_ dp.pt. dp.st. dp.ct. sbp_ nfp_ pscale_tkn_ pscale_pw_ "
+    "pscale_oauth_ dckr_pat_ figd_ glc_ glsa_ sntrys_ nrak- pmak- pul- hvs. hvb. hrku- lin_api_ ntn_ r8_ gsk_ pplx- "
+    "xai- dapi pcsk_ tvly- lsv2_pt_ lsv2_sk_ xkeysib- rzp_live_ rzp_test_ flwseck- flwseck_test- sq0atp- sq0csp- "
+    "atatt3 akcp rubygems_ clojars_ oy2 ltai akid fo1_ ezak shippo_live_ shippo_test_ duffel_live_ duffel_test_ "
+    "dt0c01. sgp_ pnu_ rdme_ ico- tfp_ aio_ whsec_ gocspx- ya29. sk.eyj sl.b dapi- ops_ ghcr_ ak_live_ sk_live_ "
+    "api_live_ key_live_ live_sk_"
+).split()
+_PREFIX_RE = _Lazy(
+    r"(?<![A-Za-z0-9_])(?:" + "|".join(re.escape(p) for p in _PREFIXED_TOKENS) + r")[A-Za-z0-9_\-.=+/]{16,}",
+    re.IGNORECASE,
+)
+
+_FORMATS: list[tuple[str, tuple[str, ...], _Lazy, int]] = [
+    (
+        "private-key",
+        ("-----begin",),
+        _Lazy(
+            r"-----BEGIN[ A-Z0-9]*PRIVATE KEY[ A-Z]*-----[\s\S]*?(?:-----END[ A-Z0-9]*PRIVATE KEY[ A-Z]*-----|\Z)"
+        ),
+        0,
+    ),
+    # an END line whose BEGIN was cut away upstream: the key lines before it go too
+    ("private-key", ("-----end",),
+     _Lazy(r"(?m)(?:^[A-Za-z0-9+/=]+\r?\n)*-----END[ A-Z0-9]*PRIVATE KEY[ A-Z]*-----"), 0),
+    ("private-key", ("private-lines:",), _Lazy(r"Private-Lines:\s*\d+\s*(?:[A-Za-z0-9+/=]+\s*)+"), 0),
+    ("private-key", ("age-secret-key-",), _Lazy(r"AGE-SECRET-KEY-1[0-9A-Z]{20,}"), 0),
+    (
+        "aws-key",
+        ("akia", "asia", "abia", "acca", "agpa", "aida", "aipa", "anpa", "anva", "aroa", "apka"),
+        _Lazy(r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|AROA|APKA)[0-9A-Z]{16}\b"),
+        0,
+    ),
+    ("github-token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+     _Lazy(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})"), 0),
+    ("gitlab-token", ("glpat-", "gldt-", "glptt-", "glrt-", "glsoat-", "glcbt-", "glimt-", "gr1348941"),
+     _Lazy(r"\b(?:gl(?:pat|dt|ptt|rt|soat|cbt|imt)-|GR1348941)[A-Za-z0-9_\-]{20,}"), 0),
+    ("anthropic-key", ("sk-ant-",), _Lazy(r"\bsk-ant-[A-Za-z0-9_\-]{20,}"), 0),
+    ("openai-key", ("sk-",), _Lazy(r"\bsk-(?!ant-)[A-Za-z0-9_\-]{20,}"), 0),
+    ("stripe-key", ("_live_", "_test_"), _Lazy(r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}"), 0),
+    ("slack-token", ("xox", "xapp-"), _Lazy(r"\b(?:xox[abposrce]|xapp)-[A-Za-z0-9\-]{10,}"), 0),
+    ("google-key", ("aiza",), _Lazy(r"\bAIza[0-9A-Za-z_\-]{35}"), 0),
+    ("huggingface-token", ("hf_",), _Lazy(r"\bhf_[A-Za-z0-9]{30,}"), 0),
+    ("npm-token", ("npm_",), _Lazy(r"\bnpm_[A-Za-z0-9]{36}"), 0),
+    ("pypi-token", ("pypi-",), _Lazy(r"\bpypi-AgE[A-Za-z0-9_\-]{50,}"), 0),
+    ("sendgrid-key", ("sg.",), _Lazy(r"\bSG\.[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{16,64}"), 0),
+    ("mailgun-key", ("key-",), _Lazy(r"\bkey-[0-9a-zA-Z]{32}\b"), 0),
+    ("mailchimp-key", ("-us",), _Lazy(r"\b[0-9a-f]{32}-us[0-9]{1,2}\b"), 0),
+    ("telegram-token", (":aa",), _Lazy(r"\b[0-9]{8,10}:AA[A-Za-z0-9_\-]{33}"), 0),
+    ("webhook-url", ("hooks.slack.com/", "/api/webhooks/", "webhook.office.com/", "/webhookb2/"),
+     _Lazy(r"(?i)(?:hooks\.slack\.com/(?:services|workflows|triggers)/|/api/webhooks/[0-9]+/|/webhookb2/)"
+                r"([A-Za-z0-9_\-/@]{8,})"), 1),
+    ("azure-key", ("accountkey", "sharedaccesskey", "primarykey", "secondarykey"),
+     _Lazy(r"(?i)\b(?:AccountKey|SharedAccessKey|PrimaryKey|SecondaryKey)\s*=\s*(?!\[REDACTED)([^;\s\"'<>]+)"),
+     1),
+    ("sas-signature", ("sig=",), _Lazy(r"(?i)\bsig=(?!\[REDACTED)([^&\s\"'<>;]{8,})"), 1),
+    ("jwt", ("eyj",), _Lazy(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"), 0),
+    ("bearer-token", ("bearer",), _Lazy(r"(?i)\bbearer\s+(?!\[REDACTED)([A-Za-z0-9._~+/\-]{8,}=*)"), 1),
+    ("bearer-token", ("authorization",), _Lazy(
+        r"(?i)\bauthorization[\"']?\s*[:=]\s*[\"']?(?:basic|token|digest|negotiate|apikey|sso-key|otp|hmac)\s+"
+        r"(?!\[REDACTED)([^\s\"',;]{6,})"), 1),
+    (
+        "connection-string",
+        ("://",),
+        # scheme://user:password@host — the password runs to the LAST "@" of the token, so it may hold / : @
+        _Lazy(r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@\"'<>]*:(?!\[REDACTED)([^\s\"'<>]*)@[A-Za-z0-9\[\]._\-]"),
+        1,
+    ),
+    (
+        "password",
+        ("-u", "--user"),
+        # curl -u user:pass, --user user:pass, --proxy-user, smbclient -U user%pass
+        _Lazy(r"(?<![\w-])(?:-u\s*|-U\s+|--(?:proxy-)?user[= ]\s*)[\"']?[^\s:%\"'/]+[:%]"
+                   r"(?!\[REDACTED)([^\s\"']+)"),
+        1,
+    ),
+    ("password", ("mysql", "mariadb", "mysqldump", "mysqladmin"),
+     _Lazy(r"(?i)\b(?:mysql|mariadb|mysqldump|mysqladmin|mysqlimport|mysqlsh)\b(?:(?!\s-p)[^\n|;&])*\s-p(?!\[REDACTED)"
+                r"([^\s\"']+|\"[^\"]*\"|'[^']*')"), 1),
+    ("password", ("sshpass", "redis-cli", "-storepass", "-keypass", "-srcstorepass", "-deststorepass"),
+     _Lazy(r"(?:\bsshpass\s+-p\s*|\bredis-cli\b(?:(?!\s-a\s)[^\n|;&])*\s-a\s+|\s-(?:store|key|srcstore|deststore)pass\s+)"
+                r"(?!\[REDACTED)([^\s\"']+|\"[^\"]*\"|'[^']*')"), 1),
+    ("password", ("login", "ldap", "htpasswd", "/user:", "--with-token", "--password-stdin"),
+     _Lazy(r"(?:\b(?:docker|podman|buildah|helm|oras|skopeo|nerdctl)\s+(?:registry\s+)?login\b(?:(?!\s-p\s)[^\n|;&])*"
+           r"\s-p\s+|\bldap\w*\b(?:(?!\s-w\s)[^\n|;&])*\s-w\s+|\bhtpasswd\s+-\w*b\w*\s+\S+\s+\S+\s+"
+           r"|\s/user:\S+\s+|--with-token\s*<<<\s*|\becho\s+(?=[^\n|]*\|[^\n]*--password-stdin))"
+           r"(?!\[REDACTED)([^\s\"'|]+|\"[^\"\n]*\"|'[^'\n]*')"), 1),
+    ("password", ("login(", "auth(", "connect(", "authenticate(", "password("),
+     _Lazy(r"(?i)(?:login|auth|connect|authenticate|password)\(\s*(?:[\w.]+\s*=\s*)?([\"'])[^\"'\n]*\1\s*,"
+           r"\s*(?:[\w.]+\s*=\s*)?([\"'])(?!\[REDACTED)([^\"'\n]+)\2"), 3),
+    ("password", ("machine",), _Lazy(r"\bmachine\s+\S+\s+login\s+\S+\s+password\s+(?!\[REDACTED)(\S+)"), 1),
+    ("password", ("convertto-securestring",),
+     _Lazy(r"(?i)ConvertTo-SecureString\s+(?:-String\s+)?([\"'])(?!\[REDACTED)([^\"'\n]+)\1"), 2),
+    ("password", ("pass:",), _Lazy(r"(?i)(?:-pass(?:in|out)?|-passwd|-k)\s+[\"']?pass:(?!\[REDACTED)([^\s\"']+)"),
+     1),
+]
+
+_FORMAT_ANCHORS = tuple(dict.fromkeys(a for _, anchors, _, _ in _FORMATS for a in anchors))
+
+# Base64 key material without its BEGIN line (a cut or a pasted fragment): three or more lines of 40+ base64
+# characters mixing cases; hex (digests, commit ids) has no upper and lower case mix and is left alone.
+_KEY_LINES_RE = _Lazy(r"(?m)^[ \t]*[A-Za-z0-9+/]{40,}={0,2}[ \t]*(?:\n[ \t]*[A-Za-z0-9+/]{16,}={0,2}[ \t]*){2,}$")
+
+
+def _key_material(text: str) -> tuple[str, int]:
+    count = 0
+
+    def sub(m: re.Match[str]) -> str:
+        nonlocal count
+        block = m.group(0)
+        if not (re.search("[a-z]", block) and re.search("[A-Z]", block) and re.search("[0-9+/]", block)):
+            return block
+        count += 1
+        return _marker("key-material")
+
+    return _KEY_LINES_RE.sub(sub, text), count
+
+
+# -- 2. names --------------------------------------------------------------------------------------------------
+#: run over the lower-cased text: an IGNORECASE scan costs ~15x more (measured: 8.5 ms vs 0.5 ms per 64 KB)
+_NAME_WORD_RE = re.compile(r"pass|pwd|secret|token|key|auth|cred|sig|salt|cookie|pw")
+_IDENT_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.")
+_CAMEL_RE = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+#: a component that marks a password
+_PASSWORD_PARTS = ("passw", "passphrase", "passcode")
+_PASSWORD_WORDS = frozenset({"pwd", "pw", "pass", "pword", "passwd"})
+#: a component that marks some other secret
+_SECRET_WORDS = frozenset({
+    "secret", "secrets", "credential", "credentials", "creds", "cred", "apikey", "privatekey", "secretkey",
+    "accesskey", "authkey", "authtoken", "accesstoken", "refreshtoken", "sessiontoken", "idtoken", "clientsecret",
+    "signingkey", "encryptionkey", "masterkey", "licensekey", "webhooksecret",
+})
+#: last components that make a prefixed name secret (``GITHUB_TOKEN``, ``API_KEY``, ``BASIC_AUTH``)
+#: names that alone are too common in code to mask a value that does not look random (``key = "name"``)
+_WEAK_ALONE = frozenset({"key", "sig", "signature", "salt", "cookie", "auth", "pat", "sas"})
+_SECRET_LAST = frozenset({"token", "key", "sig", "signature", "auth", "salt", "cookie", "pat", "apikey", "sas"})
+#: last components that say the value is about a secret, not the secret (``PASSWORD_FILE=/run/secrets/db``)
+_ABOUT_LAST = frozenset({
+    "file", "files", "path", "dir", "name", "names", "ref", "env", "var", "vars", "length", "len", "size", "count",
+    "type", "types", "field", "fields", "header", "required", "policy", "stdin", "prompt", "url", "uri", "endpoint",
+    "expiry", "expires", "expiration", "ttl", "timeout", "at", "in", "format", "mode", "enabled", "provider",
+    "manager", "store", "rotation", "label", "hint", "min", "max", "regex", "pattern", "reset", "changed", "version",
+    "algorithm", "alg", "method", "scheme", "strength", "valid", "validator", "validation", "index", "position",
+})
+_NOT_VALUES = frozenset({
+    "null", "none", "nil", "true", "false", "undefined", "str", "string", "int", "bool", "boolean", "bytes", "any",
+    "optional", "required", "secret", "password", "self", "this", "new", "await", "lambda", "function", "def",
+    "return", "yes", "no", "on", "off", "omitted", "hidden", "masked", "redacted", "unset", "empty", "char",
+    "text", "varchar", "object", "number", "integer", "list", "dict", "map", "void", "async", "raise", "throw",
+    "if", "else", "not", "and", "or", "is", "in", "yield", "continue", "break", "pass", "nullptr", "nothing",
+})
+_PROSE_STOP = frozenset({
+    "is", "was", "the", "a", "an", "not", "required", "incorrect", "wrong", "invalid", "missing", "set", "stored",
+    "empty", "too", "expired", "correct", "changed", "reset", "being", "still", "now", "also", "and", "or", "in",
+    "for", "to", "of", "on", "at", "by", "with", "from", "that", "this", "it", "must", "should", "will", "can",
+    "hashed", "encrypted", "needed", "ok", "valid", "weak", "strong", "long", "short", "same", "different",
+})
+_SEP_RE = re.compile(r"(?:\\?[\"'])?\]?[ \t]*(:=|=>|->|=|:)(?![=:/])[ \t]*")
+#: ``name: API_KEY`` … ``value: x`` (Kubernetes env, .NET appSettings, CloudFormation parameters)
+_NAME_FIELD_RE = re.compile(r"(?i)(?:name|key|parameterkey|id)\\?[\"']?\s*[:=]\s*\\?[\"']?$")
+_VALUE_FIELD_RE = re.compile(r"(?i)value\\?[\"']?\s*[:=]\s*")
+_FLAG_SEP_RE = re.compile(r"(=|[ \t]+)(?=[^\s-])")
+_PROSE_RE = re.compile(r"[ \t]+(?:is|was|=|:)[ \t]+(?:set to[ \t]+)?(?=\S)", re.IGNORECASE)
+_INLINE_END = frozenset(" \t\r\n,;&)]}\"'<>|`")
+_ARG_SEP_RE = re.compile(r"(?:[\"']\s*,|[ \t]+(?:-Value[ \t]+)?)\s*(?=[\"'])")
+_TYPED_RE = re.compile(r"(?:\[REDACTED:[a-z0-9-]+\]|[A-Z][\w.<>\[\]]*\??|str|string|bytes|&str|&'static str)"
+                       r"[ \t]*=(?![=>])[ \t]*")
+_PAIR_RE = re.compile(r"\(\s*([\"'])[^\"'\n]*\1\s*,\s*([\"'])([^\"'\n]+)\2\s*\)")
+_CODE_VALUE_RE = re.compile(r"[A-Za-z_$][\w.$]*\s*[(\[]")
+
+
+def _components(name: str) -> list[str]:
+    parts: list[str] = []
+    for piece in re.split(r"[_.\-]+", name):
+        parts.extend(p.lower() for p in _CAMEL_RE.findall(piece))
+    return parts
+
+
+@functools.lru_cache(maxsize=4096)
+def name_kind(name: str) -> tuple[str, bool] | None:
+    """``(kind, strong)`` when ``name`` marks a secret, else None; a weak name (``key``, ``token`` alone) needs a
+    value that looks random.
+
+    >>> name_kind("AWS_SECRET_ACCESS_KEY"), name_kind("dbPassword"), name_kind("PASSWORD_FILE"), name_kind("token")
+    (('secret', True), ('password', True), None, ('secret', False))
+    """
+    parts = _components(name)
+    while parts and parts[-1].isdigit():  # key1, SECRET_2
+        parts.pop()
+    if not parts:
+        return None
+    last = parts[-1]
+    password = any(p.startswith(_PASSWORD_PARTS) or "passw" in p or p in _PASSWORD_WORDS for p in parts)
+    secret = any(p in _SECRET_WORDS or (p.startswith("secret") and not p.startswith("secretar")) for p in parts)
+    if last in _ABOUT_LAST and not (last == "id" and (password or secret)):
+        return None
+    if last == "id" and not (password or secret):
+        return None
+    kind = "password" if password else "secret"
+    if password or secret:
+        return kind, True
+    if last in _SECRET_LAST or last.endswith("token") and len(last) > 5:
+        return kind, len(parts) > 1 or last not in _WEAK_ALONE
+    return None
+
+
+def _looks_random(value: str) -> bool:
+    """Long enough and mixing at least two classes of characters (lower, upper, digits, symbols)."""
+    if len(value) < 12 or " " in value.strip():
+        return False
+    classes = (any(c.islower() for c in value), any(c.isupper() for c in value), any(c.isdigit() for c in value),
+               any(not c.isalnum() for c in value))
+    return sum(classes) >= 2
+
+
+def _skip_value(value: str) -> bool:
+    v = value.strip()
+    if not v or v.startswith((_MARK, "$", "%", "{{", "<%", "#{", "process.env", "os.environ", "env(", "ENV[")):
+        return True
+    if v.lower().rstrip(",;") in _NOT_VALUES or set(v) <= set("*xX.…•-_"):
+        return True
+    if v[:1] in "fF" and v[1:2] in ("'", '"') and "{" in v:  # an f-string: code, not a literal secret
+        return True
+    return bool(_CODE_VALUE_RE.match(v))
+
+
+def _quoted_end(text: str, start: int, quote: str) -> int:
+    """Index of the quote closing the string opened at ``start`` (escapes honoured), or -1."""
+    i = start + 1
+    n = len(text)
+    limit = min(n, start + 4096)
+    while i < limit:
+        c = text[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == quote:
+            return i
+        if c == "\n" and quote != "`":
+            return -1
+        i += 1
+    return -1
+
+
+def _line_start(text: str, pos: int) -> bool:
+    """Whether only indentation, ``export``/``set``/``$env:``, a list dash or a quote precede ``pos`` on its line."""
+    start = text.rfind("\n", 0, pos) + 1
+    before = text[start:pos].strip()
+    return before in ("", "-", '"', "'", "- \"", "export", "set", "$env:", "setx", "declare -x", "local", "readonly",
+                      "const", "let", "var", "final", "val") or before.endswith(("export", "$env:"))
+
+
+def _value_span(text: str, vstart: int, to_line_end: bool, strong: bool) -> tuple[int, int] | None:
+    """The span of the secret value starting at ``vstart``, or None when it is no secret (code, a placeholder)."""
+    n = len(text)
+    if vstart >= n:
+        return None
+    c = text[vstart]
+    if c == "\\" and text[vstart + 1 : vstart + 2] in ("\"", "'"):  # an escaped quote: JSON inside JSON
+        q = "\\" + text[vstart + 1]
+        end = text.find(q, vstart + 2)
+        line_end = text.find("\n", vstart)
+        if end < 0 or 0 <= line_end < end:
+            end = n if line_end < 0 else line_end
+        value = text[vstart + 2 : end]
+        if not value.strip() or value.startswith(_MARK) or (not strong and not _looks_random(value)):
+            return None
+        return vstart + 2, end
+    if c == "(":
+        pair = _PAIR_RE.match(text, vstart)
+        if pair and not pair.group(3).startswith(_MARK):
+            return pair.start(3), pair.end(3)
+        return None
+    if c in "\"'`":
+        end = _quoted_end(text, vstart, c)
+        if end < 0:
+            end = text.find("\n", vstart)
+            end = n if end < 0 else end
+            a, b = vstart + 1, end
+        else:
+            a, b = vstart + 1, end
+        value = text[a:b]
+        if not value.strip() or value.startswith(_MARK) or value.startswith(("${", "{{", "$(")):
+            return None
+        if not strong and not _looks_random(value):
+            return None
+        return a, b
+    if to_line_end:
+        end = text.find("\n", vstart)
+        end = n if end < 0 else end
+        while end > vstart and text[end - 1] in " \t\r,;":
+            end -= 1
+    else:
+        end = vstart
+        while end < n and text[end] not in _INLINE_END:
+            end += 1
+    value = text[vstart:end]
+    if _skip_value(value) or (not strong and not _looks_random(value)):
+        return None
+    return vstart, end
+
+
+def _named(text: str, lower: str) -> tuple[str, int]:
+    """Mask the values of assignments and flags whose name marks a secret (``lower``: ``text`` lower-cased, of
+    the same length)."""
+    spans: list[tuple[int, int, str]] = []
+    seen_names: set[int] = set()
+    n = len(text)
+    for m in _NAME_WORD_RE.finditer(lower):
+        a = m.start()
+        while a > 0 and text[a - 1] in _IDENT_CHARS:
+            a -= 1
+        if a in seen_names or (spans and a < spans[-1][1]) or (a >= 10 and text.startswith(_MARK, a - 10)):
+            continue
+        seen_names.add(a)
+        if a > 0 and text[a - 1] == "\\" and text[a] in "ntr":
+            a += 1  # a JSON escape (\n--password) glued to the name
+        b = m.end()
+        while b < n and text[b] in _IDENT_CHARS:
+            b += 1
+        raw = text[a:b]
+        name = raw.lstrip("-.").rstrip("-.")
+        if not name:
+            continue
+        found = name_kind(name)
+        if found is None:
+            continue
+        kind, strong = found
+        b = a + raw.rstrip("-.").__len__()
+        span = None
+        if raw.startswith("-"):
+            sep = _FLAG_SEP_RE.match(text, b)
+            if sep:
+                span = _value_span(text, sep.end(), False, strong)
+        elif a > 0 and text[a - 1] == "<" and text.startswith(">", b):
+            close = text.find("<", b + 1)
+            if close > b + 1:
+                value = text[b + 1 : close]
+                if not _skip_value(value) and (strong or _looks_random(value)):
+                    span = (b + 1, close)
+        else:
+            sep = _SEP_RE.match(text, b)
+            quoted_name = a > 0 and text[a - 1] in "\"'"
+            if sep:
+                spaced = sep.group(1) == ":" or sep.start(1) > b and text[sep.start(1) - 1] in " \t"
+                vstart = sep.end()
+                typed = _TYPED_RE.match(text, vstart) if sep.group(1) == ":" else None
+                if typed:  # `secret: String = "…"`: the value follows the type (or an older filter's marker)
+                    vstart, spaced = typed.end(), False
+                span = _value_span(text, vstart, spaced and _line_start(text, a - quoted_name), strong)
+            elif (quoted_name or text.startswith("env:", a - 4)) and (pair := _ARG_SEP_RE.match(text, b)):
+                span = _value_span(text, pair.end(), False, strong)  # setenv("API_KEY", "…"), env:API_KEY '…'
+            elif _NAME_FIELD_RE.search(text, max(0, a - 40), a - quoted_name if a else 0):
+                field = _VALUE_FIELD_RE.search(text, b, min(n, b + 160))
+                if field:
+                    span = _value_span(text, field.end(), False, True)
+            elif kind == "password":
+                prose = _PROSE_RE.match(text, b)
+                if prose:
+                    end = prose.end()
+                    while end < n and not text[end].isspace():
+                        end += 1
+                    value = text[prose.end() : end].rstrip(".,;:!?)\"'")
+                    if value and value.lower() not in _PROSE_STOP and not _skip_value(value):
+                        span = (prose.end(), prose.end() + len(value))
+        if span and span[1] > span[0] and not (spans and span[0] < spans[-1][1]):
+            spans.append((span[0], span[1], kind))
+    if not spans:
+        return text, 0
+    out: list[str] = []
+    cursor = 0
+    for s, e, kind in spans:
+        out.append(text[cursor:s])
+        out.append(_marker(kind))
+        cursor = e
+    out.append(text[cursor:])
+    return "".join(out), len(spans)
+
+
+# -- 3. entropy ------------------------------------------------------------------------------------------------
+_QUOTED_RE = re.compile(r"([\"'])([A-Za-z0-9+/_\-]{20,200}={0,2})\1")
+_DIGEST_PREFIXES = ("sha1-", "sha256-", "sha384-", "sha512-", "md5-", "sha-")
+
+
+def shannon_entropy(value: str) -> float:
+    """Bits per character: ``-Σ p·log2 p`` over the characters of ``value``.
+
+    >>> round(shannon_entropy("aabb"), 2)
+    1.0
+    """
+    counts: dict[str, int] = {}
+    for ch in value:
+        counts[ch] = counts.get(ch, 0) + 1
+    n = len(value)
+    return -sum(c / n * math.log2(c / n) for c in counts.values())
+
+
+def _high_entropy(text: str) -> tuple[str, int]:
+    count = 0
+
+    def sub(m: re.Match[str]) -> str:
+        nonlocal count
+        value = m.group(2)
+        if (value.lower().startswith(_DIGEST_PREFIXES) or not re.search("[a-z]", value)
+                or not re.search("[A-Z]", value) or not re.search("[0-9]", value) or shannon_entropy(value) < 4.3):
+            return m.group(0)
+        count += 1
+        return m.group(1) + _marker("high-entropy") + m.group(1)
+
+    return _QUOTED_RE.sub(sub, text), count
+
+
+_LONG_TOKEN_RE = re.compile(r"(?<![\w\-.=+/])[\w\-.=+/]{20,}")
+_TWILIO_RE = _Lazy(r"(?<![0-9A-Za-z])(?:SK|AC)[0-9a-fA-F]{32}(?![0-9A-Za-z])")
+
+
+def _prefixed_tokens(text: str) -> tuple[str, int]:
+    """Tokens of the ~70 providers known by their prefix, found among the long tokens of the text (one cheap scan;
+    an alternation of 70 prefixes costs ~20x more per KB)."""
+    count = 0
+
+    def sub(m: re.Match[str]) -> str:
+        nonlocal count
+        token = m.group(0)
+        low = token.lower()
+        if not any(p in low for p in _PREFIXED_TOKENS):
+            return token
+        new, found = _apply(_PREFIX_RE, "api-token", 0, token)
+        count += found
+        return new
+
+    return _LONG_TOKEN_RE.sub(sub, text), count
+
+
+def _ascii_lower(text: str) -> str:
+    lower = text.lower()
+    return lower if len(lower) == len(text) else text.translate(_ASCII_LOWER)
+
+
+_ASCII_LOWER = {c: c + 32 for c in range(65, 91)}
+
+
+# -- all -------------------------------------------------------------------------------------------------------
+def _apply(pattern: _Lazy, kind: str, group: int, text: str) -> tuple[str, int]:
+    marker = _marker(kind)
+    count = 0
+
+    def sub(m: re.Match[str]) -> str:
+        nonlocal count
+        if group == 0:
+            count += 1
+            return marker
+        if m.start(group) == m.end(group):
+            return m.group(0)
+        count += 1
+        whole = m.group(0)
+        return whole[: m.start(group) - m.start(0)] + marker + whole[m.end(group) - m.start(0):]
+
+    return pattern.sub(sub, text), count
+
+
+def mask(text: str) -> tuple[str, int]:
+    """Mask every secret in ``text``; returns the masked text and how many were masked."""
+    total = 0
+    lower = _ascii_lower(text)
+    present = {a for a in _FORMAT_ANCHORS if a in lower}
+    if present:
+        for kind, anchors, pattern, group in _FORMATS:
+            if present.isdisjoint(anchors):
+                continue
+            text, count = _apply(pattern, kind, group, text)
+            total += count
+    text, count = _prefixed_tokens(text)
+    total += count
+    if "SK" in text or "AC" in text:  # Twilio: a case-sensitive anchor (lower-cased, "sk" is in every "task")
+        text, count = _apply(_TWILIO_RE, "twilio-key", 0, text)
+        total += count
+    if "\n" in text:
+        text, count = _key_material(text)
+        total += count
+    lower = _ascii_lower(text)
+    if _NAME_WORD_RE.search(lower):
+        text, count = _named(text, lower)
+        total += count
+    if '"' in text or "'" in text:
+        text, count = _high_entropy(text)
+        total += count
+    return text, total

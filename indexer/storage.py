@@ -1,0 +1,220 @@
+"""The store contract: every operation the indexer and the search engine need from an index, and nothing else.
+
+Today the SQLite index (:mod:`indexer.store` with the SQL in the pipeline and the search modules) does these
+operations inline; :mod:`indexer.store_pg` implements them on PostgreSQL + pgvector. A backend is a class that
+satisfies :class:`Store`; the shapes it takes and returns are the frozen dataclasses below, so nothing above the
+store sees a connection, a cursor or SQL.
+
+The contract, for any backend:
+
+- **Chunks** belong to a *source* (the file they were read from, by absolute path). :meth:`Store.write_batch`
+  records the source's state and adds its chunks in one transaction; a chunk whose ``uid`` the writer already
+  stored is left as it is (writes are idempotent, so a sync that is re-run after a fault adds no duplicates).
+  :meth:`Store.delete_source` removes a source's chunks and its state in one transaction.
+- **Vectors** are keyed by (content hash, model): :meth:`Store.pending_embeddings` lists content the model has
+  not seen yet (one row per hash, whichever chunks hold it), :meth:`Store.put_embeddings` stores them; a hash
+  stored with ``None`` is content the model cannot represent (it is no longer pending and never a vector hit).
+  Putting a (hash, model) that exists already is a no-op, so two writers embedding the same content is harmless.
+- **Ranking** is done inside the store with the filters inside the same query (a selective filter can never starve
+  a list): :meth:`Store.lexical_top_k` ranks the chunks matching the AND (or OR) of query terms (higher score is
+  better), :meth:`Store.vector_candidates` the chunks nearest a query vector (cosine distance, lower is better).
+  Both return chunk ids, best first, ties by id; :meth:`Store.fetch_hits` turns ids into rows.
+- **Visibility**: a backend shared by several people returns only what the connecting member may see; every
+  operation above is subject to it, so the layers above need no notion of members.
+- :meth:`Store.health` counts what :class:`indexer.types.Health` reports; :meth:`Store.get_meta` /
+  :meth:`Store.set_meta` keep small per-index strings (``last_indexed``, ``chunker``, ``vector_model``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol, runtime_checkable
+
+Scope = Literal["private", "shared"]
+
+
+@dataclass(frozen=True)
+class ChunkRow:
+    """One chunk as the store keeps it: :class:`indexer.types.Chunk`'s columns plus what the writer derives.
+
+    ``context`` is the text the lexical index also sees at low weight (an event's previous turn in its session);
+    ``scope`` is ``shared`` only for a note or fact from a source its owner marked shared (a store that has no
+    members ignores it).
+    """
+
+    uid: str
+    hash: str
+    kind: str
+    text: str
+    path: str
+    seq: int = 0
+    category: str = ""
+    title: str = ""
+    line_start: int | None = None
+    line_end: int | None = None
+    event_id: str | None = None
+    ts: str | None = None
+    session_id: str | None = None
+    project: str | None = None
+    status: str | None = None
+    speaker: str | None = None
+    context: str = ""
+    scope: Scope = "private"
+
+
+@dataclass(frozen=True)
+class SourceState:
+    """What the indexer remembers of one source file to re-read only what changed (``consumed``: bytes of an
+    append-only event log already indexed; ``head_hash``: a hash of its first bytes, to notice a rewrite)."""
+
+    path: str
+    source: str
+    mtime_ns: int
+    size: int
+    content_hash: str | None = None
+    consumed: int = 0
+    head_hash: str | None = None
+
+
+@dataclass(frozen=True)
+class PendingText:
+    """Content to embed: its hash and the fields :func:`indexer.chunktext.embed_input` builds the text from."""
+
+    hash: str
+    title: str
+    text: str
+    speaker: str | None = None
+    ts: str | None = None
+
+
+@dataclass(frozen=True)
+class Scored:
+    """A chunk id and its score in one list: BM25-like relevance (higher is better) or cosine distance (lower)."""
+
+    id: int
+    score: float
+
+
+@dataclass(frozen=True)
+class HitRow:
+    """The columns a search hit is built from."""
+
+    id: int
+    uid: str
+    kind: str
+    category: str
+    title: str
+    text: str
+    path: str
+    line_start: int | None
+    line_end: int | None
+    ts: str | None
+    session_id: str | None
+    project: str | None
+    status: str | None
+    event_id: str | None
+    owner: str | None = None
+    scope: Scope = "private"
+
+
+@dataclass(frozen=True)
+class StoreHealth:
+    """Counts over what the connecting member can see; ``own``/``shared_by_others`` split them on a team store."""
+
+    chunks: int
+    by_kind: Mapping[str, int] = field(default_factory=dict)
+    sources: int = 0
+    pending_embeddings: int = 0
+    vectors: int = 0
+    own_chunks: int = 0
+    shared_by_others: int = 0
+
+
+class QueryTerm(Protocol):
+    """One searchable term (:class:`search_engine.query.Term` has these fields): a lower-cased word, or a CJK run
+    (``cjk``) matched as the phrase of its 2-character words; ``alt`` is a second CJK form that also counts."""
+
+    @property
+    def text(self) -> str: ...
+    @property
+    def cjk(self) -> bool: ...
+    @property
+    def alt(self) -> str | None: ...
+
+
+class FilterSpec(Protocol):
+    """The search filters (:class:`search_engine.filters.Filters` has these fields): ``None`` filters nothing;
+    ``since``/``until`` are local ISO timestamps, inclusive; unless ``all_status``, chunks whose status is in
+    :data:`indexer.types.HIDDEN_STATUSES` are left out; ``exclude_session`` drops one session's chunks."""
+
+    @property
+    def kind(self) -> str | None: ...
+    @property
+    def category(self) -> str | None: ...
+    @property
+    def session(self) -> str | None: ...
+    @property
+    def project(self) -> str | None: ...
+    @property
+    def since(self) -> str | None: ...
+    @property
+    def until(self) -> str | None: ...
+    @property
+    def all_status(self) -> bool: ...
+    @property
+    def exclude_session(self) -> str | None: ...
+    @property
+    def selective(self) -> bool: ...
+
+
+@runtime_checkable
+class Store(Protocol):
+    """The operations of an index; see the module docstring for the contract every backend keeps."""
+
+    def write_batch(self, source: SourceState, chunks: Sequence[ChunkRow]) -> int:
+        """Record ``source`` and add ``chunks`` (uids already stored are skipped), in one transaction; returns
+        the number of chunks added."""
+        ...
+
+    def delete_source(self, path: str) -> int:
+        """Remove the source at ``path`` and its chunks, in one transaction; returns the chunks removed."""
+        ...
+
+    def sources(self) -> dict[str, SourceState]:
+        """Every recorded source of the connecting writer, by path."""
+        ...
+
+    def pending_embeddings(self, model: str, limit: int | None = None) -> list[PendingText]:
+        """Content hashes of visible chunks without a vector of ``model`` (one row per hash), oldest first."""
+        ...
+
+    def put_embeddings(self, model: str, vectors: Sequence[tuple[str, Sequence[float] | None]]) -> int:
+        """Store ``(hash, vector or None)`` for ``model``; returns how many were new."""
+        ...
+
+    def lexical_top_k(self, terms: Sequence[QueryTerm], op: str, filters: FilterSpec, limit: int) -> list[Scored]:
+        """Chunks matching the AND (``op="AND"``) or OR of ``terms`` within ``filters``, best first."""
+        ...
+
+    def vector_candidates(self, vector: Sequence[float], model: str, filters: FilterSpec, limit: int,
+                          *, ef_search: int = 40) -> list[Scored]:
+        """Chunks whose content is nearest ``vector`` (cosine distance) within ``filters``, nearest first.
+        ``ef_search`` is the approximate index's search width for this query (ignored by exact backends)."""
+        ...
+
+    def fetch_hits(self, ids: Sequence[int]) -> dict[int, HitRow]:
+        """The visible rows of ``ids`` (ids that do not exist or are not visible are absent)."""
+        ...
+
+    def health(self, model: str | None) -> StoreHealth:
+        """Counts of visible chunks, sources, vectors and content pending for ``model``."""
+        ...
+
+    def get_meta(self, key: str) -> str | None: ...
+
+    def set_meta(self, key: str, value: str | None) -> None:
+        """Set ``key`` (``None`` deletes it)."""
+        ...
+
+    def close(self) -> None: ...

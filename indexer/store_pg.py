@@ -1,0 +1,375 @@
+"""The index on PostgreSQL + pgvector: the :class:`indexer.storage.Store` contract for a team's shared server.
+
+Engine parts, not re-implementations: psycopg 3 with its connection pool, the ``pgvector`` package's type
+adapters, PostgreSQL full-text search and pgvector's HNSW index.
+
+- **Lexical list**: ``chunks.fts`` is a ``tsvector`` built with the ``english`` configuration (stemming and
+  stopwords) from the title (weight A), the body (B) and the context (D, an event's previous turn), each in
+  :func:`indexer.cjk.index_form`, so a CJK run is indexed as its 2-character words, exactly as the SQLite index
+  does; a GIN index serves ``@@``. A query term becomes ``plainto_tsquery`` (a word) or ``phraseto_tsquery`` of
+  its bigrams (a CJK run), joined with ``&&`` or ``||``; ranked by ``ts_rank`` with the SQLite column weights.
+- **Vector list**: one row per (content hash, model) in ``vectors``, whoever computed it, so a member reuses a
+  vector another member's machine already paid for. A partial HNSW index (cosine) per model is made by
+  :meth:`PgStore.ensure_vector_model` on ``embedding::vector(dim)``; each query sets ``hnsw.ef_search`` for its own
+  transaction (``SET LOCAL``) with iterative scans on, so filters applied after the index cannot starve the list.
+  A selective filter (kind, session, dates…) computes the exact distances of just the filtered chunks instead.
+- **Team semantics** are the database's (:mod:`indexer.pg_schema`): the rows a method sees are what row-level
+  security lets the connecting role see.
+
+Not wired in yet: nothing in the pipeline or the search selects this store (that comes with the one store
+interface of the restack); the tests drive it directly against a real server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import psycopg
+from pgvector.psycopg import register_vector
+from psycopg import sql
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from .chunktext import fts_title
+from .cjk import index_form, query_bigrams
+from .errors import MemsearchError
+from .pg_schema import (
+    EXTENSION_SQL,
+    MIGRATIONS,
+    SCHEMA,
+    SCHEMA_VERSION,
+    mask_url,
+    member_sql,
+    record_version_sql,
+    vector_index_sql,
+)
+from .storage import (
+    ChunkRow,
+    FilterSpec,
+    HitRow,
+    PendingText,
+    QueryTerm,
+    Scored,
+    SourceState,
+    StoreHealth,
+)
+from .types import HIDDEN_STATUSES
+
+#: ts_rank weights {D, C, B, A}: context 0.4, body and title 1 (the SQLite bm25() column weights).
+RANK_WEIGHTS = "{0.4, 0, 1.0, 1.0}"
+EF_SEARCH_RANGE = (1, 1000)
+KNN_MAX = 4096
+_HIT_COLUMNS = ("id, uid, kind, category, title, text, path, line_start, line_end, ts, session_id, project, "
+                "status, event_id, owner, scope")
+
+
+class StoreUnavailable(MemsearchError):
+    """The database cannot be reached or used; the message names it with its password masked."""
+
+
+def schema_version(conn: psycopg.Connection) -> int:
+    """The newest migration applied (0 on an empty database)."""
+    exists = conn.execute("SELECT to_regclass(%s)", (f"{SCHEMA}.schema_version",)).fetchone()[0]
+    if exists is None:
+        return 0
+    return conn.execute(f"SELECT coalesce(max(version), 0) FROM {SCHEMA}.schema_version").fetchone()[0]
+
+
+def migrate(conn: psycopg.Connection) -> int:
+    """Bring the schema up to :data:`~indexer.pg_schema.SCHEMA_VERSION` (needs the administrator's rights); each
+    migration in its own transaction, serialised across machines by an advisory lock. Returns the version."""
+    with conn.transaction():
+        conn.execute(EXTENSION_SQL)
+    for number, text in MIGRATIONS:
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext('memsearch-migrate'))")
+            if schema_version(conn) >= number:
+                continue
+            conn.execute(text)
+            conn.execute(record_version_sql(number))
+    return schema_version(conn)
+
+
+def _filter_sql(filters: FilterSpec, alias: str = "c") -> tuple[sql.Composable, list[Any]]:
+    """The filters as a WHERE condition on ``alias`` (the twin of :meth:`search_engine.filters.Filters.sql`)."""
+    conds: list[sql.Composable] = []
+    params: list[Any] = []
+    a = sql.Identifier(alias)
+    for column, value in (("kind", filters.kind), ("category", filters.category),
+                          ("session_id", filters.session), ("project", filters.project)):
+        if value is not None:
+            conds.append(sql.SQL("{}.{} = %s").format(a, sql.Identifier(column)))
+            params.append(value)
+    if filters.since:
+        conds.append(sql.SQL("{}.ts >= %s").format(a))
+        params.append(filters.since)
+    if filters.until:
+        conds.append(sql.SQL("{}.ts <= %s").format(a))
+        params.append(filters.until)
+    if not filters.all_status:
+        conds.append(sql.SQL("coalesce({}.status, '') <> ALL(%s)").format(a))
+        params.append(list(HIDDEN_STATUSES))
+    if filters.exclude_session:
+        conds.append(sql.SQL("coalesce({}.session_id, '') <> %s").format(a))
+        params.append(filters.exclude_session)
+    return (sql.SQL(" AND ").join(conds) if conds else sql.SQL("true")), params
+
+
+def tsquery_sql(terms: Sequence[QueryTerm], op: str) -> tuple[sql.Composable, list[str]]:
+    """A ``tsquery`` expression for ``terms`` joined by ``op`` (AND/OR), every term a bound parameter.
+
+    A word goes through ``plainto_tsquery('english', …)`` (stemmed, never parsed as syntax); a CJK run becomes
+    the phrase of its bigrams (a 1-character run: a prefix of the index's bigrams), with its ``alt`` form ORed.
+    """
+    if op not in ("AND", "OR"):
+        raise ValueError(op)
+    parts: list[sql.Composable] = []
+    params: list[str] = []
+    for term in terms:
+        if not term.cjk:
+            parts.append(sql.SQL("plainto_tsquery('english', %s)"))
+            params.append(term.text)
+            continue
+        forms = [term.text, term.alt] if term.alt else [term.text]
+        pieces = []
+        for form in forms:
+            if len(form) == 1:
+                pieces.append(sql.SQL("to_tsquery('simple', quote_literal(%s) || ':*')"))
+                params.append(form)
+            else:
+                pieces.append(sql.SQL("phraseto_tsquery('english', %s)"))
+                params.append(" ".join(query_bigrams(form)))
+        parts.append(sql.SQL("(") + sql.SQL(" || ").join(pieces) + sql.SQL(")"))
+    joiner = sql.SQL(" && " if op == "AND" else " || ")
+    return joiner.join(parts), params
+
+
+class PgStore:
+    """The team index on one PostgreSQL database, seen as the role in the URL."""
+
+    def __init__(self, url: str, *, max_size: int = 4, timeout: float = 10.0):
+        """Connect to ``url`` (a pool of up to ``max_size`` connections). The schema must be at
+        :data:`~indexer.pg_schema.SCHEMA_VERSION` (``memsearch team init --apply`` makes it so)."""
+        self.display_url = mask_url(url)
+        try:  # one plain connection first: a refused login or an old schema is one clear line, not pool retries
+            with psycopg.connect(url, connect_timeout=max(1, int(timeout))) as conn:
+                version = schema_version(conn)
+                self.role = conn.execute("SELECT current_user").fetchone()[0]
+        except psycopg.Error as exc:
+            raise StoreUnavailable(f"cannot reach the team database {self.display_url}: {_one_line(exc)}") from None
+        if version != SCHEMA_VERSION:
+            raise StoreUnavailable(f"the team database {self.display_url} has schema version {version}, this "
+                                   f"memsearch needs {SCHEMA_VERSION}: ask its administrator to run "
+                                   f"`memsearch team init --apply`")
+        self.pool = ConnectionPool(url, min_size=1, max_size=max_size, timeout=timeout, open=False,
+                                   configure=register_vector, kwargs={"connect_timeout": max(1, int(timeout))})
+        try:
+            self.pool.open(wait=True, timeout=timeout)
+        except PoolTimeout:
+            self.pool.close()
+            raise StoreUnavailable(f"cannot open connections to the team database {self.display_url}") from None
+
+    def close(self) -> None:
+        self.pool.close()
+
+    # -- writing ------------------------------------------------------------------------------------------------
+
+    def write_batch(self, source: SourceState, chunks: Sequence[ChunkRow]) -> int:
+        with self.pool.connection() as conn, conn.transaction():
+            conn.execute(
+                f"INSERT INTO {SCHEMA}.sources(path, source, mtime_ns, size, content_hash, consumed, head_hash)"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (owner, path) DO UPDATE SET"
+                " source = excluded.source, mtime_ns = excluded.mtime_ns, size = excluded.size,"
+                " content_hash = excluded.content_hash, consumed = excluded.consumed,"
+                " head_hash = excluded.head_hash, indexed_at = now()",
+                (source.path, source.source, source.mtime_ns, source.size, source.content_hash, source.consumed,
+                 source.head_hash))
+            with conn.cursor() as cur:  # executemany pipelines the rows: one round trip, not one per chunk
+                cur.executemany(
+                    f"INSERT INTO {SCHEMA}.chunks(scope, uid, hash, source, path, seq, kind, category, title,"
+                    " text, line_start, line_end, event_id, ts, session_id, project, status, speaker, fts)"
+                    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,"
+                    " setweight(to_tsvector('english', %s), 'A') || setweight(to_tsvector('english', %s), 'B')"
+                    " || setweight(to_tsvector('english', %s), 'D')) ON CONFLICT (owner, uid) DO NOTHING",
+                    [(c.scope, c.uid, c.hash, source.path, c.path, c.seq, c.kind, c.category, c.title, c.text,
+                      c.line_start, c.line_end, c.event_id, c.ts, c.session_id, c.project, c.status, c.speaker,
+                      index_form(fts_title(c.kind, c.title, c.ts)), index_form(c.text), index_form(c.context))
+                     for c in chunks])
+                added = max(cur.rowcount, 0) if chunks else 0
+            return added
+
+    def delete_source(self, path: str) -> int:
+        with self.pool.connection() as conn, conn.transaction():
+            removed = conn.execute(f"DELETE FROM {SCHEMA}.chunks WHERE owner = current_user AND source = %s",
+                                   (path,)).rowcount
+            conn.execute(f"DELETE FROM {SCHEMA}.sources WHERE path = %s", (path,))
+            return removed
+
+    def sources(self) -> dict[str, SourceState]:
+        with self.pool.connection() as conn:
+            rows = conn.execute(f"SELECT path, source, mtime_ns, size, content_hash, consumed, head_hash"
+                                f" FROM {SCHEMA}.sources ORDER BY path").fetchall()
+        return {r[0]: SourceState(*r) for r in rows}
+
+    # -- vectors ------------------------------------------------------------------------------------------------
+
+    def ensure_vector_model(self, model: str, dim: int) -> None:
+        """Make the HNSW index for ``model``'s ``dim``-wide vectors if it is missing. Creating an index needs the
+        tables' owner, so ``memsearch team init`` does it for the configured model; without it a member's
+        searches are still answered, by an exact scan."""
+        with self.pool.connection() as conn, conn.transaction():
+            conn.execute(vector_index_sql(model, dim))
+
+    def pending_embeddings(self, model: str, limit: int | None = None) -> list[PendingText]:
+        with self.pool.connection() as conn:
+            rows = conn.execute(
+                f"SELECT DISTINCT ON (c.hash) c.hash, c.title, c.text, c.speaker, c.ts, c.id FROM {SCHEMA}.chunks c"
+                f" WHERE NOT EXISTS (SELECT 1 FROM {SCHEMA}.vectors v WHERE v.hash = c.hash AND v.model = %s)"
+                " ORDER BY c.hash, c.id", (model,)).fetchall()
+        rows.sort(key=lambda r: r[5])
+        return [PendingText(*r[:5]) for r in rows[:limit]]
+
+    def put_embeddings(self, model: str, vectors: Sequence[tuple[str, Sequence[float] | None]]) -> int:
+        if not vectors:
+            return 0
+        with self.pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
+            cur.executemany(f"INSERT INTO {SCHEMA}.vectors(hash, model, embedding) VALUES (%s, %s, %s)"
+                            " ON CONFLICT (hash, model) DO NOTHING",
+                            [(h, model, None if vec is None else _as_vector(vec)) for h, vec in vectors])
+            added = max(cur.rowcount, 0)
+        return added
+
+    def vector_candidates(self, vector: Sequence[float], model: str, filters: FilterSpec, limit: int,
+                          *, ef_search: int = 40) -> list[Scored]:
+        if not EF_SEARCH_RANGE[0] <= ef_search <= EF_SEARCH_RANGE[1]:
+            raise ValueError(f"ef_search must be within {EF_SEARCH_RANGE}")
+        q = _as_vector(vector)
+        dim = int(q.shape[0])
+        where, params = _filter_sql(filters)
+        with self.pool.connection() as conn, conn.transaction():
+            if filters.selective:
+                return self._exact(conn, q, dim, model, where, params, limit)
+            conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(int(ef_search))))
+            conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
+            total = conn.execute(f"SELECT count(*) FROM {SCHEMA}.vectors WHERE model = %s AND embedding IS NOT NULL",
+                                 (model,)).fetchone()[0]
+            k = min(total, max(limit * 2, 64))
+            while k:
+                found = conn.execute(self.knn_sql(dim, where), [q, model, q, min(k, KNN_MAX), *params, limit])
+                rows = [Scored(r[0], float(r[1])) for r in found]
+                if len(rows) >= limit or k >= total:
+                    return rows
+                if k >= KNN_MAX:
+                    break
+                k = min(total, k * 4)
+            return self._exact(conn, q, dim, model, where, params, limit)
+
+    @staticmethod
+    def knn_sql(dim: int, where: sql.Composable) -> sql.Composed:
+        """The approximate query: the ``k`` nearest vectors by the HNSW index, then their chunks within the
+        filters. Params: query vector, model, query vector, k, filter params…, limit."""
+        d = sql.Literal(int(dim))
+        return sql.SQL(
+            "WITH near AS MATERIALIZED (SELECT v.hash, v.embedding::vector({d}) <=> %s::vector({d}) AS distance"
+            " FROM {s}.vectors v WHERE v.model = %s AND v.embedding IS NOT NULL"
+            " ORDER BY v.embedding::vector({d}) <=> %s::vector({d}) LIMIT %s)"
+            " SELECT c.id, near.distance FROM near JOIN {s}.chunks c ON c.hash = near.hash WHERE {w}"
+            " ORDER BY near.distance, c.id LIMIT %s").format(d=d, s=sql.Identifier(SCHEMA), w=where)
+
+    @staticmethod
+    def _exact(conn, q, dim: int, model: str, where, params, limit: int) -> list[Scored]:
+        d = sql.Literal(int(dim))
+        query = sql.SQL(
+            "SELECT c.id, v.embedding::vector({d}) <=> %s::vector({d}) AS distance FROM {s}.chunks c"
+            " JOIN {s}.vectors v ON v.hash = c.hash AND v.model = %s AND v.embedding IS NOT NULL"
+            " WHERE {w} ORDER BY distance, c.id LIMIT %s").format(d=d, s=sql.Identifier(SCHEMA), w=where)
+        return [Scored(r[0], float(r[1])) for r in conn.execute(query, [q, model, *params, limit])]
+
+    # -- lexical ------------------------------------------------------------------------------------------------
+
+    def lexical_top_k(self, terms: Sequence[QueryTerm], op: str, filters: FilterSpec, limit: int) -> list[Scored]:
+        if not terms:
+            return []
+        tsq, tsq_params = tsquery_sql(terms, op)
+        where, params = _filter_sql(filters)
+        query = sql.SQL(
+            "WITH q AS (SELECT {tsq} AS q) SELECT c.id, ts_rank(%s::float4[], c.fts, q.q) AS score"
+            " FROM {s}.chunks c, q WHERE c.fts @@ q.q AND {w} ORDER BY score DESC, c.id LIMIT %s"
+        ).format(tsq=tsq, s=sql.Identifier(SCHEMA), w=where)
+        with self.pool.connection() as conn:
+            rows = conn.execute(query, [*tsq_params, RANK_WEIGHTS, *params, limit]).fetchall()
+        return [Scored(r[0], float(r[1])) for r in rows]
+
+    # -- reading ------------------------------------------------------------------------------------------------
+
+    def fetch_hits(self, ids: Sequence[int]) -> dict[int, HitRow]:
+        if not ids:
+            return {}
+        with self.pool.connection() as conn:
+            rows = conn.execute(f"SELECT {_HIT_COLUMNS} FROM {SCHEMA}.chunks WHERE id = ANY(%s)",
+                                (list(ids),)).fetchall()
+        return {r[0]: HitRow(*r) for r in rows}
+
+    def health(self, model: str | None) -> StoreHealth:
+        with self.pool.connection() as conn:
+            by_kind = dict(conn.execute(f"SELECT kind, count(*) FROM {SCHEMA}.chunks GROUP BY kind ORDER BY kind"))
+            own, others = conn.execute(
+                f"SELECT count(*) FILTER (WHERE owner = current_user), count(*) FILTER (WHERE owner <> current_user)"
+                f" FROM {SCHEMA}.chunks").fetchone()
+            sources = conn.execute(f"SELECT count(*) FROM {SCHEMA}.sources").fetchone()[0]
+            vectors = pending = 0
+            if model is not None:
+                vectors = conn.execute(f"SELECT count(*) FROM {SCHEMA}.vectors WHERE model = %s AND embedding IS NOT"
+                                       " NULL", (model,)).fetchone()[0]
+                pending = conn.execute(
+                    f"SELECT count(DISTINCT c.hash) FROM {SCHEMA}.chunks c WHERE NOT EXISTS"
+                    f" (SELECT 1 FROM {SCHEMA}.vectors v WHERE v.hash = c.hash AND v.model = %s)",
+                    (model,)).fetchone()[0]
+        return StoreHealth(chunks=own + others, by_kind=by_kind, sources=sources, pending_embeddings=pending,
+                           vectors=vectors, own_chunks=own, shared_by_others=others)
+
+    def get_meta(self, key: str) -> str | None:
+        with self.pool.connection() as conn:
+            row = conn.execute(f"SELECT value FROM {SCHEMA}.meta WHERE key = %s", (key,)).fetchone()
+        return row[0] if row else None
+
+    def set_meta(self, key: str, value: str | None) -> None:
+        with self.pool.connection() as conn, conn.transaction():
+            if value is None:
+                conn.execute(f"DELETE FROM {SCHEMA}.meta WHERE key = %s", (key,))
+            else:
+                conn.execute(f"INSERT INTO {SCHEMA}.meta(key, value) VALUES (%s, %s)"
+                             " ON CONFLICT (owner, key) DO UPDATE SET value = excluded.value", (key, value))
+
+
+def apply_team_init(admin_url: str, members: Sequence[str], vector_models: Sequence[tuple[str, int]] = ()) -> int:
+    """Run the administrator's script (:func:`indexer.pg_schema.team_init_sql`) on ``admin_url``: the extension,
+    the migrations, the vector indexes, then the member roles. Returns the schema version."""
+    try:
+        conn = psycopg.connect(admin_url, autocommit=True, connect_timeout=10)
+    except psycopg.Error as exc:
+        raise StoreUnavailable(f"cannot reach {mask_url(admin_url)}: {_one_line(exc)}") from None
+    try:
+        with conn:
+            version = migrate(conn)
+            for model, dim in vector_models:
+                conn.execute(vector_index_sql(model, dim))
+            for name in dict.fromkeys(members):
+                conn.execute(member_sql(name))
+    except psycopg.Error as exc:
+        raise StoreUnavailable(f"team init on {mask_url(admin_url)} failed: {_one_line(exc)}") from None
+    return version
+
+
+def _as_vector(value: Sequence[float] | bytes):
+    """A float32 array from a sequence of floats or the float32 bytes the embedders return."""
+    import numpy as np
+
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return np.frombuffer(value, dtype=np.float32)
+    return np.asarray(value, dtype=np.float32)
+
+
+def _one_line(exc: Exception) -> str:
+    """The first line of a driver error, which names the cause (never the password: libpq does not echo it)."""
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]

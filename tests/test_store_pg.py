@@ -1,0 +1,399 @@
+"""The PostgreSQL store against a real PostgreSQL 18 + pgvector (the session's ``pg_server``): the store contract,
+row-level security between two members (also with raw SQL as a member's role), vectors shared by content hash,
+migrations, and credentials never shown."""
+
+from __future__ import annotations
+
+import subprocess
+import uuid
+
+import numpy as np
+import pytest
+
+pytest.importorskip("psycopg", reason="the team extra (psycopg, pgvector) is not installed")
+
+import psycopg  # noqa: E402
+
+from conftest import MEMSEARCH  # noqa: E402
+from indexer.embedder import BUNDLED_DIM, BUNDLED_ID  # noqa: E402
+from indexer.pg_schema import SCHEMA_VERSION, mask_url, team_init_sql  # noqa: E402
+from indexer.storage import ChunkRow, SourceState, Store  # noqa: E402
+from indexer.store_pg import PgStore, StoreUnavailable, apply_team_init, migrate, schema_version  # noqa: E402
+from search_engine.filters import Filters  # noqa: E402
+from search_engine.query import content_terms, terms  # noqa: E402
+
+pytestmark = pytest.mark.postgres
+MODEL, DIM = "test-model@1", 16
+PASSWORDS = {"alice": "alice-pw-Zq9", "bob": "bob-pw-Xk2"}
+
+
+@pytest.fixture
+def team(pg_server):
+    """A fresh database with the team schema, the HNSW index of the test model, and members alice and bob."""
+    name = f"team_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(pg_server.url(), autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    admin_url = pg_server.url(database=name)
+    apply_team_init(admin_url, ["alice", "bob"], [(MODEL, DIM), (BUNDLED_ID, BUNDLED_DIM)])
+    with psycopg.connect(admin_url, autocommit=True) as admin:
+        for role, password in PASSWORDS.items():
+            admin.execute(psycopg.sql.SQL("ALTER ROLE {} PASSWORD {}").format(
+                psycopg.sql.Identifier(role), psycopg.sql.Literal(password)))
+    urls = {role: pg_server.url(role, password, name) for role, password in PASSWORDS.items()}
+    stores: list[PgStore] = []
+
+    def open_store(role: str) -> PgStore:
+        stores.append(store := PgStore(urls[role]))
+        return store
+
+    yield type("Team", (), {"admin_url": admin_url, "urls": urls, "store": staticmethod(open_store), "db": name})
+    for store in stores:
+        store.close()
+    with psycopg.connect(pg_server.url(), autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(params=["postgres"])
+def contract_store(request, team) -> Store:
+    """One member's store of each backend, for the contract tests (the SQLite store joins the params when the
+    restack puts it behind :class:`indexer.storage.Store`)."""
+    return team.store("alice")
+
+
+def source(path: str, kind: str = "notes") -> SourceState:
+    return SourceState(path=path, source=kind, mtime_ns=1, size=10, content_hash="h-" + path)
+
+
+def chunk(uid: str, text: str, kind: str = "note", **kw) -> ChunkRow:
+    return ChunkRow(uid=uid, hash=kw.pop("hash", "hash-" + uid), kind=kind, text=text, path=kw.pop("path", "n.md"),
+                    **kw)
+
+
+def lexical(store: PgStore, query: str, filters: Filters | None = None, op: str = "AND", limit: int = 10):
+    return [s.id for s in store.lexical_top_k(content_terms(terms(query)), op, filters or Filters(), limit)]
+
+
+def uids(store: PgStore, ids) -> set[str]:
+    return {row.uid for row in store.fetch_hits(list(ids)).values()}
+
+
+def test_write_batch_is_idempotent_and_delete_by_source_removes_its_chunks(contract_store):
+    alice = contract_store
+    assert isinstance(alice, Store)
+    rows = [chunk("a1", "first note", seq=0), chunk("a2", "second note", seq=1)]
+    assert alice.write_batch(source("/m/a.md"), rows) == 2
+    assert alice.write_batch(source("/m/a.md"), rows) == 0  # a re-run sync adds no duplicates
+    assert alice.write_batch(source("/m/b.md"), [chunk("b1", "other file")]) == 1
+    assert set(alice.sources()) == {"/m/a.md", "/m/b.md"}
+    assert alice.sources()["/m/a.md"].content_hash == "h-/m/a.md"
+    health = alice.health(MODEL)
+    assert (health.chunks, health.sources, health.own_chunks, health.by_kind) == (3, 2, 3, {"note": 3})
+    assert health.pending_embeddings == 3
+    assert alice.delete_source("/m/a.md") == 2
+    assert set(alice.sources()) == {"/m/b.md"}
+    assert alice.health(MODEL).chunks == 1
+
+
+def test_lexical_stems_english_and_applies_filters_inside_the_query(contract_store):
+    alice = contract_store
+    alice.write_batch(source("/m/a.md"), [
+        chunk("deploy", "We were deploying the servers on Friday", project="web", ts="2026-05-01T10:00:00"),
+        chunk("old", "deployed servers last year", project="web", ts="2025-01-01T10:00:00"),
+        chunk("api", "the servers of another project deploy nightly", project="api", ts="2026-05-02T10:00:00"),
+        chunk("gone", "deploy servers, superseded", status="superseded", ts="2026-05-03T10:00:00"),
+        chunk("noise", "nothing to see here"),
+    ])
+    assert uids(alice, lexical(alice, "deploy server")) == {"deploy", "old", "api"}  # stemmed; hidden status out
+    assert uids(alice, lexical(alice, "deploy server", Filters(project="web"))) == {"deploy", "old"}
+    assert uids(alice, lexical(alice, "deploy server", Filters.build(since="2026-01-01"))) == {"deploy", "api"}
+    assert uids(alice, lexical(alice, "deploy server", Filters(all_status=True))) >= {"gone"}
+    assert uids(alice, lexical(alice, "deploy friday")) == {"deploy"}  # AND
+    assert uids(alice, lexical(alice, "friday nightly", op="OR")) == {"deploy", "api"}
+    assert lexical(alice, 'drop" table -- ) & | !') == []  # query syntax is only words
+    ranked = alice.lexical_top_k(content_terms(terms("servers")), "AND", Filters(), 10)
+    assert [s.score for s in ranked] == sorted((s.score for s in ranked), reverse=True)
+
+
+def test_lexical_finds_cjk_text_by_two_character_words(contract_store):
+    alice = contract_store
+    alice.write_batch(source("/m/cjk.md"), [
+        chunk("tokyo", "東京大学で機械学習を研究した"),
+        chunk("kyoto", "京都の大会は中止"),
+        chunk("seoul", "서울에서 회의를 했다"),
+    ])
+    assert uids(alice, lexical(alice, "大学")) == {"tokyo"}  # a 2-character word inside a longer run
+    assert uids(alice, lexical(alice, "学習")) == {"tokyo"}
+    assert uids(alice, lexical(alice, "京都")) == {"kyoto"}
+    assert lexical(alice, "大阪") == []
+    assert uids(alice, lexical(alice, "서울은")) == {"seoul"}  # a Korean word found without its particle
+
+
+def random_unit(rng, n: int) -> np.ndarray:
+    v = rng.normal(size=(n, DIM)).astype(np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def test_vector_candidates_use_hnsw_with_ef_search_and_filter_inside(contract_store, team, monkeypatch):
+    alice = contract_store
+    rng = np.random.default_rng(7)
+    vectors = random_unit(rng, 300)
+    rows = [chunk(f"c{i}", f"chunk {i}", kind="note" if i % 3 else "fact", seq=i) for i in range(300)]
+    alice.write_batch(source("/m/v.md"), rows)
+    assert len(alice.pending_embeddings(MODEL)) == 300
+    assert alice.put_embeddings(MODEL, [(r.hash, v.tobytes()) for r, v in zip(rows, vectors)]) == 300
+    assert alice.pending_embeddings(MODEL) == []
+    query = random_unit(rng, 1)[0]
+    exact = [f"c{i}" for i in np.argsort(1 - vectors @ query, kind="stable")[:10]]
+    by_uid = {h.id: h.uid for h in alice.fetch_hits(list(range(1, 400))).values()}
+
+    found = alice.vector_candidates(query, MODEL, Filters(), 10, ef_search=100)
+    assert [by_uid[s.id] for s in found] == exact
+    assert [s.score for s in found] == sorted(s.score for s in found)
+    assert found[0].score == pytest.approx(float(1 - vectors[int(exact[0][1:])] @ query), abs=1e-5)
+    narrow = alice.vector_candidates(query, MODEL, Filters(), 10, ef_search=1)  # iterative scans still fill k
+    assert len(narrow) == 10
+    facts = alice.vector_candidates(query, MODEL, Filters(kind="fact"), 5, ef_search=40)
+    assert [by_uid[s.id] for s in facts] == [u for u in (f"c{i}" for i in np.argsort(1 - vectors @ query))
+                                             if int(u[1:]) % 3 == 0][:5]
+    with pytest.raises(ValueError, match="ef_search"):
+        alice.vector_candidates(query, MODEL, Filters(), 10, ef_search=0)
+
+    sent: list[tuple[str, str]] = []  # what the store sends: ef_search is set in the search's own transaction
+    execute = psycopg.Connection.execute
+
+    def recording(conn, query, params=None, **kw):
+        text = query.as_string(conn) if isinstance(query, psycopg.sql.Composable) else query
+        sent.append((conn.info.transaction_status.name, text.split(" FROM ")[0][:60]))
+        return execute(conn, query, params, **kw)
+
+    monkeypatch.setattr(psycopg.Connection, "execute", recording)
+    alice.vector_candidates(query, MODEL, Filters(), 10, ef_search=7)
+    monkeypatch.undo()
+    assert ("INTRANS", "SET LOCAL hnsw.ef_search = 7") in sent
+    assert sent.index(("INTRANS", "SET LOCAL hnsw.ef_search = 7")) < next(
+        i for i, (_, text) in enumerate(sent) if text.startswith("WITH near"))
+
+    with psycopg.connect(team.urls["alice"]) as conn:  # the approximate query really runs on the HNSW index
+        from pgvector.psycopg import register_vector
+
+        register_vector(conn)
+        conn.execute("SET hnsw.ef_search = 100")
+        plan = "\n".join(r[0] for r in conn.execute(
+            psycopg.sql.SQL("EXPLAIN ") + PgStore.knn_sql(DIM, psycopg.sql.SQL("true")),
+            [query, MODEL, query, 64, 10]))
+    assert "vectors_hnsw_" in plan
+
+
+def test_fetch_hits_and_meta(team):
+    alice, bob = team.store("alice"), team.store("bob")
+    alice.write_batch(source("/m/a.md"), [chunk("a1", "text", title="T", line_start=3, line_end=9,
+                                                ts="2026-05-01T10:00:00", session_id="s1", project="p")])
+    [hit] = alice.fetch_hits([alice.lexical_top_k(terms("text"), "AND", Filters(), 1)[0].id, 999_999]).values()
+    assert (hit.uid, hit.title, hit.line_start, hit.line_end, hit.session_id, hit.project, hit.owner, hit.scope) == (
+        "a1", "T", 3, 9, "s1", "p", "alice", "private")
+    assert alice.get_meta("last_indexed") is None
+    alice.set_meta("last_indexed", "2026-05-01T10:00:00")
+    alice.set_meta("last_indexed", "2026-05-02T10:00:00")
+    assert alice.get_meta("last_indexed") == "2026-05-02T10:00:00"
+    assert bob.get_meta("last_indexed") is None  # meta is each member's own
+    alice.set_meta("last_indexed", None)
+    assert alice.get_meta("last_indexed") is None
+
+
+def alice_writes_team_memory(alice: PgStore) -> None:
+    alice.write_batch(source("/alice/notes/deploy.md"), [
+        chunk("a-shared", "the release checklist: run migrations before deploy", scope="shared", hash="H-shared"),
+        chunk("a-private", "my private note about the release", hash="H-private"),
+    ])
+    alice.write_batch(source("/alice/events/s1.jsonl", "events"), [
+        chunk("a-event", "alice asked about the release password rotation", kind="event", session_id="s1",
+              hash="H-event"),
+    ])
+
+
+def test_member_b_sees_a_shared_notes_and_never_a_events(team):
+    alice, bob = team.store("alice"), team.store("bob")
+    alice_writes_team_memory(alice)
+    bob.write_batch(source("/bob/notes/x.md"), [chunk("b-own", "bob's release notes", hash="H-bob")])
+    assert uids(alice, lexical(alice, "release")) == {"a-shared", "a-private", "a-event", "b-own"} - {"b-own"}
+    assert uids(bob, lexical(bob, "release")) == {"a-shared", "b-own"}
+    assert uids(bob, lexical(bob, "password rotation", op="OR")) == set()
+    health = bob.health(None)
+    assert (health.chunks, health.own_chunks, health.shared_by_others) == (2, 1, 1)
+    all_ids = [h.id for h in alice.fetch_hits(range(1, 100)).values()]
+    assert uids(bob, all_ids) == {"a-shared"}  # fetching by id is filtered too
+    assert bob.delete_source("/alice/events/s1.jsonl") == 0
+    assert uids(alice, lexical(alice, "password")) == {"a-event"}
+
+
+def test_raw_sql_as_member_b_cannot_read_or_change_a_private_rows(team):
+    alice = team.store("alice")
+    alice_writes_team_memory(alice)
+    with psycopg.connect(team.urls["bob"], autocommit=True) as bob:
+        seen = bob.execute("SELECT uid FROM memsearch.chunks WHERE owner = 'alice'").fetchall()
+        assert seen == [("a-shared",)]
+        assert bob.execute("SELECT count(*) FROM memsearch.sources").fetchone()[0] == 0
+        assert bob.execute("UPDATE memsearch.chunks SET scope = 'shared' WHERE uid = 'a-private'").rowcount == 0
+        assert bob.execute("DELETE FROM memsearch.chunks WHERE owner = 'alice'").rowcount == 0
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            bob.execute("INSERT INTO memsearch.sources(owner, path, source, mtime_ns, size)"
+                        " VALUES ('alice', '/x', 'notes', 1, 1)")
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            bob.execute("ALTER TABLE memsearch.chunks DISABLE ROW LEVEL SECURITY")
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            bob.execute("SET ROLE alice")
+    with psycopg.connect(team.urls["alice"], autocommit=True) as conn, pytest.raises(psycopg.errors.CheckViolation):
+        conn.execute("UPDATE memsearch.chunks SET scope = 'shared' WHERE uid = 'a-event'")  # events stay private
+    assert uids(alice, lexical(alice, "release")) == {"a-shared", "a-private", "a-event"}
+
+
+def test_a_vector_is_computed_once_per_hash_and_model_for_the_team(team):
+    alice, bob = team.store("alice"), team.store("bob")
+    alice_writes_team_memory(alice)
+    rng = np.random.default_rng(1)
+    todo = alice.pending_embeddings(MODEL)
+    assert {p.hash for p in todo} == {"H-shared", "H-private", "H-event"}
+    alice.put_embeddings(MODEL, [(p.hash, v) for p, v in zip(todo, random_unit(rng, len(todo)))])
+    # bob's own note holding the same content as alice's private one: the vector is reused, not recomputed
+    bob.write_batch(source("/bob/notes/same.md"), [chunk("b-same", "my private note about the release",
+                                                         hash="H-private"), chunk("b-new", "new", hash="H-new")])
+    assert [p.hash for p in bob.pending_embeddings(MODEL)] == ["H-new"]
+    assert bob.put_embeddings(MODEL, [("H-private", random_unit(rng, 1)[0])]) == 0
+    with psycopg.connect(team.urls["bob"]) as conn:  # and alice's event's vector stays out of bob's reach
+        assert {r[0] for r in conn.execute("SELECT hash FROM memsearch.vectors")} == {"H-shared", "H-private"}
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("INSERT INTO memsearch.vectors(hash, model) VALUES ('H-event', 'other')")
+    with psycopg.connect(team.admin_url) as admin:
+        assert admin.execute("SELECT count(*) FROM memsearch.vectors WHERE hash = 'H-private'").fetchone()[0] == 1
+    assert bob.health(MODEL).vectors == 2
+    assert bob.health(MODEL).pending_embeddings == 1
+
+
+def test_two_members_write_and_search_at_once(team):
+    from concurrent.futures import ThreadPoolExecutor
+
+    stores = {"alice": team.store("alice"), "bob": team.store("bob")}
+
+    def writer(role: str, worker: int) -> int:
+        added = 0
+        for batch in range(5):
+            rows = [chunk(f"{role}-{worker}-{batch}-{i}", f"{role} wrote deployment note {i}", seq=i,
+                          scope="shared" if i % 2 else "private") for i in range(20)]
+            added += stores[role].write_batch(source(f"/{role}/{worker}/{batch}.md"), rows)
+        return added
+
+    def searcher() -> set[str]:
+        seen: set[str] = set()
+        for _ in range(20):
+            seen |= uids(stores["bob"], lexical(stores["bob"], "deployment note", limit=50))
+        return seen
+
+    with ThreadPoolExecutor(5) as pool:
+        writes = [pool.submit(writer, role, w) for role in stores for w in range(2)]
+        searching = pool.submit(searcher)
+        assert [f.result() for f in writes] == [100] * 4
+        seen_by_bob = searching.result()
+    # while the writes ran, bob's searches saw his own chunks and alice's shared ones (odd i), never her private
+    assert all(u.startswith("bob-") or int(u.rsplit("-", 1)[1]) % 2 for u in seen_by_bob)
+    for role in stores:
+        health = stores[role].health(None)
+        assert (health.own_chunks, health.shared_by_others, health.sources) == (200, 100, 10)
+
+
+def test_migrations_and_the_admin_script_run_again_without_change(team, pg_server):
+    with psycopg.connect(team.admin_url, autocommit=True) as admin:
+        before = admin.execute("SELECT version FROM memsearch.schema_version ORDER BY version").fetchall()
+        assert migrate(admin) == SCHEMA_VERSION
+        admin.execute(team_init_sql(["alice", "bob", "carol"], [(MODEL, DIM)]))  # the printed script, re-run
+        assert admin.execute("SELECT version FROM memsearch.schema_version ORDER BY version").fetchall() == before
+        assert before == [(n,) for n in range(1, SCHEMA_VERSION + 1)]
+        policies = admin.execute("SELECT count(*) FROM pg_policies WHERE schemaname = 'memsearch'").fetchone()[0]
+    assert apply_team_init(team.admin_url, ["alice"], [(MODEL, DIM)]) == SCHEMA_VERSION
+    with psycopg.connect(team.admin_url) as admin:
+        assert admin.execute("SELECT count(*) FROM pg_policies WHERE schemaname = 'memsearch'").fetchone()[0] == (
+            policies)
+        assert schema_version(admin) == SCHEMA_VERSION
+
+
+def test_a_member_store_refuses_a_database_without_the_schema(pg_server):
+    name = f"empty_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(pg_server.url(), autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        with pytest.raises(StoreUnavailable, match="schema version 0") as raised:
+            PgStore(pg_server.url(database=name))
+        assert pg_server.password not in str(raised.value)
+        assert "postgres:***@" in str(raised.value)
+    finally:
+        with psycopg.connect(pg_server.url(), autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE "{name}"')
+
+
+def test_an_unreachable_or_refused_database_is_one_line_without_the_password(pg_server):
+    wrong = pg_server.url("alice", "not-the-password-42")
+    with pytest.raises(StoreUnavailable) as raised:
+        PgStore(wrong, timeout=3)
+    assert "not-the-password-42" not in str(raised.value) and "alice:***@" in str(raised.value)
+    assert "\n" not in str(raised.value)
+
+
+def test_mask_url_hides_every_password_form():
+    assert mask_url("postgresql://alice:s3cr%40t@db:5432/m") == "postgresql://alice:***@db:5432/m"
+    assert mask_url("postgresql://alice@db/m") == "postgresql://alice@db/m"
+    assert "s3cret" not in mask_url("postgresql:///m?host=/run&password=s3cret")
+    assert mask_url("dbname=m password=s3cret user=a") == "dbname=m password=*** user=a"
+    assert "s3cret" not in mask_url("host=db PASSWORD = 's3 cret'")
+    assert "s3cret" not in mask_url("postgresql://u:s3cret@[::1]:5432/m")
+
+
+def test_pg_schema_docstring_examples():
+    import doctest
+
+    import indexer.pg_schema
+
+    result = doctest.testmod(indexer.pg_schema)
+    assert result.attempted >= 5 and result.failed == 0
+
+
+def test_team_init_cli_prints_and_applies(pg_server):
+    printed = subprocess.run([MEMSEARCH, "team", "init", "--member", "dave"], capture_output=True, text=True)
+    assert printed.returncode == 0 and 'CREATE ROLE "dave" LOGIN' in printed.stdout
+    assert "ENABLE ROW LEVEL SECURITY" in printed.stdout and "USING hnsw" in printed.stdout
+    bad = subprocess.run([MEMSEARCH, "team", "init", "--member", "Robert'); DROP"], capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stderr.startswith("Error: invalid member name") and bad.stdout == ""
+    name = f"cli_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(pg_server.url(), autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        applied = subprocess.run([MEMSEARCH, "team", "init", "--member", "dave", "--apply"], capture_output=True,
+                                 text=True, env={"MEMSEARCH_ADMIN_URL": pg_server.url(database=name), "PATH": "/usr/bin"})
+        assert applied.returncode == 0, applied.stderr
+        assert f"team schema version {SCHEMA_VERSION} applied" in applied.stdout
+        assert pg_server.password not in applied.stdout + applied.stderr
+        with psycopg.connect(pg_server.url(database=name)) as admin:
+            assert admin.execute("SELECT pg_has_role('dave', 'memsearch_member', 'member')").fetchone()[0]
+    finally:
+        with psycopg.connect(pg_server.url(), autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+
+
+@pytest.mark.model
+def test_the_bundled_model_vectors_go_through_its_hnsw_index(team, real_embedder):
+    from indexer.chunktext import embed_input
+
+    alice, bob = team.store("alice"), team.store("bob")
+    alice.write_batch(source("/alice/notes/ops.md"), [
+        chunk("ship", "To release to production, tag the commit and let the pipeline deploy it", scope="shared"),
+        chunk("cook", "A recipe for sourdough bread with a long cold proof", scope="shared"),
+        chunk("cats", "The cat sleeps on the warm windowsill all afternoon", scope="shared"),
+    ])
+    todo = alice.pending_embeddings(BUNDLED_ID)
+    vectors = real_embedder.embed_passages([embed_input(p.title, p.text, p.speaker, p.ts) for p in todo])
+    assert alice.put_embeddings(BUNDLED_ID, list(zip([p.hash for p in todo], vectors))) == 3
+    # a second model's narrower vectors share the table, each model behind its own partial HNSW index
+    alice.put_embeddings(MODEL, [(p.hash, v) for p, v in zip(todo, random_unit(np.random.default_rng(3), 3))])
+    found = bob.vector_candidates(real_embedder.embed_query("how do we ship a new version?"), BUNDLED_ID,
+                                  Filters(), 3, ef_search=40)
+    assert [bob.fetch_hits([s.id])[s.id].uid for s in found][0] == "ship"
+    assert bob.pending_embeddings(BUNDLED_ID) == []
+    assert len(bob.vector_candidates(random_unit(np.random.default_rng(4), 1)[0], MODEL, Filters(), 3)) == 3
