@@ -226,6 +226,7 @@ def test_any_value_from_any_source_is_a_setting_or_a_named_problem(key, value, w
         root.mkdir()
         project.mkdir()
         mp.setenv("CLAUDE_PROJECT_DIR", str(project))
+        mp.delenv("MEMSEARCH_NO_SERVER", raising=False)  # the suite's guard against detached servers, not a value here
         default = getattr(resolve_settings(root), key)
         if where == "env":
             mp.setenv(f"MEMSEARCH_{key.upper()}", value.strip('"'))
@@ -424,7 +425,7 @@ def test_hooks_on_a_read_only_root_say_the_event_is_lost(read_only_root):
         assert result.returncode == 0 and result.stderr == b""
         assert "could not be recorded" in json.loads(result.stdout)["systemMessage"]
     doctor = _cli("doctor", env=env)
-    assert doctor.returncode == 0 and "FAIL capture: " in doctor.stdout and "not writable" in doctor.stdout
+    assert doctor.returncode == 1 and "FAIL capture: " in doctor.stdout and "not writable" in doctor.stdout
 
 
 def test_an_oversized_payload_is_logged_counted_and_said(home):
@@ -509,7 +510,7 @@ def test_a_damaged_index_is_said_in_one_line_and_index_rebuilds_it(home, how):
         assert result.returncode == 1 and result.stdout == "" and result.stderr.count("\n") == 1
         assert "is damaged" in result.stderr and "`memsearch index` rebuilds it" in result.stderr
     doctor = _cli("doctor")
-    assert doctor.returncode == 0 and "FAIL index: " in doctor.stdout and "damaged" in doctor.stdout
+    assert doctor.returncode == 1 and "FAIL index: " in doctor.stdout and "damaged" in doctor.stdout
     assert "capture:" in doctor.stdout and "cron:" in doctor.stdout  # the checks after it still ran
     rebuilt = _cli("index", "--json")
     assert rebuilt.returncode == 0, rebuilt.stderr
