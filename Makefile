@@ -16,6 +16,8 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e ".[embed,mcp,ui,dev,team]" --config-settings editable_mode=compat
 	$(VENV)/bin/memsearch model install
+	@# bytecode now, so the first hook after an install does not pay for compiling the package
+	$(PY) -m compileall -q indexer search_engine hooks >/dev/null
 	@touch $(STAMP)
 
 demo: install  ## Index the bundled sample memory and compare a keyword search with a hybrid one

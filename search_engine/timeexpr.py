@@ -19,6 +19,7 @@ True
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
@@ -39,24 +40,33 @@ _DAY = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)?"
 _NUM = r"(?P<n>\d+|" + "|".join(sorted(NUMBERS, key=len, reverse=True)) + ")"
 _UNIT = r"(?P<unit>day|week|fortnight|month|year)s?"
 
-#: (pattern, resolver name), tried in order; the first match wins, so the more specific forms come first.
-_PATTERNS = [
-    (re.compile(r"\b(?P<y>(?:19|20)\d\d)-(?P<m>[01]\d)-(?P<d>[0-3]\d)\b"), "iso_day"),
-    (re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH},?\s+{_YEAR}\b", re.I), "day_month_year"),
-    (re.compile(rf"\b{_MONTH}\s+{_DAY},?\s+{_YEAR}\b", re.I), "day_month_year"),
-    (re.compile(rf"\bon\s+{_MONTH}\s+{_DAY}\b", re.I), "day_month"),
-    (re.compile(rf"\bon\s+(?:the\s+)?{_DAY}\s+(?:of\s+)?{_MONTH}\b", re.I), "day_month"),
-    (re.compile(r"\b(?P<y>(?:19|20)\d\d)-(?P<m>[01]\d)\b"), "iso_month"),
-    (re.compile(rf"\b{_MONTH},?\s+(?:of\s+)?{_YEAR}\b", re.I), "month_year"),
-    (re.compile(rf"\b(?:in|during|since|by|of|before|after|early|late|mid|throughout)\s+(?:the\s+year\s+)?{_YEAR}\b",
-                re.I), "year"),
-    (re.compile(r"\b(?P<which>yesterday|today|tonight|this morning|this afternoon|this evening)\b", re.I), "named_day"),
-    (re.compile(rf"\b{_NUM}\s+{_UNIT}\s+ago\b", re.I), "ago"),
-    (re.compile(r"\b(?P<which>last|this|past|previous)\s+(?P<unit>week|weekend|month|year)\b", re.I), "relative"),
-    (re.compile(r"\b(?:on|last|this|past)\s+(?P<weekday>monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b",
-                re.I), "weekday"),
-    (re.compile(rf"\b(?:in|during|since|early|late|mid|of|last)\s+{_MONTH}\b(?!\s*\d)", re.I), "month"),
-]
+#: Words without which a query holds no time expression the grammar reads (with a digit): most queries stop here,
+#: and the patterns are compiled only when one does not.
+HINT_WORDS = frozenset(MONTHS) | frozenset(WEEKDAYS) | {
+    "yesterday", "today", "tonight", "morning", "afternoon", "evening", "ago", "week", "weekend", "month", "year"}
+_WORD_RE = re.compile(r"[a-z]+")
+
+
+@functools.cache
+def _patterns() -> list[tuple[re.Pattern[str], str]]:
+    """(pattern, resolver name), tried in order; the first match wins, so the more specific forms come first."""
+    return [
+        (re.compile(r"\b(?P<y>(?:19|20)\d\d)-(?P<m>[01]\d)-(?P<d>[0-3]\d)\b"), "iso_day"),
+        (re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH},?\s+{_YEAR}\b", re.I), "day_month_year"),
+        (re.compile(rf"\b{_MONTH}\s+{_DAY},?\s+{_YEAR}\b", re.I), "day_month_year"),
+        (re.compile(rf"\bon\s+{_MONTH}\s+{_DAY}\b", re.I), "day_month"),
+        (re.compile(rf"\bon\s+(?:the\s+)?{_DAY}\s+(?:of\s+)?{_MONTH}\b", re.I), "day_month"),
+        (re.compile(r"\b(?P<y>(?:19|20)\d\d)-(?P<m>[01]\d)\b"), "iso_month"),
+        (re.compile(rf"\b{_MONTH},?\s+(?:of\s+)?{_YEAR}\b", re.I), "month_year"),
+        (re.compile(rf"\b(?:in|during|since|by|of|before|after|early|late|mid|throughout)\s+(?:the\s+year\s+)?{_YEAR}\b",
+                    re.I), "year"),
+        (re.compile(r"\b(?P<which>yesterday|today|tonight|this morning|this afternoon|this evening)\b", re.I), "named_day"),
+        (re.compile(rf"\b{_NUM}\s+{_UNIT}\s+ago\b", re.I), "ago"),
+        (re.compile(r"\b(?P<which>last|this|past|previous)\s+(?P<unit>week|weekend|month|year)\b", re.I), "relative"),
+        (re.compile(r"\b(?:on|last|this|past)\s+(?P<weekday>monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b",
+                    re.I), "weekday"),
+        (re.compile(rf"\b(?:in|during|since|early|late|mid|of|last)\s+{_MONTH}\b(?!\s*\d)", re.I), "month"),
+    ]
 
 
 @dataclass(frozen=True)
@@ -73,8 +83,11 @@ class TimeWindow:
 
 def time_window(query: str, now: datetime | None = None) -> TimeWindow | None:
     """The first time expression of ``query`` as a window, or None."""
+    lowered = query.lower()
+    if not any(ch.isdigit() for ch in query) and HINT_WORDS.isdisjoint(_WORD_RE.findall(lowered)):
+        return None
     now = now or datetime.now()
-    for pattern, kind in _PATTERNS:
+    for pattern, kind in _patterns():
         for m in pattern.finditer(query):
             span = _resolve(kind, m, now.date())
             if span is not None:
