@@ -17,6 +17,7 @@ from pathlib import Path
 import orjson
 
 from .maintain import ARCHIVE_DIR
+from .private import write_private
 from .settings import Settings
 from .sources import normalize_ts
 from .types import ForgetSelector
@@ -104,16 +105,7 @@ def _read_all(fd: int) -> bytes:
 
 def replace_file(path: Path, data: bytes) -> None:
     """Write ``data`` to a private temporary file beside ``path``, durably, and rename it over ``path``."""
-    tmp = path.with_name(f".{path.name}.forget-{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+    write_private(path, data, durable=True)
 
 
 def rewrite_archive(path: Path, selector: ForgetSelector, event_ids: set[str]) -> int:

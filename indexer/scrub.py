@@ -37,6 +37,7 @@ from . import store
 from .errors import MemsearchError
 from .locks import LockTimeout, file_lock
 from .privacy import FILTER_VERSION, kinds, scrub
+from .private import write_private
 from .rebuild import BUILD_PREFIX, WRITER_LOCK, maintenance_lock, rebuild_locked, remove_stale_builds
 from .settings import Settings
 from .types import ScrubReport
@@ -53,20 +54,8 @@ def stored_filter_version(settings: Settings) -> int | None:
 
 
 def save_filter_version(settings: Settings) -> None:
-    _write_atomic(settings.state_dir / STATE_FILE, json.dumps({"filter_version": FILTER_VERSION}).encode())
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.scrub")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+    write_private(settings.state_dir / STATE_FILE, json.dumps({"filter_version": FILTER_VERSION}).encode(),
+                  durable=True)
 
 
 class _Tally:
@@ -130,7 +119,7 @@ def _scrub_event_log(path: Path, tally: _Tally, dry_run: bool) -> bool:
             if new == data:
                 return False
             if not dry_run:
-                _write_atomic(path, new)
+                write_private(path, new, durable=True)
             return True
         finally:
             fcntl.flock(fd, fcntl.LOCK_UN)
@@ -144,7 +133,7 @@ def _scrub_archive(path: Path, tally: _Tally, dry_run: bool) -> bool:
     if new == data:
         return False
     if not dry_run:
-        _write_atomic(path, gzip.compress(new))
+        write_private(path, gzip.compress(new), durable=True)
     return True
 
 
@@ -155,7 +144,7 @@ def _scrub_text_file(path: Path, tally: _Tally, dry_run: bool) -> bool:
     if new == text:
         return False
     if not dry_run:
-        _write_atomic(path, new.encode("utf-8"))
+        write_private(path, new.encode("utf-8"), durable=True)
     return True
 
 
