@@ -273,9 +273,8 @@ def session_end(payload: dict[str, Any]) -> None:
     session = payload.get("session_id")
     if not isinstance(session, str) or not session:
         return None
+    from indexer.summaries import queue_summary
     from search_engine.client import ensure_server
-
-    from .summary import queue_summary
 
     settings = _settings()
     queue_summary(settings, session)
@@ -298,7 +297,7 @@ def session_end(payload: dict[str, Any]) -> None:
 
 def summarize(argv: list[str]) -> None:
     """The queue's worker where no server runs: write every queued summary (BM25 now, vectors later)."""
-    from .summary import drain_queue, queue_summary, queued
+    from indexer.summaries import drain_queue, queue_summary, queued
 
     settings = _settings()
     if argv:

@@ -412,7 +412,7 @@ def index(
     """
     try:
         if store.damage_marker(settings.db_path).exists():
-            raise IndexCorrupt("an earlier command found a malformed page", cause="an earlier command found a malformed page")
+            raise IndexCorrupt("an earlier command found a malformed page")
         with store.damage_guard(settings.db_path):
             return _index(settings, paths, full, embedder, progress, lock_timeout)
     except IndexCorrupt as exc:

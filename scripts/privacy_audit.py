@@ -138,9 +138,9 @@ def run(home: Path) -> dict:
     os.environ["MEMSEARCH_NO_SERVER"] = "1"
     sys.path.insert(0, os.getcwd())
     from hooks import handlers
-    from hooks.summary import write_session_summary
     from indexer.pipeline import index
     from indexer.settings import resolve_settings
+    from indexer.summaries import write_session_summary
     from indexer.transcripts import import_transcripts
 
     settings = resolve_settings(home)

@@ -146,7 +146,9 @@ def claim_start(settings: Settings, name: str) -> bool:
     many hooks starting the same background process at once, one wins."""
     marker = settings.state_dir / name
     try:
-        settings.state_dir.mkdir(parents=True, exist_ok=True)
+        from indexer.private import private_dirs
+
+        private_dirs(settings.state_dir)
         os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
         return True
     except FileExistsError:

@@ -232,7 +232,7 @@ class Server:
     def idle_work(self) -> None:
         """Write queued session summaries, pick up new sources now and then, and embed a small batch of pending
         chunks."""
-        from hooks.summary import drain_queue, queued
+        from indexer.summaries import drain_queue, queued
 
         if queued(self.settings):
             drain_queue(self.settings, embedder=self.embedder)

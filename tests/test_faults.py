@@ -248,8 +248,8 @@ def test_any_value_from_any_source_is_a_setting_or_a_named_problem(key, value, w
 # -- every file memsearch writes under the memory root is private ----------------------------------------------------
 
 def test_every_file_memsearch_writes_under_the_root_is_0600_and_every_folder_0700(home, tmp_path):
-    from hooks.summary import write_session_summary
     from indexer.maintain import maintain
+    from indexer.summaries import write_session_summary
     from search_engine.server import _log
 
     old_umask = os.umask(0o022)

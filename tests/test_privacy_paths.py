@@ -6,8 +6,8 @@ import json
 import pytest
 
 from hooks import handlers
-from hooks.summary import write_session_summary
 from indexer.pipeline import index
+from indexer.summaries import write_session_summary
 from indexer.transcripts import import_transcripts
 
 CASES = {

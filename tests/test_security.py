@@ -162,7 +162,7 @@ def test_server_ingests_only_files_inside_the_memory_root(linked_home, outside, 
 
 
 def test_session_summary_ids_cannot_escape_the_sessions_folder(home):
-    from hooks.summary import write_session_summary
+    from indexer.summaries import write_session_summary
 
     evil = "../../../outside-summary"
     write(home / "events" / "2026-11-20.jsonl", json.dumps(
