@@ -173,6 +173,8 @@ _KEY_CHARS = 160
 
 
 def _key(text: str) -> str:
+    """The start of a text, white space folded, to match a transcript's turn with the hook's record of it: the
+    whole text is filtered first, then cut."""
     from .privacy import scrub
 
     return " ".join(scrub(text).split())[:_KEY_CHARS]
@@ -197,18 +199,22 @@ class Captured:
         return any(mine == k or (len(mine) >= 20 and (mine in k or k in mine)) for k in keys)
 
 
-def hook_captured(home: Path, sessions: set[str]) -> Captured:
+def hook_captured(home: Path, sessions: set[str], logs: dict[Path, bytes] | None = None) -> Captured:
     """Scan the event log for what the hooks recorded of ``sessions`` (lines naming none of them are not parsed),
-    so that importing a transcript of a session the hooks captured adds nothing twice."""
+    so that importing a transcript of a session the hooks captured adds nothing twice. ``logs``: the logs' bytes
+    kept across calls (an import scans them once per transcript; it reads each only once)."""
     found = Captured(set(), {})
     if not sessions:
         return found
     needles = [s.encode() for s in sessions]
+    logs = {} if logs is None else logs
     for path in sorted((home / "events").glob("*.jsonl")):
-        try:
-            data = path.read_bytes()
-        except OSError:
-            continue
+        if path not in logs:
+            try:
+                logs[path] = path.read_bytes()
+            except OSError:
+                continue
+        data = logs[path]
         if not any(n in data for n in needles):
             continue
         for line in iter_lines(data):
@@ -219,6 +225,7 @@ def hook_captured(home: Path, sessions: set[str]) -> Captured:
             if line.get("type") == "tool" and meta.get("tool_use_id"):
                 found.tool_uses.add(str(meta["tool_use_id"]))
             elif line.get("type") in ("prompt", "response") and isinstance(line.get("content"), str):
+                # filtered again: a log an older filter wrote then matches what this one makes of the transcript
                 found.texts.setdefault((session, line["type"]), []).append(_key(line["content"]))
     return found
 
@@ -253,6 +260,7 @@ def import_transcripts(settings, paths: list[Path] | None = None) -> ImportRepor
     imported = skipped = 0
     problems: list[str] = []
     files = _discover(paths or [default_transcripts_dir()])
+    logs: dict[Path, bytes] = {}  # the hooks' event logs as they were before this import appended to them
     try:
         for path in files:
             key = str(path.resolve())
@@ -275,7 +283,7 @@ def import_transcripts(settings, paths: list[Path] | None = None) -> ImportRepor
                 part = ids[i : i + 500]
                 marks = ",".join("?" * len(part))
                 known |= {r[0] for r in conn.execute(f"SELECT event_id FROM chunks WHERE event_id IN ({marks})", part)}
-            captured = hook_captured(settings.home, {e.session_id for e in events if e.session_id})
+            captured = hook_captured(settings.home, {e.session_id for e in events if e.session_id}, logs)
             fresh = [e for e in events if e.id not in known and tombstones.event_key(e.id) not in forgotten
                      and not captured.holds(e)]
             skipped += len(events) - len(fresh)
