@@ -11,21 +11,18 @@ counted once each, however many chunks a long one was split into.
 from __future__ import annotations
 
 import os
-import re
 from collections import defaultdict
 
 import apsw
 
 from indexer import store, tombstones
 from indexer.errors import UsageError
+from indexer.privacy import kinds as marker_kinds
 from indexer.settings import Settings
 from indexer.status import open_existing
 from indexer.summaries import summary_path
 from indexer.types import HIDDEN_STATUSES, KINDS, Hit, PrivacyStats, SessionInfo, Stats, StorageEntry
 
-#: The marker the privacy filter leaves where it took something out: ``[REDACTED:private]``, ``[REDACTED:aws-key]``…
-REDACTION_RE = re.compile(r"\[REDACTED:([A-Za-z0-9_.-]+)\]")
-PRIVATE_KIND = "private"
 MAX_RECENT = 1000
 _HIT_COLUMNS = ("uid, kind, category, title, text, path, line_start, line_end, ts, session_id, project, status,"
                 " event_id")
@@ -168,17 +165,17 @@ def _privacy(conn: apsw.Connection) -> PrivacyStats:
             if (file, event_id) in seen_events:
                 continue
             seen_events.add((file, event_id))
-        kinds = REDACTION_RE.findall(text)
-        if not kinds:
+        found = marker_kinds(text)  # the privacy filter's own markers: [REDACTED:private], [REDACTED:aws-key]…
+        if not found:
             continue
         chunks += 1
         if session_id:
             sessions.add(session_id)
-        for k in kinds:
-            if k == PRIVATE_KIND:
-                private += 1
+        for k, n in found.items():
+            if k == "private":
+                private += n
             else:
-                secrets[k] += 1
+                secrets[k] += n
     return PrivacyStats(private, dict(sorted(secrets.items())), chunks, len(sessions))
 
 
