@@ -70,8 +70,8 @@ def read_stdin(deadline_s: float = 2.0) -> dict:
 def log(message: str) -> None:
     """Append one line to the hooks log; never raises."""
     try:
-        from indexer.private import append_line
-        from indexer.settings import resolve_settings
+        from indexer.base.private import append_line
+        from indexer.base.settings import resolve_settings
 
         log_path = resolve_settings(strict=False).log_dir / "hooks.log"
         append_line(log_path, f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {message}")
@@ -122,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if os.environ.get("MEMSEARCH_DISABLE", "").strip().lower() in _ON or name not in EVENTS:
             return 0
-        from . import handlers
+        from hooks import handlers
 
         if name == "summarize":
             handlers.summarize(argv[1:])

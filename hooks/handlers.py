@@ -14,9 +14,9 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from indexer.base.settings import Settings, resolve_settings
 from indexer.eventlog import Event, append
-from indexer.settings import Settings, resolve_settings
-from search_engine.client import request
+from search_engine.serve.client import request
 
 #: The prompt hook's whole budget for searching, in seconds (well inside Claude Code's 30 s timeout).
 SEARCH_BUDGET = 0.8
@@ -34,12 +34,12 @@ def _settings() -> Settings:
     logged and skipped for the next source down, never a reason to stop capturing."""
     settings = resolve_settings(strict=False)
     if settings.problems:
-        from .entry import log
+        from hooks.entry import log
 
         for problem in settings.problems:
             log(f"settings: {problem}")
     if settings.disable:
-        from .entry import Disabled
+        from hooks.entry import Disabled
 
         raise Disabled
     return settings
@@ -69,14 +69,14 @@ def _record(settings: Settings, event: Event, *, ingest_now: bool = True) -> Pat
     When the log cannot be written (a full disk, a read-only memory root), the event is counted as lost and the
     user is told at once; None is returned. The first event recorded after that tells of the losses too.
     """
-    from indexer import lost
+    from indexer.base import lost
 
     try:
         path = append(settings.home, event)
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         counted = lost.record(settings.state_dir, reason)
-        from .entry import log
+        from hooks.entry import log
 
         log(f"{event.type}: event not recorded: {reason}")
         NOTICES.append(f"memsearch: this {event.type} event could not be recorded ({reason}: "
@@ -102,9 +102,8 @@ def _ingest(settings: Settings, path: Path) -> None:
 
 def too_large(event_name: str, limit: int) -> None:
     """A payload too large to read: its event is lost, and said to be (log, lost-events count, the user)."""
-    from indexer import lost
-
-    from .entry import log
+    from hooks.entry import log
+    from indexer.base import lost
 
     settings = _settings()
     reason = f"a {event_name} hook payload over {limit // 2**20} MiB"
@@ -170,17 +169,17 @@ def _search(settings: Settings, query: str, session: str | None, k: int, capture
     BM25 in this process. Server hits stay plain attribute bags: building dataclasses would cost start-up."""
     started = time.monotonic()
     filters = {"exclude_session": session} if session else {}
-    from search_engine.client import tuning
+    from search_engine.serve.client import tuning
 
     answer = request(settings, {"op": "search", "query": query, "k": k, "mode": "hybrid", "filters": filters,
                                 "ingest": [str(captured)] if captured else [], "settings": tuning(settings)},
                      timeout=SERVER_TIMEOUT)
     if answer and answer.get("ok"):
         return [SimpleNamespace(**h) for h in answer["result"]["hits"]]
-    from search_engine.client import ensure_server
+    from search_engine.serve.client import ensure_server
 
     ensure_server(settings)  # gone after an idle exit, say: back for the next prompt, not waited for here
-    from indexer.errors import IndexCorrupt, MemsearchError
+    from indexer.base.errors import IndexCorrupt, MemsearchError
     from indexer.pipeline import ingest
     from search_engine.filters import Filters
     from search_engine.search import search
@@ -192,7 +191,7 @@ def _search(settings: Settings, query: str, session: str | None, k: int, capture
             return []
         result = search(settings, query, mode="bm25", k=k, filters=Filters(exclude_session=session), embedder=None)
     except MemsearchError as exc:  # a damaged or unwritable index: the prompt goes on without memories
-        from .entry import log
+        from hooks.entry import log
 
         log(f"prompt: no search: {type(exc).__name__}")
         if isinstance(exc, IndexCorrupt):
@@ -255,7 +254,7 @@ def stop(payload: dict[str, Any]) -> None:
 def session_start(payload: dict[str, Any]) -> str | None:
     """SessionStart: make sure the warm server runs (started detached, never waited for), and inject the standing
     context (MEMORY.md, this project's last session summary and active facts) unless the project opted out."""
-    from search_engine.client import ensure_server
+    from search_engine.serve.client import ensure_server
 
     settings = _settings()
     ensure_server(settings)
@@ -274,14 +273,14 @@ def session_end(payload: dict[str, Any]) -> None:
     if not isinstance(session, str) or not session:
         return None
     from indexer.summaries import queue_summary
-    from search_engine.client import ensure_server
+    from search_engine.serve.client import ensure_server
 
     settings = _settings()
     queue_summary(settings, session)
     if not settings.no_server:
         ensure_server(settings)
         return None
-    from search_engine.client import claim_start
+    from search_engine.serve.client import claim_start
 
     if not claim_start(settings, "summarize.starting"):
         return None  # a worker is draining the queue: it takes this session too

@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .privacy import cut_head, scrub
-from .private import private_dirs
+from indexer.base.private import private_dirs
+from indexer.privacy import cut_head, scrub
 
 EVENT_TYPES = ("prompt", "response", "tool", "session")
 MAX_CONTENT_CHARS = 64_000

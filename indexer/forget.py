@@ -30,16 +30,17 @@ from pathlib import Path
 import apsw
 import xxhash
 
-from . import store, tombstones
-from .errors import MemsearchError, NotFound, UsageError
-from .locks import LockTimeout, file_lock
-from .logrewrite import archive_matches, blank_lines, replace_file, rewrite_archive
-from .pipeline import HEAD_BYTES, _scan, drop_orphan_vectors, ingest
-from .private import private_dirs
-from .rebuild import WRITER_LOCK, maintenance_lock
-from .settings import Settings
-from .summaries import build_summary, is_generated, summary_path
-from .types import ForgetItem, ForgetPlan, ForgetReport, ForgetSelector, NoteToEdit
+from indexer import tombstones
+from indexer.base.errors import MemsearchError, NotFound, UsageError
+from indexer.base.locks import LockTimeout, file_lock
+from indexer.base.private import private_dirs
+from indexer.base.settings import Settings
+from indexer.base.types import ForgetItem, ForgetPlan, ForgetReport, ForgetSelector, NoteToEdit
+from indexer.logrewrite import archive_matches, blank_lines, replace_file, rewrite_archive
+from indexer.pipeline import HEAD_BYTES, _scan, drop_orphan_vectors, ingest
+from indexer.rebuild import WRITER_LOCK, maintenance_lock
+from indexer.store import sqlite as store
+from indexer.summaries import build_summary, is_generated, summary_path
 
 LOCK_TIMEOUT = 30.0
 SNIPPET = 160
@@ -172,7 +173,7 @@ def plan_forget(settings: Settings, selector: ForgetSelector) -> ForgetPlan:
     """What ``selector`` takes, changing nothing but the index's freshness (events logged since the last index
     run are indexed first, so a dry run lists them too).
 
-    >>> from indexer.settings import resolve_settings
+    >>> from indexer.base.settings import resolve_settings
     >>> plan_forget(resolve_settings("/tmp/memsearch-doctest-forget"), ForgetSelector(session="s1")).items
     ()
     """
@@ -218,8 +219,8 @@ def plan_forget(settings: Settings, selector: ForgetSelector) -> ForgetPlan:
 def _refresh_context(conn: apsw.Connection, sessions: set[str]) -> None:
     """Re-index the FTS rows of the events of ``sessions``: each event's low-weight context column holds the
     text of the turn before it, which may have been forgotten."""
-    from .chunktext import fts_title
-    from .cjk import index_form
+    from indexer.base.chunktext import fts_title
+    from indexer.base.cjk import index_form
 
     for session in sorted(sessions):
         rows = conn.execute(

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import orjson
 
-from .maintain import ARCHIVE_DIR
-from .private import write_private
-from .settings import Settings
-from .sources import normalize_ts
-from .types import ForgetSelector
+from indexer.base.private import write_private
+from indexer.base.settings import Settings
+from indexer.base.types import ForgetSelector
+from indexer.maintain import ARCHIVE_DIR
+from indexer.sources import normalize_ts
 
 FORGOTTEN_LINE = b'{"forgotten":true}'
 

@@ -33,18 +33,18 @@ from pathlib import Path
 import apsw
 import orjson
 
-from . import store
-from .embedder import Embedder
-from .errors import MemsearchError
-from .locks import LockTimeout, file_lock
-from .pipeline import AUTO, Progress, drop_orphan_vectors
-from .privacy import FILTER_VERSION
-from .private import private_dirs, write_private
-from .rebuild import WRITER_LOCK, maintenance_lock, rebuild_locked
-from .scrub import save_filter_version, scrub_sources, stored_filter_version
-from .settings import Settings
-from .sources import normalize_ts
-from .types import Expired, IndexCheck, MaintainReport
+from indexer.base.embedder import Embedder
+from indexer.base.errors import MemsearchError
+from indexer.base.locks import LockTimeout, file_lock
+from indexer.base.private import private_dirs, write_private
+from indexer.base.settings import Settings
+from indexer.base.types import Expired, IndexCheck, MaintainReport
+from indexer.pipeline import AUTO, Progress, drop_orphan_vectors
+from indexer.privacy import FILTER_VERSION
+from indexer.rebuild import WRITER_LOCK, maintenance_lock, rebuild_locked
+from indexer.scrub import save_filter_version, scrub_sources, stored_filter_version
+from indexer.sources import normalize_ts
+from indexer.store import sqlite as store
 
 ARCHIVE_DIR = Path("archive") / "events"
 _DAY_RE = re.compile(r"(\d{4}-\d{2}-\d{2})")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .privacy import cut_head, cut_tail, scrub
+from indexer.privacy import cut_head, cut_tail, scrub
 
 #: The input field that says what a tool call was about.
 KEY_FIELDS = {

@@ -19,7 +19,7 @@ import os
 from fnmatch import fnmatchcase
 from pathlib import Path
 
-from .settings import Settings
+from indexer.base.settings import Settings
 
 MARKER = ".memsearch-ignore"
 

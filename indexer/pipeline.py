@@ -20,16 +20,17 @@ from pathlib import Path
 import apsw
 import xxhash
 
-from . import store, tombstones
-from .chunker import CHUNKER_VERSION
-from .chunktext import content_hash, embed_input, fts_title
-from .cjk import index_form, model_reads
-from .embedder import Embedder, load_embedder, resolve_model
-from .errors import IndexCorrupt, MemsearchError
-from .locks import LockTimeout, file_lock
-from .private import private_dirs
-from .settings import Settings
-from .sources import (
+from indexer import tombstones
+from indexer.base.chunktext import content_hash, embed_input, fts_title
+from indexer.base.cjk import index_form, model_reads
+from indexer.base.embedder import Embedder, load_embedder, resolve_model
+from indexer.base.errors import IndexCorrupt, MemsearchError
+from indexer.base.locks import LockTimeout, file_lock
+from indexer.base.private import private_dirs
+from indexer.base.settings import Settings
+from indexer.base.types import IndexReport, Skipped
+from indexer.chunker import CHUNKER_VERSION
+from indexer.sources import (
     MAX_FILE_BYTES,
     PARSERS,
     Draft,
@@ -39,8 +40,8 @@ from .sources import (
     parse_event_bytes,
     path_context,
 )
-from .tombstones import Tombstones, chunk_key
-from .types import IndexReport, Skipped
+from indexer.store import sqlite as store
+from indexer.tombstones import Tombstones, chunk_key
 
 Progress = Callable[[str, int, int], None]
 EVENT_BLOCK = 8 * 1024 * 1024
@@ -416,7 +417,7 @@ def index(
         with store.damage_guard(settings.db_path):
             return _index(settings, paths, full, embedder, progress, lock_timeout)
     except IndexCorrupt as exc:
-        from .rebuild import rebuild  # the rebuild builds on this module
+        from indexer.rebuild import rebuild  # the rebuild builds on this module
 
         report = rebuild(settings, embedder=embedder, progress=progress, lock_timeout=lock_timeout)
         note = f"the index was damaged ({exc.cause}); it is derived data and was rebuilt from the sources"

@@ -32,7 +32,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .secret_rules import mask
+from indexer.secret_rules import mask
 
 #: Bumped whenever the filter would change what it stores; ``memsearch maintain`` scrubs when it differs from
 #: the version the memory was last scrubbed with.

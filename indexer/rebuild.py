@@ -27,16 +27,25 @@ from pathlib import Path
 
 import apsw
 
-from . import store
-from .chunktext import embed_input
-from .embedder import Embedder, load_embedder, resolve_model
-from .errors import IndexCorrupt, MemsearchError
-from .locks import LockTimeout, file_lock
-from .pipeline import AUTO, EMBED_WINDOW, Progress, _Run, _scan, pending_count, pending_hashes, source_roots
-from .private import private_dirs
-from .settings import Settings
-from .sources import Draft, discover
-from .types import IndexReport
+from indexer.base.chunktext import embed_input
+from indexer.base.embedder import Embedder, load_embedder, resolve_model
+from indexer.base.errors import IndexCorrupt, MemsearchError
+from indexer.base.locks import LockTimeout, file_lock
+from indexer.base.private import private_dirs
+from indexer.base.settings import Settings
+from indexer.base.types import IndexReport
+from indexer.pipeline import (
+    AUTO,
+    EMBED_WINDOW,
+    Progress,
+    _Run,
+    _scan,
+    pending_count,
+    pending_hashes,
+    source_roots,
+)
+from indexer.sources import Draft, discover
+from indexer.store import sqlite as store
 
 MAINTENANCE_LOCK = "maintain.lock"
 WRITER_LOCK = "index.lock"

@@ -33,14 +33,14 @@ from typing import Any
 
 import apsw
 
-from . import store
-from .errors import MemsearchError
-from .locks import LockTimeout, file_lock
-from .privacy import FILTER_VERSION, kinds, scrub
-from .private import write_private
-from .rebuild import BUILD_PREFIX, WRITER_LOCK, maintenance_lock, rebuild_locked, remove_stale_builds
-from .settings import Settings
-from .types import ScrubReport
+from indexer.base.errors import MemsearchError
+from indexer.base.locks import LockTimeout, file_lock
+from indexer.base.private import write_private
+from indexer.base.settings import Settings
+from indexer.base.types import ScrubReport
+from indexer.privacy import FILTER_VERSION, kinds, scrub
+from indexer.rebuild import BUILD_PREFIX, WRITER_LOCK, maintenance_lock, rebuild_locked, remove_stale_builds
+from indexer.store import sqlite as store
 
 STATE_FILE = "privacy.json"
 _KEEP_FIELDS = ("id", "ts")

@@ -23,8 +23,8 @@ from typing import Any
 
 import orjson
 
-from .chunker import parse_front_matter, split_markdown, split_plain
-from .privacy import redact
+from indexer.chunker import parse_front_matter, split_markdown, split_plain
+from indexer.privacy import redact
 
 NOTE_SUFFIXES = (".md", ".markdown", ".txt")
 MAX_FILE_BYTES = 20 * 1024 * 1024

@@ -8,12 +8,13 @@ from weakref import WeakKeyDictionary
 
 import apsw
 
-from . import lost, store
-from .embedder import ModelChoice, resolve_model
-from .errors import IndexCorrupt, MemsearchError
-from .pipeline import pending_estimate
-from .settings import Settings
-from .types import Health
+from indexer.base import lost
+from indexer.base.embedder import ModelChoice, resolve_model
+from indexer.base.errors import IndexCorrupt, MemsearchError
+from indexer.base.settings import Settings
+from indexer.base.types import Health
+from indexer.pipeline import pending_estimate
+from indexer.store import sqlite as store
 
 
 def open_existing(settings: Settings) -> apsw.Connection | None:
@@ -67,8 +68,8 @@ def _compute_health(conn: apsw.Connection, choice: ModelChoice) -> Health:
 
 def _gate(settings: Settings) -> dict[str, Any]:
     """Whether capture and injection apply in the current project, and why not (see indexer.optout)."""
-    from .optout import gate
-    from .settings import project_dir
+    from indexer.base.settings import project_dir
+    from indexer.optout import gate
 
     return {"project": str(project_dir()), **gate(settings).as_dict()}
 

@@ -15,11 +15,11 @@ import os
 import re
 from pathlib import Path
 
-from . import store
-from .locks import LockTimeout, file_lock
-from .privacy import cut_head, scrub
-from .private import append_line, write_private
-from .settings import Settings
+from indexer.base.locks import LockTimeout, file_lock
+from indexer.base.private import append_line, write_private
+from indexer.base.settings import Settings
+from indexer.privacy import cut_head, scrub
+from indexer.store import sqlite as store
 
 _DECISION_RE = re.compile(
     r"\b(decided|decision|we will|we'll|i'll use|going with|chose|chosen|instead of|switched to|settled on|"
@@ -157,7 +157,10 @@ def drain_queue(settings: Settings, embedder=None) -> int:
 
 def write_session_summary(settings: Settings, session_id: str, embedder=None) -> Path | None:
     """Write ``sessions/<id>.md`` from the session's events (indexed first) and index it; None without events."""
-    from .pipeline import index, ingest  # the pipeline is not needed to queue a summary (the SessionEnd hook)
+    from indexer.pipeline import (  # the pipeline is not needed to queue a summary (the SessionEnd hook)
+        index,
+        ingest,
+    )
 
     ingest(settings, [settings.home / "events"], lock_timeout=30)
     text = build_summary(settings, session_id)

@@ -22,7 +22,7 @@ from pathlib import Path
 import orjson
 import xxhash
 
-from .private import private_dirs
+from indexer.base.private import private_dirs
 
 NAME = "forgotten.json"
 
@@ -99,7 +99,7 @@ def load(state_dir: Path) -> Tombstones:
     except FileNotFoundError:
         return Tombstones()
     except (OSError, orjson.JSONDecodeError) as exc:
-        from .errors import MemsearchError
+        from indexer.base.errors import MemsearchError
 
         raise MemsearchError(f"cannot read {p} ({exc}); it keeps forgotten notes hidden: restore or fix it") from None
     notes = data.get("notes") if isinstance(data, dict) else None

@@ -17,10 +17,10 @@ from typing import Any
 
 import orjson
 
-from .eventlog import Event, append
-from .observations import describe_tool
-from .private import private_dirs, write_private
-from .sources import normalize_ts
+from indexer.base.private import private_dirs, write_private
+from indexer.eventlog import Event, append
+from indexer.observations import describe_tool
+from indexer.sources import normalize_ts
 
 #: A block the host or a hook injected: it opens at the start of a line and is closed. A tag merely mentioned in
 #: prose ("hooks wrap output in a `<memory-context>` block") is neither, and the text after it is kept.
@@ -175,7 +175,7 @@ _KEY_CHARS = 160
 def _key(text: str) -> str:
     """The start of a text, white space folded, to match a transcript's turn with the hook's record of it: the
     whole text is filtered first, then cut."""
-    from .privacy import scrub
+    from indexer.privacy import scrub
 
     return " ".join(scrub(text).split())[:_KEY_CHARS]
 
@@ -245,8 +245,9 @@ def import_transcripts(settings, paths: list[Path] | None = None) -> ImportRepor
     the byte offset the last import stopped at, events whose ids are already indexed, or were forgotten
     (``memsearch forget``), are skipped, and so are the turns and tool calls the hooks already captured
     (:func:`hook_captured`)."""
-    from . import store, tombstones
-    from .pipeline import ingest
+    from indexer import tombstones
+    from indexer.pipeline import ingest
+    from indexer.store import sqlite as store
 
     forgotten = tombstones.load(settings.state_dir).events
 

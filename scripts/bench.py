@@ -156,10 +156,10 @@ def topk_numpy(mat: np.ndarray, q: np.ndarray, k: int = 10) -> np.ndarray:
 def search_section(args, n: int, root: Path, db: Path, emb, queries: list[str]) -> dict:
     import bench_vector_variants
 
-    from indexer import store
-    from indexer.embedder import ModelChoice
-    from indexer.settings import resolve_settings
+    from indexer.base.embedder import ModelChoice
+    from indexer.base.settings import resolve_settings
     from indexer.status import health
+    from indexer.store import sqlite as store
     from search_engine.filters import Filters
     from search_engine.lexical import lexical_search
     from search_engine.query import content_terms, fts_query, terms
@@ -345,13 +345,13 @@ def process_section(args, n: int, root: Path, db: Path, queries: list[str], exe:
         d = args.out / "profiles"
         d.mkdir(parents=True, exist_ok=True)
         prof = d / f"hook-process-{n}.pstats"
-        run_process([sys.executable, "-m", "cProfile", "-o", str(prof), "-m", "search_engine.cli", "search",
+        run_process([sys.executable, "-m", "cProfile", "-o", str(prof), "-m", "search_engine.cli.main", "search",
                      queries[0], "--mode", "bm25", "--json", "--home", str(root)], env=env)
         buf = io.StringIO()
         st = pstats.Stats(str(prof), stream=buf).strip_dirs()
         st.sort_stats("cumulative").print_stats(35)
         (d / f"hook-process-{n}.txt").write_text(buf.getvalue())
-        r = run_process([sys.executable, "-X", "importtime", "-m", "search_engine.cli", "search", queries[0],
+        r = run_process([sys.executable, "-X", "importtime", "-m", "search_engine.cli.main", "search", queries[0],
                          "--mode", "bm25", "--json", "--home", str(root)], env=env)
         (d / f"hook-importtime-{n}.txt").write_text(r.stderr.decode(errors="replace"))
     if n <= 100_000:
@@ -373,7 +373,7 @@ def process_section(args, n: int, root: Path, db: Path, queries: list[str], exe:
 
 
 def noop_section(args, emb, pool: np.ndarray, exe: str) -> dict:
-    from indexer.settings import resolve_settings
+    from indexer.base.settings import resolve_settings
 
     root = args.work / f"noop-v{CORPUS_VERSION}-{args.noop_files}"
     log(f"no-op reindex: {args.noop_files} note files")
@@ -410,7 +410,7 @@ def baselines(exe: str) -> dict:
     py = sys.executable
     cmds = {
         "python -c pass": [py, "-c", "pass"],
-        "python -c 'import search_engine.cli'": [py, "-c", "import search_engine.cli"],
+        "python -c 'import search_engine.cli.main'": [py, "-c", "import search_engine.cli.main"],
         "memsearch --help": [exe, "--help"],
     }
     out = {}
@@ -693,7 +693,7 @@ SOURCES = None
 
 def real_vector_pool(args, emb, done: dict) -> np.ndarray:
     """Real vectors to recycle: from the largest real-vector index built so far (or cached)."""
-    from indexer import store
+    from indexer.store import sqlite as store
 
     cands = sorted(args.work.glob("db/emb-*-real.db"), key=lambda p: int(p.name.split("-")[1]))
     if not cands:
@@ -720,8 +720,8 @@ def main(argv=None) -> int:
     # cold processes should start the way they do on a user's machine: with cached bytecode. Where the
     # environment forbids writing .pyc files, every cold start recompiles the sources (~50-100 ms of 'hook' time).
     pyc_was_off = os.environ.pop("PYTHONDONTWRITEBYTECODE", None) is not None
-    from indexer.embedder import load_embedder
-    from indexer.settings import resolve_settings
+    from indexer.base.embedder import load_embedder
+    from indexer.base.settings import resolve_settings
 
     exe = str(Path(sys.executable).parent / "memsearch")
     res: dict = {
@@ -769,7 +769,7 @@ def main(argv=None) -> int:
         r["corpus"]["root"] = str(root)
 
         log("  BM25-only index (fresh)")
-        from indexer.settings import resolve_settings as rs
+        from indexer.base.settings import resolve_settings as rs
 
         db_b = args.work / "db" / f"bm25-{n}.db"
         remove_db(db_b)

@@ -44,7 +44,7 @@ def remove_db(path: Path) -> None:
 
 def db_bytes(path: Path) -> int:
     """Size of the database after a WAL checkpoint (so the -wal file is folded in)."""
-    from indexer import store
+    from indexer.store import sqlite as store
 
     conn = store.connect(path)
     try:
@@ -152,8 +152,8 @@ def raw_fastembed(model_dir: Path, texts: list[str], batch: int) -> dict:
     """The reference: fastembed TextEmbedding straight on the same model folder, texts and batch size (warm)."""
     from fastembed import TextEmbedding
 
-    from indexer.embedder import BUNDLED_NAME
-    from indexer.settings import resolve_settings
+    from indexer.base.embedder import BUNDLED_NAME
+    from indexer.base.settings import resolve_settings
 
     model = TextEmbedding(model_name=BUNDLED_NAME, specific_model_path=str(model_dir),
                           threads=resolve_settings().threads or None)  # the threads memsearch itself would use
@@ -166,7 +166,7 @@ def raw_fastembed(model_dir: Path, texts: list[str], batch: int) -> dict:
 
 def chunk_texts(conn, limit: int | None = None) -> list[str]:
     """The texts the pipeline embeds (embed_input), in id order, evenly sampled down to ``limit``."""
-    from indexer.chunktext import embed_input
+    from indexer.base.chunktext import embed_input
 
     rows = conn.execute("SELECT title, text, speaker, ts FROM chunks ORDER BY id").fetchall()
     if limit and len(rows) > limit:
@@ -183,9 +183,9 @@ def ensure_embedded(work: Path, n: int, root: Path, emb, *, fresh: bool, raw_max
                     pool: np.ndarray | None = None) -> tuple[Path, dict]:
     """The index of corpus ``n`` with vectors: rebuilt (and timed, with the raw fastembed reference on the same
     texts) when ``fresh`` or not cached, otherwise the cached one and the record of its build."""
-    from indexer import store
-    from indexer.embedder import assemble_bundled
-    from indexer.settings import resolve_settings
+    from indexer.base.embedder import assemble_bundled
+    from indexer.base.settings import resolve_settings
+    from indexer.store import sqlite as store
 
     vec = "real" if real else "recycled"
     db = emb_db_path(work, n, emb.model_id, vec)

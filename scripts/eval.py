@@ -65,12 +65,12 @@ if str(REPO / "scripts") not in sys.path:
 
 import apsw  # noqa: E402
 
-from indexer import store  # noqa: E402
-from indexer.cjk import CJK_RUN_RE  # noqa: E402
-from indexer.embedder import load_embedder, resolve_model  # noqa: E402
-from indexer.errors import MemsearchError, ModelUnavailable  # noqa: E402
+from indexer.base.cjk import CJK_RUN_RE  # noqa: E402
+from indexer.base.embedder import load_embedder, resolve_model  # noqa: E402
+from indexer.base.errors import MemsearchError, ModelUnavailable  # noqa: E402
+from indexer.base.settings import Settings, resolve_settings  # noqa: E402
 from indexer.pipeline import index  # noqa: E402
-from indexer.settings import Settings, resolve_settings  # noqa: E402
+from indexer.store import sqlite as store  # noqa: E402
 from search_engine.search import search  # noqa: E402
 from search_engine.timeexpr import time_window  # noqa: E402
 

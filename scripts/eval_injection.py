@@ -76,11 +76,11 @@ def _env(values: dict[str, str | None]) -> Iterator[None]:
 @contextmanager
 def _server(home: Path, env: dict[str, str]) -> Iterator[None]:
     """A real ``memsearch serve`` on ``home`` until the block ends (it waits until the server answers)."""
-    from indexer.settings import resolve_settings
-    from search_engine.client import is_running, request
+    from indexer.base.settings import resolve_settings
+    from search_engine.serve.client import is_running, request
 
     repo = str(Path(__file__).resolve().parents[1])
-    proc = subprocess.Popen([sys.executable, "-m", "search_engine.server", "--home", str(home), "--idle-timeout",
+    proc = subprocess.Popen([sys.executable, "-m", "search_engine.serve.server", "--home", str(home), "--idle-timeout",
                              "1800"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             env={**os.environ, **env, "PYTHONPATH": repo}, cwd=repo)
     settings = resolve_settings(home)

@@ -138,8 +138,8 @@ def run(home: Path) -> dict:
     os.environ["MEMSEARCH_NO_SERVER"] = "1"
     sys.path.insert(0, os.getcwd())
     from hooks import handlers
+    from indexer.base.settings import resolve_settings
     from indexer.pipeline import index
-    from indexer.settings import resolve_settings
     from indexer.summaries import write_session_summary
     from indexer.transcripts import import_transcripts
 

@@ -21,9 +21,9 @@ import orjson
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from indexer import store  # noqa: E402
+from indexer.base.types import IndexCheck  # noqa: E402
 from indexer.maintain import check_index  # noqa: E402
-from indexer.types import IndexCheck  # noqa: E402
+from indexer.store import sqlite as store  # noqa: E402
 
 BIN = Path(sys.executable).parent
 MEMSEARCH = str(BIN / "memsearch")

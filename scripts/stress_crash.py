@@ -50,7 +50,7 @@ QUERIES = [*TOPICS, "database lock timeout", "webhook signature token", "rollbac
 
 def kill_one(kind: str, env: dict, rng: random.Random, settings) -> dict:
     """Start ``kind``, kill -9 it after a random delay; what happened."""
-    from search_engine.client import request
+    from search_engine.serve.client import request
 
     args, (low, high) = KINDS[kind]
     delay = rng.uniform(low, high)
@@ -73,7 +73,7 @@ def kill_one(kind: str, env: dict, rng: random.Random, settings) -> dict:
 
 
 def vectors(db: Path) -> dict[str, list[float]]:
-    from indexer import store
+    from indexer.store import sqlite as store
 
     conn = store.connect(db)
     try:
@@ -87,7 +87,7 @@ def vectors(db: Path) -> dict[str, list[float]]:
 
 
 def bm25_answers(db: Path, query: str) -> set[tuple[str, float]]:
-    from indexer import store
+    from indexer.store import sqlite as store
     from search_engine.query import content_terms, fts_query, terms
 
     expression = fts_query(content_terms(terms(query)), "OR")
@@ -103,7 +103,7 @@ def bm25_answers(db: Path, query: str) -> set[tuple[str, float]]:
 
 
 def chunks(db: Path) -> set[tuple]:
-    from indexer import store
+    from indexer.store import sqlite as store
 
     conn = store.connect(db)
     try:
@@ -157,7 +157,7 @@ def main() -> int:
     root = make_root(base, args.notes, args.events, seed=args.seed)
     env = env_for(root, args.model, MEMSEARCH_NO_SERVER="1")
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from indexer.settings import resolve_settings
+    from indexer.base.settings import resolve_settings
 
     settings = resolve_settings(root, model=args.model)
     db = settings.db_path

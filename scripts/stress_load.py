@@ -104,7 +104,7 @@ def loop(args: list[list[str]], pause: float, deadline: float, env: dict, out: l
 
 
 def searcher(deadline: float, env: dict, settings, use_server: bool, out: list, lock: threading.Lock) -> None:
-    from search_engine.client import request
+    from search_engine.serve.client import request
 
     rng = random.Random(99)
     n = 0
@@ -146,7 +146,7 @@ def markers_in_log(root: Path) -> tuple[dict[str, int], int]:
 
 
 def markers_in_index(db: Path) -> dict[str, int]:
-    from indexer import store
+    from indexer.store import sqlite as store
 
     conn = store.connect(db)
     try:
@@ -177,8 +177,8 @@ def main() -> int:
     root = make_root(base, args.notes, args.events, seed=1)
     env = env_for(root, args.model, **({"MEMSEARCH_NO_SERVER": "1"} if args.no_server else {}))
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from indexer.settings import resolve_settings
-    from search_engine.client import is_running, request
+    from indexer.base.settings import resolve_settings
+    from search_engine.serve.client import is_running, request
 
     settings = resolve_settings(root)
     db = root / ".memsearch" / "index.db"

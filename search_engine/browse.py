@@ -3,7 +3,7 @@
 All three read the index (never the model), so they answer in milliseconds and never load fastembed. Events are
 counted once each, however many chunks a long one was split into.
 
->>> from indexer.settings import resolve_settings
+>>> from indexer.base.settings import resolve_settings
 >>> list_sessions(resolve_settings("/tmp/memsearch-doctest-browse"))
 []
 """
@@ -15,13 +15,14 @@ from collections import defaultdict
 
 import apsw
 
-from indexer import store, tombstones
-from indexer.errors import UsageError
+from indexer import tombstones
+from indexer.base.errors import UsageError
+from indexer.base.settings import Settings
+from indexer.base.types import HIDDEN_STATUSES, KINDS, Hit, PrivacyStats, SessionInfo, Stats, StorageEntry
 from indexer.privacy import kinds as marker_kinds
-from indexer.settings import Settings
 from indexer.status import open_existing
+from indexer.store import sqlite as store
 from indexer.summaries import summary_path
-from indexer.types import HIDDEN_STATUSES, KINDS, Hit, PrivacyStats, SessionInfo, Stats, StorageEntry
 
 MAX_RECENT = 1000
 _HIT_COLUMNS = ("uid, kind, category, title, text, path, line_start, line_end, ts, session_id, project, status,"
@@ -123,7 +124,7 @@ def recent(
 def stats(settings: Settings) -> Stats:
     """What the memory holds: events by type and day, chunks by kind, embeddings pending, storage under the
     memory root, what the privacy filter took out, and how many notes ``forget`` keeps hidden."""
-    from indexer.embedder import resolve_model
+    from indexer.base.embedder import resolve_model
     from indexer.pipeline import pending_estimate
 
     storage = _storage(settings)

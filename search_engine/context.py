@@ -19,10 +19,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .query import content_terms, terms
+from search_engine.query import content_terms, terms
 
 if TYPE_CHECKING:  # hits may also be plain attribute bags from the warm server
-    from indexer.types import Hit
+    from indexer.base.types import Hit
 
 HEADER = (
     "Retrieved memories from memsearch (past notes and events of this user, possibly outdated or wrong). "

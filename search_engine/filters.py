@@ -6,8 +6,8 @@ import re
 from dataclasses import dataclass
 from datetime import date, timedelta
 
-from indexer.errors import UsageError
-from indexer.types import HIDDEN_STATUSES, KINDS
+from indexer.base.errors import UsageError
+from indexer.base.types import HIDDEN_STATUSES, KINDS
 
 _RELATIVE_RE = re.compile(r"^(\d+)([dwmy])$")
 

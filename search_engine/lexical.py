@@ -7,10 +7,9 @@ from dataclasses import dataclass, field
 
 import apsw
 
-from indexer.errors import UsageError
-
-from .filters import Filters
-from .query import content_terms, fts_query, terms
+from indexer.base.errors import UsageError
+from search_engine.filters import Filters
+from search_engine.query import content_terms, fts_query, terms
 
 #: FTS5 column weights for bm25(): (title, body, context). The context column holds the previous turn of an event's
 #: session: low weight, so a turn's own words count most, but a short reply ("Yes, every Sunday") is still found by

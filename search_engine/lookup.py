@@ -4,20 +4,19 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
-from indexer import store
-from indexer.errors import NotFound, UsageError
-from indexer.settings import Settings
+from indexer.base.errors import NotFound, UsageError
+from indexer.base.settings import Settings
+from indexer.base.types import ChunkView, Hit, Timeline
 from indexer.status import open_existing
-from indexer.types import ChunkView, Hit, Timeline
-
-from .search import _HIT_COLUMNS, _hit
+from indexer.store import sqlite as store
+from search_engine.search import _HIT_COLUMNS, _hit
 
 MIN_PREFIX = 4
 
 
 @contextmanager
 def _open(settings: Settings):
-    """The index, read under :func:`indexer.store.damage_guard` and closed after."""
+    """The index, read under :func:`indexer.store.sqlite.damage_guard` and closed after."""
     conn = open_existing(settings)
     if conn is None:
         raise NotFound("the index was never built; run `memsearch index` first")

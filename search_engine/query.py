@@ -3,7 +3,7 @@
 :func:`terms` splits the text the way the index's unicode61 tokenizer does (letters and digits; everything else,
 quotes, ``AND``-as-syntax, ``NEAR``, ``*``, ``-``, ``:``, parentheses and emoji, separates), and
 :func:`fts_query` quotes every term, so operators in user text are just words. A short CJK run (a word) becomes
-the phrase of its bigrams, a long one (a sentence) its separate bigrams (see :mod:`indexer.cjk`). Korean writes
+the phrase of its bigrams, a long one (a sentence) its separate bigrams (see :mod:`indexer.base.cjk`). Korean writes
 spaces between words but attaches particles to them ("서울은", "서울에서"), so a Hangul word is also looked for
 without a trailing particle (see :func:`hangul_stem`). Multi-word queries run as AND first and relax to OR when that
 finds too little; the whole query is never one phrase.
@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from indexer.cjk import CJK_RUN_RE, query_bigrams
+from indexer.base.cjk import CJK_RUN_RE, query_bigrams
 
 MAX_TERMS = 48
 #: A CJK run up to this long is taken as one word (a phrase); a longer one (a sentence: CJK has no spaces) as its

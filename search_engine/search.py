@@ -4,7 +4,7 @@
 fuses them (by min-max normalised scores, 60% BM25, by default; or weighted reciprocal rank fusion), hides near-duplicates by character-trigram Jaccard and returns
 a :class:`SearchResult` that also says which mode actually ran, why, and how healthy the index is.
 
->>> from indexer.settings import resolve_settings
+>>> from indexer.base.settings import resolve_settings
 >>> search(resolve_settings("/tmp/memsearch-doctest-empty"), "anything", mode="bm25").health.index_exists
 False
 """
@@ -15,19 +15,18 @@ from datetime import datetime
 
 import apsw
 
-from indexer import store
-from indexer.cjk import CJK_SHARE_LIMIT, cjk_share, english_only
-from indexer.embedder import Embedder, ModelChoice, load_embedder, resolve_model
-from indexer.errors import ModelUnavailable, UsageError
-from indexer.settings import Settings
+from indexer.base.cjk import CJK_SHARE_LIMIT, cjk_share, english_only
+from indexer.base.embedder import Embedder, ModelChoice, load_embedder, resolve_model
+from indexer.base.errors import ModelUnavailable, UsageError
+from indexer.base.settings import Settings
+from indexer.base.types import Explanation, Hit, SearchResult
 from indexer.status import health, open_existing
-from indexer.types import Explanation, Hit, SearchResult
-
-from .filters import Filters
-from .fusion import boost, dedup, min_max, reciprocal_rank_fusion, score_fusion
-from .lexical import lexical_search
-from .timeexpr import time_window
-from .vector import VectorMatrix, vector_ranking
+from indexer.store import sqlite as store
+from search_engine.filters import Filters
+from search_engine.fusion import boost, dedup, min_max, reciprocal_rank_fusion, score_fusion
+from search_engine.lexical import lexical_search
+from search_engine.timeexpr import time_window
+from search_engine.vector import VectorMatrix, vector_ranking
 
 MODES = ("hybrid", "bm25", "vector")
 CJK_QUERY_SHARE = CJK_SHARE_LIMIT

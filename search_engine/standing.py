@@ -8,10 +8,9 @@ goes through the privacy filter first (it is read from the file, not from the in
 
 from __future__ import annotations
 
-from indexer.settings import Settings
+from indexer.base.settings import Settings
 from indexer.status import open_existing
-
-from .context import CHARS_PER_TOKEN, HEADER, compact, escape, sanitize
+from search_engine.context import CHARS_PER_TOKEN, HEADER, compact, escape, sanitize
 
 #: Each part's share of the budget; what one leaves unused goes to the next.
 SHARES = (("memory", 0.4), ("summary", 0.35), ("facts", 0.25))
@@ -59,7 +58,7 @@ def _project_parts(settings: Settings, project: str | None) -> tuple[tuple[str, 
 def standing_context(settings: Settings, project: str | None, *, budget_tokens: int | None = None) -> str:
     """The block to inject at session start, or ``""`` when there is nothing (or the budget is 0).
 
-    >>> from indexer.settings import resolve_settings
+    >>> from indexer.base.settings import resolve_settings
     >>> standing_context(resolve_settings("/tmp/memsearch-doctest-standing"), "shop")
     ''
     """

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import apsw
 
-from .filters import Filters
+from search_engine.filters import Filters
 
 KNN_MAX = 4096
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from indexer.embedder import FakeEmbedder, load_embedder
-from indexer.settings import resolve_settings
+from indexer.base.embedder import FakeEmbedder, load_embedder
+from indexer.base.settings import resolve_settings
 
 REPO = Path(__file__).resolve().parent.parent
 _SEED_HELP = "rerun with --hypothesis-seed={seed} to replay this run's property tests"

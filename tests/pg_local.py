@@ -30,7 +30,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from indexer.errors import MemsearchError
+from indexer.base.errors import MemsearchError
 
 SYSTEM_USER = "memsearch-pg"
 SUPERUSER = "postgres"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from indexer.types import Hit
+from indexer.base.types import Hit
 from search_engine.context import DEFAULT_GATE, Gate, format_context, relevant
 
 

@@ -5,10 +5,10 @@ import importlib
 
 import pytest
 
-MODULES = ["indexer.privacy", "indexer.chunker", "indexer.cjk", "indexer.locks", "indexer.types", "indexer.sources",
-           "indexer.chunktext", "search_engine.fusion", "search_engine.query", "search_engine.filters", "search_engine.context",
-           "search_engine.search", "indexer.transcripts", "indexer.private", "indexer.lost", "indexer.errors", "indexer.settings",
-           "search_engine.mcp_server", "indexer.observations"]
+MODULES = ["indexer.privacy", "indexer.chunker", "indexer.base.cjk", "indexer.base.locks", "indexer.base.types", "indexer.sources",
+           "indexer.base.chunktext", "search_engine.fusion", "search_engine.query", "search_engine.filters", "search_engine.context",
+           "search_engine.search", "indexer.transcripts", "indexer.base.private", "indexer.base.lost", "indexer.base.errors", "indexer.base.settings",
+           "search_engine.serve.mcp_server", "indexer.observations"]
 
 
 @pytest.mark.parametrize("name", MODULES)

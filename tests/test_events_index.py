@@ -5,12 +5,12 @@ import orjson
 import xxhash
 
 from conftest import write
-from indexer import store
-from indexer.chunktext import content_hash, embed_input
-from indexer.embedder import FakeEmbedder
+from indexer.base.chunktext import content_hash, embed_input
+from indexer.base.embedder import FakeEmbedder
 from indexer.maintain import check_index
 from indexer.pipeline import embed_pending, index, ingest
 from indexer.rebuild import rebuild
+from indexer.store import sqlite as store
 from search_engine.search import search
 
 

@@ -15,10 +15,10 @@ import pytest
 from hypothesis import given, settings as hsettings, strategies as st
 
 from conftest import MEMSEARCH, write
-from indexer import store
+from indexer.base.settings import resolve_settings
 from indexer.eventlog import Event, append, event_path
 from indexer.pipeline import index, ingest
-from indexer.settings import resolve_settings
+from indexer.store import sqlite as store
 from search_engine.search import search
 
 HOOK = str(Path(sys.executable).with_name("memsearch-hook"))
@@ -170,7 +170,7 @@ def test_a_bad_value_in_the_environment_or_the_users_config_is_one_line_naming_i
 def test_a_bad_flag_is_a_usage_error_and_settings_are_checked_when_built(home):
     from dataclasses import replace
 
-    from indexer.errors import ConfigError, UsageError
+    from indexer.base.errors import ConfigError, UsageError
 
     with pytest.raises(UsageError, match=r"rrf_k = '-1' from flag is not valid: expected a whole number from 1"):
         resolve_settings(home, rrf_k="-1")
@@ -212,14 +212,14 @@ _toml_value = (st.integers(min_value=-(10**30), max_value=10**30).map(str) | st.
 
 
 @hsettings(max_examples=150, deadline=None)
-@given(key=st.sampled_from(sorted(__import__("indexer.settings").settings._SPEC)), value=_toml_value,
+@given(key=st.sampled_from(sorted(__import__("indexer.base.settings").base.settings._SPEC)), value=_toml_value,
        where=st.sampled_from(["project", "config", "env"]))
 def test_any_value_from_any_source_is_a_setting_or_a_named_problem(key, value, where):
     """Fresh memory root and project per example: a value is accepted, or named with its source; hooks always
     get settings."""
     import tempfile
 
-    from indexer.errors import MemsearchError
+    from indexer.base.errors import MemsearchError
 
     with tempfile.TemporaryDirectory() as tmp, pytest.MonkeyPatch.context() as mp:
         root, project = Path(tmp) / "memory", Path(tmp) / "project"
@@ -250,7 +250,7 @@ def test_any_value_from_any_source_is_a_setting_or_a_named_problem(key, value, w
 def test_every_file_memsearch_writes_under_the_root_is_0600_and_every_folder_0700(home, tmp_path):
     from indexer.maintain import maintain
     from indexer.summaries import write_session_summary
-    from search_engine.server import _log
+    from search_engine.serve.server import _log
 
     old_umask = os.umask(0o022)
     try:

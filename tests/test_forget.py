@@ -17,17 +17,17 @@ from hypothesis import HealthCheck, given, settings as hsettings, strategies as 
 
 from conftest import MEMSEARCH, write
 from indexer import tombstones
-from indexer.errors import NotFound, UsageError
+from indexer.base.errors import NotFound, UsageError
+from indexer.base.settings import resolve_settings
+from indexer.base.types import ForgetSelector
 from indexer.eventlog import Event, append
 from indexer.forget import apply_forget, plan_forget
 from indexer.pipeline import index
 from indexer.rebuild import rebuild
-from indexer.settings import resolve_settings
 from indexer.summaries import build_summary, summary_path
-from indexer.types import ForgetSelector
 from search_engine.filters import Filters
 from search_engine.search import search
-from search_engine.server import Server
+from search_engine.serve.server import Server
 
 
 def _log(home: Path, *events: Event) -> None:
@@ -222,7 +222,7 @@ def test_cli_dry_run_confirmation_and_json(captured, home):
 @pytest.mark.model
 def test_a_running_warm_server_never_returns_a_forgotten_item(home, real_embedder):
     """A real `memsearch serve` process, with the real model, kept running through the forget."""
-    from search_engine.client import is_running, request
+    from search_engine.serve.client import is_running, request
 
     _log(home, _event("the narwhal migration plan moves orders to shard seven", "s1"),
          _event("an unrelated note on coffee beans and grinders", "s2"))

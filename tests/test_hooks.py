@@ -238,8 +238,8 @@ def test_warm_server_answers_hybrid_over_a_private_socket(sample_home):
         assert oct(sock.stat().st_mode & 0o777) == "0o600"
         second = subprocess.run([MEMSEARCH, "serve"], capture_output=True, text=True, timeout=30)
         assert second.returncode == 1 and "already runs" in second.stderr
-        from indexer.settings import resolve_settings
-        from search_engine.client import request
+        from indexer.base.settings import resolve_settings
+        from search_engine.serve.client import request
 
         answer = request(resolve_settings(sample_home), {"op": "search", "query": "what prevents a shopper paying "
                          "double", "k": 3}, timeout=10)
@@ -523,7 +523,7 @@ def test_doctor_checks_each_hook_command_and_exits_1_on_failure(sample_home, tmp
 
 
 def test_changes_within_one_second_keep_every_backup(tmp_path):
-    from search_engine.install import install, uninstall
+    from search_engine.cli.install import install, uninstall
 
     project, custom = tmp_path / "repo", tmp_path / "mem"
     write(project / ".claude" / "settings.json", json.dumps({"model": "opus"}))

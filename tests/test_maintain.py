@@ -12,14 +12,14 @@ import orjson
 import pytest
 
 from conftest import MEMSEARCH, REPO, write
-from indexer import store
-from indexer.embedder import FakeEmbedder
-from indexer.errors import ConfigError, MemsearchError
+from indexer.base.embedder import FakeEmbedder
+from indexer.base.errors import ConfigError, MemsearchError
+from indexer.base.settings import resolve_settings
 from indexer.eventlog import Event, append
 from indexer.maintain import check_index, expire_event_logs, maintain
 from indexer.pipeline import index
 from indexer.rebuild import maintenance_lock, rebuild
-from indexer.settings import resolve_settings
+from indexer.store import sqlite as store
 from search_engine.search import search
 
 NOW = datetime(2026, 11, 21, 12, 0, 0)
@@ -130,7 +130,7 @@ def test_maintenance_runs_one_at_a_time(home, settings):
 
 
 def test_warm_server_follows_a_rebuild_and_a_deleted_index(sample_home, settings, fake, monkeypatch):
-    from search_engine.server import Server
+    from search_engine.serve.server import Server
 
     monkeypatch.setenv("MEMSEARCH_MODEL", "none")
     settings = resolve_settings(sample_home)
@@ -405,7 +405,7 @@ def test_an_index_run_embedding_across_a_swap_stores_only_true_vectors(sample_ho
     assert check_index(conn).ok
     text_of = {r[0]: r[1:] for r in conn.execute("SELECT hash, title, text, speaker, ts FROM chunks")}
     stored = conn.execute("SELECT e.hash, v.embedding FROM embeddings e JOIN vec_chunks v ON v.rowid = e.id").fetchall()
-    from indexer.chunktext import embed_input
+    from indexer.base.chunktext import embed_input
 
     assert stored and all(vector == model._vector(embed_input(*text_of[h])) for h, vector in stored if h in text_of)
     assert index(settings, embedder=model).chunks_pending == 0  # the next run embeds what the swap left pending
@@ -414,7 +414,7 @@ def test_an_index_run_embedding_across_a_swap_stores_only_true_vectors(sample_ho
 def test_warm_server_vectors_follow_a_rebuild_that_renumbers_them(sample_home, fake):
     """A rebuild renumbers the embeddings: the same highest id can then name other vectors. The warm server's
     in-memory vectors must be reloaded all the same, or it answers from the old index's vectors."""
-    from search_engine.server import Server
+    from search_engine.serve.server import Server
 
     settings = resolve_settings(sample_home)
     index(settings, embedder=fake)
@@ -439,7 +439,7 @@ def test_warm_server_vectors_follow_a_rebuild_that_renumbers_them(sample_home, f
 
 def test_server_indexes_a_captured_prompt_right_after_its_answer(sample_home, monkeypatch):
     from indexer.eventlog import Event, append
-    from search_engine.server import Server
+    from search_engine.serve.server import Server
 
     monkeypatch.setenv("MEMSEARCH_MODEL", "none")
     settings = resolve_settings(sample_home)

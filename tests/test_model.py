@@ -6,10 +6,10 @@ import math
 import pytest
 
 from conftest import write
-from indexer.embedder import BUNDLED_DIM, BUNDLED_ID, assemble_bundled, resolve_model
-from indexer.errors import ModelUnavailable
+from indexer.base.embedder import BUNDLED_DIM, BUNDLED_ID, assemble_bundled, resolve_model
+from indexer.base.errors import ModelUnavailable
+from indexer.base.settings import resolve_settings
 from indexer.pipeline import index
-from indexer.settings import resolve_settings
 from search_engine.search import search
 
 

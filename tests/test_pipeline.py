@@ -6,10 +6,10 @@ import time
 import orjson
 
 from conftest import write
-from indexer import store
-from indexer.embedder import FakeEmbedder
+from indexer.base.embedder import FakeEmbedder
+from indexer.base.settings import resolve_settings
 from indexer.pipeline import index
-from indexer.settings import resolve_settings
+from indexer.store import sqlite as store
 from search_engine.search import search
 
 

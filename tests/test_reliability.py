@@ -19,11 +19,11 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings as hsettings, strategies as st
 
 from conftest import MEMSEARCH, SAMPLE, write
-from indexer import store
-from indexer.errors import UsageError
+from indexer.base.errors import UsageError
+from indexer.base.settings import resolve_settings
 from indexer.maintain import check_index
 from indexer.pipeline import index
-from indexer.settings import resolve_settings
+from indexer.store import sqlite as store
 from search_engine.filters import parse_date
 from search_engine.query import content_terms, fts_query, terms
 from search_engine.search import search
@@ -387,7 +387,7 @@ def test_the_server_skips_requests_whose_client_gave_up(settings):
     whose client has hung up is dropped instead of delaying everyone behind it."""
     import socket
 
-    from search_engine.server import Server
+    from search_engine.serve.server import Server
 
     srv = Server(settings)
     gone, server_end = socket.socketpair()

@@ -4,9 +4,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
 
 from conftest import write
-from indexer.errors import ModelUnavailable, UsageError
+from indexer.base.errors import ModelUnavailable, UsageError
+from indexer.base.settings import resolve_settings
 from indexer.pipeline import index
-from indexer.settings import resolve_settings
 from search_engine.filters import Filters, parse_date
 from search_engine.query import content_terms, fts_query, terms
 from search_engine.search import search
@@ -195,7 +195,7 @@ def test_k_and_mode_are_validated(indexed):
 
 
 def test_relevance_gate_reads_the_whole_chunk():
-    from indexer.types import Hit
+    from indexer.base.types import Hit
     from search_engine.context import coverage, format_context
 
     filler = " ".join(f"word{i}" for i in range(200))
@@ -208,7 +208,7 @@ def test_relevance_gate_reads_the_whole_chunk():
 
 
 def test_in_memory_vector_matrix_ranks_like_sqlite_vec(indexed, fake):
-    from indexer import store
+    from indexer.store import sqlite as store
     from search_engine.vector import VectorMatrix, vector_ranking
 
     conn = store.connect(indexed.db_path)
@@ -226,7 +226,7 @@ def test_in_memory_vector_matrix_ranks_like_sqlite_vec(indexed, fake):
 
 
 def test_health_on_a_long_lived_connection_follows_writes_by_other_connections(indexed, fake, home):
-    from indexer import store
+    from indexer.store import sqlite as store
 
     conn = store.connect(indexed.db_path)
     try:

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from conftest import MEMSEARCH, REPO, mcp_rpc, write
-from indexer import store
-from indexer.errors import NotFound, UsageError
+from indexer.base.errors import NotFound, UsageError
+from indexer.base.settings import resolve_settings
 from indexer.pipeline import index
-from indexer.settings import resolve_settings
+from indexer.store import sqlite as store
 from search_engine.lookup import get_many, show, timeline
 
 HOOK = str(Path(sys.executable).with_name("memsearch-hook"))
@@ -150,7 +150,7 @@ def test_mcp_tools_read_nothing_outside_the_memory_root(linked_home):
 
 
 def test_server_ingests_only_files_inside_the_memory_root(linked_home, outside, monkeypatch):
-    from search_engine.server import Server
+    from search_engine.serve.server import Server
 
     monkeypatch.setenv("MEMSEARCH_MODEL", "none")
     server = Server(resolve_settings(linked_home))
@@ -279,7 +279,7 @@ def _python_for_nobody(nobody: dict) -> str | None:
 
 
 def test_server_checks_the_peer_uid(settings, monkeypatch):
-    from search_engine import server as server_module
+    from search_engine.serve import server as server_module
 
     srv = server_module.Server(settings)
     monkeypatch.setattr(server_module, "_peer_uid", lambda conn: os.getuid() + 1)

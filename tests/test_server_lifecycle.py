@@ -28,7 +28,7 @@ def background_processes(home: Path) -> list[int]:
             continue
         try:
             cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            if "search_engine.server" not in cmd and "hooks.entry summarize" not in cmd:
+            if "search_engine.serve.server" not in cmd and "hooks.entry summarize" not in cmd:
                 continue
             if str(home) in cmd or str(home).encode() in (entry / "environ").read_bytes():
                 state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -136,9 +136,9 @@ def test_status_and_stop_trust_the_lock_not_a_ping(sample_home):
 def test_cli_search_asks_the_running_server_with_the_callers_settings(sample_home, tmp_path):
     import json
 
-    from indexer.settings import resolve_settings
-    from search_engine.client import remote_search
+    from indexer.base.settings import resolve_settings
     from search_engine.filters import Filters
+    from search_engine.serve.client import remote_search
 
     subprocess.run([MEMSEARCH, "index"], check=True, capture_output=True, timeout=300)
     project = tmp_path / "proj"

@@ -15,10 +15,10 @@ pytest.importorskip("psycopg", reason="the team extra (psycopg, pgvector) is not
 import psycopg  # noqa: E402
 
 from conftest import MEMSEARCH  # noqa: E402
-from indexer.embedder import BUNDLED_DIM, BUNDLED_ID  # noqa: E402
-from indexer.pg_schema import SCHEMA_VERSION, mask_url, team_init_sql  # noqa: E402
-from indexer.storage import ChunkRow, SourceState, Store  # noqa: E402
-from indexer.store_pg import PgStore, StoreUnavailable, apply_team_init, migrate, schema_version  # noqa: E402
+from indexer.base.embedder import BUNDLED_DIM, BUNDLED_ID  # noqa: E402
+from indexer.store import ChunkRow, SourceState, Store  # noqa: E402
+from indexer.store.pg_schema import SCHEMA_VERSION, mask_url, team_init_sql  # noqa: E402
+from indexer.store.postgres import PgStore, StoreUnavailable, apply_team_init, migrate, schema_version  # noqa: E402
 from search_engine.filters import Filters  # noqa: E402
 from search_engine.query import content_terms, terms  # noqa: E402
 
@@ -56,7 +56,7 @@ def team(pg_server):
 @pytest.fixture(params=["postgres"])
 def contract_store(request, team) -> Store:
     """One member's store of each backend, for the contract tests (the SQLite store joins the params when the
-    restack puts it behind :class:`indexer.storage.Store`)."""
+    restack puts it behind :class:`indexer.store.Store`)."""
     return team.store("alice")
 
 
@@ -349,9 +349,9 @@ def test_mask_url_hides_every_password_form():
 def test_pg_schema_docstring_examples():
     import doctest
 
-    import indexer.pg_schema
+    import indexer.store.pg_schema
 
-    result = doctest.testmod(indexer.pg_schema)
+    result = doctest.testmod(indexer.store.pg_schema)
     assert result.attempted >= 5 and result.failed == 0
 
 
@@ -379,7 +379,7 @@ def test_team_init_cli_prints_and_applies(pg_server):
 
 @pytest.mark.model
 def test_the_bundled_model_vectors_go_through_its_hnsw_index(team, real_embedder):
-    from indexer.chunktext import embed_input
+    from indexer.base.chunktext import embed_input
 
     alice, bob = team.store("alice"), team.store("bob")
     alice.write_batch(source("/alice/notes/ops.md"), [

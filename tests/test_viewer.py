@@ -14,8 +14,8 @@ pytest.importorskip("starlette", reason="the viewer's optional packages are not 
 from starlette.testclient import TestClient  # noqa: E402
 
 from conftest import write  # noqa: E402
+from indexer.base.settings import resolve_settings  # noqa: E402
 from indexer.pipeline import index  # noqa: E402
-from indexer.settings import resolve_settings  # noqa: E402
 from search_engine.viewer.app import create_app  # noqa: E402
 from search_engine.viewer.security import CSP, cookie_name  # noqa: E402
 
@@ -285,14 +285,14 @@ def test_settings_page_shows_each_value_and_its_origin(indexed, fake, monkeypatc
 def test_the_cli_command_refuses_a_bad_port(indexed):
     from typer.testing import CliRunner
 
-    from search_engine.cli import app
+    from search_engine.cli.main import app
 
     result = CliRunner().invoke(app, ["ui", "--port", "70000", "--no-browser"])
     assert result.exit_code == 2 and "--port" in result.output
 
 
 def test_a_port_in_use_is_one_line(indexed):
-    from indexer.errors import MemsearchError
+    from indexer.base.errors import MemsearchError
     from search_engine.viewer.serve import bind
 
     taken = bind(0)
@@ -325,7 +325,7 @@ def test_dashboard_shows_index_health_events_per_day_and_privacy(client, indexed
     figures = stats(indexed)
     html = client.get("/").text
     assert f"<dt>Chunks</dt><dd>{figures.chunks}</dd>" in html
-    from indexer.embedder import resolve_model
+    from indexer.base.embedder import resolve_model
 
     if resolve_model(indexed).available:
         assert f"<strong>{figures.pending_embeddings}</strong> pending" in html
@@ -384,7 +384,7 @@ def _start_ui(*args):
     import subprocess
     import sys
 
-    proc = subprocess.Popen([sys.executable, "-m", "search_engine.cli", "ui", "--no-browser", *args],
+    proc = subprocess.Popen([sys.executable, "-m", "search_engine.cli.main", "ui", "--no-browser", *args],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     lines = [proc.stdout.readline(), proc.stdout.readline()]
     match = re.search(r"http://127\.0\.0\.1:(\d+)/\?token=([\w-]+)", "".join(lines))

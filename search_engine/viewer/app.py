@@ -5,7 +5,7 @@ with autoescaping on, and only as text: no link, attribute or script is ever bui
 URL-quoted). Nothing is read from the memory root's files: pages show what the index holds, and the only files
 served are the package's own assets.
 
->>> from indexer.settings import resolve_settings
+>>> from indexer.base.settings import resolve_settings
 >>> guard = create_app(resolve_settings("/tmp/memsearch-doctest-ui"), token="t", csrf="c", port=8765)
 >>> type(guard).__name__
 'Guard'
@@ -29,11 +29,10 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
-from indexer.errors import MemsearchError, ModelUnavailable, NotFound, UsageError
-from indexer.settings import Settings
-
-from .chart import day_bars
-from .security import Guard
+from indexer.base.errors import MemsearchError, ModelUnavailable, NotFound, UsageError
+from indexer.base.settings import Settings
+from search_engine.viewer.chart import day_bars
+from search_engine.viewer.security import Guard
 
 HERE = Path(__file__).resolve().parent
 _AUTO = object()
@@ -63,7 +62,7 @@ class Viewer:
     def embedder(self) -> Any:
         """The search's embedder: the one given (tests), else the configured model loaded once, else None."""
         if self._embedder is _AUTO:
-            from indexer.embedder import load_embedder, resolve_model
+            from indexer.base.embedder import load_embedder, resolve_model
 
             with self._lock:
                 if self._embedder is _AUTO:
@@ -75,22 +74,21 @@ class Viewer:
 
     def dashboard(self, request: Request) -> Response:
         from indexer.status import status
-
-        from ..browse import stats
+        from search_engine.browse import stats
 
         figures = stats(self.settings)
         info = status(self.settings)
         return self.page(request, "dashboard.html", stats=figures, info=info, bars=day_bars(figures.events_by_day))
 
     def sessions(self, request: Request) -> Response:
-        from ..browse import list_sessions
+        from search_engine.browse import list_sessions
 
         project = request.query_params.get("project") or None
         return self.page(request, "sessions.html", sessions=list_sessions(self.settings, project=project),
                          project=project)
 
     def session(self, request: Request) -> Response:
-        from ..browse import list_sessions, recent
+        from search_engine.browse import list_sessions, recent
 
         sid = request.query_params.get("id", "")
         info = next((s for s in list_sessions(self.settings) if s.session_id == sid), None)
@@ -103,7 +101,7 @@ class Viewer:
         return self.page(request, "session.html", info=info, summary=summary, items=events)
 
     def timeline(self, request: Request) -> Response:
-        from ..browse import recent
+        from search_engine.browse import recent
 
         q = request.query_params
         kind, project = q.get("type") or None, q.get("project") or None
@@ -112,9 +110,9 @@ class Viewer:
         return self.page(request, name, items=items, type=kind, project=project, refresh_ms=self.refresh_ms)
 
     def search(self, request: Request) -> Response:
-        from ..filters import Filters
-        from ..lookup import get_many
-        from ..search import search
+        from search_engine.filters import Filters
+        from search_engine.lookup import get_many
+        from search_engine.search import search
 
         q = request.query_params
         form = {name: q.get(name, "") for name in ("q", "mode", "k", "kind", "category", "session", "project",
@@ -144,7 +142,7 @@ class Viewer:
         return self.page(request, "search.html", **context)
 
     def item(self, request: Request) -> Response:
-        from ..lookup import show, timeline
+        from search_engine.lookup import show, timeline
 
         ident = request.path_params["id"]
         view = show(self.settings, ident)
@@ -152,18 +150,17 @@ class Viewer:
         return self.page(request, "item.html", view=view, around=around)
 
     def forget_confirm(self, request: Request) -> Response:
+        from indexer.base.types import ForgetSelector
         from indexer.forget import plan_forget
-        from indexer.types import ForgetSelector
-
-        from ..lookup import show
+        from search_engine.lookup import show
 
         view = show(self.settings, request.path_params["id"])
         plan = plan_forget(self.settings, ForgetSelector(ids=(view.chunk.id,)))
         return self.page(request, "forget.html", view=view, plan=plan)
 
     def forget(self, request: Request) -> Response:
+        from indexer.base.types import ForgetSelector
         from indexer.forget import apply_forget, plan_forget
-        from indexer.types import ForgetSelector
 
         form = request.scope["state"]["form"]
         ident = form.get("id", "")
@@ -176,7 +173,7 @@ class Viewer:
         return self.page(request, "forgotten.html", plan=plan, report=report)
 
     def settings_page(self, request: Request) -> Response:
-        from indexer.embedder import resolve_model
+        from indexer.base.embedder import resolve_model
 
         return self.page(request, "settings.html", described=self.settings.describe(),
                          model=resolve_model(self.settings))
@@ -207,7 +204,7 @@ class Viewer:
         frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
         where = f"{Path(frame.filename).name}:{frame.lineno}" if frame else "?"
         try:
-            from indexer.private import private_dirs
+            from indexer.base.private import private_dirs
 
             private_dirs(self.settings.log_dir)
             fd = os.open(self.settings.log_dir / LOG_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)

@@ -18,10 +18,9 @@ from collections.abc import Callable
 
 import uvicorn
 
-from indexer.errors import MemsearchError
-from indexer.settings import Settings
-
-from .app import create_app
+from indexer.base.errors import MemsearchError
+from indexer.base.settings import Settings
+from search_engine.viewer.app import create_app
 
 HOST = "127.0.0.1"
 

@@ -15,7 +15,7 @@ import sys
 import time
 from typing import Any
 
-from indexer.settings import Settings
+from indexer.base.settings import Settings
 
 
 def _socket_path(settings: Settings) -> str:
@@ -53,7 +53,7 @@ def request(settings: Settings, payload: dict[str, Any], timeout: float = 0.5) -
 def tuning(settings: Settings) -> dict[str, Any]:
     """The caller's search-tuning settings (those a project may set), sent with each search so the server ranks
     exactly as the caller would."""
-    from indexer.settings import PROJECT_KEYS
+    from indexer.base.settings import PROJECT_KEYS
 
     return {key: getattr(settings, key) for key in sorted(PROJECT_KEYS)}
 
@@ -72,7 +72,7 @@ def remote_search(settings: Settings, query: str, *, mode: str, k: int, filters:
                                 "model_dir": str(settings.model_dir) if settings.model_dir else None}, timeout)
     if not answer or not answer.get("ok"):
         return None
-    from indexer.types import SearchResult
+    from indexer.base.types import SearchResult
 
     return SearchResult.from_dict(answer["result"])
 
@@ -146,7 +146,7 @@ def claim_start(settings: Settings, name: str) -> bool:
     many hooks starting the same background process at once, one wins."""
     marker = settings.state_dir / name
     try:
-        from indexer.private import private_dirs
+        from indexer.base.private import private_dirs
 
         private_dirs(settings.state_dir)
         os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
@@ -165,12 +165,12 @@ def claim_start(settings: Settings, name: str) -> bool:
 
 def start_detached(settings: Settings, idle_timeout: float | None = None) -> None:
     """Start the server in its own session, detached from the caller's stdio, so a hook can return at once."""
-    args = [sys.executable, "-m", "search_engine.server", "--home", str(settings.home)]
+    args = [sys.executable, "-m", "search_engine.serve.server", "--home", str(settings.home)]
     if idle_timeout is not None:
         args += ["--idle-timeout", str(idle_timeout)]
     import subprocess
 
-    from indexer.private import open_private_log
+    from indexer.base.private import open_private_log
 
     with open_private_log(settings.log_dir / "serve.log") as log:
         subprocess.Popen(
@@ -180,6 +180,6 @@ def start_detached(settings: Settings, idle_timeout: float | None = None) -> Non
 
 
 def _pythonpath() -> str:
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     existing = os.environ.get("PYTHONPATH")
     return f"{root}{os.pathsep}{existing}" if existing else root

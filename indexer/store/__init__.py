@@ -1,7 +1,7 @@
 """The store contract: every operation the indexer and the search engine need from an index, and nothing else.
 
-Today the SQLite index (:mod:`indexer.store` with the SQL in the pipeline and the search modules) does these
-operations inline; :mod:`indexer.store_pg` implements them on PostgreSQL + pgvector. A backend is a class that
+Today the SQLite index (:mod:`indexer.store.sqlite` with the SQL in the pipeline and the search modules) does these
+operations inline; :mod:`indexer.store.postgres` implements them on PostgreSQL + pgvector. A backend is a class that
 satisfies :class:`Store`; the shapes it takes and returns are the frozen dataclasses below, so nothing above the
 store sees a connection, a cursor or SQL.
 
@@ -21,7 +21,7 @@ The contract, for any backend:
   Both return chunk ids, best first, ties by id; :meth:`Store.fetch_hits` turns ids into rows.
 - **Visibility**: a backend shared by several people returns only what the connecting member may see; every
   operation above is subject to it, so the layers above need no notion of members.
-- :meth:`Store.health` counts what :class:`indexer.types.Health` reports; :meth:`Store.get_meta` /
+- :meth:`Store.health` counts what :class:`indexer.base.types.Health` reports; :meth:`Store.get_meta` /
   :meth:`Store.set_meta` keep small per-index strings (``last_indexed``, ``chunker``, ``vector_model``).
 """
 
@@ -36,7 +36,7 @@ Scope = Literal["private", "shared"]
 
 @dataclass(frozen=True)
 class ChunkRow:
-    """One chunk as the store keeps it: :class:`indexer.types.Chunk`'s columns plus what the writer derives.
+    """One chunk as the store keeps it: :class:`indexer.base.types.Chunk`'s columns plus what the writer derives.
 
     ``context`` is the text the lexical index also sees at low weight (an event's previous turn in its session);
     ``scope`` is ``shared`` only for a note or fact from a source its owner marked shared (a store that has no
@@ -79,7 +79,7 @@ class SourceState:
 
 @dataclass(frozen=True)
 class PendingText:
-    """Content to embed: its hash and the fields :func:`indexer.chunktext.embed_input` builds the text from."""
+    """Content to embed: its hash and the fields :func:`indexer.base.chunktext.embed_input` builds the text from."""
 
     hash: str
     title: str
@@ -146,7 +146,7 @@ class QueryTerm(Protocol):
 class FilterSpec(Protocol):
     """The search filters (:class:`search_engine.filters.Filters` has these fields): ``None`` filters nothing;
     ``since``/``until`` are local ISO timestamps, inclusive; unless ``all_status``, chunks whose status is in
-    :data:`indexer.types.HIDDEN_STATUSES` are left out; ``exclude_session`` drops one session's chunks."""
+    :data:`indexer.base.types.HIDDEN_STATUSES` are left out; ``exclude_session`` drops one session's chunks."""
 
     @property
     def kind(self) -> str | None: ...

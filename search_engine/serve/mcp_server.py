@@ -18,7 +18,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from indexer.settings import Settings
+from indexer.base.settings import Settings
 
 INSTRUCTIONS = (
     "Search the user's long-term coding memory (notes, facts, past prompts, replies and tool observations). "
@@ -31,7 +31,7 @@ SNIPPET_CHARS = 80
 
 
 def _flat(text: str | None, limit: int) -> str:
-    from .context import compact, escape
+    from search_engine.context import compact, escape
 
     flat = " ".join(compact(text or "", 10 * limit).split())
     return escape(flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…")
@@ -57,7 +57,7 @@ def _tool_errors(fn):
 
     from mcp.server.mcpserver.exceptions import ToolError
 
-    from indexer.errors import MemsearchError
+    from indexer.base.errors import MemsearchError
 
     @functools.wraps(fn)
     def run(*args, **kwargs):
@@ -72,9 +72,9 @@ def _tool_errors(fn):
 def build(settings: Settings):
     from mcp.server import MCPServer
 
-    from .filters import Filters
-    from .lookup import get_many, timeline as run_timeline
-    from .search import search as run_search
+    from search_engine.filters import Filters
+    from search_engine.lookup import get_many, timeline as run_timeline
+    from search_engine.search import search as run_search
 
     server = MCPServer("memsearch", instructions=INSTRUCTIONS)
     warm: dict = {}
@@ -82,8 +82,8 @@ def build(settings: Settings):
     def embedder():
         """One embedder for the life of the server: its model loads at the first search that needs it and stays
         loaded (a fresh one per call would load the model every time)."""
-        from indexer.embedder import load_embedder
-        from indexer.errors import ModelUnavailable
+        from indexer.base.embedder import load_embedder
+        from indexer.base.errors import ModelUnavailable
 
         if "embedder" not in warm:
             try:
@@ -146,7 +146,7 @@ def build(settings: Settings):
                                                          "folder). Use \"*\" for every project.")] = None,
     ) -> str:
         """The latest items of this project (newest first), one line each like `search`."""
-        from .browse import recent as run_recent
+        from search_engine.browse import recent as run_recent
 
         chosen = None if project == "*" else (project or _project())
         hits = run_recent(settings, project=chosen, limit=limit)

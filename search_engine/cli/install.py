@@ -25,7 +25,7 @@ from typing import Any
 
 import orjson
 
-from indexer.errors import MemsearchError, UsageError
+from indexer.base.errors import MemsearchError, UsageError
 
 MARKER = "memsearch-hook"
 #: event -> (hook argument, matcher or None, timeout seconds, async)
@@ -161,7 +161,7 @@ def _strip(data: dict[str, Any]) -> list[str]:
 def _backups(scope: str, home: Path | None) -> Path | None:
     if scope == "user":
         return None
-    from indexer.settings import resolve_settings
+    from indexer.base.settings import resolve_settings
 
     return resolve_settings(home).state_dir / "backups"
 

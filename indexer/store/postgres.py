@@ -1,11 +1,11 @@
-"""The index on PostgreSQL + pgvector: the :class:`indexer.storage.Store` contract for a team's shared server.
+"""The index on PostgreSQL + pgvector: the :class:`indexer.store.Store` contract for a team's shared server.
 
 Engine parts, not re-implementations: psycopg 3 with its connection pool, the ``pgvector`` package's type
 adapters, PostgreSQL full-text search and pgvector's HNSW index.
 
 - **Lexical list**: ``chunks.fts`` is a ``tsvector`` built with the ``english`` configuration (stemming and
   stopwords) from the title (weight A), the body (B) and the context (D, an event's previous turn), each in
-  :func:`indexer.cjk.index_form`, so a CJK run is indexed as its 2-character words, exactly as the SQLite index
+  :func:`indexer.base.cjk.index_form`, so a CJK run is indexed as its 2-character words, exactly as the SQLite index
   does; a GIN index serves ``@@``. A query term becomes ``plainto_tsquery`` (a word) or ``phraseto_tsquery`` of
   its bigrams (a CJK run), joined with ``&&`` or ``||``; ranked by ``ts_rank`` with the SQLite column weights.
 - **Vector list**: one row per (content hash, model) in ``vectors``, whoever computed it, so a member reuses a
@@ -13,7 +13,7 @@ adapters, PostgreSQL full-text search and pgvector's HNSW index.
   :meth:`PgStore.ensure_vector_model` on ``embedding::vector(dim)``; each query sets ``hnsw.ef_search`` for its own
   transaction (``SET LOCAL``) with iterative scans on, so filters applied after the index cannot starve the list.
   A selective filter (kind, session, dates…) computes the exact distances of just the filtered chunks instead.
-- **Team semantics** are the database's (:mod:`indexer.pg_schema`): the rows a method sees are what row-level
+- **Team semantics** are the database's (:mod:`indexer.store.pg_schema`): the rows a method sees are what row-level
   security lets the connecting role see.
 
 Not wired in yet: nothing in the pipeline or the search selects this store (that comes with the one store
@@ -30,20 +30,11 @@ from pgvector.psycopg import register_vector
 from psycopg import sql
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from .chunktext import fts_title
-from .cjk import index_form, query_bigrams
-from .errors import MemsearchError
-from .pg_schema import (
-    EXTENSION_SQL,
-    MIGRATIONS,
-    SCHEMA,
-    SCHEMA_VERSION,
-    mask_url,
-    member_sql,
-    record_version_sql,
-    vector_index_sql,
-)
-from .storage import (
+from indexer.base.chunktext import fts_title
+from indexer.base.cjk import index_form, query_bigrams
+from indexer.base.errors import MemsearchError
+from indexer.base.types import HIDDEN_STATUSES
+from indexer.store import (
     ChunkRow,
     FilterSpec,
     HitRow,
@@ -53,7 +44,16 @@ from .storage import (
     SourceState,
     StoreHealth,
 )
-from .types import HIDDEN_STATUSES
+from indexer.store.pg_schema import (
+    EXTENSION_SQL,
+    MIGRATIONS,
+    SCHEMA,
+    SCHEMA_VERSION,
+    mask_url,
+    member_sql,
+    record_version_sql,
+    vector_index_sql,
+)
 
 #: ts_rank weights {D, C, B, A}: context 0.4, body and title 1 (the SQLite bm25() column weights).
 RANK_WEIGHTS = "{0.4, 0, 1.0, 1.0}"
@@ -76,7 +76,7 @@ def schema_version(conn: psycopg.Connection) -> int:
 
 
 def migrate(conn: psycopg.Connection) -> int:
-    """Bring the schema up to :data:`~indexer.pg_schema.SCHEMA_VERSION` (needs the administrator's rights); each
+    """Bring the schema up to :data:`~indexer.store.pg_schema.SCHEMA_VERSION` (needs the administrator's rights); each
     migration in its own transaction, serialised across machines by an advisory lock. Returns the version."""
     with conn.transaction():
         conn.execute(EXTENSION_SQL)
@@ -149,7 +149,7 @@ class PgStore:
 
     def __init__(self, url: str, *, max_size: int = 4, timeout: float = 10.0):
         """Connect to ``url`` (a pool of up to ``max_size`` connections). The schema must be at
-        :data:`~indexer.pg_schema.SCHEMA_VERSION` (``memsearch team init --apply`` makes it so)."""
+        :data:`~indexer.store.pg_schema.SCHEMA_VERSION` (``memsearch team init --apply`` makes it so)."""
         self.display_url = mask_url(url)
         try:  # one plain connection first: a refused login or an old schema is one clear line, not pool retries
             with psycopg.connect(url, connect_timeout=max(1, int(timeout))) as conn:
@@ -343,7 +343,7 @@ class PgStore:
 
 
 def apply_team_init(admin_url: str, members: Sequence[str], vector_models: Sequence[tuple[str, int]] = ()) -> int:
-    """Run the administrator's script (:func:`indexer.pg_schema.team_init_sql`) on ``admin_url``: the extension,
+    """Run the administrator's script (:func:`indexer.store.pg_schema.team_init_sql`) on ``admin_url``: the extension,
     the migrations, the vector indexes, then the member roles. Returns the schema version."""
     try:
         conn = psycopg.connect(admin_url, autocommit=True, connect_timeout=10)

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from .errors import ModelUnavailable
-from .settings import Settings
+from indexer.base.errors import ModelUnavailable
+from indexer.base.settings import Settings
 
 BUNDLED_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 BUNDLED_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
-from indexer.types import (
+from indexer.base.types import (
     ChunkView,
     CronReport,
     ForgetPlan,
@@ -239,7 +239,7 @@ def cron_text(report: CronReport, action: str) -> str:
 def _clean(text: str | None, limit: int = SNIPPET_CHARS) -> str:
     """Stored text made safe for a terminal: control and invisible characters (escape sequences included) out,
     one line, bounded."""
-    from .context import sanitize
+    from search_engine.context import sanitize
 
     return _snippet(sanitize(text or ""), limit)
 

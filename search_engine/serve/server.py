@@ -26,17 +26,16 @@ from pathlib import Path
 import apsw
 import orjson
 
-from indexer import store
-from indexer.embedder import resolve_model
-from indexer.errors import MemsearchError
-from indexer.locks import LockTimeout, file_lock
+from indexer.base.embedder import resolve_model
+from indexer.base.errors import MemsearchError
+from indexer.base.locks import LockTimeout, file_lock
+from indexer.base.private import append_line, private_dirs
+from indexer.base.settings import Settings, resolve_settings
 from indexer.pipeline import embed_pending, ingest, pending_count, source_roots
-from indexer.private import append_line, private_dirs
-from indexer.settings import Settings, resolve_settings
 from indexer.status import health
-
-from .filters import Filters
-from .search import model_choice, search
+from indexer.store import sqlite as store
+from search_engine.filters import Filters
+from search_engine.search import model_choice, search
 
 IDLE_TIMEOUT = 30 * 60
 IDLE_WORK_AFTER = 2.0  # seconds without a request before background work starts
@@ -101,7 +100,7 @@ class Server:
     def load(self) -> None:
         choice = resolve_model(self.settings)
         if choice.available:
-            from indexer.embedder import load_embedder
+            from indexer.base.embedder import load_embedder
 
             try:
                 self.embedder = load_embedder(self.settings)
@@ -181,7 +180,7 @@ class Server:
         if request.get("db") not in (None, str(s.db_path)) or request.get("model") not in (None, s.model) or (
                 request.get("model_dir") not in (None, str(s.model_dir) if s.model_dir else None)):
             return None
-        from indexer.settings import PROJECT_KEYS
+        from indexer.base.settings import PROJECT_KEYS
 
         tuning = {k: v for k, v in (request.get("settings") or {}).items() if k in PROJECT_KEYS}
         if not tuning or all(getattr(s, k) == v for k, v in tuning.items()):
@@ -193,7 +192,7 @@ class Server:
         conn = self.connection()
         if conn is None or self.embedder is None:
             return None
-        from .vector import VectorMatrix
+        from search_engine.vector import VectorMatrix
 
         matrix = getattr(self, "_matrix", None)
         try:
@@ -330,7 +329,7 @@ def run(settings: Settings, idle_timeout: float = IDLE_TIMEOUT) -> int:
 
 
 def _started(settings: Settings) -> None:
-    """Clear the claim a starting hook left (search_engine.client.ensure_server)."""
+    """Clear the claim a starting hook left (search_engine.serve.client.ensure_server)."""
     try:
         (settings.state_dir / "serve.starting").unlink()
     except OSError:
@@ -370,7 +369,7 @@ def _run_locked(settings: Settings, idle_timeout: float) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m search_engine.server")
+    parser = argparse.ArgumentParser(prog="python -m search_engine.serve.server")
     parser.add_argument("--home")
     parser.add_argument("--idle-timeout", type=float, default=IDLE_TIMEOUT)
     args = parser.parse_args(argv)

@@ -7,7 +7,7 @@ memory root, so installing twice leaves one line, each memory root has its own, 
 written back exactly as they were. Where there is no ``crontab`` command the line is returned for the user to
 add to whatever scheduler they have.
 
->>> from indexer.settings import resolve_settings
+>>> from indexer.base.settings import resolve_settings
 >>> cron_line(resolve_settings("/tmp/mem"), "sun", "03:00", script=Path("/x/weekly.sh"), binary="/v/memsearch")
 '0 3 * * 0 MEMSEARCH_HOME=/tmp/mem MEMSEARCH_BIN=/v/memsearch /bin/sh /x/weekly.sh # memsearch weekly maintenance'
 """
@@ -23,9 +23,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from indexer.errors import MemsearchError, UsageError
-from indexer.settings import Settings
-from indexer.types import CronReport
+from indexer.base.errors import MemsearchError, UsageError
+from indexer.base.settings import Settings
+from indexer.base.types import CronReport
 
 MARKER = "# memsearch weekly maintenance"
 DAYS = {"sun": 0, "mon": 1, "tue": 2, "wed": 3, "thu": 4, "fri": 5, "sat": 6}
@@ -35,7 +35,7 @@ _AUTO = object()
 
 def script_path() -> Path | None:
     """``scripts/weekly-reindex.sh`` of this checkout, or None (an installed wheel does not ship it)."""
-    path = Path(__file__).resolve().parent.parent / "scripts" / "weekly-reindex.sh"
+    path = Path(__file__).resolve().parents[2] / "scripts" / "weekly-reindex.sh"
     return path if path.is_file() else None
 
 

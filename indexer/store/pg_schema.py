@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
-from .errors import UsageError
+from indexer.base.errors import UsageError
 
 SCHEMA = "memsearch"
 MEMBER_ROLE = "memsearch_member"

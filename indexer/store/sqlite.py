@@ -18,10 +18,10 @@ from urllib.parse import quote
 
 import apsw
 
-from .chunktext import fts_title
-from .cjk import index_form
-from .errors import IndexCorrupt, MemsearchError
-from .private import private_dirs
+from indexer.base.chunktext import fts_title
+from indexer.base.cjk import index_form
+from indexer.base.errors import IndexCorrupt, MemsearchError
+from indexer.base.private import private_dirs
 
 BUSY_TIMEOUT_MS = 10_000
 #: How long opening waits out a "disk I/O error" (the -wal deleted under the warm server, which then lets go).
@@ -114,7 +114,7 @@ def m002_turn_context(conn: apsw.Connection) -> None:
 
     ``chunks_fts`` is contentless, so it is recreated as (title, body, context) and refilled from ``chunks``: an
     event's context is the text of the event chunk before it in the same session (by time, then id), a note's is
-    empty; titles are :func:`~indexer.chunktext.fts_title`. ``speaker`` (who wrote an event: the speaker its
+    empty; titles are :func:`~indexer.base.chunktext.fts_title`. ``speaker`` (who wrote an event: the speaker its
     metadata names, else its role) is filled when the events are next re-chunked (the chunker version changed with
     this migration), since it changes what an event is embedded as and so its content hash. The session index
     gains ``ts`` so the previous turn is one index seek.
