@@ -35,9 +35,9 @@ def embed_pending(
     total = store.pending_count(model) if progress or limit is None else limit
     if limit is not None:
         total = min(total, limit)
-    done = 0
+    done = after = 0
     while done < total:
-        part = store.pending_embeddings(model, min(batch, total - done))
+        part = store.pending_embeddings(model, min(batch, total - done), after)
         if not part:
             break
         # Text the model cannot represent gets an embeddings row and no vector: it is no longer pending, the
@@ -48,7 +48,7 @@ def embed_pending(
         vectors = embedder.embed_passages([embed_input(p.title, p.text, p.speaker, p.ts) for p in read]) if read \
             else []
         store.put_embeddings(model, [(p.hash, None) for p in unread] + list(zip((p.hash for p in read), vectors)))
-        done += len(part)
+        done, after = done + len(part), part[-1].id
         if progress:
             progress("embed", done, total)
     return done, note

@@ -292,10 +292,9 @@ class _Vectors:
         if note:
             self.notes.append(note)
         total = new.pending_count(self.target)
-        embedded, batch, done, left = 0, max(EMBED_WINDOW, self.settings.embed_batch), 0, 0
+        embedded, batch, done, after = 0, max(EMBED_WINDOW, self.settings.embed_batch), 0, 0
         while done < total:
-            # what is left pending (no model to embed it) stays first in the list: step over it
-            part = new.pending_embeddings(self.target, min(batch, total - done), skip=left)
+            part = new.pending_embeddings(self.target, min(batch, total - done), after)
             if not part:
                 break
             vectors: dict[str, bytes | None] = dict.fromkeys((p.hash for p in part), None)
@@ -307,8 +306,7 @@ class _Vectors:
                 embedded += len(missing)
             found = [(p.hash, vectors[p.hash]) for p in part if vectors[p.hash] is not None]
             new.put_embeddings(self.target, found)
-            done += len(part)
-            left += len(part) - len(found)
+            done, after = done + len(part), part[-1].id  # what has no vector yet stays pending, passed over
             if progress:
                 progress("embed", done, total)
         return embedded

@@ -112,7 +112,10 @@ def test_pending_embeddings_is_one_row_per_content_hash_oldest_first(store):
     assert [p.hash for p in pending] == ["H1", "H2", "H3"]
     assert (pending[0].title, pending[0].text) == ("T", "shared text")
     assert (pending[2].speaker, pending[2].ts) == ("user", "2026-05-01T10:00:00")
-    assert [p.hash for p in store.pending_embeddings(MODEL, limit=2)] == ["H1", "H2"]
+    first = store.pending_embeddings(MODEL, limit=2)
+    assert [p.hash for p in first] == ["H1", "H2"]
+    assert [p.hash for p in store.pending_embeddings(MODEL, limit=2, after=first[-1].id)] == ["H3"]
+    assert [p.hash for p in store.pending_embeddings(MODEL, after=first[0].id)] == ["H2", "H3"]
     assert store.health(MODEL).pending_embeddings == 3
 
 

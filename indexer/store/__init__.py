@@ -16,7 +16,7 @@ The contract, for any backend:
 - **Vectors** are keyed by (content hash, model): :meth:`Store.pending_embeddings` lists content the model has
   not seen yet (one row per hash, whichever chunks hold it, oldest first), :meth:`Store.put_embeddings` stores
   them; a hash stored with ``None`` is content the model cannot represent (it is no longer pending and never a
-  vector hit). Putting a (hash, model) that exists already is a no-op, so two writers embedding the same content
+  vector hit); a caller embeds window by window (``limit``, ``after``). Putting a (hash, model) that exists already is a no-op, so two writers embedding the same content
   is harmless.
 - **Ranking** is done inside the store with the filters inside the same query (a selective filter can never starve
   a list): :meth:`Store.lexical_top_k` ranks the chunks matching the AND (or OR) of query terms (higher score is
@@ -90,13 +90,15 @@ class SourceState:
 
 @dataclass(frozen=True)
 class PendingText:
-    """Content to embed: its hash and the fields :func:`indexer.base.chunktext.embed_input` builds the text from."""
+    """Content to embed: its hash and the fields :func:`indexer.base.chunktext.embed_input` builds the text from;
+    ``id`` is the chunk they were read from (the oldest holding the hash), what ``after`` reads on from."""
 
     hash: str
     title: str
     text: str
     speaker: str | None = None
     ts: str | None = None
+    id: int = 0
 
 
 @dataclass(frozen=True)
@@ -196,8 +198,10 @@ class Store(Protocol):
         """Every recorded source of the connecting writer, by path."""
         ...
 
-    def pending_embeddings(self, model: str, limit: int | None = None) -> list[PendingText]:
-        """Content hashes of visible chunks without a vector of ``model`` (one row per hash), oldest first."""
+    def pending_embeddings(self, model: str, limit: int | None = None, after: int = 0) -> list[PendingText]:
+        """Content hashes of visible chunks without a vector of ``model`` (one row per hash, read from the oldest
+        chunk that holds it), oldest first; ``after``: only those whose chunk id is above it (the last row's ``id``
+        reads on from a previous window, past what the caller left pending)."""
         ...
 
     def put_embeddings(self, model: str, vectors: Sequence[tuple[str, Sequence[float] | None]]) -> int:

@@ -181,15 +181,17 @@ class SqliteWriter:
 
     # -- vectors (the Store contract) -------------------------------------------------------------------------
 
-    def pending_embeddings(self, model: str, limit: int | None = None, *, skip: int = 0) -> list[PendingText]:
-        """One row per content hash without an embeddings row of ``model``, oldest first (by the first chunk that
-        holds it), with the text of that chunk; ``skip`` passes over the first ones (a caller that leaves some
-        pending)."""
+    def pending_embeddings(self, model: str, limit: int | None = None, after: int = 0) -> list[PendingText]:
+        """One row per content hash without an embeddings row of ``model``, read from the oldest chunk holding it,
+        oldest first, from chunk ids above ``after``. Each window walks the chunks by id from ``after`` with two
+        index probes per row (measured at 100k chunks: a window of 256 took 130 ms by grouping all chunks by
+        hash, which a run paid once per window)."""
         rows = self.conn.execute(
-            "SELECT c.hash, c.title, c.text, c.speaker, c.ts FROM (SELECT min(id) AS id FROM chunks WHERE hash NOT IN"
-            " (SELECT hash FROM embeddings WHERE model = ?) GROUP BY hash ORDER BY min(id) LIMIT ? OFFSET ?) AS p"
-            " JOIN chunks c ON c.id = p.id ORDER BY c.id",
-            (model, -1 if limit is None else limit, skip))
+            "SELECT c.hash, c.title, c.text, c.speaker, c.ts, c.id FROM chunks c WHERE c.id > ?"
+            " AND NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.hash = c.hash AND e.model = ?)"
+            " AND NOT EXISTS (SELECT 1 FROM chunks o WHERE o.hash = c.hash AND o.id < c.id)"
+            " ORDER BY c.id LIMIT ?",
+            (after, model, -1 if limit is None else limit))
         return [PendingText(*r) for r in rows]
 
     def put_embeddings(self, model: str, vectors: Sequence[tuple[str, Sequence[float] | bytes | None]]) -> int:
