@@ -38,7 +38,7 @@ from indexer.pipeline import ingest
 from indexer.rebuild import WRITER_LOCK, maintenance_lock
 from indexer.scan import scan
 from indexer.store.local import SqliteStore
-from indexer.store.sqlite_write import StoredChunk
+from indexer.store.sqlite_upkeep import StoredChunk
 from indexer.summaries import build_summary, is_generated, summary_path
 
 LOCK_TIMEOUT = 30.0
