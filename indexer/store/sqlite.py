@@ -37,7 +37,8 @@ def _sqlite_vec_path() -> str:
     return str(Path(next(iter(spec.submodule_search_locations))) / "vec0")
 
 
-def _load_sqlite_vec(conn: apsw.Connection) -> None:
+def load_sqlite_vec(conn: apsw.Connection) -> None:
+    """Load sqlite-vec into ``conn`` (every connection to the index has it; ``memsearch doctor`` probes it)."""
     conn.enable_load_extension(True)
     conn.load_extension(_sqlite_vec_path())
     conn.enable_load_extension(False)
@@ -184,7 +185,7 @@ def connect(db_path: Path, *, create: bool = True, io_wait: float = WAL_RETRY_SE
         conn = None
         try:
             conn = apsw.Connection(str(db_path))
-            _load_sqlite_vec(conn)
+            load_sqlite_vec(conn)
             _set_pragmas(conn)
             migrate(conn)
             return conn
@@ -213,7 +214,7 @@ def connect_read_only(db_path: Path) -> apsw.Connection | None:
     try:
         conn = apsw.Connection(f"file:{quote(str(db_path))}?immutable=1",
                                flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
-        _load_sqlite_vec(conn)
+        load_sqlite_vec(conn)
         if conn.pragma("user_version") != len(MIGRATIONS):
             conn.close()
             return None

@@ -64,7 +64,7 @@ def _sqlite_checks() -> list[Check]:
     conn = apsw.Connection(":memory:")
     out = []
     try:
-        store._load_sqlite_vec(conn)
+        store.load_sqlite_vec(conn)
         version = conn.execute("SELECT vec_version()").fetchone()[0]
         out.append(Check("sqlite-vec", True, f"{version} loads"))
     except Exception as exc:  # any failure to load the extension is the finding itself
