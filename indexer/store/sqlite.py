@@ -330,18 +330,18 @@ def ensure_vector_model(conn: apsw.Connection, model_id: str, dim: int) -> str |
     """Make the vector table hold vectors of ``model_id``; returns a note when the model changed.
 
     Vectors of two models are never mixed: when the model (or its dimension) differs from the one the table was
-    built with, the old vectors are dropped and every chunk is pending again. On an index that never had vectors,
-    what ``model_id`` already recorded as content it cannot represent (no vector) is kept.
+    built with, the old vectors are dropped and every chunk is pending again. What ``model_id`` itself recorded as
+    content it cannot represent (rows without a vector) is kept.
     """
     current = get_meta(conn, "vector_model")
     if current == model_id and vec_table_exists(conn):
         return None
     with conn:
         conn.execute("DROP TABLE IF EXISTS vec_chunks")
-        if current is None:
-            conn.execute("DELETE FROM embeddings WHERE model <> ?", (model_id,))
-        else:
+        if current == model_id:  # its vector table was lost: so were the vectors its rows stand for
             conn.execute("DELETE FROM embeddings")
+        else:
+            conn.execute("DELETE FROM embeddings WHERE model <> ?", (model_id,))
         conn.execute(
             f"CREATE VIRTUAL TABLE vec_chunks USING vec0(embedding float[{int(dim)}] distance_metric=cosine)"
         )

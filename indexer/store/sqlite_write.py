@@ -210,9 +210,9 @@ class SqliteWriter(SqliteUpkeep):
         return dict(self.conn.execute("SELECT file, count(*) FROM chunks WHERE kind = 'event' GROUP BY file"))
 
     def pending_count(self, model: str | None) -> int:
-        """Distinct content hashes without a vector of ``model`` (all of them when the index's vectors are of
-        another model, or no model is given): exact, a scan of the chunks."""
-        if model is None or sqlite.get_meta(self.conn, "vector_model") != model:
+        """Distinct content hashes without an embeddings row of ``model`` (all of them when no model is given; the
+        index keeps the rows of its vectors' model only): exact, a scan of the chunks."""
+        if model is None:
             return self.conn.execute("SELECT count(DISTINCT hash) FROM chunks").fetchone()[0]
         return self.conn.execute(
             "SELECT count(*) FROM (SELECT DISTINCT hash FROM chunks) AS h WHERE NOT EXISTS"
@@ -226,7 +226,7 @@ class SqliteWriter(SqliteUpkeep):
         every search reports in its health, so it must not cost a scan (130 ms at 100k chunks for the exact
         count)."""
         hashes = self.conn.execute("SELECT count(DISTINCT hash) FROM chunks").fetchone()[0]
-        if model is None or sqlite.get_meta(self.conn, "vector_model") != model:
+        if model is None:
             return hashes
         vectors = self.conn.execute("SELECT count(*) FROM embeddings WHERE model = ?", (model,)).fetchone()[0]
         return max(0, hashes - vectors)
