@@ -196,8 +196,9 @@ class SqliteWriter(SqliteUpkeep):
         vectors = 0
         if model is not None and self.has_vectors() and sqlite.get_meta(self.conn, "vector_model") == model:
             vectors = self.conn.execute("SELECT count(*) FROM vec_chunks").fetchone()[0]
-        return StoreHealth(chunks=chunks, by_kind=by_kind, sources=self.source_count(),
-                           pending_embeddings=self.pending_estimate(model) if model else 0, vectors=vectors, own_chunks=chunks)
+        pending = self.pending_estimate(model) if model is not None else 0
+        return StoreHealth(chunks=chunks, by_kind=by_kind, sources=self.source_count(), pending_embeddings=pending,
+                           vectors=vectors, own_chunks=chunks)
 
     def chunk_count(self) -> int:
         return self.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
