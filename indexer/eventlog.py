@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from indexer.base.paths import EVENTS_DIR
 from indexer.base.private import private_dirs
 from indexer.privacy import cut_head, scrub
 
@@ -66,7 +67,7 @@ def _scrub_value(value: Any) -> Any:
 
 def event_path(home: Path, ts: str | None = None) -> Path:
     day = (ts or time.strftime("%Y-%m-%d"))[:10]
-    return home / "events" / f"{day}.jsonl"
+    return home / EVENTS_DIR / f"{day}.jsonl"
 
 
 def encode(event: Event) -> bytes:

@@ -26,6 +26,7 @@ from indexer.base.cjk import index_form, model_reads
 from indexer.base.embedder import Embedder, load_embedder, resolve_model
 from indexer.base.errors import IndexCorrupt, MemsearchError
 from indexer.base.locks import LockTimeout, file_lock
+from indexer.base.paths import WRITER_LOCK
 from indexer.base.private import private_dirs
 from indexer.base.settings import Settings
 from indexer.base.types import IndexReport, Skipped
@@ -430,11 +431,11 @@ def _index(settings: Settings, paths, full: bool, embedder, progress, lock_timeo
     conn = store.connect(settings.db_path)
     try:
         try:
-            with file_lock(settings.state_dir / "index.lock", lock_timeout):
+            with file_lock(settings.state_dir / WRITER_LOCK, lock_timeout):
                 run, notes = _scan(settings, conn, paths, full, progress)
         except LockTimeout:
             raise MemsearchError(
-                f"another memsearch index run holds {settings.state_dir / 'index.lock'}; wait for it and try again"
+                f"another memsearch index run holds {settings.state_dir / WRITER_LOCK}; wait for it and try again"
             ) from None
         embedded, model_id = 0, None
         if embedder is AUTO:
@@ -542,7 +543,7 @@ def ingest(settings: Settings, paths: list[Path], *, lock_timeout: float = 0.2) 
         private_dirs(settings.state_dir)
     conn = store.connect(settings.db_path, io_wait=lock_timeout)  # a hook does not wait out a deleted -wal
     try:
-        with file_lock(settings.state_dir / "index.lock", lock_timeout), store.damage_guard(settings.db_path):
+        with file_lock(settings.state_dir / WRITER_LOCK, lock_timeout), store.damage_guard(settings.db_path):
             _scan(settings, conn, paths, False, None)
         return True
     except LockTimeout:

@@ -23,6 +23,7 @@ from typing import Any
 
 import orjson
 
+from indexer.base.paths import CONFIG_NAME, STATE_DIR
 from indexer.chunker import parse_front_matter, split_markdown, split_plain
 from indexer.privacy import redact
 
@@ -30,7 +31,7 @@ NOTE_SUFFIXES = (".md", ".markdown", ".txt")
 MAX_FILE_BYTES = 20 * 1024 * 1024
 MAX_EVENT_LINE_BYTES = 1024 * 1024
 MAX_JSON_DEPTH = 64
-SKIP_DIRS = {".memsearch", ".git", "node_modules", "__pycache__", ".venv"}
+SKIP_DIRS = {STATE_DIR, ".git", "node_modules", "__pycache__", ".venv"}
 _DATE_RE = re.compile(r"(\d{4}-\d{2}-\d{2})")
 
 
@@ -65,7 +66,7 @@ class Parsed:
 def classify(path: Path) -> str | None:
     """Which parser reads ``path``: ``events``, ``facts``, ``record``, ``note``, or None to ignore it."""
     name = path.name.lower()
-    if name == "memsearch.toml" or name.startswith("."):
+    if name == CONFIG_NAME or name.startswith("."):
         return None
     if name.endswith(".jsonl") and path.parent.name == "events":
         return "events"

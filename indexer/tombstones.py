@@ -22,9 +22,8 @@ from pathlib import Path
 import orjson
 import xxhash
 
+from indexer.base.paths import TOMBSTONES
 from indexer.base.private import private_dirs
-
-NAME = "forgotten.json"
 
 
 def chunk_key(title: str, text: str) -> str:
@@ -87,7 +86,7 @@ class Tombstones:
 
 
 def path(state_dir: Path) -> Path:
-    return state_dir / NAME
+    return state_dir / TOMBSTONES
 
 
 def load(state_dir: Path) -> Tombstones:
@@ -113,7 +112,7 @@ def load(state_dir: Path) -> Tombstones:
 def save(state_dir: Path, stones: Tombstones) -> None:
     private_dirs(state_dir)
     p = path(state_dir)
-    tmp = p.with_name(f".{NAME}.{os.getpid()}.tmp")
+    tmp = p.with_name(f".{TOMBSTONES}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "wb") as f:
         f.write(orjson.dumps({"version": 1, "notes": stones.notes, "events": sorted(stones.events)},

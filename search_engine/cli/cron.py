@@ -24,6 +24,7 @@ import tempfile
 from pathlib import Path
 
 from indexer.base.errors import MemsearchError, UsageError
+from indexer.base.paths import WEEKLY_LOG
 from indexer.base.settings import Settings
 from indexer.base.types import CronReport
 
@@ -74,7 +75,7 @@ def cron_line(settings: Settings, day: str = "sun", at: str = "03:00", *, script
     if script is not None:
         command = f"MEMSEARCH_HOME={home} MEMSEARCH_BIN={binary} /bin/sh {_q(script)}"
     else:
-        log = _q(settings.log_dir / "weekly-reindex.log")
+        log = _q(settings.log_dir / WEEKLY_LOG)
         command = f"MEMSEARCH_HOME={home} {binary} maintain >> {log} 2>&1"
     return f"{_schedule(day, at)} {command} {MARKER}"
 
