@@ -22,7 +22,6 @@ import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import replace
 from pathlib import Path
 
 import apsw
@@ -31,6 +30,7 @@ from indexer.base.chunktext import embed_input
 from indexer.base.embedder import Embedder, load_embedder, resolve_model
 from indexer.base.errors import IndexCorrupt, MemsearchError
 from indexer.base.locks import LockTimeout, file_lock
+from indexer.base.paths import BUILD_PREFIX, MAINTENANCE_LOCK, WRITER_LOCK
 from indexer.base.private import private_dirs
 from indexer.base.settings import Settings
 from indexer.base.types import IndexReport
@@ -47,9 +47,6 @@ from indexer.pipeline import (
 from indexer.sources import Draft, discover
 from indexer.store import sqlite as store
 
-MAINTENANCE_LOCK = "maintain.lock"
-WRITER_LOCK = "index.lock"
-BUILD_PREFIX = "rebuild-"
 SWAP_LOCK_TIMEOUT = 600.0
 
 
@@ -88,7 +85,7 @@ def rebuild_locked(
     started = time.perf_counter()
     remove_stale_builds(settings)
     build_path = settings.state_dir / f"{BUILD_PREFIX}{os.getpid()}.db"
-    build = replace(settings, db_path=build_path)
+    build = settings.replace(db_path=build_path)
     conn = store.connect(build_path)
     notes: list[str] = []
     old = _open_old(settings.db_path, notes)

@@ -17,7 +17,9 @@ from typing import Any
 
 import orjson
 
+from indexer.base.paths import EVENTS_DIR, IMPORTS
 from indexer.base.private import private_dirs, write_private
+from indexer.base.settings import Settings
 from indexer.eventlog import Event, append
 from indexer.observations import describe_tool
 from indexer.sources import normalize_ts
@@ -39,9 +41,9 @@ def strip_injected(text: str) -> str:
     return _INJECTED_RE.sub("", text).strip()
 
 
-def default_transcripts_dir() -> Path:
-    base = os.environ.get("CLAUDE_CONFIG_DIR") or str(Path("~/.claude").expanduser())
-    return Path(base) / "projects"
+def default_transcripts_dir(settings: Settings) -> Path:
+    """Claude Code's transcripts: ``projects/`` in its folder (the ``claude_dir`` setting, ``$CLAUDE_CONFIG_DIR``)."""
+    return settings.claude_dir / "projects"
 
 
 def _blocks(content: Any) -> list[dict[str, Any]]:
@@ -208,7 +210,7 @@ def hook_captured(home: Path, sessions: set[str], logs: dict[Path, bytes] | None
         return found
     needles = [s.encode() for s in sessions]
     logs = {} if logs is None else logs
-    for path in sorted((home / "events").glob("*.jsonl")):
+    for path in sorted((home / EVENTS_DIR).glob("*.jsonl")):
         if path not in logs:
             try:
                 logs[path] = path.read_bytes()
@@ -251,7 +253,7 @@ def import_transcripts(settings, paths: list[Path] | None = None) -> ImportRepor
 
     forgotten = tombstones.load(settings.state_dir).events
 
-    state_path = settings.state_dir / "imports.json"
+    state_path = settings.state_dir / IMPORTS
     private_dirs(settings.state_dir)
     try:
         state = orjson.loads(state_path.read_bytes()) if state_path.exists() else {}
@@ -260,7 +262,7 @@ def import_transcripts(settings, paths: list[Path] | None = None) -> ImportRepor
     conn = store.connect(settings.db_path)
     imported = skipped = 0
     problems: list[str] = []
-    files = _discover(paths or [default_transcripts_dir()])
+    files = _discover(paths or [default_transcripts_dir(settings)])
     logs: dict[Path, bytes] = {}  # the hooks' event logs as they were before this import appended to them
     try:
         for path in files:
@@ -298,5 +300,5 @@ def import_transcripts(settings, paths: list[Path] | None = None) -> ImportRepor
             write_private(state_path, orjson.dumps(state))
     finally:
         conn.close()
-    ingest(settings, [settings.home / "events"], lock_timeout=60)
+    ingest(settings, [settings.home / EVENTS_DIR], lock_timeout=60)
     return ImportReport(len(files), imported, skipped, tuple(problems))

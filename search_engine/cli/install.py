@@ -26,6 +26,7 @@ from typing import Any
 import orjson
 
 from indexer.base.errors import MemsearchError, UsageError
+from indexer.base.paths import BACKUPS
 
 MARKER = "memsearch-hook"
 #: event -> (hook argument, matcher or None, timeout seconds, async)
@@ -48,16 +49,19 @@ class InstallReport:
     mcp: str | None = None
 
 
-def claude_dir() -> Path:
-    return Path(os.environ.get("CLAUDE_CONFIG_DIR") or Path("~/.claude").expanduser())
+def claude_dir(home: Path | None = None) -> Path:
+    """Claude Code's folder: the ``claude_dir`` setting (``$CLAUDE_CONFIG_DIR``, else ``~/.claude``)."""
+    from indexer.base.settings import resolve_settings
+
+    return resolve_settings(home, strict=False).claude_dir
 
 
 SCOPES = ("user", "project", "local")
 
 
-def settings_path(scope: str, project_dir: Path | None = None) -> Path:
+def settings_path(scope: str, project_dir: Path | None = None, home: Path | None = None) -> Path:
     if scope == "user":
-        return claude_dir() / "settings.json"
+        return claude_dir(home) / "settings.json"
     if scope == "project":
         return (project_dir or Path.cwd()) / ".claude" / "settings.json"
     if scope == "local":
@@ -163,13 +167,13 @@ def _backups(scope: str, home: Path | None) -> Path | None:
         return None
     from indexer.base.settings import resolve_settings
 
-    return resolve_settings(home).state_dir / "backups"
+    return resolve_settings(home).state_dir / BACKUPS
 
 
 def install(scope: str = "user", project_dir: Path | None = None, with_mcp: bool = False,
             home: Path | None = None) -> InstallReport:
     """Register the hooks; ``home``: a memory root to write into each command (None: the default root)."""
-    path = settings_path(scope, project_dir)
+    path = settings_path(scope, project_dir, home)
     data = _load(path)
     before = orjson.dumps(data)
     _strip(data)
@@ -186,12 +190,12 @@ def install(scope: str = "user", project_dir: Path | None = None, with_mcp: bool
         hooks.setdefault(event, []).append(group)
         added.append(event)
     backup = _save(path, data, _backups(scope, home)) if orjson.dumps(data) != before else None
-    mcp = _install_mcp(scope, project_dir) if with_mcp else None
+    mcp = _install_mcp(scope, project_dir, home) if with_mcp else None
     return InstallReport(str(path), backup, tuple(added), (), mcp)
 
 
 def uninstall(scope: str = "user", project_dir: Path | None = None, home: Path | None = None) -> InstallReport:
-    path = settings_path(scope, project_dir)
+    path = settings_path(scope, project_dir, home)
     data = _load(path)
     removed = _strip(data)
     backup = _save(path, data, _backups(scope, home)) if removed else None
@@ -199,18 +203,24 @@ def uninstall(scope: str = "user", project_dir: Path | None = None, home: Path |
     return InstallReport(str(path), backup, (), tuple(dict.fromkeys(removed)), mcp)
 
 
-def _mcp_path(scope: str, project_dir: Path | None) -> Path:
+def _mcp_path(scope: str, project_dir: Path | None, home: Path | None = None) -> Path:
+    """Where Claude Code keeps user MCP servers: ``.claude.json`` in its folder when one is set (the
+    ``claude_dir`` setting), else in the home directory, beside ``~/.claude``."""
     if scope in ("project", "local"):
         return (project_dir or Path.cwd()) / ".mcp.json"
-    return Path(os.environ.get("CLAUDE_CONFIG_DIR") or Path("~").expanduser()) / ".claude.json"
+    from indexer.base.settings import resolve_settings
+
+    settings = resolve_settings(home, strict=False)
+    base = settings.claude_dir if settings.origins.get("claude_dir") else Path("~").expanduser()
+    return base / ".claude.json"
 
 
 def _mcp_entry() -> dict[str, Any]:
     return {"type": "stdio", "command": str(Path(sys.executable).with_name("memsearch")), "args": ["mcp"]}
 
 
-def _install_mcp(scope: str, project_dir: Path | None) -> str:
-    path = _mcp_path(scope, project_dir)
+def _install_mcp(scope: str, project_dir: Path | None, home: Path | None = None) -> str:
+    path = _mcp_path(scope, project_dir, home)
     data = _load(path)
     servers = data.setdefault("mcpServers", {})
     if servers.get("memsearch") != _mcp_entry():
@@ -220,7 +230,7 @@ def _install_mcp(scope: str, project_dir: Path | None) -> str:
 
 
 def _uninstall_mcp(scope: str, project_dir: Path | None, home: Path | None = None) -> str | None:
-    path = _mcp_path(scope, project_dir)
+    path = _mcp_path(scope, project_dir, home)
     if not path.exists():
         return None
     data = _load(path)
