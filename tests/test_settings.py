@@ -115,3 +115,18 @@ def test_a_hook_logs_its_time_when_the_setting_says_so(home):
     write(home / "memsearch.toml", "log_hook_times = true\n")
     subprocess.run([hook, "stop"], input=payload, capture_output=True, timeout=60, env=env, check=True)
     assert re.search(r"stop: \d+\.\d ms", log.read_text())
+
+
+def test_a_tilde_user_that_names_no_user_is_a_one_line_error_not_a_traceback(home):
+    """``Path.expanduser`` raises RuntimeError for ``~0``: it is a bad value like any other (found by the
+    property test over every setting and source)."""
+    result = _status({"MEMSEARCH_EXTRA_SOURCES": "~0"})
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr == ("Error: extra_sources = '~0' from MEMSEARCH_EXTRA_SOURCES is not valid: expected a path "
+                             "(its ~user names no user here)\n")
+    result = _status({"MEMSEARCH_HOME": "~nosuchuser-memsearch/mem"})
+    assert result.returncode == 1 and result.stderr.startswith("Error: home = '~nosuchuser-memsearch/mem' from "
+                                                               "MEMSEARCH_HOME is not valid")
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+    lenient = resolve_settings(home, strict=False, db_path="~0/index.db")
+    assert lenient.db_path == home / ".memsearch" / "index.db" and "db_path = '~0/index.db'" in lenient.problems[0]

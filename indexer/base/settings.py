@@ -389,14 +389,29 @@ def _convert(name: str, raw: Any, convert: Any, home: Path, origin: str) -> Any:
             if not isinstance(raw, (str, list, tuple)):
                 raise ValueError("a list of paths (or :-separated paths)")
             items = raw.split(os.pathsep) if isinstance(raw, str) else list(raw)
-            return tuple(_abs(Path(str(p)).expanduser(), home) for p in items if str(p).strip())
+            return tuple(_abs(_expand(Path(str(p))), home) for p in items if str(p).strip())
         value = convert(raw)
+        if isinstance(value, Path):
+            value = _abs(_expand(value), home)
     except (TypeError, ValueError, OverflowError) as exc:
         error = UsageError if origin == "flag" else ConfigError
         raise error(_bad(name, raw, origin, exc)) from None
-    if isinstance(value, Path):
-        value = _abs(value.expanduser(), home)
     return value
+
+
+def _root(raw: str | os.PathLike[str], origin: str) -> Path:
+    try:
+        return _expand(Path(raw))
+    except ValueError as exc:
+        raise (UsageError if origin == "flag" else ConfigError)(_bad("home", str(raw), origin, exc)) from None
+
+
+def _expand(path: Path) -> Path:
+    """``~`` and ``~user`` expanded; a ValueError for a ``~user`` that names no user (``~0``)."""
+    try:
+        return path.expanduser()
+    except RuntimeError:
+        raise ValueError("a path (its ~user names no user here)") from None
 
 
 def _abs(path: Path, home: Path) -> Path:
@@ -418,9 +433,9 @@ def resolve_settings(home: str | os.PathLike[str] | None = None, *, strict: bool
     origins: dict[str, str] = {}
     problems: list[str] = []
     if home is not None:
-        root, origins["home"] = Path(home).expanduser(), "flag"
+        root, origins["home"] = _root(home, "flag"), "flag"
     elif os.environ.get("MEMSEARCH_HOME"):
-        root, origins["home"] = Path(os.environ["MEMSEARCH_HOME"]).expanduser(), "env"
+        root, origins["home"] = _root(os.environ["MEMSEARCH_HOME"], "MEMSEARCH_HOME"), "env"
     else:
         root = default_home()
     root = root.absolute()
