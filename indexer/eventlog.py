@@ -20,7 +20,6 @@ from typing import Any
 from indexer.base.private import private_dirs
 from indexer.privacy import cut_head, scrub
 
-EVENT_TYPES = ("prompt", "response", "tool", "session")
 MAX_CONTENT_CHARS = 64_000
 
 

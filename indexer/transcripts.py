@@ -25,7 +25,6 @@ from indexer.sources import normalize_ts
 #: A block the host or a hook injected: it opens at the start of a line and is closed. A tag merely mentioned in
 #: prose ("hooks wrap output in a `<memory-context>` block") is neither, and the text after it is kept.
 _INJECTED_RE = re.compile(r"^[ \t]*<(system-reminder|memory-context)>.*?</\1>", re.DOTALL | re.MULTILINE)
-MAX_TOOL_OUTPUT = 2000
 
 
 def strip_injected(text: str) -> str:

@@ -16,10 +16,8 @@ Resolution order (DESIGN §5):
 
 from __future__ import annotations
 
-import array
 import hashlib
 import importlib.util
-import math
 import os
 import re
 import zipfile
@@ -158,10 +156,6 @@ def _dim_for(name: str, path: Path) -> int | None:
     return None
 
 
-def _to_bytes(vector: Sequence[float]) -> bytes:
-    return array.array("f", vector).tobytes()
-
-
 class FastEmbedder:
     """fastembed's ``TextEmbedding``, imported and loaded on first use."""
 
@@ -214,36 +208,6 @@ class FastEmbedder:
     def embed_query(self, text: str) -> bytes:
         model = self._load()
         return next(iter(model.query_embed([text]))).astype("float32").tobytes()
-
-
-class FakeEmbedder:
-    """A deterministic bag-of-words embedder for fast unit tests: words hash into ``dim`` buckets, L2-normalised.
-
-    It shares no knowledge with BM25 beyond the words themselves, so it ranks differently, which is all the
-    fusion tests need.
-    """
-
-    def __init__(self, dim: int = 32, model_id: str | None = None):
-        self.dim = dim
-        self.model_id = model_id or f"fake-{dim}"
-        self.calls = 0
-        self.embedded = 0
-
-    def _vector(self, text: str) -> bytes:
-        vec = [0.0] * self.dim
-        for word in re.findall(r"\w+", text.lower()):
-            h = int(hashlib.blake2b(word.encode(), digest_size=8).hexdigest(), 16)
-            vec[h % self.dim] += 1.0 if (h >> 32) & 1 else -1.0
-        norm = math.sqrt(sum(x * x for x in vec)) or 1.0
-        return _to_bytes([x / norm for x in vec])
-
-    def embed_passages(self, texts: Sequence[str]) -> list[bytes]:
-        self.calls += 1
-        self.embedded += len(texts)
-        return [self._vector(t) for t in texts]
-
-    def embed_query(self, text: str) -> bytes:
-        return self._vector(text)
 
 
 def load_embedder(settings: Settings) -> FastEmbedder:
