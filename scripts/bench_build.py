@@ -69,7 +69,6 @@ class PhaseClock:
         self.t0 = time.perf_counter()
         self.scan_end: float | None = None
         self.embed_first: float | None = None
-        self.embed_done = 0
 
     def __call__(self, phase: str, done: int, total: int) -> None:
         now = time.perf_counter()
@@ -78,7 +77,6 @@ class PhaseClock:
         elif phase == "embed":
             if self.embed_first is None:
                 self.embed_first = now
-            self.embed_done = done
 
 
 def timed_index(settings, embedder) -> dict:

@@ -246,10 +246,3 @@ def installed_commands(scope: str, project_dir: Path | None = None) -> dict[str,
                 if _is_ours(handler):
                     found[event] = str(handler["command"])
     return found
-
-
-def installed_events(scope: str, project_dir: Path | None = None) -> list[str]:
-    data = _load(settings_path(scope, project_dir))
-    hooks = data.get("hooks") if isinstance(data.get("hooks"), dict) else {}
-    return [event for event, groups in hooks.items() if isinstance(groups, list) and any(
-        isinstance(g, dict) and any(_is_ours(h) for h in g.get("hooks", []) or []) for g in groups)]
