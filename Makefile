@@ -37,12 +37,12 @@ test: install browser  ## Run the test suite (real SQLite, FTS5, sqlite-vec, the
 lint: install  ## ruff
 	$(VENV)/bin/ruff check indexer search_engine hooks scripts tests
 
-bench: install  ## Benchmark suite (scripts/bench.py; --sizes 1000,10000 for a quick run) and the prompt hook
+bench: install  ## Benchmark suite (python -m scripts.bench; --sizes 1000,10000 for a quick run) and the prompt hook
 	$(PY) -m pip install --quiet -e ".[bench]" --config-settings editable_mode=compat
-	$(PY) scripts/bench.py
+	$(PY) -m scripts.bench
 
-eval: install  ## Retrieval quality on the public datasets in ../shared/eval (scripts/eval.py)
-	$(PY) scripts/eval.py
+eval: install  ## Retrieval quality on the public datasets in ../shared/eval (python -m scripts.eval)
+	$(PY) -m scripts.eval
 
 clean:  ## Remove the virtualenv and demo data
 	rm -rf $(VENV) .demo

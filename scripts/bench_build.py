@@ -25,7 +25,8 @@ from pathlib import Path
 
 import numpy as np
 import xxhash
-from bench_corpus import CORPUS_VERSION
+
+from scripts.bench_corpus import CORPUS_VERSION
 
 BUILD_VERSION = "1"
 

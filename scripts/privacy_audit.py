@@ -16,8 +16,10 @@ memory root but the user's own notes is read as bytes (``index.db`` and its ``-w
 first) and searched,
 case-insensitively, for each canary. A case leaks when its canary is anywhere on disk.
 
+    .venv/bin/python -m scripts.privacy_audit [--json FILE]
+
 Runs against any checkout (to compare filters): ``cd CHECKOUT && .venv/bin/python PATH/privacy_audit.py``
-(the checkout's modules are imported from the current directory). Prints leaks by class; ``--json`` for all.
+(that checkout's ``.venv`` imports its own modules). Prints leaks by class; ``--json`` for all.
 """
 
 from __future__ import annotations
@@ -26,7 +28,6 @@ import argparse
 import json
 import os
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 
@@ -136,7 +137,6 @@ def _transcript(path: Path, session: str, text: str, i: int) -> None:
 def run(home: Path) -> dict:
     os.environ["MEMSEARCH_HOME"] = str(home)
     os.environ["MEMSEARCH_NO_SERVER"] = "1"
-    sys.path.insert(0, os.getcwd())
     from hooks import handlers
     from indexer.base.settings import resolve_settings
     from indexer.pipeline import index

@@ -8,8 +8,8 @@ agree row for row; then the next ``memsearch index`` must complete, and the chec
 surviving index is compared with one built from scratch over the same files (``MEMSEARCH_DB`` elsewhere): the same
 chunks, the same BM25 answers (every matching chunk with its score), the same vectors, and the same hybrid results.
 
-    python scripts/stress_crash.py                       # 12 kills of each command (36), real model
-    python scripts/stress_crash.py --rounds 5 --model none --seed 3
+    python -m scripts.stress_crash                       # 12 kills of each command (36), real model
+    python -m scripts.stress_crash --rounds 5 --model none --seed 3
 
 Bounded by the number of rounds; local only (a temporary memory root).
 """
@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from stress_common import (
+from scripts.stress_common import (
     MEMSEARCH,
     TOPICS,
     check_db,
@@ -156,7 +156,6 @@ def main() -> int:
     base = Path(tempfile.mkdtemp(prefix="memsearch-crash-"))
     root = make_root(base, args.notes, args.events, seed=args.seed)
     env = env_for(root, args.model, MEMSEARCH_NO_SERVER="1")
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from indexer.base.settings import resolve_settings
 
     settings = resolve_settings(root, model=args.model)
