@@ -137,7 +137,7 @@ def check_index(conn: apsw.Connection) -> IndexCheck:
         fts_integrity = f"{type(exc).__name__}: {exc}"
 
     def one(sql: str) -> int:
-        return conn.execute(sql).fetchone()[0]
+        return conn.execute(sql).get
 
     has_vectors = store.vec_table_exists(conn)
     return IndexCheck(
@@ -246,7 +246,7 @@ def _archive(data: bytes, folder: Path, name: str) -> Path:
 
 
 def _read_all(fd: int) -> bytes:
-    parts = []
+    parts: list[bytes] = []
     while True:
         block = os.read(fd, 1 << 20)
         if not block:
@@ -272,7 +272,7 @@ def _chunk_count(db_path: Path) -> int:
     except MemsearchError:
         return 0
     try:
-        return conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        return conn.execute("SELECT count(*) FROM chunks").get
     except apsw.Error:
         return 0
     finally:

@@ -16,6 +16,7 @@ The file holds hashes only, never text, and is written atomically, readable by i
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -63,7 +64,7 @@ class Tombstones:
         return entry
 
     def hide(self, file_key: str, file_hash: str, keys: list[str],
-             ranges: list[tuple[int | None, int | None]] = ()) -> int:
+             ranges: Sequence[tuple[int | None, int | None]] = ()) -> int:
         entry = self.notes.get(file_key)
         if entry is None or entry.get("file_hash") != file_hash:
             entry = self.notes[file_key] = {"file_hash": file_hash, "chunks": [], "ranges": []}

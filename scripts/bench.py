@@ -104,6 +104,7 @@ def real_vector_pool(args, emb, done: dict) -> np.ndarray:
     cands = sorted(args.work.glob("db/emb-*-real.db"), key=lambda p: int(p.name.split("-")[1]))
     if not cands:
         root = args.work / f"corpus-v{CORPUS_VERSION}-1000"
+        assert SOURCES is not None  # loaded by main()
         build_corpus(root, 1000, SOURCES)
         ensure_embedded(args.work, 1000, root, emb, fresh=False, raw_max=0, real=True)
         cands = sorted(args.work.glob("db/emb-*-real.db"))

@@ -108,7 +108,8 @@ def query_set(src: Sources, n: int, seed: int = 7) -> list[str]:
 
 
 def _clip(parts: list[str], sep: str, limit: int = MAX_UNIT_CHARS) -> str:
-    out, size = [], 0
+    out: list[str] = []
+    size = 0
     for p in parts:
         if out and size + len(p) + len(sep) > limit:
             break

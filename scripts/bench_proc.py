@@ -51,6 +51,7 @@ def run_process(argv: list[str], *, stdin: bytes | None = None, env: dict[str, s
         proc = subprocess.Popen(full, stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
                                 stdout=out, stderr=err, env=env, cwd=cwd)
         if stdin is not None:
+            assert proc.stdin is not None  # stdin=PIPE
             try:
                 proc.stdin.write(stdin)
                 proc.stdin.close()

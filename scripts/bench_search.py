@@ -5,6 +5,7 @@ measured in the same run (exact NumPy brute force and recall@10 against it, a ba
 from __future__ import annotations
 
 import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -54,13 +55,13 @@ def search_section(args, n: int, root: Path, db: Path, emb, queries: list[str]) 
         for mode in ("bm25", "vector", "hybrid"):
             log(f"  search latency {mode} ({len(queries)} queries)")
             cpu: list[float] = []
-            excl = time_each(lambda q, m=mode: search(settings, q, mode=m, k=10, embedder=pre, conn=conn), queries,
+            excl = time_each(partial(search, settings, mode=mode, k=10, embedder=pre, conn=conn), queries,
                              cpu_out=cpu)
             modes[mode] = {"excl_embed_ms": summary(excl), "excl_embed_cpu_ms": summary(cpu)}
             if mode == "bm25":
                 modes[mode]["incl_embed_ms"] = modes[mode]["excl_embed_ms"]
             else:
-                incl = time_each(lambda q, m=mode: search(settings, q, mode=m, k=10, embedder=emb, conn=conn), queries)
+                incl = time_each(partial(search, settings, mode=mode, k=10, embedder=emb, conn=conn), queries)
                 modes[mode]["incl_embed_ms"] = summary(incl)
         hits = search(settings, queries[0], mode="hybrid", k=10, embedder=pre, conn=conn)
         modes["hybrid"]["mode_used"] = hits.mode_used
@@ -83,9 +84,9 @@ def search_section(args, n: int, root: Path, db: Path, emb, queries: list[str]) 
         warm: dict = {"matrix_load_s": time.perf_counter() - t0, "matrix_mb": matrix.matrix.nbytes / 2**20}
         for mode in ("vector", "hybrid"):
             warm[mode] = {"excl_embed_ms": summary(time_each(
-                lambda q, m=mode: search(settings, q, mode=m, k=10, embedder=pre, conn=conn, vectors=matrix), queries))}
+                partial(search, settings, mode=mode, k=10, embedder=pre, conn=conn, vectors=matrix), queries))}
             warm[mode]["incl_embed_ms"] = summary(time_each(
-                lambda q, m=mode: search(settings, q, mode=m, k=10, embedder=emb, conn=conn, vectors=matrix), queries))
+                partial(search, settings, mode=mode, k=10, embedder=emb, conn=conn, vectors=matrix), queries))
         warm["vector_ranking_top10_ms"] = summary(time_each(
             lambda q: vector_ranking(conn, qv[q], Filters(), 10, emb.model_id, matrix), queries))
         out["warm"] = warm

@@ -60,7 +60,7 @@ def load_locomo(data: Path) -> Dataset:
     roots: dict[str, dict[str, bytes]] = {}
     queries: list[Query] = []
     asked_at: dict[str, datetime] = {}
-    dropped = Counter()
+    dropped: Counter[str] = Counter()
     for conv in convs:
         sid, c = conv["sample_id"], conv["conversation"]
         speakers = {c.get("speaker_a"): "prompt", c.get("speaker_b"): "response"}

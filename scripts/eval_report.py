@@ -138,7 +138,7 @@ def targets(ds: dict) -> list[dict]:
         add("locomo hybrid session R@5 >= 0.90", v, v is not None and v >= 0.90)
         for metric in ("recall@5", "session_recall@5"):
             h, b, ve = (get("locomo", m, metric) for m in ("hybrid", "bm25", "vector"))
-            if None not in (h, b, ve):
+            if h is not None and b is not None and ve is not None:
                 add(f"locomo hybrid {metric} > bm25 and vector", h - max(b, ve), h > max(b, ve))
     if "scifact" in ds:
         v = get("scifact", "hybrid", "ndcg@10")
@@ -153,7 +153,8 @@ def targets(ds: dict) -> list[dict]:
                     if ref is not None:
                         add(f"{n} {mode} R@5 >= fts5 trigram reference (delta)", v - ref, v >= ref)
                         r1, ref1 = get(n, mode, "recall@1"), get(n, "fts5-trigram", "recall@1")
-                        add(f"{n} {mode} R@1 >= fts5 trigram reference (delta)", r1 - ref1, r1 >= ref1)
+                        if r1 is not None and ref1 is not None:
+                            add(f"{n} {mode} R@1 >= fts5 trigram reference (delta)", r1 - ref1, r1 >= ref1)
     for name, r in ds.items():
         for mode in ("hybrid", "bm25", "vector"):
             lost = r.get("modes", {}).get(mode, {}).get("gold_hidden_by_dedup")

@@ -139,7 +139,7 @@ class Runner:
             info_path.write_text(json.dumps(info))
         conn = store.connect(settings.db_path)
         try:
-            chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+            chunks = conn.execute("SELECT count(*) FROM chunks").get
         finally:
             conn.close()
         info = {**info, "this_run_seconds": round(seconds, 3), "chunks": chunks,
@@ -289,9 +289,9 @@ def evaluate_injection(data: Path, runner: Runner, fresh: bool, limit: int | Non
                                   runner.cache_dir, log)
     out: dict[str, Any] = {"questions": len(ds.queries), "gate": dataclasses.asdict(DEFAULT_GATE), "paths": {}}
     curves: dict[str, dict[str, list[dict]]] = {}
-    for path, asked in rows.items():
-        single = [r for r in asked if r.memory != "mixed"]
-        both = [r for r in asked if r.memory == "mixed"]
+    for path, answers in rows.items():
+        single = [r for r in answers if r.memory != "mixed"]
+        both = [r for r in answers if r.memory == "mixed"]
         curves[path] = {name: inj.sweep(both if name == "foreign_margin" else single, name, values)
                         for name, values in GATE_SWEEP.items()}
         out["paths"][path] = {

@@ -29,7 +29,9 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 PAD = "lorem ipsum dolor sit amet " * 80  # ~2,160 characters
 
@@ -151,7 +153,7 @@ def run(home: Path) -> dict:
         for i, (_cls, _canary, text) in enumerate(cases):
             session = f"audit-{i:03d}"
             base = {"session_id": session, "cwd": "/work/app"}
-            calls = [
+            calls: list[tuple[Callable[[dict[str, Any]], object], dict[str, Any]]] = [
                 (handlers.prompt, {**base, "hook_event_name": "UserPromptSubmit", "prompt": text}),
                 (handlers.tool, {**base, "hook_event_name": "PostToolUse", "tool_name": "Bash",
                                  "tool_input": {"command": text[:5000]}, "tool_response": {"stdout": text}}),

@@ -13,6 +13,9 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterable, Sequence
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 def percentile(values: Sequence[float], p: float) -> float:
@@ -44,7 +47,7 @@ def summary(values: Sequence[float]) -> dict:
             "mean": sum(values) / len(values), "min": min(values), "max": max(values)}
 
 
-def time_each(fn: Callable[[object], object], items: Iterable, warmup: int = 5,
+def time_each(fn: Callable[[T], object], items: Iterable[T], warmup: int = 5,
               cpu_out: list[float] | None = None) -> list[float]:
     """Milliseconds (wall) of ``fn(item)`` for each item, after calling it on the first ``warmup`` items untimed.
     With ``cpu_out``, the calling thread's CPU milliseconds of each call are appended to it: on a shared machine

@@ -26,6 +26,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from scripts.stress_common import (
     MEMSEARCH,
@@ -191,7 +192,7 @@ def main() -> int:
     last = run([MEMSEARCH, "index", "--json"], env)
     fresh = resolve_settings(root, model=args.model, db_path=str(base / "fresh.db"))
     built = run([MEMSEARCH, "index", "--json"], {**env, "MEMSEARCH_DB": str(fresh.db_path)})
-    comparison = compare(settings, fresh) if last.returncode == 0 and built.returncode == 0 else {
+    comparison: dict[str, Any] = compare(settings, fresh) if last.returncode == 0 and built.returncode == 0 else {
         "error": (last.stderr + built.stderr).strip()}
     per_kind = {k: {"kills": sum(1 for r in rounds if r["kind"] == k),
                     "killed_while_running": sum(1 for r in rounds if r["kind"] == k and r["killed_while_running"]),

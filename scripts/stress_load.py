@@ -27,6 +27,7 @@ import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from scripts.stats import percentile
 from scripts.stress_common import (
@@ -78,7 +79,8 @@ def hook_worker(w: int, deadline: float, env: dict, calls: list[HookCall], lock:
         mark = f"zq{w:02d}x{i:05d}q"
         if i % 2 == 0:
             kind = "prompt"
-            payload = {"session_id": f"load-{w}", "cwd": "/home/dev/payments-api", "hook_event_name": "UserPromptSubmit",
+            payload: dict[str, Any] = {"session_id": f"load-{w}", "cwd": "/home/dev/payments-api",
+                                       "hook_event_name": "UserPromptSubmit",
                        "prompt": f"How did we deal with {rng.choice(TOPICS)} last time? (ref {mark})"}
         else:
             kind = "tool"

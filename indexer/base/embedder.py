@@ -24,10 +24,13 @@ import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from indexer.base.errors import ModelUnavailable
 from indexer.base.settings import Settings
+
+if TYPE_CHECKING:
+    from fastembed import TextEmbedding
 
 BUNDLED_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 BUNDLED_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
@@ -163,7 +166,7 @@ class FastEmbedder:
         self.model_id = choice.model_id or ""
         self._choice = choice
         self._settings = settings
-        self._model = None
+        self._model: TextEmbedding | None = None
         self._dim = choice.dim
 
     def _load(self):
@@ -171,7 +174,8 @@ class FastEmbedder:
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             from fastembed import TextEmbedding  # heavy: imported only here
 
-            choice, kwargs = self._choice, {}
+            choice = self._choice
+            kwargs: dict[str, Any] = {}
             if choice.source == "bundled":
                 kwargs["specific_model_path"] = str(assemble_bundled(self._settings.cache_dir))
             elif choice.source == "model_dir":
@@ -181,7 +185,7 @@ class FastEmbedder:
                 kwargs["local_files_only"] = True
             try:
                 self._model = TextEmbedding(
-                    model_name=choice.name, threads=self._settings.threads or None, **kwargs
+                    model_name=cast(str, choice.name), threads=self._settings.threads or None, **kwargs
                 )
             except Exception as exc:  # fastembed raises bare ValueError/RuntimeError/OSError variants
                 raise ModelUnavailable(f"cannot load model {choice.name}: {exc}") from exc

@@ -64,7 +64,7 @@ def _sqlite_checks() -> list[Check]:
     out = []
     try:
         store._load_sqlite_vec(conn)
-        version = conn.execute("SELECT vec_version()").fetchone()[0]
+        version = conn.execute("SELECT vec_version()").get
         out.append(Check("sqlite-vec", True, f"{version} loads"))
     except Exception as exc:  # any failure to load the extension is the finding itself
         out.append(Check("sqlite-vec", False, str(exc), "run `make install` (pip install sqlite-vec)"))
@@ -84,7 +84,7 @@ def _index_check(settings: Settings) -> Check:
         try:
             with store.damage_guard(settings.db_path):
                 problems = [row[0] for row in conn.execute("PRAGMA quick_check")]
-                chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+                chunks = conn.execute("SELECT count(*) FROM chunks").get
         finally:
             conn.close()
     except IndexCorrupt as exc:

@@ -131,7 +131,7 @@ def _is_ours(handler: Any) -> bool:
 
 def _strip(data: dict[str, Any]) -> list[str]:
     """Remove our handlers in place; returns the events they were under."""
-    removed = []
+    removed: list[str] = []
     hooks = data.get("hooks")
     if not isinstance(hooks, dict):
         return removed
@@ -226,7 +226,7 @@ def _uninstall_mcp(scope: str, project_dir: Path | None, home: Path | None = Non
     data = _load(path)
     servers = data.get("mcpServers")
     entry = servers.get("memsearch") if isinstance(servers, dict) else None
-    if not isinstance(entry, dict) or "memsearch" not in str(entry.get("command", "")):
+    if not isinstance(servers, dict) or not isinstance(entry, dict) or "memsearch" not in str(entry.get("command", "")):
         return None
     del servers["memsearch"]
     if not servers:
@@ -238,7 +238,8 @@ def _uninstall_mcp(scope: str, project_dir: Path | None, home: Path | None = Non
 def installed_commands(scope: str, project_dir: Path | None = None) -> dict[str, str]:
     """Our hook commands in ``scope``'s settings: event -> command."""
     data = _load(settings_path(scope, project_dir))
-    hooks = data.get("hooks") if isinstance(data.get("hooks"), dict) else {}
+    raw_hooks = data.get("hooks")
+    hooks = raw_hooks if isinstance(raw_hooks, dict) else {}
     found = {}
     for event, groups in hooks.items():
         for group in groups if isinstance(groups, list) else []:
