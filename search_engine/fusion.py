@@ -135,11 +135,11 @@ def novel(a: frozenset[str], b: frozenset[str]) -> int:
     return len(a - b)
 
 
-#: Trigrams whose first character falls in these ranges are a text's *sample* (about one trigram in six of
-#: English, Chinese, Japanese or Korean text), found as (first character, next two) pairs. The sample decides
-#: only how fast a pair is ruled out, never the result: see :func:`dedup`.
-_SAMPLED_RE = re.compile("([a-d0-4\u4e00-\u4fff\u6000-\u67ff\u8000-\u87ff\uac00-\ub3ff\u3040-\u305f"
-                         "\u30a0-\u30bf])(?=(..))", re.DOTALL)
+#: Trigrams whose first character falls in these ranges are a text's *sample*, found as (first character, next
+#: two) pairs: 11-19% of the characters of the evaluation's English, Chinese, Japanese and Korean texts. The sample
+#: decides only how fast a pair is ruled out, never the result: see :func:`dedup`.
+_SAMPLED_RE = re.compile("([a-d0-4\u6000-\u67ff\u8000-\u87ff\uac00-\uafff\u3040-\u304f\u30a0-\u30bf])(?=(..))",
+                         re.DOTALL)
 #: At most this many sampled trigrams of a lower-ranked text are looked up in each kept text's sample.
 _PROBE = 48
 
@@ -178,8 +178,8 @@ def dedup(
     first character is in a fixed set of ranges) and a probe ``P ⊆ S``. As ``P(b) − S(a) ⊆ T(b) − T(a)``, a kept
     text holding fewer than ``|P(b)| − max_novel`` of the probe's trigrams in its sample cannot be matched, and
     all kept texts are probed at once in C; the few pairs left are decided on the full sets. Measured with
-    ``python -m scripts.bench_dedup`` (100-hit lists of 1,200-character SciFact chunks, k = 50, a loaded 2-core
-    machine): p50 36 ms → 4.9 ms, identical output.
+    ``python -m scripts.bench_dedup`` (100-hit lists, k = 50, a 2-core machine under load 8; p50 thread CPU
+    time, pairwise definition → this): SciFact chunks 26 → 4.9 ms, cmrc2018 8.7 → 2.2 ms, LoCoMo turns 2.7 → 2.0 ms.
 
     >>> dedup([("a", "the same text"), ("b", "the same text!"), ("c", "other")], 0.8)[0]
     ['a', 'c']
