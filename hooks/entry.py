@@ -85,7 +85,7 @@ def _with_notices(output: str | None) -> str | None:
     ``systemMessage``, which Claude Code shows to the user."""
     handlers = sys.modules.get(f"{__package__}.handlers")
     notices = list(getattr(handlers, "NOTICES", None) or ())
-    if not notices:
+    if handlers is None or not notices:
         return output
     handlers.NOTICES.clear()  # one hook run's: tests and `memsearch hook` run several in one process
     import json

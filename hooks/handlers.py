@@ -228,7 +228,8 @@ def tool(payload: dict[str, Any]) -> None:
     settings = _settings()
     from indexer.optout import tool_excluded
 
-    tool_input = payload.get("tool_input") if isinstance(payload.get("tool_input"), dict) else {}
+    raw_input = payload.get("tool_input")
+    tool_input = raw_input if isinstance(raw_input, dict) else {}
     target = tool_input.get("file_path") or tool_input.get("notebook_path") or tool_input.get("path")
     if not _gate(settings, payload).capture or tool_excluded(settings, name, target if isinstance(target, str)
                                                              else None):

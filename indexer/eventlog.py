@@ -21,7 +21,6 @@ from indexer.base.paths import EVENTS_DIR
 from indexer.base.private import private_dirs
 from indexer.privacy import cut_head, scrub
 
-EVENT_TYPES = ("prompt", "response", "tool", "session")
 MAX_CONTENT_CHARS = 64_000
 
 

@@ -219,7 +219,7 @@ def _archive(data: bytes, folder: Path, name: str) -> Path:
 
 
 def _read_all(fd: int) -> bytes:
-    parts = []
+    parts: list[bytes] = []
     while True:
         block = os.read(fd, 1 << 20)
         if not block:

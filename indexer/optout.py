@@ -78,4 +78,6 @@ def tool_excluded(settings: Settings, name: str, path: str | None = None) -> boo
     """Whether a call of tool ``name`` (on file ``path``) must not be recorded."""
     if any(fnmatchcase(name, glob) for glob in settings.exclude_tools):
         return True
-    return bool(path) and _matches(str(Path(os.path.expanduser(path)).absolute()), settings.exclude_paths) is not None
+    if not path:
+        return False
+    return _matches(str(Path(os.path.expanduser(path)).absolute()), settings.exclude_paths) is not None

@@ -102,8 +102,8 @@ def discover(
             dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
             for name in sorted(filenames):
                 path = Path(dirpath) / name
-                source = classify(path)
-                if not source or path in seen:
+                kind = classify(path)
+                if not kind or path in seen:
                     continue
                 if path.is_symlink():
                     why = _link_problem(path, inside)
@@ -112,7 +112,7 @@ def discover(
                             refused(path, why)
                         continue
                 seen.add(path)
-                yield path, source
+                yield path, kind
 
 
 def _link_problem(path: Path, inside: list[str]) -> str | None:
@@ -334,7 +334,8 @@ def parse_record(path: Path, text: str, ctx: Context, chunk_chars: int, overlap:
 
 
 def event_title(event: dict[str, Any]) -> str:
-    meta = event.get("metadata") if isinstance(event.get("metadata"), dict) else {}
+    raw_meta = event.get("metadata")
+    meta = raw_meta if isinstance(raw_meta, dict) else {}
     parts = [str(event.get("type") or "event"), event.get("tool_name"), meta.get("speaker")]
     return " · ".join(str(p) for p in parts if p)
 
@@ -350,7 +351,8 @@ def event_speaker(event: dict[str, Any]) -> str:
     >>> event_speaker({"type": "prompt", "metadata": {"speaker": "Caroline"}}), event_speaker({"type": "prompt"})
     ('Caroline', 'user')
     """
-    meta = event.get("metadata") if isinstance(event.get("metadata"), dict) else {}
+    raw_meta = event.get("metadata")
+    meta = raw_meta if isinstance(raw_meta, dict) else {}
     speaker = meta.get("speaker")
     if isinstance(speaker, str) and speaker.strip():
         return " ".join(speaker.split())

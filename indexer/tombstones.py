@@ -16,6 +16,7 @@ The file holds hashes only, never text, and is written atomically, readable by i
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -62,7 +63,7 @@ class Tombstones:
         return entry
 
     def hide(self, file_key: str, file_hash: str, keys: list[str],
-             ranges: list[tuple[int | None, int | None]] = ()) -> int:
+             ranges: Sequence[tuple[int | None, int | None]] = ()) -> int:
         entry = self.notes.get(file_key)
         if entry is None or entry.get("file_hash") != file_hash:
             entry = self.notes[file_key] = {"file_hash": file_hash, "chunks": [], "ranges": []}
@@ -72,7 +73,7 @@ class Tombstones:
         known.extend([a, b] for a, b in ranges if a is not None and b is not None and [a, b] not in known)
         return len(new)
 
-    def prune(self, current: dict[str, str | None]) -> int:
+    def prune(self, current: Mapping[str, str | None]) -> int:
         """Drop the tombstones of files whose bytes changed or that are gone (``current``: file key -> content
         hash, for files the index knows); returns how many lapsed."""
         lapsed = [k for k, entry in self.notes.items() if current.get(k) != entry.get("file_hash")]

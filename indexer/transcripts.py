@@ -27,7 +27,6 @@ from indexer.sources import normalize_ts
 #: A block the host or a hook injected: it opens at the start of a line and is closed. A tag merely mentioned in
 #: prose ("hooks wrap output in a `<memory-context>` block") is neither, and the text after it is kept.
 _INJECTED_RE = re.compile(r"^[ \t]*<(system-reminder|memory-context)>.*?</\1>", re.DOTALL | re.MULTILINE)
-MAX_TOOL_OUTPUT = 2000
 
 
 def strip_injected(text: str) -> str:
@@ -223,7 +222,8 @@ def hook_captured(home: Path, sessions: set[str], logs: dict[Path, bytes] | None
             session = line.get("session_id")
             if session not in sessions or str(line.get("id") or "").startswith("t-"):
                 continue  # another session's, or an earlier import's (those are matched by id)
-            meta = line.get("metadata") if isinstance(line.get("metadata"), dict) else {}
+            raw_meta = line.get("metadata")
+            meta = raw_meta if isinstance(raw_meta, dict) else {}
             if line.get("type") == "tool" and meta.get("tool_use_id"):
                 found.tool_uses.add(str(meta["tool_use_id"]))
             elif line.get("type") in ("prompt", "response") and isinstance(line.get("content"), str):

@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import cast
 
 from indexer.base.errors import MemsearchError, UsageError
 from indexer.base.paths import WEEKLY_LOG
@@ -71,7 +72,7 @@ def cron_line(settings: Settings, day: str = "sun", at: str = "03:00", *, script
               binary: str | None = None) -> str:
     """The crontab line for this memory root (default: Sundays at 03:00)."""
     home, binary = _q(settings.home), _q(binary or memsearch_binary())
-    script = script_path() if script is _AUTO else script
+    script = script_path() if script is _AUTO else cast("Path | None", script)
     if script is not None:
         command = f"MEMSEARCH_HOME={home} MEMSEARCH_BIN={binary} /bin/sh {_q(script)}"
     else:

@@ -66,7 +66,7 @@ def _sqlite_checks() -> list[Check]:
     out = []
     try:
         store.load_sqlite_vec(conn)
-        version = conn.execute("SELECT vec_version()").fetchone()[0]
+        version = conn.execute("SELECT vec_version()").get
         out.append(Check("sqlite-vec", True, f"{version} loads"))
     except Exception as exc:  # any failure to load the extension is the finding itself
         out.append(Check("sqlite-vec", False, str(exc), "run `make install` (pip install sqlite-vec)"))

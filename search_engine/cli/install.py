@@ -135,7 +135,7 @@ def _is_ours(handler: Any) -> bool:
 
 def _strip(data: dict[str, Any]) -> list[str]:
     """Remove our handlers in place; returns the events they were under."""
-    removed = []
+    removed: list[str] = []
     hooks = data.get("hooks")
     if not isinstance(hooks, dict):
         return removed
@@ -236,7 +236,7 @@ def _uninstall_mcp(scope: str, project_dir: Path | None, home: Path | None = Non
     data = _load(path)
     servers = data.get("mcpServers")
     entry = servers.get("memsearch") if isinstance(servers, dict) else None
-    if not isinstance(entry, dict) or "memsearch" not in str(entry.get("command", "")):
+    if not isinstance(servers, dict) or not isinstance(entry, dict) or "memsearch" not in str(entry.get("command", "")):
         return None
     del servers["memsearch"]
     if not servers:
@@ -248,7 +248,8 @@ def _uninstall_mcp(scope: str, project_dir: Path | None, home: Path | None = Non
 def installed_commands(scope: str, project_dir: Path | None = None) -> dict[str, str]:
     """Our hook commands in ``scope``'s settings: event -> command."""
     data = _load(settings_path(scope, project_dir))
-    hooks = data.get("hooks") if isinstance(data.get("hooks"), dict) else {}
+    raw_hooks = data.get("hooks")
+    hooks = raw_hooks if isinstance(raw_hooks, dict) else {}
     found = {}
     for event, groups in hooks.items():
         for group in groups if isinstance(groups, list) else []:
@@ -256,10 +257,3 @@ def installed_commands(scope: str, project_dir: Path | None = None) -> dict[str,
                 if _is_ours(handler):
                     found[event] = str(handler["command"])
     return found
-
-
-def installed_events(scope: str, project_dir: Path | None = None) -> list[str]:
-    data = _load(settings_path(scope, project_dir))
-    hooks = data.get("hooks") if isinstance(data.get("hooks"), dict) else {}
-    return [event for event, groups in hooks.items() if isinstance(groups, list) and any(
-        isinstance(g, dict) and any(_is_ours(h) for h in g.get("hooks", []) or []) for g in groups)]

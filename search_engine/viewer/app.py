@@ -247,5 +247,5 @@ def create_app(settings: Settings, *, token: str, csrf: str, port: int | None, e
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
     handlers = {HTTPException: viewer.error, MemsearchError: viewer.error, Exception: viewer.error}
-    app = Starlette(routes=routes, exception_handlers=handlers)  # type: ignore[arg-type]
+    app = Starlette(routes=routes, exception_handlers=handlers)
     return Guard(app, token=token, csrf=csrf, port=port, on_error=viewer.log_error)
