@@ -15,7 +15,7 @@ finds too little; the whole query is never one phrase.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from indexer.base.cjk import CJK_RUN_RE, query_bigrams
 
@@ -45,9 +45,9 @@ STOPWORDS = frozenset(
 )
 
 
-@dataclass(frozen=True)
-class Term:
+class Term(NamedTuple):
     """One searchable term; ``alt`` is a second CJK form that also counts (a Korean word without its particle).
+    A named tuple: the prompt hook's block uses terms, and its path imports no ``dataclasses``.
 
     >>> Term("서울은", cjk=True, alt="서울").fts()
     '("서울 울은" OR "서울")'
