@@ -5,9 +5,10 @@ Two passes:
 1. Private spans. ``<private>…</private>``, ``[private]…[/private]`` and ``<!-- private -->…<!-- /private -->``
    in any case, with attributes (``<private reason="…">``) and stray spaces (``< private >``, ``</ private>``),
    nestable, are replaced by :data:`PRIVATE_MARKER`. Tags inside a *closed* fenced code block, or written alone as
-   inline code (`` `<private>` ``), are left literal so documentation about them stays readable; an unclosed fence
-   is no fence. An opening tag that is never closed hides everything after it, and a closing tag without an opening
-   one hides everything before it (the text was cut upstream): both are reported as warnings. The newlines of a
+   inline code (`` `<private>` ``) and pairing with no other tag, are left literal so documentation about them
+   stays readable; an unclosed fence is no fence, and inline-code tags that pair still mark a span. An opening tag
+   that is never closed hides everything after it, and a closing tag without an opening one hides everything
+   before it (the text was cut upstream): both are reported as warnings. The newlines of a
    removed span are kept, so the line numbers of everything after it stay right for citations.
 2. Secrets (:mod:`indexer.secret_rules`): masked as ``[REDACTED:<kind>]`` everywhere, fences included.
 
@@ -93,18 +94,53 @@ def _line_of(text: str, pos: int) -> int:
     return text.count("\n", 0, pos) + 1
 
 
-def _literal(text: str, m: re.Match[str], fences: list[tuple[int, int]]) -> bool:
-    """A tag in a closed fence, or alone in inline code, is written about, not used."""
-    if m.start() > 0 and text[m.start() - 1] == "`" and text.startswith("`", m.end()):
-        return True
-    return _in_ranges(m.start(), fences)
+def _inline(text: str, m: re.Match[str]) -> bool:
+    """A tag written alone as inline code (`` `<private>` ``)."""
+    return m.start() > 0 and text[m.start() - 1] == "`" and text.startswith("`", m.end())
+
+
+def _tags(text: str) -> list[tuple[re.Match[str], bool]]:
+    """The tags that count, each with whether it is inline code: tags in a closed fence are written about, not
+    used; so is ``<private/>``; an inline-code tag counts only where it pairs with another (below)."""
+    fences = _fence_ranges(text)
+    tags = []
+    for m in _TAG_RE.finditer(text):
+        if _in_ranges(m.start(), fences):
+            continue
+        if (m.lastgroup or "").startswith("open_") and m.group(0).rstrip("> \t").endswith("/"):
+            continue  # <private/>: an empty span
+        tags.append((m, _inline(text, m)))
+    return tags
+
+
+def _unpaired_inline(tags: list[tuple[re.Match[str], bool]]) -> set[int]:
+    """Indexes of inline-code tags that pair with nothing: a closing one with no span open, an opening one still
+    open at the end. Those are mentions (documentation about the tags); a paired one still marks a span, since
+    `` `<private>`secret`</private>` `` is private whatever the backticks meant."""
+    unpaired, stack, style = set(), [], ""
+    for i, (m, inline) in enumerate(tags):
+        kind = m.lastgroup or ""
+        is_open, tag_style = kind.startswith("open_"), kind.split("_", 1)[1]
+        if is_open:
+            if not stack:
+                style = tag_style
+            if tag_style == style:
+                stack.append(i)
+        elif stack and tag_style == style:
+            stack.pop()
+        elif not stack and inline:
+            unpaired.add(i)
+    unpaired.update(i for i in stack if tags[i][1])
+    return unpaired
 
 
 def strip_private(text: str) -> Redacted:
     """Replace private spans by the marker; see the module docstring for the rules."""
     if "private" not in text.lower():
         return Redacted(text)
-    fences = _fence_ranges(text)
+    tags = _tags(text)
+    while dropped := _unpaired_inline(tags):  # dropping a mention can pair others: until nothing changes
+        tags = [t for i, t in enumerate(tags) if i not in dropped]
     out: list[str] = []
     warnings: list[str] = []
     spans = 0
@@ -123,13 +159,9 @@ def strip_private(text: str) -> Redacted:
         else:
             out.append(newlines)
 
-    for m in _TAG_RE.finditer(text):
-        if _literal(text, m, fences):
-            continue
+    for m, _ in tags:
         kind = m.lastgroup or ""
         is_open, tag_style = kind.startswith("open_"), kind.split("_", 1)[1]
-        if is_open and m.group(0).rstrip("> \t").endswith("/"):
-            continue  # <private/>: an empty span
         if is_open:
             if depth == 0:
                 style, open_pos = tag_style, m.start()

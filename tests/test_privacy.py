@@ -54,6 +54,17 @@ def test_closed_code_fences_and_inline_code_are_left_literal():
     assert redact(text).text == text
 
 
+def test_inline_code_tags_that_pair_still_mark_a_span():
+    # backticks around both tags do not make the words between them public
+    for text in ("`<private>`zq5`</private>`", "say `<private>` zq5 </private> then", "<private> zq5 `</private>`",
+                 "`[private]` zq5 `[/private]` and `<private>` alone"):
+        assert "zq5" not in redact(text).text, text
+    # a mention that pairs with nothing stays, and does not swallow a real span after it
+    out = redact("close with `</private>`; <private>zq6</private> ok").text
+    assert out == "close with `</private>`; [REDACTED:private] ok"
+    assert redact("open with `<private>` and then `[private]`").text == "open with `<private>` and then `[private]`"
+
+
 def test_an_unclosed_fence_never_switches_redaction_off():
     text = "example:\n```python\nprint(1)\n\nnow <private>zq2</private> and [private]zq3[/private]"
     out = redact(text).text
