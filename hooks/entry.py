@@ -12,6 +12,8 @@ import select
 import sys
 import time
 
+from hooks.log import Disabled, log
+
 EVENTS = ("session-start", "prompt", "tool", "stop", "session-end", "summarize")
 MAX_STDIN = 8 * 1024 * 1024
 
@@ -19,10 +21,6 @@ MAX_STDIN = 8 * 1024 * 1024
 #: ``MEMSEARCH_DISABLE`` values that switch the hooks off before anything is imported (``disable`` in the config
 #: file does it once the settings are read).
 _ON = ("1", "true", "yes", "on")
-
-
-class Disabled(Exception):
-    """The ``disable`` setting is on: the hook does nothing."""
 
 
 class PayloadTooLarge(Exception):
@@ -65,19 +63,6 @@ def read_stdin(deadline_s: float = 2.0) -> dict:
     except ValueError:
         return {}
     return value if isinstance(value, dict) else {}
-
-
-def log(message: str) -> None:
-    """Append one line to the hooks log; never raises."""
-    try:
-        from indexer.base.paths import HOOKS_LOG
-        from indexer.base.private import append_line
-        from indexer.base.settings import resolve_settings
-
-        log_path = resolve_settings(strict=False).log_dir / HOOKS_LOG
-        append_line(log_path, f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {message}")
-    except Exception:
-        pass
 
 
 def _with_notices(output: str | None) -> str | None:

@@ -40,12 +40,12 @@ def _settings() -> Settings:
     global SETTINGS
     settings = SETTINGS = resolve_settings(strict=False)
     if settings.problems:
-        from hooks.entry import log
+        from hooks.log import log
 
         for problem in settings.problems:
             log(f"settings: {problem}")
     if settings.disable:
-        from hooks.entry import Disabled
+        from hooks.log import Disabled
 
         raise Disabled
     return settings
@@ -82,7 +82,7 @@ def _record(settings: Settings, event: Event, *, ingest_now: bool = True) -> Pat
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         counted = lost.record(settings.state_dir, reason)
-        from hooks.entry import log
+        from hooks.log import log
 
         log(f"{event.type}: event not recorded: {reason}")
         NOTICES.append(f"memsearch: this {event.type} event could not be recorded ({reason}: "
@@ -108,7 +108,7 @@ def _ingest(settings: Settings, path: Path) -> None:
 
 def too_large(event_name: str, limit: int) -> None:
     """A payload too large to read: its event is lost, and said to be (log, lost-events count, the user)."""
-    from hooks.entry import log
+    from hooks.log import log
     from indexer.base import lost
 
     settings = _settings()
@@ -200,7 +200,7 @@ def _search(settings: Settings, query: str, session: str | None, k: int, capture
             return []
         result = search(settings, query, mode="bm25", k=k, filters=Filters(exclude_session=session), embedder=None)
     except MemsearchError as exc:  # a damaged or unwritable index: the prompt goes on without memories
-        from hooks.entry import log
+        from hooks.log import log
 
         log(f"prompt: no search: {type(exc).__name__}")
         if isinstance(exc, IndexCorrupt):

@@ -18,7 +18,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from indexer.base.embedder import Embedder, load_embedder, resolve_model
+from indexer.base.embedder import AUTO, Embedder, load_embedder, resolve_model
 from indexer.base.errors import IndexCorrupt, MemsearchError
 from indexer.base.locks import LockTimeout, file_lock
 from indexer.base.paths import WRITER_LOCK
@@ -34,7 +34,6 @@ from indexer.writer import Progress
 __all__ = ["AUTO", "Progress", "embed_pending", "index", "ingest", "pending_count", "pending_estimate",
            "source_roots"]
 
-AUTO = object()
 
 
 def index(

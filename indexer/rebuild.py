@@ -27,7 +27,7 @@ from pathlib import Path
 import apsw
 
 from indexer.base.chunktext import embed_input
-from indexer.base.embedder import Embedder, load_embedder, resolve_model
+from indexer.base.embedder import AUTO, Embedder, load_embedder, resolve_model
 from indexer.base.errors import IndexCorrupt, MemsearchError
 from indexer.base.locks import LockTimeout, file_lock
 from indexer.base.paths import BUILD_PREFIX, MAINTENANCE_LOCK, WRITER_LOCK
@@ -35,7 +35,6 @@ from indexer.base.private import private_dirs
 from indexer.base.settings import Settings
 from indexer.base.types import IndexReport
 from indexer.embedding import EMBED_WINDOW
-from indexer.pipeline import AUTO
 from indexer.scan import scan, source_roots
 from indexer.sources import Draft, discover
 from indexer.store import sqlite

@@ -241,6 +241,10 @@ class FastEmbedder:
         return next(iter(model.query_embed([text]))).astype("float32").tobytes()
 
 
+#: An indexing run's embedder by default: the configured model, loaded only if something needs embedding.
+AUTO = object()
+
+
 def load_embedder(settings: Settings) -> FastEmbedder:
     """The embedder for ``settings``; raises :class:`ModelUnavailable` with the reason when there is none."""
     choice = resolve_model(settings)
