@@ -71,6 +71,7 @@ from indexer.base.errors import MemsearchError, ModelUnavailable  # noqa: E402
 from indexer.base.settings import Settings, resolve_settings  # noqa: E402
 from indexer.pipeline import index  # noqa: E402
 from indexer.store import sqlite as store  # noqa: E402
+from indexer.store.local import SqliteStore  # noqa: E402
 from search_engine.search import search  # noqa: E402
 from search_engine.timeexpr import time_window  # noqa: E402
 
@@ -457,6 +458,7 @@ def evaluate(ds: Dataset, runner: Runner, modes: list[str], fresh: bool, curve: 
             continue
         settings = runner.settings(root)
         conn = store.connect(settings.db_path)
+        index = SqliteStore(conn, settings.db_path)
         try:
             for mode in modes:
                 if mode in skipped_modes:
@@ -465,7 +467,7 @@ def evaluate(ds: Dataset, runner: Runner, modes: list[str], fresh: bool, curve: 
                 for q in queries:
                     started = time.perf_counter()
                     try:
-                        res = search(settings, q.text, mode=mode, k=fetch, embedder=runner.embedder, conn=conn,
+                        res = search(settings, q.text, mode=mode, k=fetch, embedder=runner.embedder, store=index,
                                      now=ds.asked_at.get(root_name))
                     except ModelUnavailable as exc:
                         skipped_modes[mode] = str(exc)
@@ -476,7 +478,7 @@ def evaluate(ds: Dataset, runner: Runner, modes: list[str], fresh: bool, curve: 
                     per_mode[mode].append((q, m, ms, res.hidden_duplicates, res.mode_used))
                     if res.hidden_duplicates:
                         lost = hidden_gold(ds, conn, search(settings, q.text, mode=mode, k=fetch,
-                                                            embedder=runner.embedder, conn=conn, explain=True,
+                                                            embedder=runner.embedder, store=index, explain=True,
                                                             now=ds.asked_at.get(root_name)), q)
                         hidden_lost[mode] += lost
                     if dump is not None:
@@ -488,7 +490,7 @@ def evaluate(ds: Dataset, runner: Runner, modes: list[str], fresh: bool, curve: 
                 for t in DEDUP_THRESHOLDS:
                     s_t = runner.settings(root, dedup_threshold=t)
                     for q in queries:
-                        res = search(s_t, q.text, mode="hybrid", k=fetch, embedder=memo, conn=conn,
+                        res = search(s_t, q.text, mode="hybrid", k=fetch, embedder=memo, store=index,
                                      now=ds.asked_at.get(root_name))
                         ranked = unique(ds.doc_of(h) for h in res.hits)
                         curve_rows[t].append((query_metrics(ranked, q.gold, ds.session_of), res.hidden_duplicates))

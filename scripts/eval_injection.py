@@ -139,8 +139,10 @@ def _doc(hit: Any) -> str:
 def injected(asked: Asked, gate: Any) -> list[Any]:
     """The hits the prompt hook injects for ``asked`` under ``gate`` (the product's own formatter)."""
     from search_engine.context import format_context
+    from search_engine.query import ParsedQuery
 
-    _, chosen = format_context(asked.query, asked.hits, max_items=asked.max_items, project=asked.project, gate=gate)
+    _, chosen = format_context(ParsedQuery.parse(asked.query), asked.hits, max_items=asked.max_items,
+                               project=asked.project, gate=gate)
     return chosen
 
 

@@ -1,0 +1,33 @@
+"""Which index search reads, opened in one place: the local SQLite file (:class:`indexer.store.local.SqliteStore`)
+today. Everything in :mod:`search_engine` reads through :func:`reading` or a store it is handed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from indexer.base.settings import Settings
+from indexer.status import open_existing
+from indexer.store import sqlite
+from indexer.store.local import SqliteStore
+
+
+def open_store(settings: Settings) -> SqliteStore | None:
+    """The index, or None when it was never built (reading never creates it)."""
+    conn = open_existing(settings)
+    return None if conn is None else SqliteStore(conn, settings.db_path)
+
+
+@contextmanager
+def reading(settings: Settings, store: SqliteStore | None = None) -> Iterator[SqliteStore | None]:
+    """The index (``store`` when one is given: it stays open; else opened here and closed after), read under
+    :func:`indexer.store.sqlite.damage_guard`, which marks the file damaged when SQLite finds it corrupt."""
+    own = store is None
+    if own:
+        store = open_store(settings)
+    try:
+        with sqlite.damage_guard(settings.db_path):
+            yield store
+    finally:
+        if own and store is not None:
+            store.close()
