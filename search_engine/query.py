@@ -8,7 +8,7 @@ Korean writes spaces between words but attaches particles to them ("서울은", 
 looked for without a trailing particle (see :func:`hangul_stem`). Multi-word queries run as AND first and relax to
 OR when that finds too little; the whole query is never one phrase.
 
->>> [t.text for t in ParsedQuery.parse('fix "NEAR(a b)" -- crash: 東京').terms]
+>>> [t.text for t in terms('fix "NEAR(a b)" -- crash: 東京')]
 ['fix', 'near', 'a', 'b', 'crash', '東京']
 """
 

@@ -7,8 +7,8 @@ from conftest import write
 from indexer.base.errors import ModelUnavailable, UsageError
 from indexer.base.settings import resolve_settings
 from indexer.pipeline import index
-from search_engine.filters import Filters, parse_date
 from indexer.store.sqlite_read import fts5_query
+from search_engine.filters import Filters, parse_date
 from search_engine.query import ParsedQuery, content_terms, terms
 from search_engine.search import search
 
