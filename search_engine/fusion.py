@@ -27,8 +27,8 @@ class Fused(Generic[K]):
 def fuse_by_rank(
     rankings: Sequence[Sequence[K]], k: int = 60, weights: Sequence[float] | None = None
 ) -> Fused[K]:
-    """Fuse ranked lists: ``score(d) = Σ_i w_i / (k + rank_i(d))`` with 1-based ranks; a list that does not
-    hold ``d`` adds nothing.
+    """Fuse ranked lists (each holds a key at most once): ``score(d) = Σ_i w_i / (k + rank_i(d))`` with 1-based
+    ranks; a list that does not hold ``d`` adds nothing.
 
     The result depends only on the lists' content, never on the order they are given in (for equal weights):
     each score is the correctly rounded sum of its terms (``math.fsum``), so two documents with the same
@@ -42,18 +42,21 @@ def fuse_by_rank(
         weights = [1.0] * len(rankings)
     if len(weights) != len(rankings):
         raise ValueError("one weight per ranking")
-    terms: dict[K, list[float]] = {}
+    n = len(rankings)
     parts: dict[K, list[float]] = {}
     best: dict[K, int] = {}
     for i, (ranking, weight) in enumerate(zip(rankings, weights)):
-        for rank, key in enumerate(ranking, start=1):
-            term = weight / (k + rank)
-            terms.setdefault(key, []).append(term)
-            parts.setdefault(key, [0.0] * len(rankings))[i] += term
-            best[key] = min(best.get(key, rank), rank)
-    scores = {key: math.fsum(ts) for key, ts in terms.items()}
+        for rank, key in enumerate(ranking, start=1):  # each list holds a key once
+            part = parts.get(key)
+            if part is None:
+                parts[key] = part = [0.0] * n
+                best[key] = rank
+            elif rank < best[key]:
+                best[key] = rank
+            part[i] = weight / (k + rank)
+    scores = {key: math.fsum(part) for key, part in parts.items()}  # the 0.0 of a list without the key adds nothing
     ranked = sorted(scores.items(), key=lambda kv: (-kv[1], best[kv[0]], repr(kv[0])))
-    return Fused(ranked, {key: tuple(p) for key, p in parts.items()})
+    return Fused(ranked, {key: tuple(part) for key, part in parts.items()})
 
 
 def reciprocal_rank_fusion(
