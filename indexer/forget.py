@@ -24,11 +24,7 @@ from __future__ import annotations
 import os
 import time
 from collections import defaultdict
-from dataclasses import dataclass
 from pathlib import Path
-
-import apsw
-import xxhash
 
 from indexer import tombstones
 from indexer.base.errors import MemsearchError, NotFound, UsageError
@@ -36,75 +32,36 @@ from indexer.base.locks import LockTimeout, file_lock
 from indexer.base.private import private_dirs
 from indexer.base.settings import Settings
 from indexer.base.types import ForgetItem, ForgetPlan, ForgetReport, ForgetSelector, NoteToEdit
+from indexer.eventread import HEAD_BYTES, head_hash
 from indexer.logrewrite import archive_matches, blank_lines, replace_file, rewrite_archive
-from indexer.pipeline import HEAD_BYTES, _scan, drop_orphan_vectors, ingest
+from indexer.pipeline import ingest
 from indexer.rebuild import WRITER_LOCK, maintenance_lock
-from indexer.store import sqlite as store
+from indexer.scan import scan
+from indexer.store.local import SqliteStore
+from indexer.store.sqlite_upkeep import StoredChunk
 from indexer.summaries import build_summary, is_generated, summary_path
 
 LOCK_TIMEOUT = 30.0
 SNIPPET = 160
-_COLUMNS = ("c.id, c.uid, c.kind, c.category, c.title, c.text, c.path, c.line_start, c.line_end, c.event_id, c.ts,"
-            " c.session_id, c.project, c.file, c.seq, c.hash")
 
 
-@dataclass(frozen=True)
-class _Row:
-    id: int
-    uid: str
-    kind: str
-    category: str
-    title: str
-    text: str
-    path: str
-    line_start: int | None
-    line_end: int | None
-    event_id: str | None
-    ts: str | None
-    session_id: str | None
-    project: str | None
-    file: str
-    seq: int
-    hash: str
-
-
-def _conditions(selector: ForgetSelector) -> tuple[list[str], list]:
-    conds, params = [], []
-    if selector.session:
-        conds.append("c.session_id = ?")
-        params.append(selector.session)
-    if selector.project:
-        conds.append("c.project = ?")
-        params.append(selector.project)
-    if selector.since:
-        conds.append("c.ts >= ?")
-        params.append(selector.since)
-    if selector.before:
-        conds.append("c.ts < ?")
-        params.append(selector.before)
-    return conds, params
-
-
-def _by_ids(conn: apsw.Connection, ids: tuple[str, ...]) -> set[int]:
+def _by_ids(store: SqliteStore, ids: tuple[str, ...]) -> set[int]:
     """Chunk row ids for chunk ids (or unique prefixes of at least 4 characters) and event ids."""
     found: set[int] = set()
     for raw in ids:
         value = raw.strip()
-        rows = [r[0] for r in conn.execute("SELECT id FROM chunks WHERE uid = ? OR event_id = ?", (value, value))]
+        rows = store.ids_of(value)
         if not rows and len(value) >= 4 and all(ch in "0123456789abcdef" for ch in value.lower()):
-            prefix = value.lower()
-            uids = {r[1]: r[0] for r in conn.execute(
-                "SELECT id, uid FROM chunks WHERE uid >= ? AND uid < ? LIMIT 2", (prefix, prefix + "g"))}
-            if len(uids) > 1:
+            rows = store.ids_with_prefix(value.lower(), limit=2)
+            if len(rows) > 1:
                 raise UsageError(f"id prefix {value!r} is ambiguous: give more characters")
-            rows = list(uids.values())
         if not rows:
             raise NotFound(f"no memory with id {value!r}: see `memsearch recent` or `memsearch search`")
         found.update(rows)
     return found
 
 
-def _matched(settings: Settings, conn: apsw.Connection, selector: ForgetSelector) -> set[int]:
+def _matched(settings: Settings, store: SqliteStore, selector: ForgetSelector) -> set[int]:
     """What ``memsearch search QUERY`` with the same filters shows: its hits' row ids."""
     from search_engine.filters import Filters
     from search_engine.search import search
@@ -119,40 +76,29 @@ def _matched(settings: Settings, conn: apsw.Connection, selector: ForgetSelector
     uids = [h.id for h in result.hits]
     if not uids:
         return set()
-    marks = ",".join("?" * len(uids))
-    return {r[0] for r in conn.execute(f"SELECT id FROM chunks WHERE uid IN ({marks})", uids)}
+    return {r.id for r in store.stored_chunks(uids=uids)}
 
 
-def _rows(conn: apsw.Connection, where: str, params: list) -> list[_Row]:
-    return [_Row(*r) for r in conn.execute(f"SELECT {_COLUMNS} FROM chunks c WHERE {where} ORDER BY c.ts, c.id",
-                                           params)]
-
-
-def _select(settings: Settings, conn: apsw.Connection, selector: ForgetSelector) -> list[_Row]:
-    conds, params = _conditions(selector)
+def _select(settings: Settings, store: SqliteStore, selector: ForgetSelector) -> list[StoredChunk]:
     chosen: set[int] | None = None
     if selector.ids:
-        chosen = _by_ids(conn, selector.ids)
+        chosen = _by_ids(store, selector.ids)
     if selector.match:
-        matched = _matched(settings, conn, selector)
+        matched = _matched(settings, store, selector)
         chosen = matched if chosen is None else chosen & matched
-    if chosen is not None:
-        if not chosen:
-            return []
-        ids = sorted(chosen)
-        conds.append(f"c.id IN ({','.join('?' * len(ids))})")
-        params.extend(ids)
-    rows = _rows(conn, " AND ".join(conds) or "1", params)
+    if chosen is not None and not chosen:
+        return []
+    rows = store.stored_chunks(ids=sorted(chosen) if chosen is not None else None, session=selector.session,
+                               project=selector.project, since=selector.since, before=selector.before)
     # an event goes whole: every chunk of a long event, not just the one a search found
     events = {(r.file, r.event_id) for r in rows if r.kind == "event" and r.event_id}
     have = {r.id for r in rows}
     for file, event_id in sorted(events):
-        rows += [r for r in _rows(conn, "c.file = ? AND c.event_id = ? AND c.kind = 'event'", [file, event_id])
-                 if r.id not in have]
+        rows += [r for r in store.stored_chunks(file=file, event_id=event_id, kind="event") if r.id not in have]
     return rows
 
 
-def _action(settings: Settings, row: _Row, generated: dict[str, bool]) -> str:
+def _action(settings: Settings, row: StoredChunk, generated: dict[str, bool]) -> str:
     home = str(settings.home).rstrip("/") + "/"
     if row.kind == "event" and row.file.startswith(home + "events/"):
         return "rewrite"
@@ -179,15 +125,12 @@ def plan_forget(settings: Settings, selector: ForgetSelector) -> ForgetPlan:
     """
     if selector.empty:
         raise UsageError("say what to forget: ids, --session, --before, --since, --project or --match")
-    rows: list[_Row] = []
+    rows: list[StoredChunk] = []
     if settings.db_path.exists():
         if (settings.home / "events").is_dir():
             ingest(settings, [settings.home / "events"], lock_timeout=2.0)
-        conn = store.connect(settings.db_path)
-        try:
-            rows = _select(settings, conn, selector)
-        finally:
-            conn.close()
+        with SqliteStore.open(settings.db_path) as store:
+            rows = _select(settings, store, selector)
     generated: dict[str, bool] = {}
     items = tuple(
         ForgetItem(r.uid, r.kind, r.category, r.title, r.path, _action(settings, r, generated), r.line_start,
@@ -214,22 +157,6 @@ def plan_forget(settings: Settings, selector: ForgetSelector) -> ForgetPlan:
         summaries=tuple(sorted(summaries)),
         notes=tuple(sorted(by_action["tombstone"])),
     )
-
-
-def _refresh_context(conn: apsw.Connection, sessions: set[str]) -> None:
-    """Re-index the FTS rows of the events of ``sessions``: each event's low-weight context column holds the
-    text of the turn before it, which may have been forgotten."""
-    from indexer.base.chunktext import fts_title
-    from indexer.base.cjk import index_form
-
-    for session in sorted(sessions):
-        rows = conn.execute(
-            "SELECT id, kind, title, ts, text, lag(text, 1, '') OVER (ORDER BY ts, id) FROM chunks"
-            " WHERE kind = 'event' AND session_id = ?", (session,)).fetchall()
-        for cid, kind, title, ts, text, context in rows:
-            conn.execute("DELETE FROM chunks_fts WHERE rowid = ?", (cid,))
-            conn.execute("INSERT INTO chunks_fts(rowid, title, body, context) VALUES (?, ?, ?, ?)",
-                         (cid, index_form(fts_title(kind, title, ts)), index_form(text), index_form(context)))
 
 
 def _db_bytes(settings: Settings) -> int:
@@ -289,12 +216,9 @@ def _apply_locked(settings: Settings, plan: ForgetPlan, vacuum: bool) -> dict:
         counts["archives"] += bool(removed)
     if not settings.db_path.exists():
         return counts
-    conn = store.connect(settings.db_path)
+    store = SqliteStore.open(settings.db_path)
     try:
-        rows: list[_Row] = []
-        for i in range(0, len(uids), 500):
-            part = uids[i : i + 500]
-            rows += _rows(conn, f"c.uid IN ({','.join('?' * len(part))})", part)
+        rows = store.stored_chunks(uids=uids)
         generated: dict[str, bool] = {}
         actions = {r.id: _action(settings, r, generated) for r in rows}
         # 1. the event logs lose their lines (offsets kept), before the index forgets where they were
@@ -309,7 +233,7 @@ def _apply_locked(settings: Settings, plan: ForgetPlan, vacuum: bool) -> dict:
                 counts["logs"] += bool(blanked)
         # 2. the user's notes get tombstones; forgotten events are remembered by a hash of their id
         stones = tombstones.load(settings.state_dir)
-        hashes = dict(conn.execute("SELECT path, content_hash FROM files WHERE content_hash IS NOT NULL"))
+        hashes = store.content_hashes()
         for r in rows:
             if r.kind == "event" and r.event_id:
                 stones.events.add(tombstones.event_key(r.event_id))
@@ -320,18 +244,15 @@ def _apply_locked(settings: Settings, plan: ForgetPlan, vacuum: bool) -> dict:
         tombstones.save(settings.state_dir, stones)
         # 3. the index: chunks, FTS rows (by trigger), vectors no chunk holds any more, and the logs' offsets
         sessions = {r.session_id for r in rows if r.kind == "event" and r.session_id}
-        with conn:
-            conn.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES('secure-delete', 1)")
-            for r in rows:
-                conn.execute("DELETE FROM chunks WHERE id = ?", (r.id,))
-            conn.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES('secure-delete', 0)")
-            _refresh_context(conn, sessions)
+        with store.transaction():
+            store.delete_chunks(r.id for r in rows)
+            store.refresh_turn_context(sessions)
             for file in logs:
-                _update_log_row(conn, Path(file))
-            epoch = int(store.get_meta(conn, "forget_epoch") or 0) + 1
-            store.set_meta(conn, "forget_epoch", str(epoch))
+                _update_log_row(store, Path(file))
+            epoch = int(store.get_meta("forget_epoch") or 0) + 1
+            store.set_meta("forget_epoch", str(epoch))
         counts["chunks"] = len(rows)
-        drop_orphan_vectors(conn)
+        store.drop_orphan_vectors()
         # 4. session summaries: deleted when selected themselves, else rebuilt from the events that remain
         selected = {r.file for r in rows if actions[r.id] == "summary"}
         rebuilt: list[Path] = []
@@ -339,7 +260,7 @@ def _apply_locked(settings: Settings, plan: ForgetPlan, vacuum: bool) -> dict:
             path = Path(summary)
             if not path.is_file() or not is_generated(path):
                 continue
-            session = _summary_session(conn, path)
+            session = _summary_session(store, path)
             text = None if summary in selected or session is None else build_summary(settings, session)
             if text is None:
                 path.unlink()
@@ -349,23 +270,21 @@ def _apply_locked(settings: Settings, plan: ForgetPlan, vacuum: bool) -> dict:
                 counts["summaries_rewritten"] += 1
             rebuilt.append(path)
         if rebuilt:
-            _scan(settings, conn, rebuilt, False, None)
+            scan(settings, store, rebuilt, False, None)
         # 5. no copy of the text left in the file: merge the FTS segments, checkpoint and truncate the WAL
-        with conn:
-            conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES('optimize')")
+        store.optimize_fts()
         if vacuum:
-            conn.execute("VACUUM")
-        counts["wal_truncated"] = _checkpoint(conn)
+            store.vacuum()
+        counts["wal_truncated"] = _checkpoint(store)
     finally:
-        conn.close()
+        store.close()
     return counts
 
 
-def _summary_session(conn: apsw.Connection, path: Path) -> str | None:
-    row = conn.execute("SELECT session_id FROM chunks WHERE file = ? AND session_id IS NOT NULL LIMIT 1",
-                       (str(path),)).fetchone()
-    if row:
-        return row[0]
+def _summary_session(store: SqliteStore, path: Path) -> str | None:
+    session = store.session_of_source(str(path))
+    if session:
+        return session
     try:
         head = path.read_text(encoding="utf-8")[:4096]
     except (OSError, UnicodeDecodeError):
@@ -374,7 +293,7 @@ def _summary_session(conn: apsw.Connection, path: Path) -> str | None:
     return first.removeprefix("session_id: ").strip() or None
 
 
-def _update_log_row(conn: apsw.Connection, path: Path) -> None:
+def _update_log_row(store: SqliteStore, path: Path) -> None:
     """The rewritten log keeps its size and offsets: record its new mtime and head so the next index run goes on
     from where it was instead of reading the whole log again."""
     try:
@@ -383,19 +302,16 @@ def _update_log_row(conn: apsw.Connection, path: Path) -> None:
             head = f.read(HEAD_BYTES)
     except OSError:
         return
-    row = conn.execute("SELECT consumed FROM files WHERE path = ?", (str(path),)).fetchone()
-    if row is None:
-        return
-    conn.execute("UPDATE files SET mtime_ns = ?, size = ?, head_hash = ? WHERE path = ?",
-                 (st.st_mtime_ns, st.st_size, xxhash.xxh3_64_hexdigest(head[: min(row[0], HEAD_BYTES)]), str(path)))
+    state = store.source_state(str(path))
+    if state is not None:
+        store.touch_source(str(path), st.st_mtime_ns, st.st_size, head_hash(head, state.consumed))
 
 
-def _checkpoint(conn: apsw.Connection, tries: int = 20) -> bool:
+def _checkpoint(store: SqliteStore, tries: int = 20) -> bool:
     """Copy the WAL into the database file and truncate it, so the WAL keeps no page holding forgotten text. A
     reader in the middle of a read can delay it: retry briefly. Returns whether it was truncated."""
     for attempt in range(tries):
-        busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-        if not busy:
+        if store.checkpoint("TRUNCATE"):
             return True
         time.sleep(0.05 * (attempt + 1))
     return False

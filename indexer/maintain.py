@@ -39,12 +39,13 @@ from indexer.base.locks import LockTimeout, file_lock
 from indexer.base.private import private_dirs, write_private
 from indexer.base.settings import Settings
 from indexer.base.types import Expired, IndexCheck, MaintainReport
-from indexer.pipeline import AUTO, Progress, drop_orphan_vectors
+from indexer.pipeline import AUTO
 from indexer.privacy import FILTER_VERSION
 from indexer.rebuild import WRITER_LOCK, maintenance_lock, rebuild_locked
 from indexer.scrub import save_filter_version, scrub_sources, stored_filter_version
 from indexer.sources import normalize_ts
-from indexer.store import sqlite as store
+from indexer.store.local import SqliteStore, as_store
+from indexer.writer import Progress
 
 ARCHIVE_DIR = Path("archive") / "events"
 _DAY_RE = re.compile(r"(\d{4}-\d{2}-\d{2})")
@@ -80,22 +81,21 @@ def maintain(
         t = step("retention", t)
         report = rebuild_locked(settings, embedder=embedder, progress=progress)
         t = step("rescan and embed", t)
-        conn = store.connect(settings.db_path)
+        store = SqliteStore.open(settings.db_path)
         try:
             with _writer_lock(settings):
-                dropped = drop_orphan_vectors(conn)
-                with conn:
-                    conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES('optimize')")
+                dropped = store.drop_orphan_vectors()
+                store.optimize_fts()
             t = step("optimize", t)
             vacuum_error = None
             try:
                 with _writer_lock(settings):
-                    conn.execute("VACUUM")
-                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                    store.vacuum()
+                store.checkpoint("TRUNCATE")
             except apsw.Error as exc:
                 vacuum_error = f"vacuum failed: {type(exc).__name__}: {exc}"
             t = step("vacuum", t)
-            check = check_index(conn)
+            check = check_index(store)
             if vacuum_error:
                 check = _with_problem(check, vacuum_error)
             elif scrubbed is not None and not tally.problems:
@@ -103,7 +103,7 @@ def maintain(
             step("integrity check", t)
             chunks_after = check.chunks
         finally:
-            conn.close()
+            store.close()
         return MaintainReport(
             ok=check.ok,
             index=report,
@@ -121,42 +121,14 @@ def maintain(
         )
 
 
-def check_index(conn: apsw.Connection) -> IndexCheck:
+def check_index(store: SqliteStore | apsw.Connection) -> IndexCheck:
     """Whether the index is sound: SQLite's and FTS5's integrity checks, and chunk, FTS and vector tables that
-    agree row for row.
+    agree row for row (:meth:`indexer.store.sqlite_write.SqliteWriter.check`).
 
-    >>> check_index(store.connect(Path("/tmp/memsearch-doctest-check/index.db"))).ok
+    >>> check_index(SqliteStore.open(Path("/tmp/memsearch-doctest-check/index.db"))).ok
     True
     """
-    integrity = "; ".join(row[0] for row in conn.execute("PRAGMA integrity_check(20)"))
-    try:
-        with conn:
-            conn.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES('integrity-check', 0)")
-        fts_integrity = "ok"
-    except apsw.Error as exc:
-        fts_integrity = f"{type(exc).__name__}: {exc}"
-
-    def one(sql: str) -> int:
-        return conn.execute(sql).fetchone()[0]
-
-    has_vectors = store.vec_table_exists(conn)
-    return IndexCheck(
-        integrity=integrity,
-        fts_integrity=fts_integrity,
-        chunks=one("SELECT count(*) FROM chunks"),
-        fts_rows=one("SELECT count(*) FROM chunks_fts_docsize"),
-        chunks_without_fts=one("SELECT count(*) FROM chunks WHERE id NOT IN (SELECT id FROM chunks_fts_docsize)"),
-        fts_without_chunk=one("SELECT count(*) FROM chunks_fts_docsize WHERE id NOT IN (SELECT id FROM chunks)"),
-        embeddings=one("SELECT count(*) FROM embeddings"),
-        vectors=one("SELECT count(*) FROM vec_chunks") if has_vectors else 0,
-        embeddings_without_vector=one(
-            "SELECT count(*) FROM embeddings WHERE id NOT IN (SELECT rowid FROM vec_chunks)"
-        ) if has_vectors else one("SELECT count(*) FROM embeddings"),
-        vectors_without_embedding=one(
-            "SELECT count(*) FROM vec_chunks WHERE rowid NOT IN (SELECT id FROM embeddings)"
-        ) if has_vectors else 0,
-        orphan_embeddings=one("SELECT count(*) FROM embeddings WHERE hash NOT IN (SELECT hash FROM chunks)"),
-    )
+    return as_store(store).check()
 
 
 def expire_event_logs(settings: Settings, now: datetime | None = None) -> list[Expired]:
@@ -257,26 +229,23 @@ def _read_all(fd: int) -> bytes:
 def _event_chunks(db_path: Path) -> dict[str, int]:
     if not db_path.exists():
         return {}
-    conn = store.connect(db_path)
-    try:
-        return dict(conn.execute("SELECT file, count(*) FROM chunks WHERE kind = 'event' GROUP BY file"))
-    finally:
-        conn.close()
+    with SqliteStore.open(db_path) as store:
+        return store.event_chunks_by_source()
 
 
 def _chunk_count(db_path: Path) -> int:
     if not db_path.exists():
         return 0
     try:
-        conn = store.connect(db_path, create=False)
+        store = SqliteStore.open(db_path, create=False)
     except MemsearchError:
         return 0
     try:
-        return conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        return store.chunk_count()
     except apsw.Error:
         return 0
     finally:
-        conn.close()
+        store.close()
 
 
 def db_bytes(db_path: Path) -> int:

@@ -34,18 +34,13 @@ from indexer.base.locks import LockTimeout, file_lock
 from indexer.base.private import private_dirs
 from indexer.base.settings import Settings
 from indexer.base.types import IndexReport
-from indexer.pipeline import (
-    AUTO,
-    EMBED_WINDOW,
-    Progress,
-    _Run,
-    _scan,
-    pending_count,
-    pending_hashes,
-    source_roots,
-)
+from indexer.embedding import EMBED_WINDOW
+from indexer.pipeline import AUTO
+from indexer.scan import scan, source_roots
 from indexer.sources import Draft, discover
-from indexer.store import sqlite as store
+from indexer.store import sqlite
+from indexer.store.local import SqliteStore
+from indexer.writer import Progress, SourceWriter
 
 MAINTENANCE_LOCK = "maintain.lock"
 WRITER_LOCK = "index.lock"
@@ -89,39 +84,38 @@ def rebuild_locked(
     remove_stale_builds(settings)
     build_path = settings.state_dir / f"{BUILD_PREFIX}{os.getpid()}.db"
     build = replace(settings, db_path=build_path)
-    conn = store.connect(build_path)
+    new = SqliteStore.open(build_path)
     notes: list[str] = []
     old = _open_old(settings.db_path, notes)
     try:
-        run, scan_notes = _scan(build, conn, None, True, progress)
+        run, scan_notes = scan(build, new, None, True, progress)
         notes += scan_notes
         skipped = list(run.skipped)
-        kept = keep_unreadable(settings, old, conn)
+        kept = keep_unreadable(settings, old, new)
         if kept:
             notes.append(f"kept the previous chunks of {kept} unreadable source(s)")
         vectors = _Vectors(settings, embedder, old)
-        embedded = vectors.fill(conn, progress)
+        embedded = vectors.fill(new, progress)
         # Catch up with what the hooks appended during the build, and embed it, still without any lock: the last
         # catch-up, under the writer lock, is then only what arrived in the last moments.
-        skipped += _scan(build, conn, None, False, None)[0].skipped
-        embedded += vectors.fill(conn, None)
+        skipped += scan(build, new, None, False, None)[0].skipped
+        embedded += vectors.fill(new, None)
         notes += vectors.notes
-        with conn:
-            conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES('optimize')")
+        new.optimize_fts()
         before = _snapshot(old) if old is not None else ({}, set())
         if old is not None:
             old.close()
             old = None
         try:
             with file_lock(settings.state_dir / WRITER_LOCK, SWAP_LOCK_TIMEOUT):
-                _scan(build, conn, None, False, None)
-                compared = _compare(before, _snapshot(conn))
+                scan(build, new, None, False, None)
+                compared = _compare(before, _snapshot(new))
                 try:
-                    swap_in(conn, settings.db_path)
+                    swap_in(new, settings.db_path)
                 except IndexCorrupt:
-                    conn.close()
+                    new.close()
                     replace_damaged(build_path, settings.db_path)
-                    conn = store.connect(settings.db_path)
+                    new = SqliteStore.open(settings.db_path)
                 _forget_damage(settings.db_path)
         except LockTimeout:
             raise MemsearchError(
@@ -137,26 +131,26 @@ def rebuild_locked(
             chunks_added=compared["chunks_added"],
             chunks_removed=compared["chunks_removed"],
             chunks_embedded=embedded,
-            chunks_pending=pending_count(conn, vectors.model_id),
+            chunks_pending=new.pending_count(vectors.model_id),
             model=vectors.model_id,
             model_note="; ".join(notes) or None,
             full=True,
             seconds=round(time.perf_counter() - started, 3),
-            last_indexed=store.get_meta(conn, "last_indexed"),
+            last_indexed=new.get_meta("last_indexed"),
         )
     finally:
         if old is not None:
             old.close()
-        conn.close()
+        new.close()
         _remove_db_files(build_path)
 
 
-def _open_old(path: Path, notes: list[str]) -> apsw.Connection | None:
+def _open_old(path: Path, notes: list[str]) -> SqliteStore | None:
     """The live index, read for what the new one can take over from it; None if there is none (or it is unusable)."""
     if not path.exists():
         return None
     try:
-        return store.connect(path, create=False)
+        return SqliteStore.open(path, create=False)
     except IndexCorrupt:
         notes.append("nothing taken over from the damaged index: everything is embedded again")
         return None
@@ -165,7 +159,7 @@ def _open_old(path: Path, notes: list[str]) -> apsw.Connection | None:
         return None
 
 
-def keep_unreadable(settings: Settings, old: apsw.Connection | None, conn: apsw.Connection) -> int:
+def keep_unreadable(settings: Settings, old: SqliteStore | None, new: SqliteStore) -> int:
     """Carry over from the old index the chunks of sources that are still there but could not be read now, so a
     rebuild loses no more than an incremental run does (a bad file keeps what it had). Returns how many sources.
 
@@ -175,55 +169,38 @@ def keep_unreadable(settings: Settings, old: apsw.Connection | None, conn: apsw.
     if old is None:
         return 0
     found = {str(p) for p, _ in discover(source_roots(settings), source_roots(settings))}
-    fresh = {row[0] for row in conn.execute("SELECT path FROM files")}
+    fresh = new.sources()
     try:
-        rows = [r for r in old.execute("SELECT path, source, mtime_ns, size, content_hash, consumed, head_hash,"
-                                       " indexed_at FROM files") if r[0] in found and r[0] not in fresh]
-        run = _Run(settings, conn, True, None)
-        for row in rows:
-            chunks = old.execute(
-                "SELECT path, kind, category, title, text, line_start, line_end, event_id, ts, session_id, project,"
-                " status, seq, speaker FROM chunks WHERE file = ? ORDER BY seq", (row[0],)).fetchall()
-            with conn:
-                conn.execute("INSERT INTO files(path, source, mtime_ns, size, content_hash, consumed, head_hash,"
-                             " indexed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", row)
-                for c in chunks:
-                    run.insert(row[0], c[0], [Draft(*c[1:])])
-        return len(rows)
+        states = [s for path, s in old.sources().items() if path in found and path not in fresh]
+        run = SourceWriter(settings, new, True)
+        for state in states:
+            drafts = [(c.path, Draft(c.kind, c.category, c.title, c.text, c.line_start, c.line_end, c.event_id,
+                                     c.ts, c.session_id, c.project, c.status, c.seq, c.speaker))
+                      for c in old.source_chunks(state.path)]
+            run.write(state, [row for rel, d in drafts for row in run.rows(rel, [d])])
+        return len(states)
     except apsw.Error:
         return 0
 
 
-def swap_in(source: apsw.Connection, db_path: Path, retries: int = 20) -> None:
+def swap_in(source: SqliteStore, db_path: Path, retries: int = 20) -> None:
     """Copy the database of ``source`` over the one at ``db_path`` in one write transaction (online backup).
 
     Readers of ``db_path`` keep their snapshot until their read ends, then see the new content; a crash before the
     commit leaves the old content. The copy waits for the write lock like any writer (busy timeout, then retries).
     A live index SQLite finds damaged raises :class:`IndexCorrupt` (then see :func:`replace_damaged`).
     """
-    live = store.connect(db_path)
+    live = SqliteStore.open(db_path)
     try:
-        with store.damage_guard(db_path):
-            _backup(live, source, db_path, retries)
+        with sqlite.damage_guard(db_path):
+            if live.page_size() != source.page_size():
+                raise MemsearchError(
+                    f"{db_path} has another page size than the rebuilt index; delete it and run `memsearch index`"
+                )
+            if not live.copy_from(source, retries):
+                raise MemsearchError(f"{db_path} stayed busy; the old index was left as it was: try again")
     finally:
         live.close()
-
-
-def _backup(live: apsw.Connection, source: apsw.Connection, db_path: Path, retries: int) -> None:
-    if live.pragma("page_size") != source.pragma("page_size"):
-        raise MemsearchError(
-            f"{db_path} has another page size than the rebuilt index; delete it and run `memsearch index`"
-        )
-    for attempt in range(retries):
-        try:
-            with live.backup("main", source, "main") as backup:
-                backup.step(-1)
-            break
-        except apsw.BusyError:
-            if attempt == retries - 1:
-                raise MemsearchError(f"{db_path} stayed busy; the old index was left as it was: try again") from None
-            time.sleep(0.1 * (attempt + 1))
-    live.execute("PRAGMA wal_checkpoint(PASSIVE)")
 
 
 def replace_damaged(build_path: Path, db_path: Path) -> None:
@@ -241,7 +218,7 @@ def replace_damaged(build_path: Path, db_path: Path) -> None:
 
 def _forget_damage(db_path: Path) -> None:
     try:
-        os.unlink(store.damage_marker(db_path))
+        os.unlink(sqlite.damage_marker(db_path))
     except FileNotFoundError:
         pass
 
@@ -271,7 +248,7 @@ class _Vectors:
     rows): each content hash takes the old index's vector when that index holds one of the same model, else it is
     embedded. With no model available, the old vectors are still carried over and the rest stays pending."""
 
-    def __init__(self, settings: Settings, embedder: Embedder | None | object, old: apsw.Connection | None):
+    def __init__(self, settings: Settings, embedder: Embedder | None | object, old: SqliteStore | None):
         self.settings, self.notes = settings, []
         self.model: Embedder | None = None
         self.model_id: str | None = None
@@ -283,7 +260,7 @@ class _Vectors:
                 self.notes.append(f"BM25 only: {choice.reason}")
         elif embedder is not None:
             self.model, self.model_id = embedder, embedder.model_id
-        self.old, self.old_model, self.old_dim, self.old_ids = old, None, None, {}
+        self.old, self.old_model, self.old_dim = old, None, None
         self._read_old()
         self.target = self.model_id or self.old_model
         self.reuse = self.old_model is not None and self.old_model == self.target
@@ -292,67 +269,56 @@ class _Vectors:
         if self.old is None:
             return
         try:
-            model, dim = store.get_meta(self.old, "vector_model"), store.get_meta(self.old, "vector_dim")
-            if model and dim and store.vec_table_exists(self.old):
-                self.old_ids = dict(self.old.execute("SELECT hash, id FROM embeddings WHERE model = ?", (model,)))
+            model, dim = self.old.get_meta("vector_model"), self.old.get_meta("vector_dim")
+            if model and dim and self.old.has_vectors():
                 self.old_model, self.old_dim = model, int(dim)
         except (apsw.Error, ValueError) as exc:
             self.notes.append(f"vectors of the old index not reused ({exc}); they are embedded again")
-            self.old_ids = {}
 
-    def _old_vector(self, h: str) -> bytes | None:
-        rowid = self.old_ids.get(h) if self.reuse else None
-        if rowid is None:
-            return None
+    def _old_vectors(self, hashes: list[str]) -> dict[str, bytes]:
+        if not self.reuse:
+            return {}
         try:
-            row = self.old.execute("SELECT embedding FROM vec_chunks WHERE rowid = ?", (rowid,)).fetchone()
+            return self.old.stored_vectors(self.old_model, hashes)
         except apsw.Error:
-            return None
-        return row[0] if row else None
+            return {}
 
-    def fill(self, conn: apsw.Connection, progress: Progress | None) -> int:
+    def fill(self, new: SqliteStore, progress: Progress | None) -> int:
         """Give every pending content hash its vector; returns how many were embedded (not reused)."""
         if self.target is None:
             return 0
         dim = self.old_dim if self.reuse else self.model.dim
-        note = store.ensure_vector_model(conn, self.target, dim)
+        note = new.ensure_vector_model(self.target, dim)
         if note:
             self.notes.append(note)
-        todo = pending_hashes(conn, self.target)
-        embedded, batch = 0, max(EMBED_WINDOW, self.settings.embed_batch)
-        for i in range(0, len(todo), batch):
-            part = todo[i : i + batch]
-            vectors = {h: self._old_vector(h) for h, _ in part}
-            missing = [(h, cid) for h, cid in part if vectors[h] is None]
+        total = new.pending_count(self.target)
+        embedded, batch, done, after = 0, max(EMBED_WINDOW, self.settings.embed_batch), 0, 0
+        while done < total:
+            part = new.pending_embeddings(self.target, min(batch, total - done), after)
+            if not part:
+                break
+            vectors: dict[str, bytes | None] = dict.fromkeys((p.hash for p in part), None)
+            vectors.update(self._old_vectors(list(vectors)))
+            missing = [p for p in part if vectors[p.hash] is None]
             if missing and self.model is not None:
-                marks = ",".join("?" * len(missing))
-                rows = {r[0]: r[1:] for r in conn.execute(
-                    f"SELECT id, title, text, speaker, ts FROM chunks WHERE id IN ({marks})",
-                    [cid for _, cid in missing])}
-                fresh = self.model.embed_passages([embed_input(*rows[cid]) for _, cid in missing])
-                vectors.update(zip((h for h, _ in missing), fresh))
+                fresh = self.model.embed_passages([embed_input(p.title, p.text, p.speaker, p.ts) for p in missing])
+                vectors.update(zip((p.hash for p in missing), fresh))
                 embedded += len(missing)
-            with conn:
-                for h, _ in part:
-                    if vectors[h] is None:
-                        continue
-                    conn.execute("INSERT OR IGNORE INTO embeddings(hash, model) VALUES (?, ?)", (h, self.target))
-                    if conn.changes():
-                        conn.execute("INSERT INTO vec_chunks(rowid, embedding) VALUES (?, ?)",
-                                     (conn.last_insert_rowid(), vectors[h]))
+            found = [(p.hash, vectors[p.hash]) for p in part if vectors[p.hash] is not None]
+            new.put_embeddings(self.target, found)
+            done, after = done + len(part), part[-1].id  # what has no vector yet stays pending, passed over
             if progress:
-                progress("embed", min(i + batch, len(todo)), len(todo))
+                progress("embed", done, total)
         return embedded
 
 
 Snapshot = tuple[dict[str, str], set[str]]
 
 
-def _snapshot(conn: apsw.Connection) -> Snapshot:
+def _snapshot(store: SqliteStore) -> Snapshot:
     """Each file's state (content hash and bytes consumed) and every chunk id, to compare two indexes."""
     try:
-        files = dict(conn.execute("SELECT path, coalesce(content_hash, '') || ':' || consumed FROM files"))
-        return files, {row[0] for row in conn.execute("SELECT uid FROM chunks")}
+        return store.snapshot()
     except apsw.Error:
         return {}, set()
 

@@ -40,7 +40,7 @@ from indexer.base.settings import Settings
 from indexer.base.types import ScrubReport
 from indexer.privacy import FILTER_VERSION, kinds, scrub
 from indexer.rebuild import BUILD_PREFIX, WRITER_LOCK, maintenance_lock, rebuild_locked, remove_stale_builds
-from indexer.store import sqlite as store
+from indexer.store.local import SqliteStore
 
 STATE_FILE = "privacy.json"
 _KEEP_FIELDS = ("id", "ts")
@@ -186,31 +186,27 @@ def _changed_chunks(settings: Settings, tally: _Tally) -> int:
     """How many indexed chunks the current filter would change (their new markers are tallied)."""
     if not settings.db_path.exists():
         return 0
-    conn = store.connect(settings.db_path, create=False)
     changed = 0
-    try:
-        for title, text in conn.execute("SELECT title, text FROM chunks"):
+    with SqliteStore.open(settings.db_path, create=False) as store:
+        for title, text in store.chunk_texts():
             if tally.text(title) != title or tally.text(text) != text:
                 changed += 1
-    finally:
-        conn.close()
     return changed
 
 
 def _purge_old_bytes(settings: Settings) -> str:
     """secure_delete, VACUUM and a truncating checkpoint, so no deleted text stays in the file or its WAL."""
-    conn = store.connect(settings.db_path)
+    store = SqliteStore.open(settings.db_path)
     try:
         with file_lock(settings.state_dir / WRITER_LOCK, 120.0):
-            conn.pragma("secure_delete", True)
-            conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES('optimize')")
-            conn.execute("VACUUM")
-            busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-        return "vacuumed; WAL truncated" if not busy else "vacuumed; WAL not truncated (a reader holds it: run again)"
+            store.optimize_fts()
+            store.vacuum()
+            truncated = store.checkpoint("TRUNCATE")
+        return "vacuumed; WAL truncated" if truncated else "vacuumed; WAL not truncated (a reader holds it: run again)"
     except (apsw.Error, LockTimeout) as exc:
         return f"vacuum failed: {type(exc).__name__}: {exc}"
     finally:
-        conn.close()
+        store.close()
 
 
 def scrub_memory(settings: Settings, *, dry_run: bool = False, embedder: object = None,

@@ -13,8 +13,8 @@ from indexer.base.embedder import ModelChoice, resolve_model
 from indexer.base.errors import IndexCorrupt, MemsearchError
 from indexer.base.settings import Settings
 from indexer.base.types import Health
-from indexer.pipeline import pending_estimate
 from indexer.store import sqlite as store
+from indexer.store.local import SqliteStore, as_store
 
 
 def open_existing(settings: Settings) -> apsw.Connection | None:
@@ -40,26 +40,28 @@ def open_existing(settings: Settings) -> apsw.Connection | None:
 _LAST: WeakKeyDictionary[apsw.Connection, tuple[tuple, Health]] = WeakKeyDictionary()
 
 
-def health(conn: apsw.Connection | None, choice: ModelChoice) -> Health:
-    if conn is None:
+def health(index: SqliteStore | apsw.Connection | None, choice: ModelChoice) -> Health:
+    """What every result says of the index it came from (cached per connection until anything is written)."""
+    if index is None:
         return Health(False, 0, 0, None, choice.model_id, choice.available, choice.reason)
-    # data_version changes when another connection commits; total_changes() counts this connection's own writes
-    state = (conn.pragma("data_version"), conn.total_changes(), choice.model_id, choice.available, choice.reason)
-    last = _LAST.get(conn)
+    local = as_store(index)
+    state = (local.state_version(), choice.model_id, choice.available, choice.reason)
+    last = _LAST.get(local.conn)
     if last is not None and last[0] == state:
         return last[1]
-    _LAST[conn] = (state, result := _compute_health(conn, choice))
+    _LAST[local.conn] = (state, result := _compute_health(local, choice))
     return result
 
 
-def _compute_health(conn: apsw.Connection, choice: ModelChoice) -> Health:
-    chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
-    pending = pending_estimate(conn, choice.model_id) if choice.available else 0
+def _compute_health(local: SqliteStore, choice: ModelChoice) -> Health:
+    chunks = local.chunk_count()
+    pending = local.pending_estimate(choice.model_id) if choice.available else 0
+    last_indexed = local.get_meta("last_indexed")
     return Health(
-        index_exists=store.get_meta(conn, "last_indexed") is not None,
+        index_exists=last_indexed is not None,
         chunks=chunks,
         pending_embeddings=pending,
-        last_indexed=store.get_meta(conn, "last_indexed"),
+        last_indexed=last_indexed,
         model=choice.model_id,
         model_available=choice.available,
         model_reason=choice.reason,
@@ -74,14 +76,10 @@ def _gate(settings: Settings) -> dict[str, Any]:
     return {"project": str(project_dir()), **gate(settings).as_dict()}
 
 
-def not_embedded(conn: apsw.Connection) -> int:
-    """Content hashes the index's model saw and left without a vector: text it cannot represent (CJK for an
-    English-only model), which BM25 alone serves."""
-    model = store.get_meta(conn, "vector_model")
-    if model is None or not store.vec_table_exists(conn):
-        return 0
-    seen = conn.execute("SELECT count(*) FROM embeddings WHERE model = ?", (model,)).fetchone()[0]
-    return max(0, seen - conn.execute("SELECT count(*) FROM vec_chunks").fetchone()[0])
+def not_embedded(index: SqliteStore | apsw.Connection) -> int:
+    """Content hashes the index's model saw and left without a vector (see
+    :meth:`indexer.store.sqlite_write.SqliteWriter.not_embedded`)."""
+    return as_store(index).not_embedded()
 
 
 def status(settings: Settings) -> dict[str, Any]:
@@ -114,17 +112,18 @@ def _status(settings: Settings, choice: ModelChoice, conn: apsw.Connection | Non
         out.update(chunks=0, chunks_by_kind={}, files=0, pending_embeddings=0, not_embedded=0, last_indexed=None,
                    db_bytes=0, index_model=None)
         return out
+    local = as_store(conn)
     try:
-        by_kind = dict(conn.execute("SELECT kind, count(*) FROM chunks GROUP BY kind ORDER BY kind").fetchall())
-        h = health(conn, choice)
+        counts = local.health(None)
+        h = health(local, choice)
         out.update(
             chunks=h.chunks,
-            chunks_by_kind=by_kind,
-            files=conn.execute("SELECT count(*) FROM files").fetchone()[0],
+            chunks_by_kind=dict(counts.by_kind),
+            files=counts.sources,
             pending_embeddings=h.pending_embeddings,
-            not_embedded=not_embedded(conn),
+            not_embedded=local.not_embedded(),
             last_indexed=h.last_indexed,
-            index_model=store.get_meta(conn, "vector_model"),
+            index_model=local.get_meta("vector_model"),
             db_bytes=sum(p.stat().st_size for p in settings.db_path.parent.glob(settings.db_path.name + "*")),
         )
     finally:

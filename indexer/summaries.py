@@ -19,7 +19,7 @@ from indexer.base.locks import LockTimeout, file_lock
 from indexer.base.private import append_line, write_private
 from indexer.base.settings import Settings
 from indexer.privacy import cut_head, scrub
-from indexer.store import sqlite as store
+from indexer.store.local import SqliteStore
 
 _DECISION_RE = re.compile(
     r"\b(decided|decision|we will|we'll|i'll use|going with|chose|chosen|instead of|switched to|settled on|"
@@ -38,18 +38,13 @@ def _one_line(text: str, limit: int = 200) -> str:
 
 def build_summary(settings: Settings, session_id: str) -> str | None:
     """The markdown summary of a session from its indexed events, or None when it has none."""
-    conn = store.connect(settings.db_path)
-    try:
-        rows = conn.execute(
-            "SELECT category, title, text, ts, project FROM chunks WHERE kind = 'event' AND session_id = ?"
-            " ORDER BY ts, seq", (session_id,)).fetchall()
-    finally:
-        conn.close()
+    with SqliteStore.open(settings.db_path) as store:
+        rows = [(c.category, c.text, c.ts, c.project) for c in store.session_events(session_id)]
     if not rows:
         return None
     prompts, files, commands, errors, decisions = [], {}, [], [], []
-    project = next((r[4] for r in rows if r[4]), None)
-    for category, _title, text, _, _ in rows:
+    project = next((r[3] for r in rows if r[3]), None)
+    for category, text, _, _ in rows:
         first = text.split("\n", 1)[0]
         if category == "prompt":
             prompts.append(_one_line(text))
@@ -67,7 +62,7 @@ def build_summary(settings: Settings, session_id: str) -> str | None:
             for sentence in _SENTENCE_RE.split(text):
                 if _DECISION_RE.search(sentence):
                     decisions.append(_one_line(sentence, 240))
-    first_ts, last_ts = rows[0][3] or "", rows[-1][3] or ""
+    first_ts, last_ts = rows[0][2] or "", rows[-1][2] or ""
     lines = [
         "---",
         f"session_id: {session_id}",

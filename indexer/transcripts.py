@@ -247,7 +247,7 @@ def import_transcripts(settings, paths: list[Path] | None = None) -> ImportRepor
     (:func:`hook_captured`)."""
     from indexer import tombstones
     from indexer.pipeline import ingest
-    from indexer.store import sqlite as store
+    from indexer.store.local import SqliteStore
 
     forgotten = tombstones.load(settings.state_dir).events
 
@@ -257,7 +257,7 @@ def import_transcripts(settings, paths: list[Path] | None = None) -> ImportRepor
         state = orjson.loads(state_path.read_bytes()) if state_path.exists() else {}
     except orjson.JSONDecodeError:
         state = {}
-    conn = store.connect(settings.db_path)
+    store = SqliteStore.open(settings.db_path)
     imported = skipped = 0
     problems: list[str] = []
     files = _discover(paths or [default_transcripts_dir()])
@@ -279,11 +279,7 @@ def import_transcripts(settings, paths: list[Path] | None = None) -> ImportRepor
             end = data.rfind(b"\n") + 1
             events = transcript_events(data[:end], str(path))
             ids = [e.id for e in events]
-            known = set()
-            for i in range(0, len(ids), 500):
-                part = ids[i : i + 500]
-                marks = ",".join("?" * len(part))
-                known |= {r[0] for r in conn.execute(f"SELECT event_id FROM chunks WHERE event_id IN ({marks})", part)}
+            known = store.known_event_ids(ids)
             captured = hook_captured(settings.home, {e.session_id for e in events if e.session_id}, logs)
             fresh = [e for e in events if e.id not in known and tombstones.event_key(e.id) not in forgotten
                      and not captured.holds(e)]
@@ -297,6 +293,6 @@ def import_transcripts(settings, paths: list[Path] | None = None) -> ImportRepor
             state[key] = offset + end
             write_private(state_path, orjson.dumps(state))
     finally:
-        conn.close()
+        store.close()
     ingest(settings, [settings.home / "events"], lock_timeout=60)
     return ImportReport(len(files), imported, skipped, tuple(problems))

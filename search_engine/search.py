@@ -13,14 +13,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from weakref import WeakKeyDictionary
 
 from indexer.base.cjk import CJK_SHARE_LIMIT, cjk_share, english_only
 from indexer.base.embedder import ModelChoice
 from indexer.base.errors import ModelUnavailable, UsageError
 from indexer.base.settings import Settings
 from indexer.base.types import Explanation, Health, SearchResult
-from indexer.store import Store, StoreHealth
+from indexer.status import health
+from indexer.store import Store
 from search_engine.embedding import EmbedderArg, QueryEmbedder
 from search_engine.filters import Filters
 from search_engine.fusion import Fused, boost, dedup, fuse_by_rank, fuse_by_score
@@ -69,25 +69,10 @@ def _vectors_ready(store: Store, model_id: str | None) -> str | None:
     return None
 
 
-#: The last health built for a store, with the counts it was built from: a store that returns the same counts
-#: object again (the local one caches them until a write) has not changed, nor has its ``last_indexed``.
-_LAST_HEALTH: WeakKeyDictionary[Store, tuple[StoreHealth, ModelChoice, Health]] = WeakKeyDictionary()
-
-
 def result_health(store: Store | None, choice: ModelChoice) -> Health:
-    """What a result says of the index it came from (see :class:`indexer.base.types.Health`)."""
-    if store is None:
-        return Health(False, 0, 0, None, choice.model_id, choice.available, choice.reason)
-    counts = store.health(choice.model_id if choice.available else None, full=False)
-    last = _LAST_HEALTH.get(store)
-    if last is not None and last[0] is counts and last[1] == choice:
-        return last[2]
-    indexed = store.get_meta("last_indexed")
-    health = Health(index_exists=indexed is not None, chunks=counts.chunks,
-                    pending_embeddings=counts.pending_embeddings, last_indexed=indexed, model=choice.model_id,
-                    model_available=choice.available, model_reason=choice.reason)
-    _LAST_HEALTH[store] = (counts, choice, health)
-    return health
+    """What a result says of the index it came from (see :class:`indexer.base.types.Health`): the local index's
+    counts, cached on its connection until anything is written (:func:`indexer.status.health`)."""
+    return health(store, choice)
 
 
 def model_choice(settings: Settings, embedder: EmbedderArg = "configured") -> ModelChoice:

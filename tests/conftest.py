@@ -106,6 +106,44 @@ def pg_server():
     yield server
     server.stop()
 
+
+#: Members of the :func:`team` database and their passwords.
+TEAM_PASSWORDS = {"alice": "alice-pw-Zq9", "bob": "bob-pw-Xk2"}
+
+
+@pytest.fixture
+def team(pg_server):
+    """A fresh database with the team schema, the HNSW indexes of ``team_vector_models`` (the test model and the
+    bundled one), and members alice and bob; ``team.store(role)`` opens a member's :class:`PgStore`."""
+    import uuid
+
+    import psycopg
+
+    from indexer.base.embedder import BUNDLED_DIM, BUNDLED_ID
+    from indexer.store.postgres import PgStore, apply_team_init
+
+    name = f"team_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(pg_server.url(), autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    admin_url = pg_server.url(database=name)
+    apply_team_init(admin_url, ["alice", "bob"], [("test-model@1", 16), (BUNDLED_ID, BUNDLED_DIM)])
+    with psycopg.connect(admin_url, autocommit=True) as admin:
+        for role, password in TEAM_PASSWORDS.items():
+            admin.execute(psycopg.sql.SQL("ALTER ROLE {} PASSWORD {}").format(
+                psycopg.sql.Identifier(role), psycopg.sql.Literal(password)))
+    urls = {role: pg_server.url(role, password, name) for role, password in TEAM_PASSWORDS.items()}
+    stores: list[PgStore] = []
+
+    def open_store(role: str) -> PgStore:
+        stores.append(store := PgStore(urls[role]))
+        return store
+
+    yield type("Team", (), {"admin_url": admin_url, "urls": urls, "store": staticmethod(open_store), "db": name})
+    for store in stores:
+        store.close()
+    with psycopg.connect(pg_server.url(), autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+
 def write(path: Path, text: str | bytes) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     if isinstance(text, bytes):

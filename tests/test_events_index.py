@@ -146,7 +146,7 @@ def _v1_index(path):
     import apsw
 
     conn = apsw.Connection(str(path))
-    store._load_sqlite_vec(conn)
+    store.load_sqlite_vec(conn)
     with conn:
         store.m001_initial(conn)
         conn.pragma("user_version", 1)

@@ -4,9 +4,10 @@ import array
 import math
 
 import pytest
+from hypothesis import given, strategies as st
 
 from conftest import write
-from indexer.base.embedder import BUNDLED_DIM, BUNDLED_ID, assemble_bundled, resolve_model
+from indexer.base.embedder import BUNDLED_DIM, BUNDLED_ID, assemble_bundled, length_batches, resolve_model
 from indexer.base.errors import ModelUnavailable
 from indexer.base.settings import resolve_settings
 from indexer.pipeline import index
@@ -96,3 +97,16 @@ def test_passages_come_back_in_input_order_though_embedded_shortest_first(real_e
     for a, b in zip(together, alone):
         assert float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b))) > 0.999
     assert float(together[0] @ together[1]) < 0.9  # distinct texts: a swap would fail the check above
+
+
+@given(lengths=st.lists(st.integers(0, 5000), max_size=60), most=st.integers(1, 64), chars=st.integers(1, 2000))
+def test_length_batches_cover_every_text_once_within_the_budget(lengths, most, chars):
+    lengths = sorted(lengths)
+    batches = length_batches(lengths, most, chars)
+    assert [i for b in batches for i in b] == list(range(len(lengths)))
+    for b in batches:
+        assert 1 <= len(b) <= most
+        assert len(b) == 1 or len(b) * lengths[b.stop - 1] <= most * chars
+        # greedy: the next text would have broken a limit
+        if b.stop < len(lengths):
+            assert len(b) + 1 > most or (len(b) + 1) * lengths[b.stop] > most * chars

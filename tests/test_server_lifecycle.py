@@ -58,6 +58,18 @@ def captured(sample_home):
     return sample_home
 
 
+def _summary_state(home: Path) -> str:
+    """What the summary queue looks like, for a failure message: missing notes, queue, claim, worker, logs."""
+    state = home / ".memsearch"
+    missing = [s for s in SESSIONS if not (home / "sessions" / f"{s}.md").exists()]
+    files = sorted(p.name for p in state.iterdir()) if state.exists() else []
+    queue = (state / "summary-queue").read_text() if (state / "summary-queue").exists() else None
+    logs = sorted(state.glob("logs/*.log"))
+    tail = "".join(p.read_text()[-2000:] for p in logs)
+    return (f"missing {missing}; state files {files}; queue {queue!r}; workers {background_processes(home)}; "
+            f"logs: {tail}")
+
+
 def _stop(home: Path) -> None:
     subprocess.run([MEMSEARCH, "serve", "--stop"], capture_output=True, text=True, timeout=30)
     assert wait_for(lambda: not background_processes(home), 20)
@@ -85,7 +97,7 @@ def test_ten_session_ends_run_one_background_process(captured, monkeypatch, with
             time.sleep(0.1)
         assert most == 1
         notes = lambda: all((home / "sessions" / f"{s}.md").exists() for s in SESSIONS)  # noqa: E731
-        assert wait_for(notes, 90)
+        assert wait_for(notes, 90), _summary_state(home)
         assert "Make the nightly export resumable, part sess-03" in (home / "sessions" / "sess-03.md").read_text()
         assert not (home / ".memsearch" / "summary-queue").exists() or not (
             home / ".memsearch" / "summary-queue").read_text().strip()

@@ -1,6 +1,7 @@
-"""The PostgreSQL store against a real PostgreSQL 18 + pgvector (the session's ``pg_server``): the store contract,
-row-level security between two members (also with raw SQL as a member's role), vectors shared by content hash,
-migrations, and credentials never shown."""
+"""The PostgreSQL store against a real PostgreSQL 18 + pgvector (the session's ``pg_server``) in what only it does:
+the HNSW index and its search width, row-level security between two members (also with raw SQL as a member's
+role), vectors shared by content hash, migrations, and credentials never shown. The contract every backend keeps
+is tests/test_store_contract.py."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ pytest.importorskip("psycopg", reason="the team extra (psycopg, pgvector) is not
 import psycopg  # noqa: E402
 
 from conftest import MEMSEARCH  # noqa: E402
-from indexer.base.embedder import BUNDLED_DIM, BUNDLED_ID  # noqa: E402
+from indexer.base.embedder import BUNDLED_ID  # noqa: E402
 from indexer.base.errors import UsageError  # noqa: E402
 from indexer.store import ChunkRow, SourceState, Store  # noqa: E402
 from indexer.store.pg_schema import SCHEMA_VERSION, mask_url, team_init_sql  # noqa: E402
@@ -25,39 +26,10 @@ from search_engine.query import content_terms, terms  # noqa: E402
 
 pytestmark = pytest.mark.postgres
 MODEL, DIM = "test-model@1", 16
-PASSWORDS = {"alice": "alice-pw-Zq9", "bob": "bob-pw-Xk2"}
 
 
 @pytest.fixture
-def team(pg_server):
-    """A fresh database with the team schema, the HNSW index of the test model, and members alice and bob."""
-    name = f"team_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(pg_server.url(), autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    admin_url = pg_server.url(database=name)
-    apply_team_init(admin_url, ["alice", "bob"], [(MODEL, DIM), (BUNDLED_ID, BUNDLED_DIM)])
-    with psycopg.connect(admin_url, autocommit=True) as admin:
-        for role, password in PASSWORDS.items():
-            admin.execute(psycopg.sql.SQL("ALTER ROLE {} PASSWORD {}").format(
-                psycopg.sql.Identifier(role), psycopg.sql.Literal(password)))
-    urls = {role: pg_server.url(role, password, name) for role, password in PASSWORDS.items()}
-    stores: list[PgStore] = []
-
-    def open_store(role: str) -> PgStore:
-        stores.append(store := PgStore(urls[role]))
-        return store
-
-    yield type("Team", (), {"admin_url": admin_url, "urls": urls, "store": staticmethod(open_store), "db": name})
-    for store in stores:
-        store.close()
-    with psycopg.connect(pg_server.url(), autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
-
-
-@pytest.fixture(params=["postgres"])
-def contract_store(request, team) -> Store:
-    """One member's store of each backend, for the contract tests (the SQLite store joins the params when the
-    restack puts it behind :class:`indexer.store.Store`)."""
+def alice(team) -> PgStore:
     return team.store("alice")
 
 
@@ -78,64 +50,12 @@ def uids(store: PgStore, ids) -> set[str]:
     return {row.uid for row in store.fetch_hits(list(ids)).values()}
 
 
-def test_write_batch_is_idempotent_and_delete_by_source_removes_its_chunks(contract_store):
-    alice = contract_store
-    assert isinstance(alice, Store)
-    rows = [chunk("a1", "first note", seq=0), chunk("a2", "second note", seq=1)]
-    assert alice.write_batch(source("/m/a.md"), rows) == 2
-    assert alice.write_batch(source("/m/a.md"), rows) == 0  # a re-run sync adds no duplicates
-    assert alice.write_batch(source("/m/b.md"), [chunk("b1", "other file")]) == 1
-    assert set(alice.sources()) == {"/m/a.md", "/m/b.md"}
-    assert alice.sources()["/m/a.md"].content_hash == "h-/m/a.md"
-    health = alice.health(MODEL)
-    assert (health.chunks, health.sources, health.own_chunks, health.by_kind) == (3, 2, 3, {"note": 3})
-    assert health.pending_embeddings == 3
-    assert alice.delete_source("/m/a.md") == 2
-    assert set(alice.sources()) == {"/m/b.md"}
-    assert alice.health(MODEL).chunks == 1
-
-
-def test_lexical_stems_english_and_applies_filters_inside_the_query(contract_store):
-    alice = contract_store
-    alice.write_batch(source("/m/a.md"), [
-        chunk("deploy", "We were deploying the servers on Friday", project="web", ts="2026-05-01T10:00:00"),
-        chunk("old", "deployed servers last year", project="web", ts="2025-01-01T10:00:00"),
-        chunk("api", "the servers of another project deploy nightly", project="api", ts="2026-05-02T10:00:00"),
-        chunk("gone", "deploy servers, superseded", status="superseded", ts="2026-05-03T10:00:00"),
-        chunk("noise", "nothing to see here"),
-    ])
-    assert uids(alice, lexical(alice, "deploy server")) == {"deploy", "old", "api"}  # stemmed; hidden status out
-    assert uids(alice, lexical(alice, "deploy server", Filters(project="web"))) == {"deploy", "old"}
-    assert uids(alice, lexical(alice, "deploy server", Filters.build(since="2026-01-01"))) == {"deploy", "api"}
-    assert uids(alice, lexical(alice, "deploy server", Filters(all_status=True))) >= {"gone"}
-    assert uids(alice, lexical(alice, "deploy friday")) == {"deploy"}  # AND
-    assert uids(alice, lexical(alice, "friday nightly", op="OR")) == {"deploy", "api"}
-    assert lexical(alice, 'drop" table -- ) & | !') == []  # query syntax is only words
-    ranked = alice.lexical_top_k(content_terms(terms("servers")), "AND", Filters(), 10)
-    assert [s.score for s in ranked] == sorted((s.score for s in ranked), reverse=True)
-
-
-def test_lexical_finds_cjk_text_by_two_character_words(contract_store):
-    alice = contract_store
-    alice.write_batch(source("/m/cjk.md"), [
-        chunk("tokyo", "東京大学で機械学習を研究した"),
-        chunk("kyoto", "京都の大会は中止"),
-        chunk("seoul", "서울에서 회의를 했다"),
-    ])
-    assert uids(alice, lexical(alice, "大学")) == {"tokyo"}  # a 2-character word inside a longer run
-    assert uids(alice, lexical(alice, "学習")) == {"tokyo"}
-    assert uids(alice, lexical(alice, "京都")) == {"kyoto"}
-    assert lexical(alice, "大阪") == []
-    assert uids(alice, lexical(alice, "서울은")) == {"seoul"}  # a Korean word found without its particle
-
-
 def random_unit(rng, n: int) -> np.ndarray:
     v = rng.normal(size=(n, DIM)).astype(np.float32)
     return v / np.linalg.norm(v, axis=1, keepdims=True)
 
 
-def test_vector_candidates_use_hnsw_with_ef_search_and_filter_inside(contract_store, team, monkeypatch):
-    alice = contract_store
+def test_vector_candidates_use_hnsw_with_ef_search_and_filter_inside(alice, team, monkeypatch):
     rng = np.random.default_rng(7)
     vectors = random_unit(rng, 300)
     rows = [chunk(f"c{i}", f"chunk {i}", kind="note" if i % 3 else "fact", seq=i) for i in range(300)]
@@ -415,4 +335,3 @@ def test_raw_queries_the_lexical_expression_and_the_vector_model(team):
     assert alice.vector_model() is None
     alice.set_meta("vector_model", MODEL)
     assert alice.vector_model() == MODEL
-    assert alice.health(None, full=False).chunks == 2

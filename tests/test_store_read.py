@@ -155,18 +155,3 @@ def test_fetch_hits_and_reading_by_id_and_time(store):
         center = store.fetch_hits([dated[1][0]])[dated[1][0]]
         before, after = store.around(center, 1)
         assert [r.ts <= center.ts for r in before] == [True] and [r.ts >= center.ts for r in after] == [True]
-
-
-def test_health_counts_and_follows_writes(store, fake, settings, home):
-    from conftest import write
-
-    chunks = store.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
-    brief = store.health(fake.model_id, full=False)
-    full = store.health(fake.model_id)
-    assert (brief.chunks, brief.pending_embeddings, brief.by_kind) == (chunks, 0, {})
-    assert sum(full.by_kind.values()) == chunks and full.sources > 0 and full.vectors > 0
-    assert store.health(None).pending_embeddings == 0
-    write(home / "notes" / "late.md", "# Late note\n\nA note written after the store opened.\n")
-    index(settings, embedder=None)  # another connection adds a chunk, left pending
-    after = store.health(fake.model_id, full=False)
-    assert (after.chunks, after.pending_embeddings) == (chunks + 1, 1)

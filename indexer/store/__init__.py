@@ -1,28 +1,39 @@
 """The store contract: every operation the indexer and the search engine need from an index, and nothing else.
 
-Today the SQLite index (:mod:`indexer.store.sqlite` with the SQL in the pipeline and the search modules) does these
-operations inline; :mod:`indexer.store.postgres` implements them on PostgreSQL + pgvector. A backend is a class that
-satisfies :class:`Store`; the shapes it takes and returns are the frozen dataclasses below, so nothing above the
-store sees a connection, a cursor or SQL.
+A backend is a class that satisfies :class:`Store`: :class:`indexer.store.local.SqliteStore` (the local index,
+its writing half :mod:`indexer.store.sqlite_write` and its reading half :mod:`indexer.store.sqlite_read`, the
+file opened by :mod:`indexer.store.sqlite`) and :class:`indexer.store.postgres.PgStore` (a team's PostgreSQL +
+pgvector). The shapes it takes and returns are the frozen dataclasses below, so nothing above the store sees a
+connection, a cursor or SQL. ``tests/test_store_contract.py`` is the suite every backend passes.
 
 The contract, for any backend:
 
 - **Chunks** belong to a *source* (the file they were read from, by absolute path). :meth:`Store.write_batch`
   records the source's state and adds its chunks in one transaction; a chunk whose ``uid`` the writer already
   stored is left as it is (writes are idempotent, so a sync that is re-run after a fault adds no duplicates).
-  :meth:`Store.delete_source` removes a source's chunks and its state in one transaction.
+  :meth:`Store.delete_source` removes a source's chunks and its state in one transaction (a source not there
+  removes nothing); vectors stay, so content that comes back (an edited or moved file) is not embedded again.
 - **Vectors** are keyed by (content hash, model): :meth:`Store.pending_embeddings` lists content the model has
-  not seen yet (one row per hash, whichever chunks hold it), :meth:`Store.put_embeddings` stores them; a hash
-  stored with ``None`` is content the model cannot represent (it is no longer pending and never a vector hit).
-  Putting a (hash, model) that exists already is a no-op, so two writers embedding the same content is harmless.
+  not seen yet (one row per hash, whichever chunks hold it, oldest first), :meth:`Store.put_embeddings` stores
+  them; a hash stored with ``None`` is content the model cannot represent (it is no longer pending and never a
+  vector hit); a caller embeds window by window (``limit``, ``after``). Putting a (hash, model) that exists already is a no-op, so two writers embedding the same content
+  is harmless.
 - **Ranking** is done inside the store with the filters inside the same query (a selective filter can never starve
   a list): :meth:`Store.lexical_top_k` ranks the chunks matching the AND (or OR) of query terms (higher score is
   better), :meth:`Store.vector_candidates` the chunks nearest a query vector (cosine distance, lower is better).
   Both return chunk ids, best first, ties by id; :meth:`Store.fetch_hits` turns ids into rows.
 - **Visibility**: a backend shared by several people returns only what the connecting member may see; every
   operation above is subject to it, so the layers above need no notion of members.
-- :meth:`Store.health` counts what :class:`indexer.base.types.Health` reports; :meth:`Store.get_meta` /
-  :meth:`Store.set_meta` keep small per-index strings (``last_indexed``, ``chunker``, ``vector_model``).
+- :meth:`Store.health` counts what :class:`indexer.base.types.Health` reports (no pending content without a
+  model); :meth:`Store.get_meta` / :meth:`Store.set_meta` keep small per-index strings (``last_indexed``,
+  ``chunker``, ``vector_model``).
+
+What the local index does beyond it (a backend does not need these): ``write_batch`` and ``delete_source`` join
+a transaction the caller opened, so a scan writes many sources per commit; it holds the vectors of one model
+(putting another model's vectors replaces them, as a change of the configured model does), drops vectors no
+chunk holds at the end of a run, and its ``health`` estimates the pending count from two index-only counts
+(exact while no orphan vector is left), since every search reports it. ``forget``, ``scrub`` and maintenance use
+its upkeep methods (delete chunks by id, FTS merge, VACUUM, checkpoint, integrity check).
 """
 
 from __future__ import annotations
@@ -79,13 +90,15 @@ class SourceState:
 
 @dataclass(frozen=True)
 class PendingText:
-    """Content to embed: its hash and the fields :func:`indexer.base.chunktext.embed_input` builds the text from."""
+    """Content to embed: its hash and the fields :func:`indexer.base.chunktext.embed_input` builds the text from;
+    ``id`` is the chunk they were read from (the oldest holding the hash), what ``after`` reads on from."""
 
     hash: str
     title: str
     text: str
     speaker: str | None = None
     ts: str | None = None
+    id: int = 0
 
 
 @dataclass(frozen=True)
@@ -185,8 +198,10 @@ class Store(Protocol):
         """Every recorded source of the connecting writer, by path."""
         ...
 
-    def pending_embeddings(self, model: str, limit: int | None = None) -> list[PendingText]:
-        """Content hashes of visible chunks without a vector of ``model`` (one row per hash), oldest first."""
+    def pending_embeddings(self, model: str, limit: int | None = None, after: int = 0) -> list[PendingText]:
+        """Content hashes of visible chunks without a vector of ``model`` (one row per hash, read from the oldest
+        chunk that holds it), oldest first; ``after``: only those whose chunk id is above it (the last row's ``id``
+        reads on from a previous window, past what the caller left pending)."""
         ...
 
     def put_embeddings(self, model: str, vectors: Sequence[tuple[str, Sequence[float] | None]]) -> int:
@@ -221,10 +236,8 @@ class Store(Protocol):
         """The visible rows of ``ids`` (ids that do not exist or are not visible are absent)."""
         ...
 
-    def health(self, model: str | None, *, full: bool = True) -> StoreHealth:
-        """Counts of visible chunks, sources, vectors and content pending for ``model`` (None: nothing pending).
-        ``full=False`` may leave ``by_kind``, ``sources`` and ``vectors`` empty: what every search result carries
-        must not cost a scan."""
+    def health(self, model: str | None) -> StoreHealth:
+        """Counts of visible chunks, sources, vectors and content pending for ``model``."""
         ...
 
     def get_meta(self, key: str) -> str | None: ...

@@ -220,14 +220,14 @@ class PgStore:
         with self.pool.connection() as conn, conn.transaction():
             conn.execute(vector_index_sql(model, dim))
 
-    def pending_embeddings(self, model: str, limit: int | None = None) -> list[PendingText]:
+    def pending_embeddings(self, model: str, limit: int | None = None, after: int = 0) -> list[PendingText]:
         with self.pool.connection() as conn:
             rows = conn.execute(
                 f"SELECT DISTINCT ON (c.hash) c.hash, c.title, c.text, c.speaker, c.ts, c.id FROM {SCHEMA}.chunks c"
                 f" WHERE NOT EXISTS (SELECT 1 FROM {SCHEMA}.vectors v WHERE v.hash = c.hash AND v.model = %s)"
                 " ORDER BY c.hash, c.id", (model,)).fetchall()
-        rows.sort(key=lambda r: r[5])
-        return [PendingText(*r[:5]) for r in rows[:limit]]
+        rows = sorted((r for r in rows if r[5] > after), key=lambda r: r[5])
+        return [PendingText(*r) for r in rows[:limit]]
 
     def put_embeddings(self, model: str, vectors: Sequence[tuple[str, Sequence[float] | None]]) -> int:
         if not vectors:
@@ -342,7 +342,7 @@ class PgStore:
                                 (list(ids),)).fetchall()
         return {r[0]: HitRow(*r) for r in rows}
 
-    def health(self, model: str | None, *, full: bool = True) -> StoreHealth:
+    def health(self, model: str | None) -> StoreHealth:
         with self.pool.connection() as conn:
             by_kind = dict(conn.execute(f"SELECT kind, count(*) FROM {SCHEMA}.chunks GROUP BY kind ORDER BY kind"))
             own, others = conn.execute(

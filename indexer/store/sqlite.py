@@ -37,7 +37,8 @@ def _sqlite_vec_path() -> str:
     return str(Path(next(iter(spec.submodule_search_locations))) / "vec0")
 
 
-def _load_sqlite_vec(conn: apsw.Connection) -> None:
+def load_sqlite_vec(conn: apsw.Connection) -> None:
+    """Load sqlite-vec into ``conn`` (every connection to the index has it; ``memsearch doctor`` probes it)."""
     conn.enable_load_extension(True)
     conn.load_extension(_sqlite_vec_path())
     conn.enable_load_extension(False)
@@ -184,7 +185,7 @@ def connect(db_path: Path, *, create: bool = True, io_wait: float = WAL_RETRY_SE
         conn = None
         try:
             conn = apsw.Connection(str(db_path))
-            _load_sqlite_vec(conn)
+            load_sqlite_vec(conn)
             _set_pragmas(conn)
             migrate(conn)
             return conn
@@ -213,7 +214,7 @@ def connect_read_only(db_path: Path) -> apsw.Connection | None:
     try:
         conn = apsw.Connection(f"file:{quote(str(db_path))}?immutable=1",
                                flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
-        _load_sqlite_vec(conn)
+        load_sqlite_vec(conn)
         if conn.pragma("user_version") != len(MIGRATIONS):
             conn.close()
             return None
@@ -329,14 +330,18 @@ def ensure_vector_model(conn: apsw.Connection, model_id: str, dim: int) -> str |
     """Make the vector table hold vectors of ``model_id``; returns a note when the model changed.
 
     Vectors of two models are never mixed: when the model (or its dimension) differs from the one the table was
-    built with, the old vectors are dropped and every chunk is pending again.
+    built with, the old vectors are dropped and every chunk is pending again. What ``model_id`` itself recorded as
+    content it cannot represent (rows without a vector) is kept.
     """
     current = get_meta(conn, "vector_model")
     if current == model_id and vec_table_exists(conn):
         return None
     with conn:
         conn.execute("DROP TABLE IF EXISTS vec_chunks")
-        conn.execute("DELETE FROM embeddings")
+        if current == model_id:  # its vector table was lost: so were the vectors its rows stand for
+            conn.execute("DELETE FROM embeddings")
+        else:
+            conn.execute("DELETE FROM embeddings WHERE model <> ?", (model_id,))
         conn.execute(
             f"CREATE VIRTUAL TABLE vec_chunks USING vec0(embedding float[{int(dim)}] distance_metric=cosine)"
         )

@@ -1,5 +1,5 @@
 """What search reads from the local index: the BM25 list (FTS5), the vector candidates (sqlite-vec), hit rows,
-and what browsing and the health of a result count. Part of :class:`indexer.store.local.SqliteStore`.
+and what browsing counts (the health every result carries is counted by the writing half). Part of :class:`indexer.store.local.SqliteStore`.
 
 Every user query reaches FTS5 through :func:`fts5_query`, which quotes each term, so operators in user text are
 just words; every filter value is bound (:func:`filter_sql`).
@@ -14,14 +14,13 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Iterator, Sequence
-from weakref import WeakKeyDictionary
 
 import apsw
 
 from indexer.base.cjk import query_bigrams
 from indexer.base.errors import UsageError
 from indexer.base.types import HIDDEN_STATUSES, KINDS
-from indexer.store import FilterSpec, HitRow, QueryTerm, Scored, StoreHealth, sqlite
+from indexer.store import FilterSpec, HitRow, QueryTerm, Scored, sqlite
 from indexer.store.vector_matrix import VectorMatrix
 
 #: FTS5 column weights for bm25(): (title, body, context). The context column holds the previous turn of an event's
@@ -96,11 +95,6 @@ def _hit_row(row: tuple, _new=object.__new__) -> HitRow:
 
 def _as_blob(vector: bytes | Sequence[float]) -> bytes:
     return bytes(vector) if isinstance(vector, (bytes, bytearray, memoryview)) else array("f", vector).tobytes()
-
-
-#: The last health computed on a connection, with the state it was computed for: a long-lived connection (the
-#: server's) answers many searches between two writes, and the counts cost ~25 ms at 100k chunks.
-_HEALTH: WeakKeyDictionary[apsw.Connection, tuple[tuple, StoreHealth]] = WeakKeyDictionary()
 
 
 class SqliteReader:
@@ -341,39 +335,3 @@ class SqliteReader:
         return self.conn.execute(
             "SELECT uid, ts, text FROM chunks WHERE kind = 'fact' AND project = ? AND coalesce(status, 'active') ="
             " 'active' ORDER BY ts DESC, id DESC LIMIT ?", (project, limit)).fetchall()
-
-    # -- health -------------------------------------------------------------------------------------------------
-
-    def pending_estimate(self, model: str | None) -> int:
-        """Content hashes without a vector of ``model``, from two index-only counts: distinct chunk hashes minus
-        the vectors of the model. Exact while no orphan vectors are left (every run that removes chunks drops
-        them); every search reports it in its health, so it must not cost a scan (130 ms at 100k chunks for the
-        exact count)."""
-        hashes = self.conn.execute("SELECT count(DISTINCT hash) FROM chunks").fetchone()[0]
-        if model is None or sqlite.get_meta(self.conn, "vector_model") != model:
-            return hashes
-        vectors = self.conn.execute("SELECT count(*) FROM embeddings WHERE model = ?", (model,)).fetchone()[0]
-        return max(0, hashes - vectors)
-
-    def health(self, model: str | None, *, full: bool = True) -> StoreHealth:
-        """Cached per connection until it or another connection writes. ``full=False`` counts only the chunks
-        and what is pending, which each search result carries: the count by kind and of the vectors scan whole
-        tables."""
-        # data_version changes when another connection commits; total_changes() counts this connection's own writes
-        state = (self.conn.pragma("data_version"), self.conn.total_changes(), model, full)
-        last = _HEALTH.get(self.conn)
-        if last is not None and last[0] == state:
-            return last[1]
-        chunks = self.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
-        pending = self.pending_estimate(model) if model is not None else 0
-        result = StoreHealth(chunks=chunks, pending_embeddings=pending, own_chunks=chunks)
-        if full:
-            vectors = 0
-            if model is not None and self.vector_model() == model:
-                vectors = self.conn.execute("SELECT count(*) FROM vec_chunks").fetchone()[0]
-            result = StoreHealth(
-                chunks=chunks, pending_embeddings=pending, own_chunks=chunks, vectors=vectors,
-                by_kind=dict(self.conn.execute("SELECT kind, count(*) FROM chunks GROUP BY kind ORDER BY kind")),
-                sources=self.conn.execute("SELECT count(*) FROM files").fetchone()[0])
-        _HEALTH[self.conn] = (state, result)
-        return result

@@ -16,6 +16,7 @@ from indexer.base.embedder import resolve_model
 from indexer.base.errors import IndexCorrupt, MemsearchError
 from indexer.base.settings import Settings
 from indexer.store import sqlite as store
+from indexer.store.local import SqliteStore
 from search_engine.cli.install import SCOPES, command_program, installed_commands
 from search_engine.serve.client import is_running, server_pid
 
@@ -63,7 +64,7 @@ def _sqlite_checks() -> list[Check]:
     conn = apsw.Connection(":memory:")
     out = []
     try:
-        store._load_sqlite_vec(conn)
+        store.load_sqlite_vec(conn)
         version = conn.execute("SELECT vec_version()").fetchone()[0]
         out.append(Check("sqlite-vec", True, f"{version} loads"))
     except Exception as exc:  # any failure to load the extension is the finding itself
@@ -80,13 +81,9 @@ def _index_check(settings: Settings) -> Check:
     """The index opens, passes ``quick_check`` and counts its chunks; a damaged one is a failed check, not a stop."""
     fix = "`memsearch index` rebuilds it from your sources (it is derived data)"
     try:
-        conn = store.connect(settings.db_path)
-        try:
-            with store.damage_guard(settings.db_path):
-                problems = [row[0] for row in conn.execute("PRAGMA quick_check")]
-                chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
-        finally:
-            conn.close()
+        with SqliteStore.open(settings.db_path) as index, store.damage_guard(settings.db_path):
+            problems = index.quick_check()
+            chunks = index.chunk_count()
     except IndexCorrupt as exc:
         return Check("index", False, f"{settings.db_path} is damaged ({exc.cause})", fix)
     except MemsearchError as exc:

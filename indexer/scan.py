@@ -1,0 +1,92 @@
+"""One pass over the sources: what was deleted leaves, what changed is written again (:class:`SourceWriter`), in
+write batches (:mod:`indexer.batches`); then the chunker settings and the time of the run are recorded.
+
+A scoped scan (``paths``: a hook's ingest, a summary just written) reads only the sources under those paths and
+their rows of the index; a whole scan also lets tombstones whose note changed lapse.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from indexer import tombstones
+from indexer.base.settings import Settings
+from indexer.batches import WriteBatches
+from indexer.chunker import CHUNKER_VERSION
+from indexer.sources import discover
+from indexer.store import sqlite
+from indexer.store.local import SqliteStore
+from indexer.writer import Progress, SourceWriter, display_path
+
+
+def source_roots(settings: Settings) -> list[Path]:
+    return [settings.home, *settings.extra_sources]
+
+
+def inside_sources(settings: Settings, paths: list[Path]) -> list[Path]:
+    """The ``paths`` whose real location (every symlink followed) lies inside the memory root or an extra source."""
+    roots = [os.path.realpath(p) for p in source_roots(settings)]
+    kept = []
+    for path in paths:
+        real = os.path.realpath(path)
+        if any(real == r or real.startswith(r.rstrip("/") + "/") for r in roots):
+            kept.append(path)
+    return kept
+
+
+def in_scope(key: str, scope: list[Path]) -> bool:
+    """Whether the source ``key`` is, or lies under, one of ``scope``."""
+    return any(key == str(p) or key.startswith(str(p).rstrip("/") + "/") for p in scope)
+
+
+def chunker_signature(settings: Settings) -> str:
+    """What the chunks depend on besides the sources: a change re-chunks everything."""
+    return f"{CHUNKER_VERSION}:{settings.chunk_chars}:{settings.chunk_overlap}"
+
+
+def scan(settings: Settings, store: SqliteStore, paths: list[Path] | None, full: bool,
+         progress: Progress | None) -> tuple[SourceWriter, list[str]]:
+    """Bring the chunks of the sources (all, or those under ``paths``) up to date; returns the run's writer
+    (counts, skipped sources) and notes for the report. The caller holds the writer lock."""
+    chunker = chunker_signature(settings)
+    notes: list[str] = []
+    recorded = store.get_meta("chunker")
+    # A scoped run (a hook's ingest) re-chunks only its own files, so it leaves the change for the next full scan.
+    if recorded not in (None, chunker) and not paths:
+        full = True
+        notes.append("chunker settings changed: every source re-chunked")
+    run = SourceWriter(settings, store, full)
+    scope = [p.absolute() for p in paths] if paths else source_roots(settings)
+    for p in scope:
+        if not p.exists():
+            run.skip(str(p), "does not exist")
+    # a scoped run (a hook's ingest) reads only its own rows, not the whole table
+    known = store.sources_under(str(p) for p in scope) if paths else store.sources()
+    found = list(discover([p for p in scope if p.exists()], source_roots(settings),
+                          lambda p, why: run.skip(display_path(p, settings.home), why)))
+    seen = {str(path) for path, _ in found}
+    # Gone first: a file that is no longer found, or (in a full run) that no longer lies under any source, as
+    # when the memory root moved. Its chunks must leave before the files that replace it arrive, because a chunk's
+    # id comes from its path relative to the root and the same note at its new place would collide with them.
+    gone = [k for k in known if k not in seen and (not paths or in_scope(k, scope))]
+    with WriteBatches(store, run.written) as batches:
+        for key in gone:
+            run.remove(key)
+            batches.maybe_commit()
+        run.counts["deleted"] = len(gone)
+        for i, (path, source) in enumerate(found):
+            run.index_file(path, source, known)
+            batches.maybe_commit()
+            if progress and (i % 50 == 0 or i == len(found) - 1):
+                progress("scan", i + 1, len(found))
+        if recorded is None or not paths:
+            store.set_meta("chunker", chunker)
+        store.set_meta("last_indexed", sqlite.now_iso())
+    if run.counts["removed"]:
+        store.drop_orphan_vectors()
+    if not paths and tombstones.path(settings.state_dir).exists() and run.stones.notes:
+        # a whole scan knows every file: a tombstone whose file changed (or went) has lapsed
+        if run.stones.prune(store.content_hashes()):
+            tombstones.save(settings.state_dir, run.stones)
+    return run, notes

@@ -1,0 +1,174 @@
+"""Writing one source into the index: a document re-chunked whole when its content changed, an event log from the
+byte offset where the last run stopped (:mod:`indexer.eventread`), the chunks a tombstone hides left out, and
+each event's turn context. :class:`SourceWriter` keeps the counts and the skipped sources of one run.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import xxhash
+
+from indexer import tombstones
+from indexer.base.chunktext import content_hash
+from indexer.base.settings import Settings
+from indexer.base.types import Skipped
+from indexer.eventread import HEAD_BYTES, head_hash, read_blocks, resume_offset
+from indexer.sources import MAX_FILE_BYTES, PARSERS, Draft, SourceError, decode, path_context
+from indexer.store import ChunkRow, SourceState
+from indexer.store.local import SqliteStore
+from indexer.tombstones import Tombstones, chunk_key
+
+#: A progress callback: (phase, done, total).
+Progress = Callable[[str, int, int], None]
+
+
+def display_path(path: Path, home: Path) -> str:
+    try:
+        return path.relative_to(home).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def chunk_uid(rel: str, seq: int, h: str) -> str:
+    """A chunk's public id: its place (path relative to the root, sequence) and its content hash."""
+    return xxhash.xxh3_64_hexdigest(f"{rel}\0{seq}\0{h}".encode("utf-8", "surrogatepass"))[:12]
+
+
+class SourceWriter:
+    """Writes sources into ``store`` for one run (``full``: re-read even what looks unchanged)."""
+
+    def __init__(self, settings: Settings, store: SqliteStore, full: bool) -> None:
+        self.settings, self.store, self.full = settings, store, full
+        self.counts = dict.fromkeys(("scanned", "changed", "unchanged", "deleted", "added", "removed"), 0)
+        self.skipped: list[Skipped] = []
+        self.last_turn: dict[str, str] = {}  # session id -> its latest event chunk's text
+        self._stones: Tombstones | None = None
+
+    @property
+    def stones(self) -> Tombstones:
+        """The chunks of the user's notes that ``forget`` hides, read when a changed note first needs them (a run
+        that finds nothing changed reads no file)."""
+        if self._stones is None:
+            self._stones = tombstones.load(self.settings.state_dir)
+        return self._stones
+
+    def written(self) -> int:
+        """Chunks added and removed so far (what a write batch measures)."""
+        return self.counts["added"] + self.counts["removed"]
+
+    def skip(self, rel: str, reason: str) -> None:
+        self.skipped.append(Skipped(rel, reason))
+
+    # -- chunks ---------------------------------------------------------------------------------------------
+
+    def rows(self, rel: str, drafts: Iterable[Draft]) -> list[ChunkRow]:
+        """The store's rows for ``drafts`` of the source shown as ``rel``, with their ids and turn context."""
+        out = []
+        for d in drafts:
+            h = content_hash(d.title, d.text, d.speaker, d.ts)
+            out.append(ChunkRow(
+                uid=chunk_uid(rel, d.seq, h), hash=h, kind=d.kind, text=d.text, path=rel, seq=d.seq,
+                category=d.category, title=d.title, line_start=d.line_start, line_end=d.line_end,
+                event_id=d.event_id, ts=d.ts, session_id=d.session_id, project=d.project, status=d.status,
+                speaker=d.speaker, context=self.context(d)))
+        return out
+
+    def context(self, d: Draft) -> str:
+        """The text of the turn before event ``d`` in its session, indexed as ``d``'s low-weight context column:
+        a reply ("Yes, twice a week") is then found by the words of the question it answers. Notes have none.
+
+        The previous turn is the session's last event chunk of this run, or, for the first event of a session in
+        a run (an incremental run, a hook's ingest), the latest one already indexed: one index seek per session
+        and run, none per row.
+        """
+        if d.kind != "event" or not d.session_id:
+            return ""
+        previous = self.last_turn.get(d.session_id)
+        if previous is None:
+            previous = self.store.previous_turn(d.session_id, d.ts)
+        self.last_turn[d.session_id] = d.text
+        return previous
+
+    def write(self, state: SourceState, rows: list[ChunkRow]) -> None:
+        self.counts["added"] += self.store.write_batch(state, rows)
+
+    def remove(self, key: str) -> None:
+        """Drop the source ``key`` and its chunks (a changed source is written again after)."""
+        self.counts["removed"] += self.store.delete_source(key)
+
+    # -- sources --------------------------------------------------------------------------------------------
+
+    def index_file(self, path: Path, source: str, known: dict[str, SourceState]) -> None:
+        key = str(path)
+        rel = display_path(path, self.settings.home)
+        self.counts["scanned"] += 1
+        try:
+            st = path.stat()
+            row = known.get(key)
+            if row is not None and not self.full and row.mtime_ns == st.st_mtime_ns and row.size == st.st_size:
+                self.counts["unchanged"] += 1
+                return
+            if source == "events":
+                self.index_events(path, key, rel, st, row)
+            else:
+                self.index_document(path, key, rel, source, st, row)
+        except OSError as exc:
+            self.skip(rel, f"cannot read: {exc.strerror or exc}")
+
+    def index_document(self, path: Path, key: str, rel: str, source: str, st: os.stat_result,
+                       row: SourceState | None) -> None:
+        if st.st_size > MAX_FILE_BYTES:
+            self.skip(rel, f"too large ({st.st_size / 1e6:.1f} MB > {MAX_FILE_BYTES / 1e6:.0f} MB)")
+            return
+        data = path.read_bytes()
+        digest = xxhash.xxh3_128_hexdigest(data)
+        state = SourceState(key, source, st.st_mtime_ns, st.st_size, digest)
+        if row is not None and not self.full and row.content_hash == digest:
+            self.write(state, [])
+            self.counts["unchanged"] += 1
+            return
+        s = self.settings
+        try:
+            text = decode(data)
+            parsed = PARSERS[source](path, text, path_context(path, s.home), s.chunk_chars, s.chunk_overlap)
+        except SourceError as exc:
+            self.skip(rel, str(exc))
+            return
+        for problem in parsed.problems:
+            self.skip(rel, problem)
+        drafts = parsed.drafts
+        if key in self.stones.notes:
+            drafts = [d for d in drafts if not self.stones.is_hidden(key, digest, chunk_key(d.title, d.text),
+                                                                     (d.line_start, d.line_end))]
+        with self.store.transaction():
+            self.remove(key)
+            self.write(state, self.rows(rel, drafts))
+        self.counts["changed"] += 1
+
+    def index_events(self, path: Path, key: str, rel: str, st: os.stat_result, row: SourceState | None) -> None:
+        s = self.settings
+        with path.open("rb") as f:
+            head = f.read(HEAD_BYTES)
+            start = resume_offset(head, st.st_size, row, self.full)
+            first = True
+            for consumed, parsed in read_blocks(f, start, s.chunk_chars, s.chunk_overlap,
+                                                lambda why: self.skip(rel, why)):
+                for problem in parsed.problems:
+                    self.skip(rel, problem)
+                state = SourceState(key, "events", st.st_mtime_ns, st.st_size, None, consumed,
+                                    head_hash(head, consumed))
+                with self.store.transaction():
+                    if first and start == 0:
+                        self.remove(key)
+                    self.write(state, self.rows(rel, parsed.drafts))
+                first = False
+            if first:  # nothing new (an empty file)
+                with self.store.transaction():
+                    if start == 0:
+                        self.remove(key)
+                    self.write(SourceState(key, "events", st.st_mtime_ns, st.st_size, None, start,
+                                           xxhash.xxh3_64_hexdigest(b"")), [])
+        self.counts["changed"] += 1
