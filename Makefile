@@ -34,15 +34,16 @@ browser:  ## Debian's Chromium for the viewer's browser tests (installed with ap
 test: install browser  ## Run the test suite (real SQLite, FTS5, sqlite-vec, the bundled model, headless Chromium)
 	$(PY) -m pytest -q
 
-lint: install  ## ruff
+lint: install  ## ruff, then the type checker (mypy, configured in pyproject.toml)
 	$(VENV)/bin/ruff check indexer search_engine hooks scripts tests
+	$(VENV)/bin/mypy
 
-bench: install  ## Benchmark suite (scripts/bench.py; --sizes 1000,10000 for a quick run) and the prompt hook
+bench: install  ## Benchmark suite (python -m scripts.bench; --sizes 1000,10000 for a quick run) and the prompt hook
 	$(PY) -m pip install --quiet -e ".[bench]" --config-settings editable_mode=compat
-	$(PY) scripts/bench.py
+	$(PY) -m scripts.bench
 
-eval: install  ## Retrieval quality on the public datasets in ../shared/eval (scripts/eval.py)
-	$(PY) scripts/eval.py
+eval: install  ## Retrieval quality on the public datasets in ../shared/eval (python -m scripts.eval)
+	$(PY) -m scripts.eval
 
 clean:  ## Remove the virtualenv and demo data
 	rm -rf $(VENV) .demo

@@ -70,10 +70,11 @@ def read_stdin(deadline_s: float = 2.0) -> dict:
 def log(message: str) -> None:
     """Append one line to the hooks log; never raises."""
     try:
+        from indexer.base.paths import HOOKS_LOG
         from indexer.base.private import append_line
         from indexer.base.settings import resolve_settings
 
-        log_path = resolve_settings(strict=False).log_dir / "hooks.log"
+        log_path = resolve_settings(strict=False).log_dir / HOOKS_LOG
         append_line(log_path, f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {message}")
     except Exception:
         pass
@@ -84,7 +85,7 @@ def _with_notices(output: str | None) -> str | None:
     ``systemMessage``, which Claude Code shows to the user."""
     handlers = sys.modules.get(f"{__package__}.handlers")
     notices = list(getattr(handlers, "NOTICES", None) or ())
-    if not notices:
+    if handlers is None or not notices:
         return output
     handlers.NOTICES.clear()  # one hook run's: tests and `memsearch hook` run several in one process
     import json
@@ -147,7 +148,8 @@ def main(argv: list[str] | None = None) -> int:
         output = _with_notices(output)
         if output:
             _print(name, output)
-        if name in EVENTS and os.environ.get("MEMSEARCH_HOOK_LOG_TIMES") == "1":
+        settings = getattr(sys.modules.get(f"{__package__}.handlers"), "SETTINGS", None)
+        if name in EVENTS and settings is not None and settings.log_hook_times:
             log(f"{name}: {elapsed:.1f} ms")
     return 0
 

@@ -10,10 +10,10 @@ import os
 import re
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
+from indexer.base.paths import SUMMARIZE_STARTING
 from indexer.base.settings import Settings, resolve_settings
 from indexer.eventlog import Event, append
 from search_engine.serve.client import request
@@ -33,10 +33,15 @@ _TRIVIAL_RE = re.compile(
 )
 
 
+#: This hook run's settings, once resolved (the entry point reads ``log_hook_times`` from it).
+SETTINGS: Settings | None = None
+
+
 def _settings() -> Settings:
     """The settings, resolved leniently: a bad value (a typo in a config file, a cloned project's config) is
     logged and skipped for the next source down, never a reason to stop capturing."""
-    settings = resolve_settings(strict=False)
+    global SETTINGS
+    settings = SETTINGS = resolve_settings(strict=False)
     if settings.problems:
         from hooks.entry import log
 
@@ -141,9 +146,9 @@ def prompt(payload: dict[str, Any]) -> str | None:
     return _context_json("UserPromptSubmit", block) if block else None
 
 
-@dataclass(frozen=True)
-class Recalled:
-    """What the prompt hook found for a prompt, before its relevance gate."""
+class Recalled(NamedTuple):
+    """What the prompt hook found for a prompt, before its relevance gate (a named tuple: this path imports no
+    ``dataclasses`` until the warm server's hits are rebuilt as :class:`indexer.base.types.Hit`)."""
 
     query: ParsedQuery
     hits: list[Hit]
@@ -171,7 +176,7 @@ def recall(payload: dict[str, Any]) -> Recalled | None:
     max_items = settings.max_items
     if is_trivial(text) or max_items == 0 or not allowed.inject:
         if path is not None:
-            _ingest(settings, path)
+            request(settings, {"op": "ingest", "paths": [str(path)]}, timeout=SERVER_TIMEOUT)
         return None
     from search_engine.query import ParsedQuery
 
@@ -182,7 +187,13 @@ def recall(payload: dict[str, Any]) -> Recalled | None:
 
 def _search(settings: Settings, query: ParsedQuery, session: str | None, k: int, captured: Path | None) -> list[Hit]:
     """Hybrid results from the warm server when it answers in time (it also indexes the captured prompt), else
-    BM25 in this process."""
+    BM25 in this process.
+
+    Without a server the prompt is not indexed here: the search excludes its own session anyway, and importing
+    the indexer would double this path's start-up (``python -X importtime``: the pipeline is the largest import
+    of the hook). The prompt is in the event log; the server this call starts indexes it on its first scan, and
+    where no server may run, the next hook that records an event (the turn's Stop, a tool call) indexes the log
+    from where the index stopped, this prompt included."""
     started = time.monotonic()
     filters = {"exclude_session": session} if session else {}
     from search_engine.serve.client import tuning
@@ -198,13 +209,10 @@ def _search(settings: Settings, query: ParsedQuery, session: str | None, k: int,
 
     ensure_server(settings)  # gone after an idle exit, say: back for the next prompt, not waited for here
     from indexer.base.errors import IndexCorrupt, MemsearchError
-    from indexer.pipeline import ingest
     from search_engine.filters import Filters
     from search_engine.search import search
 
     try:
-        if captured is not None:
-            ingest(settings, [captured], lock_timeout=0.1)
         if time.monotonic() - started > SEARCH_BUDGET:
             return []
         result = search(settings, query, mode="bm25", k=k, filters=Filters(exclude_session=session), embedder=None)
@@ -237,7 +245,8 @@ def tool(payload: dict[str, Any]) -> None:
     settings = _settings()
     from indexer.optout import tool_excluded
 
-    tool_input = payload.get("tool_input") if isinstance(payload.get("tool_input"), dict) else {}
+    raw_input = payload.get("tool_input")
+    tool_input = raw_input if isinstance(raw_input, dict) else {}
     target = tool_input.get("file_path") or tool_input.get("notebook_path") or tool_input.get("path")
     if not _gate(settings, payload).capture or tool_excluded(settings, name, target if isinstance(target, str)
                                                              else None):
@@ -300,7 +309,7 @@ def session_end(payload: dict[str, Any]) -> None:
         return None
     from search_engine.serve.client import claim_start
 
-    if not claim_start(settings, "summarize.starting"):
+    if not claim_start(settings, SUMMARIZE_STARTING):
         return None  # a worker is draining the queue: it takes this session too
     import subprocess
 
@@ -322,6 +331,6 @@ def summarize(argv: list[str]) -> None:
     try:
         drain_queue(settings, embedder=None)
     finally:
-        (settings.state_dir / "summarize.starting").unlink(missing_ok=True)
+        (settings.state_dir / SUMMARIZE_STARTING).unlink(missing_ok=True)
     if queued(settings):  # queued while this worker was finishing (that hook saw the claim and left it to us)
         drain_queue(settings, embedder=None)

@@ -17,10 +17,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from indexer.base.paths import EVENTS_DIR
 from indexer.base.private import private_dirs
 from indexer.privacy import cut_head, scrub
 
-EVENT_TYPES = ("prompt", "response", "tool", "session")
 MAX_CONTENT_CHARS = 64_000
 
 
@@ -66,7 +66,7 @@ def _scrub_value(value: Any) -> Any:
 
 def event_path(home: Path, ts: str | None = None) -> Path:
     day = (ts or time.strftime("%Y-%m-%d"))[:10]
-    return home / "events" / f"{day}.jsonl"
+    return home / EVENTS_DIR / f"{day}.jsonl"
 
 
 def encode(event: Event) -> bytes:

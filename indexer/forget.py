@@ -29,13 +29,14 @@ from pathlib import Path
 from indexer import tombstones
 from indexer.base.errors import MemsearchError, NotFound, UsageError
 from indexer.base.locks import LockTimeout, file_lock
+from indexer.base.paths import EVENTS_DIR, FORGET_LOG, WRITER_LOCK
 from indexer.base.private import private_dirs
 from indexer.base.settings import Settings
 from indexer.base.types import ForgetItem, ForgetPlan, ForgetReport, ForgetSelector, NoteToEdit
 from indexer.eventread import HEAD_BYTES, head_hash
 from indexer.logrewrite import archive_matches, blank_lines, replace_file, rewrite_archive
 from indexer.pipeline import ingest
-from indexer.rebuild import WRITER_LOCK, maintenance_lock
+from indexer.rebuild import maintenance_lock
 from indexer.scan import scan
 from indexer.store.local import SqliteStore
 from indexer.store.sqlite_upkeep import StoredChunk
@@ -127,8 +128,8 @@ def plan_forget(settings: Settings, selector: ForgetSelector) -> ForgetPlan:
         raise UsageError("say what to forget: ids, --session, --before, --since, --project or --match")
     rows: list[StoredChunk] = []
     if settings.db_path.exists():
-        if (settings.home / "events").is_dir():
-            ingest(settings, [settings.home / "events"], lock_timeout=2.0)
+        if (settings.home / EVENTS_DIR).is_dir():
+            ingest(settings, [settings.home / EVENTS_DIR], lock_timeout=2.0)
         with SqliteStore.open(settings.db_path) as store:
             rows = _select(settings, store, selector)
     generated: dict[str, bool] = {}
@@ -165,7 +166,7 @@ def _db_bytes(settings: Settings) -> int:
 
 def _log(settings: Settings, message: str) -> None:
     private_dirs(settings.log_dir)
-    fd = os.open(settings.log_dir / "forget.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    fd = os.open(settings.log_dir / FORGET_LOG, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     with os.fdopen(fd, "a", encoding="utf-8") as f:
         f.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {message}\n")
 

@@ -95,7 +95,7 @@ def blank_lines(path: Path, offsets: dict[int, str]) -> int:
 
 def _read_all(fd: int) -> bytes:
     os.lseek(fd, 0, os.SEEK_SET)
-    parts = []
+    parts: list[bytes] = []
     while True:
         block = os.read(fd, 1 << 20)
         if not block:

@@ -36,12 +36,13 @@ import orjson
 from indexer.base.embedder import Embedder
 from indexer.base.errors import MemsearchError
 from indexer.base.locks import LockTimeout, file_lock
+from indexer.base.paths import EVENTS_DIR, WRITER_LOCK
 from indexer.base.private import private_dirs, write_private
 from indexer.base.settings import Settings
 from indexer.base.types import Expired, IndexCheck, MaintainReport
 from indexer.pipeline import AUTO
 from indexer.privacy import FILTER_VERSION
-from indexer.rebuild import WRITER_LOCK, maintenance_lock, rebuild_locked
+from indexer.rebuild import maintenance_lock, rebuild_locked
 from indexer.scrub import save_filter_version, scrub_sources, stored_filter_version
 from indexer.sources import normalize_ts
 from indexer.store.local import SqliteStore, as_store
@@ -139,7 +140,7 @@ def expire_event_logs(settings: Settings, now: datetime | None = None) -> list[E
     date in its name) is read to find its newest event, so a log that received recent events is kept.
     """
     days = settings.retention_days_event
-    events = settings.home / "events"
+    events = settings.home / EVENTS_DIR
     if days <= 0 or not events.is_dir():
         return []
     cutoff = ((now or datetime.now()) - timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%S")
@@ -218,7 +219,7 @@ def _archive(data: bytes, folder: Path, name: str) -> Path:
 
 
 def _read_all(fd: int) -> bytes:
-    parts = []
+    parts: list[bytes] = []
     while True:
         block = os.read(fd, 1 << 20)
         if not block:

@@ -161,7 +161,8 @@ def _structured(name: str, tool_input: dict[str, Any], response: dict[str, Any])
     elif name == "NotebookEdit" and isinstance(tool_input.get("new_source"), str):
         out.append("new: " + _short(tool_input["new_source"]))
     elif name == "Read":
-        file = response.get("file") if isinstance(response.get("file"), dict) else {}
+        raw_file = response.get("file")
+        file = raw_file if isinstance(raw_file, dict) else {}
         if isinstance(file.get("numLines"), int):
             out.append(f"{file['numLines']} lines read")
     elif name in ("Grep", "Glob"):

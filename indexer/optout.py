@@ -19,7 +19,8 @@ import os
 from fnmatch import fnmatchcase
 from pathlib import Path
 
-from indexer.base.settings import Settings
+from indexer.base.paths import CONFIG_NAME, PROJECT_CONFIG_NAME
+from indexer.base.settings import Settings, project_dir
 
 MARKER = ".memsearch-ignore"
 
@@ -58,13 +59,13 @@ def _matches(path: str, globs: tuple[str, ...]) -> str | None:
 
 def gate(settings: Settings, project: Path | str | None = None) -> Gate:
     """The gate for ``project`` (default: ``$CLAUDE_PROJECT_DIR``, else the working directory)."""
-    where = Path(project or os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd()).absolute()
+    where = Path(project or project_dir()).absolute()
     marker = marker_for(where)
     if marker is not None:
         return Gate(False, False, f"opted out by {marker}")
     if not settings.capture:
         origin = settings.origins.get("capture", "default")
-        source = {"project": f"{where / '.memsearch.toml'}", "config": "memsearch.toml in the memory root",
+        source = {"project": f"{where / PROJECT_CONFIG_NAME}", "config": f"{CONFIG_NAME} in the memory root",
                   "env": "MEMSEARCH_CAPTURE", "flag": "a flag"}.get(origin, origin)
         return Gate(False, False, f"capture = false in {source}")
     glob = _matches(str(where), settings.exclude_paths)
@@ -77,4 +78,6 @@ def tool_excluded(settings: Settings, name: str, path: str | None = None) -> boo
     """Whether a call of tool ``name`` (on file ``path``) must not be recorded."""
     if any(fnmatchcase(name, glob) for glob in settings.exclude_tools):
         return True
-    return bool(path) and _matches(str(Path(os.path.expanduser(path)).absolute()), settings.exclude_paths) is not None
+    if not path:
+        return False
+    return _matches(str(Path(os.path.expanduser(path)).absolute()), settings.exclude_paths) is not None

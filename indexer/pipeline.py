@@ -21,6 +21,7 @@ from pathlib import Path
 from indexer.base.embedder import Embedder, load_embedder, resolve_model
 from indexer.base.errors import IndexCorrupt, MemsearchError
 from indexer.base.locks import LockTimeout, file_lock
+from indexer.base.paths import WRITER_LOCK
 from indexer.base.private import private_dirs
 from indexer.base.settings import Settings
 from indexer.base.types import IndexReport
@@ -75,11 +76,11 @@ def _index(settings: Settings, paths, full: bool, embedder, progress, lock_timeo
     store = SqliteStore.open(settings.db_path)
     try:
         try:
-            with file_lock(settings.state_dir / "index.lock", lock_timeout):
+            with file_lock(settings.state_dir / WRITER_LOCK, lock_timeout):
                 run, notes = scan(settings, store, paths, full, progress)
         except LockTimeout:
             raise MemsearchError(
-                f"another memsearch index run holds {settings.state_dir / 'index.lock'}; wait for it and try again"
+                f"another memsearch index run holds {settings.state_dir / WRITER_LOCK}; wait for it and try again"
             ) from None
         embedded, model_id = 0, None
         if embedder is AUTO:
@@ -132,7 +133,7 @@ def ingest(settings: Settings, paths: list[Path], *, lock_timeout: float = 0.2) 
         private_dirs(settings.state_dir)
     store = SqliteStore.open(settings.db_path, io_wait=lock_timeout)  # a hook does not wait out a deleted -wal
     try:
-        with file_lock(settings.state_dir / "index.lock", lock_timeout), sqlite.damage_guard(settings.db_path):
+        with file_lock(settings.state_dir / WRITER_LOCK, lock_timeout), sqlite.damage_guard(settings.db_path):
             scan(settings, store, paths, False, None)
         return True
     except LockTimeout:

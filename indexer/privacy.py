@@ -30,7 +30,7 @@ Marker kinds: ``private``, ``private-key``, ``key-material``, ``password``, ``se
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from indexer.secret_rules import mask
 
@@ -59,8 +59,9 @@ _TAG_RE = re.compile(
 _FENCE_RE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})(.*)$", re.MULTILINE)
 
 
-@dataclass(frozen=True)
-class Redacted:
+class Redacted(NamedTuple):
+    """The filtered text and what was done to it (a named tuple: the hooks' path imports no ``dataclasses``)."""
+
     text: str
     private_spans: int = 0
     secrets: int = 0

@@ -22,7 +22,6 @@ import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import replace
 from pathlib import Path
 
 import apsw
@@ -31,6 +30,7 @@ from indexer.base.chunktext import embed_input
 from indexer.base.embedder import Embedder, load_embedder, resolve_model
 from indexer.base.errors import IndexCorrupt, MemsearchError
 from indexer.base.locks import LockTimeout, file_lock
+from indexer.base.paths import BUILD_PREFIX, MAINTENANCE_LOCK, WRITER_LOCK
 from indexer.base.private import private_dirs
 from indexer.base.settings import Settings
 from indexer.base.types import IndexReport
@@ -42,9 +42,6 @@ from indexer.store import sqlite
 from indexer.store.local import SqliteStore
 from indexer.writer import Progress, SourceWriter
 
-MAINTENANCE_LOCK = "maintain.lock"
-WRITER_LOCK = "index.lock"
-BUILD_PREFIX = "rebuild-"
 SWAP_LOCK_TIMEOUT = 600.0
 
 
@@ -83,7 +80,7 @@ def rebuild_locked(
     started = time.perf_counter()
     remove_stale_builds(settings)
     build_path = settings.state_dir / f"{BUILD_PREFIX}{os.getpid()}.db"
-    build = replace(settings, db_path=build_path)
+    build = settings.replace(db_path=build_path)
     new = SqliteStore.open(build_path)
     notes: list[str] = []
     old = _open_old(settings.db_path, notes)

@@ -35,26 +35,26 @@ import apsw
 
 from indexer.base.errors import MemsearchError
 from indexer.base.locks import LockTimeout, file_lock
+from indexer.base.paths import BUILD_PREFIX, EVENTS_DIR, PRIVACY_STATE, WRITER_LOCK
 from indexer.base.private import write_private
 from indexer.base.settings import Settings
 from indexer.base.types import ScrubReport
 from indexer.privacy import FILTER_VERSION, kinds, scrub
-from indexer.rebuild import BUILD_PREFIX, WRITER_LOCK, maintenance_lock, rebuild_locked, remove_stale_builds
+from indexer.rebuild import maintenance_lock, rebuild_locked, remove_stale_builds
 from indexer.store.local import SqliteStore
 
-STATE_FILE = "privacy.json"
 _KEEP_FIELDS = ("id", "ts")
 
 
 def stored_filter_version(settings: Settings) -> int | None:
     try:
-        return int(json.loads((settings.state_dir / STATE_FILE).read_text())["filter_version"])
+        return int(json.loads((settings.state_dir / PRIVACY_STATE).read_text())["filter_version"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
 
 def save_filter_version(settings: Settings) -> None:
-    write_private(settings.state_dir / STATE_FILE, json.dumps({"filter_version": FILTER_VERSION}).encode(),
+    write_private(settings.state_dir / PRIVACY_STATE, json.dumps({"filter_version": FILTER_VERSION}).encode(),
                   durable=True)
 
 
@@ -152,7 +152,7 @@ def _own_files(settings: Settings) -> list[tuple[str, Path]]:
     home, state = settings.home, settings.state_dir
     found: list[tuple[str, Path]] = []
     for kind, folder, pattern in (
-        ("event logs", home / "events", "*.jsonl"),
+        ("event logs", home / EVENTS_DIR, "*.jsonl"),
         ("archives", home / "archive" / "events", "*.gz"),
         ("session summaries", home / "sessions", "*.md"),
         ("state files", state, "*.json"),

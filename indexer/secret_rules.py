@@ -44,7 +44,8 @@ class _Lazy:
     __slots__ = ("source", "flags", "_compiled")
 
     def __init__(self, source: str, flags: int = 0) -> None:
-        self.source, self.flags, self._compiled = source, flags, None
+        self.source, self.flags = source, flags
+        self._compiled: re.Pattern[str] | None = None
 
     def _get(self) -> re.Pattern[str]:
         if self._compiled is None:

@@ -23,6 +23,7 @@ from typing import Any
 
 import orjson
 
+from indexer.base.paths import CONFIG_NAME, STATE_DIR
 from indexer.chunker import parse_front_matter, split_markdown, split_plain
 from indexer.privacy import redact
 
@@ -30,7 +31,7 @@ NOTE_SUFFIXES = (".md", ".markdown", ".txt")
 MAX_FILE_BYTES = 20 * 1024 * 1024
 MAX_EVENT_LINE_BYTES = 1024 * 1024
 MAX_JSON_DEPTH = 64
-SKIP_DIRS = {".memsearch", ".git", "node_modules", "__pycache__", ".venv"}
+SKIP_DIRS = {STATE_DIR, ".git", "node_modules", "__pycache__", ".venv"}
 _DATE_RE = re.compile(r"(\d{4}-\d{2}-\d{2})")
 
 
@@ -65,7 +66,7 @@ class Parsed:
 def classify(path: Path) -> str | None:
     """Which parser reads ``path``: ``events``, ``facts``, ``record``, ``note``, or None to ignore it."""
     name = path.name.lower()
-    if name == "memsearch.toml" or name.startswith("."):
+    if name == CONFIG_NAME or name.startswith("."):
         return None
     if name.endswith(".jsonl") and path.parent.name == "events":
         return "events"
@@ -101,8 +102,8 @@ def discover(
             dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
             for name in sorted(filenames):
                 path = Path(dirpath) / name
-                source = classify(path)
-                if not source or path in seen:
+                kind = classify(path)
+                if not kind or path in seen:
                     continue
                 if path.is_symlink():
                     why = _link_problem(path, inside)
@@ -111,7 +112,7 @@ def discover(
                             refused(path, why)
                         continue
                 seen.add(path)
-                yield path, source
+                yield path, kind
 
 
 def _link_problem(path: Path, inside: list[str]) -> str | None:
@@ -333,7 +334,8 @@ def parse_record(path: Path, text: str, ctx: Context, chunk_chars: int, overlap:
 
 
 def event_title(event: dict[str, Any]) -> str:
-    meta = event.get("metadata") if isinstance(event.get("metadata"), dict) else {}
+    raw_meta = event.get("metadata")
+    meta = raw_meta if isinstance(raw_meta, dict) else {}
     parts = [str(event.get("type") or "event"), event.get("tool_name"), meta.get("speaker")]
     return " · ".join(str(p) for p in parts if p)
 
@@ -349,7 +351,8 @@ def event_speaker(event: dict[str, Any]) -> str:
     >>> event_speaker({"type": "prompt", "metadata": {"speaker": "Caroline"}}), event_speaker({"type": "prompt"})
     ('Caroline', 'user')
     """
-    meta = event.get("metadata") if isinstance(event.get("metadata"), dict) else {}
+    raw_meta = event.get("metadata")
+    meta = raw_meta if isinstance(raw_meta, dict) else {}
     speaker = meta.get("speaker")
     if isinstance(speaker, str) and speaker.strip():
         return " ".join(speaker.split())

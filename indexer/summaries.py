@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 
 from indexer.base.locks import LockTimeout, file_lock
+from indexer.base.paths import EVENTS_DIR, SUMMARY_LOCK, SUMMARY_QUEUE, SUMMARY_QUEUE_WORK
 from indexer.base.private import append_line, write_private
 from indexer.base.settings import Settings
 from indexer.privacy import cut_head, scrub
@@ -106,7 +107,7 @@ def is_generated(path: Path) -> bool:
 
 
 def queue_path(settings: Settings) -> Path:
-    return settings.state_dir / "summary-queue"
+    return settings.state_dir / SUMMARY_QUEUE
 
 
 def queue_summary(settings: Settings, session_id: str) -> None:
@@ -119,7 +120,7 @@ def queue_summary(settings: Settings, session_id: str) -> None:
 
 def queued(settings: Settings) -> bool:
     try:
-        return queue_path(settings).stat().st_size > 0 or any(settings.state_dir.glob("summary-queue.*.work"))
+        return queue_path(settings).stat().st_size > 0 or any(settings.state_dir.glob(SUMMARY_QUEUE_WORK))
     except OSError:
         return False
 
@@ -130,14 +131,14 @@ def drain_queue(settings: Settings, embedder=None) -> int:
     vectors for the next embedding pass (never load a model here)."""
     written = 0
     try:
-        with file_lock(settings.state_dir / "summary.lock", 0):
+        with file_lock(settings.state_dir / SUMMARY_LOCK, 0):
             while True:
                 # a work file left by a drain that died is taken up first
-                work = sorted(settings.state_dir.glob("summary-queue.*.work"))
+                work = sorted(settings.state_dir.glob(SUMMARY_QUEUE_WORK))
                 if not work:
                     if not queue_path(settings).exists() or queue_path(settings).stat().st_size == 0:
                         return written
-                    target = settings.state_dir / f"summary-queue.{os.getpid()}.work"
+                    target = settings.state_dir / f"{SUMMARY_QUEUE}.{os.getpid()}.work"
                     os.replace(queue_path(settings), target)
                     work = [target]
                 for path in work:
@@ -157,7 +158,7 @@ def write_session_summary(settings: Settings, session_id: str, embedder=None) ->
         ingest,
     )
 
-    ingest(settings, [settings.home / "events"], lock_timeout=30)
+    ingest(settings, [settings.home / EVENTS_DIR], lock_timeout=30)
     text = build_summary(settings, session_id)
     if text is None:
         return None

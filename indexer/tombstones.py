@@ -16,15 +16,15 @@ The file holds hashes only, never text, and is written atomically, readable by i
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import orjson
 import xxhash
 
+from indexer.base.paths import TOMBSTONES
 from indexer.base.private import private_dirs
-
-NAME = "forgotten.json"
 
 
 def chunk_key(title: str, text: str) -> str:
@@ -63,7 +63,7 @@ class Tombstones:
         return entry
 
     def hide(self, file_key: str, file_hash: str, keys: list[str],
-             ranges: list[tuple[int | None, int | None]] = ()) -> int:
+             ranges: Sequence[tuple[int | None, int | None]] = ()) -> int:
         entry = self.notes.get(file_key)
         if entry is None or entry.get("file_hash") != file_hash:
             entry = self.notes[file_key] = {"file_hash": file_hash, "chunks": [], "ranges": []}
@@ -73,7 +73,7 @@ class Tombstones:
         known.extend([a, b] for a, b in ranges if a is not None and b is not None and [a, b] not in known)
         return len(new)
 
-    def prune(self, current: dict[str, str | None]) -> int:
+    def prune(self, current: Mapping[str, str | None]) -> int:
         """Drop the tombstones of files whose bytes changed or that are gone (``current``: file key -> content
         hash, for files the index knows); returns how many lapsed."""
         lapsed = [k for k, entry in self.notes.items() if current.get(k) != entry.get("file_hash")]
@@ -87,7 +87,7 @@ class Tombstones:
 
 
 def path(state_dir: Path) -> Path:
-    return state_dir / NAME
+    return state_dir / TOMBSTONES
 
 
 def load(state_dir: Path) -> Tombstones:
@@ -113,7 +113,7 @@ def load(state_dir: Path) -> Tombstones:
 def save(state_dir: Path, stones: Tombstones) -> None:
     private_dirs(state_dir)
     p = path(state_dir)
-    tmp = p.with_name(f".{NAME}.{os.getpid()}.tmp")
+    tmp = p.with_name(f".{TOMBSTONES}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "wb") as f:
         f.write(orjson.dumps({"version": 1, "notes": stones.notes, "events": sorted(stones.events)},

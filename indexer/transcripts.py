@@ -17,7 +17,9 @@ from typing import Any
 
 import orjson
 
+from indexer.base.paths import EVENTS_DIR, IMPORTS
 from indexer.base.private import private_dirs, write_private
+from indexer.base.settings import Settings
 from indexer.eventlog import Event, append
 from indexer.observations import describe_tool
 from indexer.sources import normalize_ts
@@ -25,7 +27,6 @@ from indexer.sources import normalize_ts
 #: A block the host or a hook injected: it opens at the start of a line and is closed. A tag merely mentioned in
 #: prose ("hooks wrap output in a `<memory-context>` block") is neither, and the text after it is kept.
 _INJECTED_RE = re.compile(r"^[ \t]*<(system-reminder|memory-context)>.*?</\1>", re.DOTALL | re.MULTILINE)
-MAX_TOOL_OUTPUT = 2000
 
 
 def strip_injected(text: str) -> str:
@@ -39,9 +40,9 @@ def strip_injected(text: str) -> str:
     return _INJECTED_RE.sub("", text).strip()
 
 
-def default_transcripts_dir() -> Path:
-    base = os.environ.get("CLAUDE_CONFIG_DIR") or str(Path("~/.claude").expanduser())
-    return Path(base) / "projects"
+def default_transcripts_dir(settings: Settings) -> Path:
+    """Claude Code's transcripts: ``projects/`` in its folder (the ``claude_dir`` setting, ``$CLAUDE_CONFIG_DIR``)."""
+    return settings.claude_dir / "projects"
 
 
 def _blocks(content: Any) -> list[dict[str, Any]]:
@@ -208,7 +209,7 @@ def hook_captured(home: Path, sessions: set[str], logs: dict[Path, bytes] | None
         return found
     needles = [s.encode() for s in sessions]
     logs = {} if logs is None else logs
-    for path in sorted((home / "events").glob("*.jsonl")):
+    for path in sorted((home / EVENTS_DIR).glob("*.jsonl")):
         if path not in logs:
             try:
                 logs[path] = path.read_bytes()
@@ -221,7 +222,8 @@ def hook_captured(home: Path, sessions: set[str], logs: dict[Path, bytes] | None
             session = line.get("session_id")
             if session not in sessions or str(line.get("id") or "").startswith("t-"):
                 continue  # another session's, or an earlier import's (those are matched by id)
-            meta = line.get("metadata") if isinstance(line.get("metadata"), dict) else {}
+            raw_meta = line.get("metadata")
+            meta = raw_meta if isinstance(raw_meta, dict) else {}
             if line.get("type") == "tool" and meta.get("tool_use_id"):
                 found.tool_uses.add(str(meta["tool_use_id"]))
             elif line.get("type") in ("prompt", "response") and isinstance(line.get("content"), str):
@@ -251,7 +253,7 @@ def import_transcripts(settings, paths: list[Path] | None = None) -> ImportRepor
 
     forgotten = tombstones.load(settings.state_dir).events
 
-    state_path = settings.state_dir / "imports.json"
+    state_path = settings.state_dir / IMPORTS
     private_dirs(settings.state_dir)
     try:
         state = orjson.loads(state_path.read_bytes()) if state_path.exists() else {}
@@ -260,7 +262,7 @@ def import_transcripts(settings, paths: list[Path] | None = None) -> ImportRepor
     store = SqliteStore.open(settings.db_path)
     imported = skipped = 0
     problems: list[str] = []
-    files = _discover(paths or [default_transcripts_dir()])
+    files = _discover(paths or [default_transcripts_dir(settings)])
     logs: dict[Path, bytes] = {}  # the hooks' event logs as they were before this import appended to them
     try:
         for path in files:
@@ -294,5 +296,5 @@ def import_transcripts(settings, paths: list[Path] | None = None) -> ImportRepor
             write_private(state_path, orjson.dumps(state))
     finally:
         store.close()
-    ingest(settings, [settings.home / "events"], lock_timeout=60)
+    ingest(settings, [settings.home / EVENTS_DIR], lock_timeout=60)
     return ImportReport(len(files), imported, skipped, tuple(problems))

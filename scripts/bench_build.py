@@ -25,7 +25,8 @@ from pathlib import Path
 
 import numpy as np
 import xxhash
-from bench_corpus import CORPUS_VERSION
+
+from scripts.bench_corpus import CORPUS_VERSION
 
 BUILD_VERSION = "1"
 
@@ -69,7 +70,6 @@ class PhaseClock:
         self.t0 = time.perf_counter()
         self.scan_end: float | None = None
         self.embed_first: float | None = None
-        self.embed_done = 0
 
     def __call__(self, phase: str, done: int, total: int) -> None:
         now = time.perf_counter()
@@ -78,7 +78,6 @@ class PhaseClock:
         elif phase == "embed":
             if self.embed_first is None:
                 self.embed_first = now
-            self.embed_done = done
 
 
 def timed_index(settings, embedder) -> dict:
@@ -132,7 +131,7 @@ class RecycledEmbedder:
         for t in texts:
             h = xxhash.xxh64_intdigest(t.encode("utf-8", "surrogatepass"))
             rng = np.random.default_rng(h)
-            v = self.pool[h % len(self.pool)] + rng.normal(0.0, self.sigma, self.dim).astype(np.float32)
+            v = self.pool[h % len(self.pool)] + np.asarray(rng.normal(0.0, self.sigma, size=self.dim), dtype=np.float32)
             out.append((v / np.linalg.norm(v)).astype(np.float32).tobytes())
         return out
 
@@ -198,7 +197,11 @@ def ensure_embedded(work: Path, n: int, root: Path, emb, *, fresh: bool, raw_max
     meta.unlink(missing_ok=True)
     db.parent.mkdir(parents=True, exist_ok=True)
     settings = resolve_settings(root, db_path=db)
-    embedder = emb if real else RecycledEmbedder(emb.model_id, pool)
+    if real:
+        embedder = emb
+    else:
+        assert pool is not None, "recycled vectors are drawn from a pool of real ones"
+        embedder = RecycledEmbedder(emb.model_id, pool)
     log(f"building the {vec}-vector index of {n} chunks ({'fresh' if fresh else 'first build, cached after'})")
     load0 = os.getloadavg()[0]
     timing = timed_index(settings, embedder)

@@ -108,7 +108,8 @@ def query_set(src: Sources, n: int, seed: int = 7) -> list[str]:
 
 
 def _clip(parts: list[str], sep: str, limit: int = MAX_UNIT_CHARS) -> str:
-    out, size = [], 0
+    out: list[str] = []
+    size = 0
     for p in parts:
         if out and size + len(p) + len(sep) > limit:
             break
@@ -201,7 +202,6 @@ def build_corpus(root: Path, n_chunks: int, src: Sources, seed: int = 1234) -> d
     per_day = [0] * days
     for _ in range(n_events):
         per_day[rng.randrange(days)] += 1
-    made = 0
     for d, count in enumerate(per_day):
         day = day0 + timedelta(days=d)
         lines = []
@@ -228,7 +228,6 @@ def build_corpus(root: Path, n_chunks: int, src: Sources, seed: int = 1234) -> d
             else:
                 ev.update(type="response", content=gen.cjk())
             lines.append(orjson.dumps(ev))
-            made += 1
         if lines:
             (tmp / "events" / f"{day.isoformat()}.jsonl").write_bytes(b"\n".join(lines) + b"\n")
 

@@ -5,7 +5,7 @@ Two paths, measured one after the other on the same memory root:
 - BM25 cold: no server running, the hook records the prompt, indexes it and searches BM25 in its own process;
 - hybrid warm: ``memsearch serve`` running with the model loaded; the hook asks it.
 
-    python scripts/bench_hook.py --home DIR [--runs 60] [--json out.json]
+    python -m scripts.bench_hook --home DIR [--runs 60] [--json out.json]
 
 The memory root must already be indexed (with embeddings for the warm path). Prompts are drawn from the texts
 of the root's own chunks, reworded into questions, so they find something.
@@ -17,18 +17,14 @@ import argparse
 import json
 import os
 import random
-import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+from scripts.stats import percentile
+
 BIN = Path(sys.executable).parent
-
-
-def percentile(values: list[float], p: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
 
 
 def prompts_from(home: Path, n: int, seed: int = 7) -> list[str]:
@@ -72,9 +68,9 @@ def measure(env: dict[str, str], prompts: list[str], label: str) -> dict:
         elapsed, hit = run_hook(env, prompt, f"bench-{label}-{i}")
         times.append(elapsed)
         injected += hit
-    return {"path": label, "runs": len(times), "p50_ms": round(statistics.median(times), 1),
+    return {"path": label, "runs": len(times), "p50_ms": round(percentile(times, 50), 1),
             "p95_ms": round(percentile(times, 95), 1), "max_ms": round(max(times), 1), "injected": injected,
-            "floor_p50_ms": round(statistics.median(floors), 1), "floor_p95_ms": round(percentile(floors, 95), 1)}
+            "floor_p50_ms": round(percentile(floors, 50), 1), "floor_p95_ms": round(percentile(floors, 95), 1)}
 
 
 def peak_rss(env: dict[str, str], prompt: str) -> float:

@@ -6,14 +6,17 @@ The texts are generated here (prose with no secret word, Python code full of ``k
 log with a credential every ~2 KB, a JSON tool response), at 2 KB (a typical prompt or tool observation), 64 KB
 (the event cap) and 1 MB (a large tool output, filtered whole before its head and tail are kept).
 
-Run with the Python of any checkout to compare filters:
-    .venv/bin/python scripts/bench_privacy.py [--repo DIR] [--json]
+    .venv/bin/python -m scripts.bench_privacy [--repo DIR] [--json]
+
+``--repo`` measures another checkout's filter: the figures come from a child process whose ``PYTHONPATH`` is
+that checkout.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import statistics
 import subprocess
@@ -116,9 +119,9 @@ def import_ms(python: str, repo: Path, runs: int = 7) -> float:
 
 
 def privacy_section(python: str = sys.executable, repo: Path = REPO) -> dict:
-    """The figures for ``scripts/bench.py``: measured in a child process of ``python`` in ``repo``."""
+    """The figures for ``scripts.bench``: measured in a child process of ``python`` importing ``repo``'s modules."""
     out = subprocess.run([python, str(Path(__file__).resolve()), "--inner"], cwd=repo, check=True,
-                         capture_output=True, text=True).stdout
+                         env={**os.environ, "PYTHONPATH": str(repo)}, capture_output=True, text=True).stdout
     res = json.loads(out)
     res["import_ms"] = import_ms(python, repo)
     return res
@@ -132,7 +135,6 @@ def main() -> int:
     p.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.inner:
-        sys.path.insert(0, str(Path.cwd()))
         print(json.dumps(measure()))
         return 0
     res = privacy_section(args.python, Path(args.repo))

@@ -20,6 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from scripts.stats import summary
+
 
 @dataclass
 class ProcResult:
@@ -49,6 +51,7 @@ def run_process(argv: list[str], *, stdin: bytes | None = None, env: dict[str, s
         proc = subprocess.Popen(full, stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
                                 stdout=out, stderr=err, env=env, cwd=cwd)
         if stdin is not None:
+            assert proc.stdin is not None  # stdin=PIPE
             try:
                 proc.stdin.write(stdin)
                 proc.stdin.close()
@@ -115,8 +118,6 @@ def measure_command(hook: HookCommand, queries: list[str], runs: int, env: dict[
     """``runs`` cold processes over ``queries`` (cycled): latency and peak RSS distributions. With ``floor``, a
     floor process runs just before each one (pair by pair, so both see the same load) and its latencies are
     reported beside, as ``floor_ms``."""
-    from bench_stats import summary
-
     for q in queries[:warmup]:  # page cache, .pyc files
         run_process(hook.argv(q), stdin=hook.stdin(q), env=env)
     secs, rss, failures, first_error = [], [], 0, None

@@ -15,7 +15,8 @@ from pathlib import Path
 import apsw
 import numpy as np
 import sqlite_vec
-from bench_stats import summary, time_each
+
+from scripts.stats import summary, time_each
 
 K = 10
 

@@ -33,7 +33,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -168,7 +168,7 @@ def sweep(rows: list[Asked], name: str, values: list[float]) -> list[dict]:
     """Recall and false injection for each value of one gate parameter, the others at their defaults."""
     from search_engine.context import DEFAULT_GATE
 
-    return [{name: v, **rates(rows, replace(DEFAULT_GATE, **{name: v}))} for v in values]
+    return [{name: v, **rates(rows, DEFAULT_GATE._replace(**{name: v}))} for v in values]
 
 
 def plot(curves: dict[str, dict[str, list[dict]]], chosen: dict[str, float], out: Path) -> Path | None:

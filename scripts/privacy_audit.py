@@ -16,8 +16,10 @@ memory root but the user's own notes is read as bytes (``index.db`` and its ``-w
 first) and searched,
 case-insensitively, for each canary. A case leaks when its canary is anywhere on disk.
 
+    .venv/bin/python -m scripts.privacy_audit [--json FILE]
+
 Runs against any checkout (to compare filters): ``cd CHECKOUT && .venv/bin/python PATH/privacy_audit.py``
-(the checkout's modules are imported from the current directory). Prints leaks by class; ``--json`` for all.
+(that checkout's ``.venv`` imports its own modules). Prints leaks by class; ``--json`` for all.
 """
 
 from __future__ import annotations
@@ -26,9 +28,10 @@ import argparse
 import json
 import os
 import shutil
-import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 PAD = "lorem ipsum dolor sit amet " * 80  # ~2,160 characters
 
@@ -136,7 +139,6 @@ def _transcript(path: Path, session: str, text: str, i: int) -> None:
 def run(home: Path) -> dict:
     os.environ["MEMSEARCH_HOME"] = str(home)
     os.environ["MEMSEARCH_NO_SERVER"] = "1"
-    sys.path.insert(0, os.getcwd())
     from hooks import handlers
     from indexer.base.settings import resolve_settings
     from indexer.pipeline import index
@@ -151,7 +153,7 @@ def run(home: Path) -> dict:
         for i, (_cls, _canary, text) in enumerate(cases):
             session = f"audit-{i:03d}"
             base = {"session_id": session, "cwd": "/work/app"}
-            calls = [
+            calls: list[tuple[Callable[[dict[str, Any]], object], dict[str, Any]]] = [
                 (handlers.prompt, {**base, "hook_event_name": "UserPromptSubmit", "prompt": text}),
                 (handlers.tool, {**base, "hook_event_name": "PostToolUse", "tool_name": "Bash",
                                  "tool_input": {"command": text[:5000]}, "tool_response": {"stdout": text}}),

@@ -1,5 +1,5 @@
 """Shared by the stress scripts (``stress_load.py``, ``stress_crash.py``): a synthetic memory root, running the real
-``memsearch`` and ``memsearch-hook`` processes, percentiles, and the index checks.
+``memsearch`` and ``memsearch-hook`` processes, and the index checks (percentiles: :mod:`scripts.stats`).
 
 Everything is local: a memory root in a temporary folder, the installed commands, no network.
 """
@@ -18,12 +18,11 @@ from pathlib import Path
 
 import orjson
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from indexer.base.types import IndexCheck
+from indexer.maintain import check_index
+from indexer.store import sqlite as store
 
-from indexer.base.types import IndexCheck  # noqa: E402
-from indexer.maintain import check_index  # noqa: E402
-from indexer.store import sqlite as store  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 BIN = Path(sys.executable).parent
 MEMSEARCH = str(BIN / "memsearch")
@@ -115,15 +114,6 @@ def run(args: list[str], env: dict[str, str], timeout: float = 600, stdin: bytes
     proc = subprocess.run(args, input=stdin, capture_output=True, env=env, timeout=timeout)
     return Ran(args, proc.returncode, proc.stdout.decode(errors="replace"), proc.stderr.decode(errors="replace"),
                time.perf_counter() - started)
-
-
-def percentile(values: list[float], p: float) -> float:
-    """Nearest-rank percentile (p in 0..100) of ``values``; 0.0 for none."""
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    rank = max(1, min(len(ordered), round(p / 100 * len(ordered) + 0.5)))
-    return ordered[rank - 1]
 
 
 def check_db(db: Path) -> IndexCheck | None:

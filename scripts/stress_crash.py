@@ -8,8 +8,8 @@ agree row for row; then the next ``memsearch index`` must complete, and the chec
 surviving index is compared with one built from scratch over the same files (``MEMSEARCH_DB`` elsewhere): the same
 chunks, the same BM25 answers (every matching chunk with its score), the same vectors, and the same hybrid results.
 
-    python scripts/stress_crash.py                       # 12 kills of each command (36), real model
-    python scripts/stress_crash.py --rounds 5 --model none --seed 3
+    python -m scripts.stress_crash                       # 12 kills of each command (36), real model
+    python -m scripts.stress_crash --rounds 5 --model none --seed 3
 
 Bounded by the number of rounds; local only (a temporary memory root).
 """
@@ -26,8 +26,9 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
-from stress_common import (
+from scripts.stress_common import (
     MEMSEARCH,
     TOPICS,
     check_db,
@@ -157,7 +158,6 @@ def main() -> int:
     base = Path(tempfile.mkdtemp(prefix="memsearch-crash-"))
     root = make_root(base, args.notes, args.events, seed=args.seed)
     env = env_for(root, args.model, MEMSEARCH_NO_SERVER="1")
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from indexer.base.settings import resolve_settings
 
     settings = resolve_settings(root, model=args.model)
@@ -193,7 +193,7 @@ def main() -> int:
     last = run([MEMSEARCH, "index", "--json"], env)
     fresh = resolve_settings(root, model=args.model, db_path=str(base / "fresh.db"))
     built = run([MEMSEARCH, "index", "--json"], {**env, "MEMSEARCH_DB": str(fresh.db_path)})
-    comparison = compare(settings, fresh) if last.returncode == 0 and built.returncode == 0 else {
+    comparison: dict[str, Any] = compare(settings, fresh) if last.returncode == 0 and built.returncode == 0 else {
         "error": (last.stderr + built.stderr).strip()}
     per_kind = {k: {"kills": sum(1 for r in rounds if r["kind"] == k),
                     "killed_while_running": sum(1 for r in rounds if r["kind"] == k and r["killed_while_running"]),

@@ -8,8 +8,8 @@ and the audit counts: events written, events found once in the log and once in t
 last run), failed hooks, failed searches, failed index/maintain runs, "database is locked" anywhere, the index
 checks, and hook latency percentiles.
 
-    python scripts/stress_load.py                      # 8 workers, 60 s, real model, warm server
-    python scripts/stress_load.py --workers 12 --duration 90 --no-server --model none --json out.json
+    python -m scripts.stress_load                      # 8 workers, 60 s, real model, warm server
+    python -m scripts.stress_load --workers 12 --duration 90 --no-server --model none --json out.json
 
 Bounded in time (``--duration`` plus the final runs) and local only (a temporary memory root).
 """
@@ -27,8 +27,10 @@ import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
-from stress_common import (
+from scripts.stats import percentile
+from scripts.stress_common import (
     HOOK,
     MEMSEARCH,
     TOPICS,
@@ -38,7 +40,6 @@ from stress_common import (
     initial_index,
     machine_note,
     make_root,
-    percentile,
     run,
 )
 
@@ -78,7 +79,8 @@ def hook_worker(w: int, deadline: float, env: dict, calls: list[HookCall], lock:
         mark = f"zq{w:02d}x{i:05d}q"
         if i % 2 == 0:
             kind = "prompt"
-            payload = {"session_id": f"load-{w}", "cwd": "/home/dev/payments-api", "hook_event_name": "UserPromptSubmit",
+            payload: dict[str, Any] = {"session_id": f"load-{w}", "cwd": "/home/dev/payments-api",
+                                       "hook_event_name": "UserPromptSubmit",
                        "prompt": f"How did we deal with {rng.choice(TOPICS)} last time? (ref {mark})"}
         else:
             kind = "tool"
@@ -176,7 +178,6 @@ def main() -> int:
     base = Path(tempfile.mkdtemp(prefix="memsearch-load-"))
     root = make_root(base, args.notes, args.events, seed=1)
     env = env_for(root, args.model, **({"MEMSEARCH_NO_SERVER": "1"} if args.no_server else {}))
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from indexer.base.settings import resolve_settings
     from search_engine.serve.client import is_running, request
 
@@ -243,8 +244,10 @@ def main() -> int:
 
     def lat(kind=None):
         values = [c.seconds for c in calls if kind in (None, c.kind)]
+        if not values:
+            return {"n": 0, "p50": 0.0, "p95": 0.0, "p99": 0.0, "max": 0.0}
         return {"n": len(values), "p50": round(percentile(values, 50), 3), "p95": round(percentile(values, 95), 3),
-                "p99": round(percentile(values, 99), 3), "max": round(max(values, default=0.0), 3)}
+                "p99": round(percentile(values, 99), 3), "max": round(max(values), 3)}
 
     figures = {
         "workers": args.workers, "duration_s": args.duration, "wall_s": round(wall, 1), "model": args.model,
@@ -264,7 +267,7 @@ def main() -> int:
         "searches": len(searches),
         "search_errors": sum(1 for ok, _, _ in searches if not ok),
         "search_problems": [p for ok, p, _ in searches if not ok][:10],
-        "search_p95_s": round(percentile([s for _, _, s in searches], 95), 3),
+        "search_p95_s": round(percentile([s for _, _, s in searches], 95), 3) if searches else 0.0,
         "index_runs": len(index_runs), "index_failures": sum(1 for r in index_runs if r.returncode),
         "maintain_and_full_runs": len(maintain_runs),
         "maintain_failures": sum(1 for r in maintain_runs if r.returncode),

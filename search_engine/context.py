@@ -16,8 +16,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from search_engine.query import ParsedQuery, terms
 
@@ -73,8 +72,7 @@ def coverage(query: ParsedQuery, hit: Hit) -> float:
     return found / len(wanted)
 
 
-@dataclass(frozen=True)
-class Gate:
+class Gate(NamedTuple):
     """The relevance gate's parameters, chosen from the curves of ``make eval``'s injection section (LoCoMo dev
     as a user's memory, questions sent through the prompt hook; README, "Injection").
 
@@ -89,6 +87,8 @@ class Gate:
     Measured and not adopted: agreement of the two lists alone (both in their first 3, 5 or 10) at a lower
     similarity raised false injection (to 0.12-0.38) more than recall: in a memory without the answer, both
     lists agree on the same off-topic items; the margin over the list's median is what tells them apart.
+
+    A named tuple, not a dataclass: the prompt hook builds the block, and ``dataclasses`` is not imported there.
     """
 
     min_similarity: float = 0.55

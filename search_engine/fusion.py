@@ -7,6 +7,7 @@ import math
 import re
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
+from itertools import islice
 from typing import Generic, TypeVar
 
 K = TypeVar("K", bound=Hashable)
@@ -133,7 +134,10 @@ def trigrams(text: str) -> frozenset[str]:
     >>> sorted(trigrams("Abcd"))
     ['abc', 'bcd']
     """
-    norm = _SPACE_RE.sub(" ", text.lower()).strip()
+    return _trigrams_of(_SPACE_RE.sub(" ", text.lower()).strip())
+
+
+def _trigrams_of(norm: str) -> frozenset[str]:
     if len(norm) < 3:
         return frozenset([norm]) if norm else frozenset()
     return frozenset(map("".join, zip(norm, norm[1:], norm[2:])))  # twice as fast as slicing in a loop
@@ -172,6 +176,36 @@ def novel(a: frozenset[str], b: frozenset[str]) -> int:
     return len(a - b)
 
 
+#: Trigrams whose first character falls in these ranges are a text's *sample*, found as (first character, next
+#: two) pairs: 11-19% of the characters of the evaluation's English, Chinese, Japanese and Korean texts. The sample
+#: decides only how fast a pair is ruled out, never the result: see :func:`dedup`.
+_SAMPLED_RE = re.compile("([a-d0-4\u6000-\u67ff\u8000-\u87ff\uac00-\uafff\u3040-\u304f\u30a0-\u30bf])(?=(..))",
+                         re.DOTALL)
+#: At most this many sampled trigrams of a lower-ranked text are looked up in each kept text's sample.
+_PROBE = 48
+
+
+class _Text:
+    """One text of :func:`dedup`: its sampled trigrams and a probe of at most ``_PROBE`` of them at once, its full
+    trigram set (as :func:`trigrams` makes it) only when a pair needs it."""
+
+    __slots__ = ("norm", "sampled", "probe", "_grams")
+    sampled: frozenset[tuple[str, str]]
+
+    def __init__(self, text: str):
+        # trigrams()' folding: str.split() and the \\s of re split on the same (str.isspace) characters
+        self.norm = " ".join(text.lower().split())
+        self.sampled = frozenset(_SAMPLED_RE.findall(self.norm))
+        self.probe = frozenset(islice(self.sampled, _PROBE)) if len(self.sampled) > _PROBE else self.sampled
+        self._grams: frozenset[str] | None = None
+
+    @property
+    def grams(self) -> frozenset[str]:
+        if self._grams is None:
+            self._grams = _trigrams_of(self.norm)
+        return self._grams
+
+
 def dedup(
     ranked: Sequence[tuple[K, str]], threshold: float, limit: int | None = None,
     max_novel: int = MAX_NOVEL_TRIGRAMS,
@@ -181,29 +215,62 @@ def dedup(
     in substance: ``|T(b) − T(a)| ≤ max_novel``). Stops once ``limit`` items are kept. Returns the kept keys and the
     hidden ones with the kept item each duplicated.
 
+    Exact, only faster than comparing every pair's full sets: each text has a sample ``S`` (its trigrams whose
+    first character is in a fixed set of ranges) and a probe ``P ⊆ S``. As ``P(b) − S(a) ⊆ T(b) − T(a)``, a kept
+    text holding fewer than ``|P(b)| − max_novel`` of the probe's trigrams in its sample cannot be matched, and
+    all kept texts are probed at once in C; the few pairs left are decided on the full sets. Measured with
+    ``python -m scripts.bench_dedup`` (100-hit lists, k = 50, a 2-core machine under load 8; p50 thread CPU
+    time, pairwise definition → this): SciFact chunks 26 → 4.9 ms, cmrc2018 8.7 → 2.2 ms, LoCoMo turns 2.7 → 2.0 ms.
+
     >>> dedup([("a", "the same text"), ("b", "the same text!"), ("c", "other")], 0.8)[0]
     ['a', 'c']
     """
-    kept: list[tuple[K, frozenset[str]]] = []
+    kept: list[K] = []
+    samples: list[frozenset[tuple[str, str]]] = []  # of the kept texts, in order
+    sizes: list[int] = []  # of their samples
+    texts: list[_Text] = []
+    full: list[frozenset[str] | None] = []  # their full trigram sets, made when a pair first needs one
     hidden: list[DedupDecision] = []
-    for key, text in ranked:
+    for key, raw in ranked:
         if limit is not None and len(kept) >= limit:
             break
-        grams = trigrams(text)
+        text = _Text(raw)
+        need = len(text.probe) - max_novel
+        # |S(b)| − |S(a)| ≤ |S(b) − S(a)| ≤ |T(b) − T(a)|: a kept text whose sample is that much smaller is no match
+        most = len(text.sampled) - max_novel
+        if need > 0:
+            sized = [i for i, n in enumerate(sizes) if n >= most]
+            probed = map(len, map(text.probe.intersection, [samples[i] for i in sized]))
+            candidates: Sequence[int] = [i for i, n in zip(sized, probed) if n >= need]
+        else:
+            candidates = [i for i, n in enumerate(sizes) if n >= most]
         match = None
-        for other, other_grams in kept:
-            # |A∩B|/|A∪B| ≤ min/max: skip pairs whose sizes alone rule a match out
-            small, large = sorted((len(grams), len(other_grams)))
-            if large and small / large < threshold:
-                continue
-            if novel(grams, other_grams) > max_novel:
-                continue
-            sim = jaccard(grams, other_grams)
-            if sim >= threshold:
-                match = (other, sim)
-                break
+        if candidates:
+            grams = text.grams
+            size = len(grams)
+            for i in candidates:
+                other_grams = full[i]
+                if other_grams is None:
+                    other_grams = full[i] = texts[i].grams
+                other_size = len(other_grams)
+                # |A∩B|/|A∪B| ≤ min/max, and |B−A| ≥ |B|−|A|: pairs whose sizes alone rule a match out
+                small, large = (size, other_size) if size <= other_size else (other_size, size)
+                if large and small / large < threshold or size - other_size > max_novel:
+                    continue
+                shared = len(grams & other_grams)
+                if size - shared > max_novel:  # |B−A|
+                    continue
+                union = size + other_size - shared
+                sim = shared / union if union else 1.0  # jaccard(), with two empty texts alike
+                if sim >= threshold:
+                    match = (kept[i], sim)
+                    break
         if match is None:
-            kept.append((key, grams))
+            kept.append(key)
+            samples.append(text.sampled)
+            sizes.append(len(text.sampled))
+            texts.append(text)
+            full.append(text._grams)
         else:
             hidden.append(DedupDecision(key, match[0], round(match[1], 4)))
-    return [key for key, _ in kept], hidden
+    return kept, hidden

@@ -15,7 +15,7 @@ OR when that finds too little; the whole query is never one phrase.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from indexer.base.cjk import CJK_RUN_RE, query_bigrams
 
@@ -45,9 +45,9 @@ STOPWORDS = frozenset(
 )
 
 
-@dataclass(frozen=True)
-class Term:
+class Term(NamedTuple):
     """One searchable term; ``alt`` is a second CJK form that also counts (a Korean word without its particle).
+    A named tuple: the prompt hook's block uses terms, and its path imports no ``dataclasses``.
 
     >>> terms("서울은")
     [Term(text='서울은', cjk=True, alt='서울')]
@@ -130,10 +130,10 @@ def _filler(term: Term) -> bool:
     return term.text in STOPWORDS
 
 
-@dataclass(frozen=True)
-class ParsedQuery:
+class ParsedQuery(NamedTuple):
     """A user's query as every part of one search sees it: the text, and the content terms that lexical search
     looks for and the prompt hook's relevance gate counts in each hit (:func:`search_engine.context.coverage`).
+    A named tuple, like :class:`Term`.
 
     >>> [t.text for t in ParsedQuery.parse("what is the WAL mode").terms]
     ['wal', 'mode']

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from indexer.base.embedder import FakeEmbedder, load_embedder
+from fake_embedder import FakeEmbedder
+from indexer.base.embedder import load_embedder
 from indexer.base.settings import resolve_settings
 
 REPO = Path(__file__).resolve().parent.parent

@@ -5,8 +5,8 @@ import orjson
 import xxhash
 
 from conftest import write
+from fake_embedder import FakeEmbedder
 from indexer.base.chunktext import content_hash, embed_input
-from indexer.base.embedder import FakeEmbedder
 from indexer.maintain import check_index
 from indexer.pipeline import embed_pending, index, ingest
 from indexer.rebuild import rebuild

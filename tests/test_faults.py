@@ -168,8 +168,6 @@ def test_a_bad_value_in_the_environment_or_the_users_config_is_one_line_naming_i
 
 
 def test_a_bad_flag_is_a_usage_error_and_settings_are_checked_when_built(home):
-    from dataclasses import replace
-
     from indexer.base.errors import ConfigError, UsageError
 
     with pytest.raises(UsageError, match=r"rrf_k = '-1' from flag is not valid: expected a whole number from 1"):
@@ -178,7 +176,7 @@ def test_a_bad_flag_is_a_usage_error_and_settings_are_checked_when_built(home):
     for name, bad in (("rrf_k", 0), ("bm25_share", 1.5), ("fusion", "bogus"), ("dedup_threshold", -1.0),
                       ("chunk_overlap", 5000)):
         with pytest.raises(ConfigError, match=name):
-            replace(good, **{name: bad})
+            good.replace(**{name: bad})
 
 
 def test_hooks_log_a_bad_setting_and_still_capture(home):

@@ -392,10 +392,11 @@ def test_plugin_wrapper_runs_the_hook(memory):
 
 
 def test_hook_start_up_stays_light(memory):
+    """The cold path (no server) searches BM25 and imports none of the indexer, nor the model's packages."""
     probe = ("import sys, runpy; sys.argv = ['memsearch-hook', 'prompt']; "
              "from hooks.entry import main; main(); "
              "print(','.join(m for m in ('typer', 'fastembed', 'onnxruntime', 'numpy', 'rich', 'click', 'starlette', "
-             "'uvicorn', 'jinja2') "
+             "'uvicorn', 'jinja2', 'indexer.pipeline', 'indexer.sources', 'indexer.chunker', 'zipfile') "
              "if m in sys.modules), file=sys.stderr)")
     proc = subprocess.run([sys.executable, "-c", probe], input=json.dumps(prompt_payload("database locked export")),
                           capture_output=True, text=True, timeout=60)
@@ -434,8 +435,9 @@ def test_the_warm_answer_is_rebuilt_as_the_hits_the_cold_path_returns(sample_hom
 
 
 def test_the_warm_hook_path_imports_no_json_library_or_config_parser():
-    probe = ("import sys; import hooks.handlers, search_engine.context, search_engine.query, indexer.base.types; "
-             "print(','.join(m for m in ('orjson', 'tomllib', 'subprocess', 'uuid', 'apsw') if m in sys.modules))")
+    probe = ("import sys; import hooks.handlers, search_engine.context, search_engine.query, indexer.optout; "
+             "print(','.join(m for m in ('orjson', 'tomllib', 'subprocess', 'uuid', 'apsw', 'dataclasses', 'inspect') "
+             "if m in sys.modules))")
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, cwd=REPO)
     assert proc.returncode == 0 and proc.stdout.strip() == "", proc.stdout + proc.stderr
 

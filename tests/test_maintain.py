@@ -12,7 +12,7 @@ import orjson
 import pytest
 
 from conftest import MEMSEARCH, REPO, write
-from indexer.base.embedder import FakeEmbedder
+from fake_embedder import FakeEmbedder
 from indexer.base.errors import ConfigError, MemsearchError
 from indexer.base.settings import resolve_settings
 from indexer.eventlog import Event, append

@@ -6,7 +6,7 @@ import time
 import orjson
 
 from conftest import write
-from indexer.base.embedder import FakeEmbedder
+from fake_embedder import FakeEmbedder
 from indexer.base.settings import resolve_settings
 from indexer.pipeline import index
 from indexer.store import sqlite as store

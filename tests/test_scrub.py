@@ -8,10 +8,11 @@ import pytest
 
 from conftest import MEMSEARCH, write
 from indexer import sources
+from indexer.base.paths import PRIVACY_STATE
 from indexer.maintain import maintain
 from indexer.pipeline import index
 from indexer.privacy import FILTER_VERSION, Redacted
-from indexer.scrub import STATE_FILE, scrub_memory, stored_filter_version
+from indexer.scrub import scrub_memory, stored_filter_version
 from search_engine.search import search
 
 CANARIES = ("qzleak1k9", "qzleak2k9", "qzleak3k9", "qzleak4k9", "qzleak5k9")
@@ -97,7 +98,7 @@ def test_scrub_reports_never_hold_the_secret(home, settings, fake, monkeypatch):
 def test_maintain_scrubs_when_the_filter_version_changed(home, settings, fake, monkeypatch, recorded):
     _old_memory(home, monkeypatch, fake, settings)
     if recorded is not None:
-        write(settings.state_dir / STATE_FILE, json.dumps({"filter_version": recorded}))
+        write(settings.state_dir / PRIVACY_STATE, json.dumps({"filter_version": recorded}))
     report = maintain(settings, embedder=fake)
     assert report.scrubbed == {"archives": 1, "event logs": 1, "session summaries": 1}
     assert stored_filter_version(settings) == FILTER_VERSION

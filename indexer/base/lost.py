@@ -18,12 +18,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-NAME = "lost-events"
+from indexer.base.paths import LOST_EVENTS
+
 SIZE = 512
 
 
 def _path(state_dir: Path) -> Path:
-    return state_dir / NAME
+    return state_dir / LOST_EVENTS
 
 
 def _now() -> str:

@@ -18,21 +18,31 @@ from __future__ import annotations
 import math
 import os
 import sys
-from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from indexer.base.errors import ConfigError, UsageError
+from indexer.base.paths import CONFIG_NAME, INDEX_DB, LOG_DIR, PROJECT_CONFIG_NAME, STATE_DIR
 
-CONFIG_NAME = "memsearch.toml"
-PROJECT_CONFIG_NAME = ".memsearch.toml"
+CONFIG_NAME = CONFIG_NAME
+PROJECT_CONFIG_NAME = PROJECT_CONFIG_NAME
 #: What a project-level config may set: search tuning, never models, paths or retention.
 PROJECT_KEYS = frozenset({"rrf_k", "bm25_weight", "vector_weight", "candidates", "dedup_threshold", "fusion",
                           "bm25_share", "capture"})
 
 
-@dataclass(frozen=True)
 class Settings:
+    """One resolved, validated set of settings (built by :func:`resolve_settings`). Immutable: :meth:`replace`
+    returns a checked copy.
+
+    A plain class rather than a dataclass: every hook builds one, and ``dataclasses`` (with ``inspect``) costs
+    the hook more to import than the rest of its warm path (measured with ``python -X importtime``).
+
+    >>> s = resolve_settings("/tmp/mem", model="none")
+    >>> s.replace(rrf_k=10).rrf_k, s.rrf_k
+    (10, 60)
+    """
+
     home: Path
     db_path: Path
     log_dir: Path
@@ -62,6 +72,11 @@ class Settings:
     token_budget: int = 1200
     #: ONNX runtime threads for the embedding model (0: its own default)
     threads: int = 0
+    #: Claude Code's folder (its ``CLAUDE_CONFIG_DIR``): where ``install`` registers the hooks and where
+    #: ``import transcripts`` looks for transcripts (``projects/``)
+    claude_dir: Path = Path("~/.claude").expanduser()
+    #: hooks: log each hook run's time to ``hooks.log`` (to measure the hooks under a real session)
+    log_hook_times: bool = False
     #: hooks: do nothing at all (``disable``); never start the warm server (``no_server``)
     disable: bool = False
     no_server: bool = False
@@ -73,42 +88,79 @@ class Settings:
     exclude_paths: tuple[str, ...] = ()
     #: SessionStart's standing context (MEMORY.md, the project's last session summary and facts), in tokens; 0: off
     session_context: int = 600
-    origins: dict[str, str] = field(default_factory=dict, compare=False)
+    #: where each value came from: ``flag``, ``env``, ``project``, the config file's path, or ``default``
+    origins: dict[str, str]
     #: bad values skipped by a lenient resolution (hooks), one line each: what, from where, what was expected
-    problems: tuple[str, ...] = field(default=(), compare=False)
+    problems: tuple[str, ...] = ()
 
-    def __post_init__(self) -> None:
-        for name, (_, _, convert) in _SPEC.items():
-            if name in _CHECKED:
-                try:
-                    convert(getattr(self, name))
-                except (TypeError, ValueError, OverflowError) as exc:
-                    raise ConfigError(_bad(name, getattr(self, name), self.origins.get(name, "default"), exc)) from None
+    def __init__(self, *, origins: dict[str, str] | None = None, problems: tuple[str, ...] = (),
+                 **values: Any) -> None:
+        unknown = set(values) - set(FIELDS)
+        missing = {"home", "db_path", "log_dir", "cache_dir"} - set(values)
+        if unknown or missing:
+            raise TypeError(f"Settings: unknown {sorted(unknown)}, missing {sorted(missing)}")
+        put = object.__setattr__
+        for name, value in values.items():
+            put(self, name, value)
+        put(self, "origins", dict(origins or {}))
+        put(self, "problems", tuple(problems))
+        for name in _CHECKED:
+            try:
+                _SPEC[name][2](getattr(self, name))
+            except (TypeError, ValueError, OverflowError) as exc:
+                raise ConfigError(_bad(name, getattr(self, name), self.origins.get(name, "default"), exc)) from None
         if self.chunk_overlap >= self.chunk_chars:
             raise ConfigError(f"chunk_overlap ({self.chunk_overlap}, from {self.origins.get('chunk_overlap', 'default')})"
                               f" must be smaller than chunk_chars ({self.chunk_chars})")
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"Settings are immutable: use .replace({name}=...)")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Settings) and self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        return f"Settings({', '.join(f'{n}={getattr(self, n)!r}' for n in FIELDS)})"
+
+    def _values(self) -> tuple:
+        return tuple(getattr(self, n) for n in FIELDS)
+
+    def replace(self, *, origin: str | None = None, **changes: Any) -> Settings:
+        """A copy with ``changes``, checked like any setting; ``origin`` names where the changed values came from
+        (``status`` shows it; by default the old origins are kept)."""
+        origins = dict(self.origins)
+        if origin is not None:
+            origins.update(dict.fromkeys(changes, origin))
+        values = {n: getattr(self, n) for n in FIELDS}
+        values.update(changes)
+        return Settings(**values, origins=origins, problems=self.problems)
+
     @property
     def state_dir(self) -> Path:
-        return self.home / ".memsearch"
+        return self.home / STATE_DIR
 
     def describe(self) -> dict[str, Any]:
         """Every setting with its value and origin, for ``memsearch status``."""
         out = {}
-        for f in fields(self):
-            if f.name in ("origins", "problems"):
-                continue
-            value = getattr(self, f.name)
+        for name in FIELDS:
+            value = getattr(self, name)
             if isinstance(value, Path):
                 value = str(value)
             elif isinstance(value, tuple):
                 value = [str(v) for v in value]
-            out[f.name] = {"value": value, "from": self.origins.get(f.name, "default")}
+            out[name] = {"value": value, "from": self.origins.get(name, "default")}
         if "project_config" in self.origins:
             out["project_config"] = {"value": None, "from": self.origins["project_config"]}
         if self.problems:
             out["problems"] = {"value": list(self.problems), "from": "ignored"}
         return out
+
+
+#: Every setting's name, in the order ``status`` shows them.
+FIELDS: tuple[str, ...] = tuple(n for n in Settings.__annotations__ if n not in ("origins", "problems"))
 
 
 def count(raw: Any) -> int:
@@ -219,6 +271,9 @@ _SPEC: dict[str, tuple[str, str, Any]] = {
     "max_items": ("MEMSEARCH_MAX_ITEMS", "max_items", integer(0, 20)),
     "token_budget": ("MEMSEARCH_TOKEN_BUDGET", "token_budget", integer(100, 2400)),
     "threads": ("MEMSEARCH_THREADS", "threads", integer(0, 1024)),
+    # Claude Code's own variable, read as it reads it
+    "claude_dir": ("CLAUDE_CONFIG_DIR", "claude_dir", path),
+    "log_hook_times": ("MEMSEARCH_HOOK_LOG_TIMES", "log_hook_times", boolean),
     "disable": ("MEMSEARCH_DISABLE", "disable", boolean),
     "no_server": ("MEMSEARCH_NO_SERVER", "no_server", boolean),
     "capture": ("MEMSEARCH_CAPTURE", "capture", boolean),
@@ -226,8 +281,8 @@ _SPEC: dict[str, tuple[str, str, Any]] = {
     "exclude_tools": ("MEMSEARCH_EXCLUDE_TOOLS", "exclude_tools", None),
     "exclude_paths": ("MEMSEARCH_EXCLUDE_PATHS", "exclude_paths", None),
 }
-#: The settings whose stored value is checked again when a Settings is built directly (``dataclasses.replace``
-#: and tests build some without resolving): the numbers and choices.
+#: The settings whose value is checked again whenever a Settings is built (:meth:`Settings.replace`, tests that
+#: build one without resolving): the numbers and choices.
 _CHECKED = frozenset(n for n, (_, _, c) in _SPEC.items() if c not in (None, path, text))
 
 
@@ -303,6 +358,24 @@ def project_config(root: Path) -> tuple[dict[str, Any], str | None]:
     return values, f"{path}: {note}" if note else None
 
 
+def with_tuning(settings: Settings, tuning: dict[str, Any], origin: str = "request") -> Settings:
+    """``settings`` with a caller's search tuning: only the keys a project may set (:data:`PROJECT_KEYS`; others
+    are dropped), each converted and checked as that setting is. The warm server ranks each request with the
+    requesting project's tuning this way, so a search ranks the same in the server as in the caller's process.
+    A bad value is a :class:`ConfigError` naming it and ``origin``.
+
+    >>> s = with_tuning(resolve_settings("/tmp/mem"), {"bm25_share": 0.2, "model": "other"})
+    >>> s.bm25_share, s.model, s.origins["bm25_share"]
+    (0.2, 'bundled', 'request')
+    """
+    values = {}
+    for key in sorted(set(tuning) & PROJECT_KEYS):
+        value = _convert(key, tuning[key], _SPEC[key][2], settings.home, origin)
+        if value != getattr(settings, key):
+            values[key] = value
+    return settings.replace(origin=origin, **values) if values else settings
+
+
 def _convert(name: str, raw: Any, convert: Any, home: Path, origin: str) -> Any:
     """``raw`` (from a flag, the environment or a config file) as the setting's value; a ConfigError naming the
     setting, the value and ``origin`` when it is not valid."""
@@ -316,14 +389,29 @@ def _convert(name: str, raw: Any, convert: Any, home: Path, origin: str) -> Any:
             if not isinstance(raw, (str, list, tuple)):
                 raise ValueError("a list of paths (or :-separated paths)")
             items = raw.split(os.pathsep) if isinstance(raw, str) else list(raw)
-            return tuple(_abs(Path(str(p)).expanduser(), home) for p in items if str(p).strip())
+            return tuple(_abs(_expand(Path(str(p))), home) for p in items if str(p).strip())
         value = convert(raw)
+        if isinstance(value, Path):
+            value = _abs(_expand(value), home)
     except (TypeError, ValueError, OverflowError) as exc:
         error = UsageError if origin == "flag" else ConfigError
         raise error(_bad(name, raw, origin, exc)) from None
-    if isinstance(value, Path):
-        value = _abs(value.expanduser(), home)
     return value
+
+
+def _root(raw: str | os.PathLike[str], origin: str) -> Path:
+    try:
+        return _expand(Path(raw))
+    except ValueError as exc:
+        raise (UsageError if origin == "flag" else ConfigError)(_bad("home", str(raw), origin, exc)) from None
+
+
+def _expand(path: Path) -> Path:
+    """``~`` and ``~user`` expanded; a ValueError for a ``~user`` that names no user (``~0``)."""
+    try:
+        return path.expanduser()
+    except RuntimeError:
+        raise ValueError("a path (its ~user names no user here)") from None
 
 
 def _abs(path: Path, home: Path) -> Path:
@@ -345,9 +433,9 @@ def resolve_settings(home: str | os.PathLike[str] | None = None, *, strict: bool
     origins: dict[str, str] = {}
     problems: list[str] = []
     if home is not None:
-        root, origins["home"] = Path(home).expanduser(), "flag"
+        root, origins["home"] = _root(home, "flag"), "flag"
     elif os.environ.get("MEMSEARCH_HOME"):
-        root, origins["home"] = Path(os.environ["MEMSEARCH_HOME"]).expanduser(), "env"
+        root, origins["home"] = _root(os.environ["MEMSEARCH_HOME"], "MEMSEARCH_HOME"), "env"
     else:
         root = default_home()
     root = root.absolute()
@@ -362,9 +450,10 @@ def resolve_settings(home: str | os.PathLike[str] | None = None, *, strict: bool
     project_values, project_note = project_config(root)
     values: dict[str, Any] = {
         "home": root,
-        "db_path": root / ".memsearch" / "index.db",
-        "log_dir": root / ".memsearch" / "logs",
+        "db_path": root / STATE_DIR / INDEX_DB,
+        "log_dir": root / STATE_DIR / LOG_DIR,
         "cache_dir": _default_cache(),
+        "claude_dir": Path("~/.claude").expanduser(),
     }
     for name, (env, key, convert) in _SPEC.items():
         candidates = (

@@ -16,31 +16,6 @@ HIDDEN_STATUSES = ("superseded", "archived", "retired")
 
 
 @dataclass(frozen=True)
-class Chunk:
-    """One searchable unit, as the chunker produces it and the store keeps it.
-
-    ``hash`` is the xxh3-128 of the text that is embedded (title and body), so a vector is computed once per
-    distinct content and model. ``uid`` is the stable public id users pass to ``memsearch show``.
-    """
-
-    uid: str
-    hash: str
-    kind: str
-    category: str
-    title: str
-    text: str
-    path: str
-    line_start: int | None = None
-    line_end: int | None = None
-    event_id: str | None = None
-    ts: str | None = None
-    session_id: str | None = None
-    project: str | None = None
-    status: str | None = None
-    seq: int = 0
-
-
-@dataclass(frozen=True)
 class Skipped:
     """A source (or a part of one) that was not indexed, and why."""
 

@@ -22,8 +22,10 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import cast
 
 from indexer.base.errors import MemsearchError, UsageError
+from indexer.base.paths import WEEKLY_LOG
 from indexer.base.settings import Settings
 from indexer.base.types import CronReport
 
@@ -70,11 +72,11 @@ def cron_line(settings: Settings, day: str = "sun", at: str = "03:00", *, script
               binary: str | None = None) -> str:
     """The crontab line for this memory root (default: Sundays at 03:00)."""
     home, binary = _q(settings.home), _q(binary or memsearch_binary())
-    script = script_path() if script is _AUTO else script
+    script = script_path() if script is _AUTO else cast("Path | None", script)
     if script is not None:
         command = f"MEMSEARCH_HOME={home} MEMSEARCH_BIN={binary} /bin/sh {_q(script)}"
     else:
-        log = _q(settings.log_dir / "weekly-reindex.log")
+        log = _q(settings.log_dir / WEEKLY_LOG)
         command = f"MEMSEARCH_HOME={home} {binary} maintain >> {log} 2>&1"
     return f"{_schedule(day, at)} {command} {MARKER}"
 

@@ -14,6 +14,7 @@ import apsw
 from indexer.base import lost
 from indexer.base.embedder import resolve_model
 from indexer.base.errors import IndexCorrupt, MemsearchError
+from indexer.base.paths import EVENTS_DIR, LOST_EVENTS
 from indexer.base.settings import Settings
 from indexer.store import sqlite as store
 from indexer.store.local import SqliteStore
@@ -65,7 +66,7 @@ def _sqlite_checks() -> list[Check]:
     out = []
     try:
         store.load_sqlite_vec(conn)
-        version = conn.execute("SELECT vec_version()").fetchone()[0]
+        version = conn.execute("SELECT vec_version()").get
         out.append(Check("sqlite-vec", True, f"{version} loads"))
     except Exception as exc:  # any failure to load the extension is the finding itself
         out.append(Check("sqlite-vec", False, str(exc), "run `make install` (pip install sqlite-vec)"))
@@ -99,13 +100,13 @@ def _capture_check(settings: Settings) -> Check:
     """Events the hooks could not record (a full disk, a read-only root, an oversized payload), and whether the
     hooks can write now."""
     gone = lost.summary(settings.state_dir)
-    events = settings.home / "events"
+    events = settings.home / EVENTS_DIR
     folder = events if events.is_dir() else settings.home
     writable = os.access(folder, os.W_OK)
     if gone:
         return Check("capture", False, lost.describe(gone),
                      f"{'make ' + str(folder) + ' writable and ' if not writable else ''}keep space free on its disk; "
-                     f"once that is done, delete {settings.state_dir / lost.NAME} to clear this notice")
+                     f"once that is done, delete {settings.state_dir / LOST_EVENTS} to clear this notice")
     if not writable:
         return Check("capture", False, f"{folder} is not writable: the hooks cannot record events",
                      "make the memory root writable (a read-only mount or another user's folder?)")

@@ -26,6 +26,7 @@ from typing import Any
 import orjson
 
 from indexer.base.errors import MemsearchError, UsageError
+from indexer.base.paths import BACKUPS
 
 MARKER = "memsearch-hook"
 #: event -> (hook argument, matcher or None, timeout seconds, async)
@@ -48,16 +49,19 @@ class InstallReport:
     mcp: str | None = None
 
 
-def claude_dir() -> Path:
-    return Path(os.environ.get("CLAUDE_CONFIG_DIR") or Path("~/.claude").expanduser())
+def claude_dir(home: Path | None = None) -> Path:
+    """Claude Code's folder: the ``claude_dir`` setting (``$CLAUDE_CONFIG_DIR``, else ``~/.claude``)."""
+    from indexer.base.settings import resolve_settings
+
+    return resolve_settings(home, strict=False).claude_dir
 
 
 SCOPES = ("user", "project", "local")
 
 
-def settings_path(scope: str, project_dir: Path | None = None) -> Path:
+def settings_path(scope: str, project_dir: Path | None = None, home: Path | None = None) -> Path:
     if scope == "user":
-        return claude_dir() / "settings.json"
+        return claude_dir(home) / "settings.json"
     if scope == "project":
         return (project_dir or Path.cwd()) / ".claude" / "settings.json"
     if scope == "local":
@@ -131,7 +135,7 @@ def _is_ours(handler: Any) -> bool:
 
 def _strip(data: dict[str, Any]) -> list[str]:
     """Remove our handlers in place; returns the events they were under."""
-    removed = []
+    removed: list[str] = []
     hooks = data.get("hooks")
     if not isinstance(hooks, dict):
         return removed
@@ -163,13 +167,13 @@ def _backups(scope: str, home: Path | None) -> Path | None:
         return None
     from indexer.base.settings import resolve_settings
 
-    return resolve_settings(home).state_dir / "backups"
+    return resolve_settings(home).state_dir / BACKUPS
 
 
 def install(scope: str = "user", project_dir: Path | None = None, with_mcp: bool = False,
             home: Path | None = None) -> InstallReport:
     """Register the hooks; ``home``: a memory root to write into each command (None: the default root)."""
-    path = settings_path(scope, project_dir)
+    path = settings_path(scope, project_dir, home)
     data = _load(path)
     before = orjson.dumps(data)
     _strip(data)
@@ -186,12 +190,12 @@ def install(scope: str = "user", project_dir: Path | None = None, with_mcp: bool
         hooks.setdefault(event, []).append(group)
         added.append(event)
     backup = _save(path, data, _backups(scope, home)) if orjson.dumps(data) != before else None
-    mcp = _install_mcp(scope, project_dir) if with_mcp else None
+    mcp = _install_mcp(scope, project_dir, home) if with_mcp else None
     return InstallReport(str(path), backup, tuple(added), (), mcp)
 
 
 def uninstall(scope: str = "user", project_dir: Path | None = None, home: Path | None = None) -> InstallReport:
-    path = settings_path(scope, project_dir)
+    path = settings_path(scope, project_dir, home)
     data = _load(path)
     removed = _strip(data)
     backup = _save(path, data, _backups(scope, home)) if removed else None
@@ -199,18 +203,24 @@ def uninstall(scope: str = "user", project_dir: Path | None = None, home: Path |
     return InstallReport(str(path), backup, (), tuple(dict.fromkeys(removed)), mcp)
 
 
-def _mcp_path(scope: str, project_dir: Path | None) -> Path:
+def _mcp_path(scope: str, project_dir: Path | None, home: Path | None = None) -> Path:
+    """Where Claude Code keeps user MCP servers: ``.claude.json`` in its folder when one is set (the
+    ``claude_dir`` setting), else in the home directory, beside ``~/.claude``."""
     if scope in ("project", "local"):
         return (project_dir or Path.cwd()) / ".mcp.json"
-    return Path(os.environ.get("CLAUDE_CONFIG_DIR") or Path("~").expanduser()) / ".claude.json"
+    from indexer.base.settings import resolve_settings
+
+    settings = resolve_settings(home, strict=False)
+    base = settings.claude_dir if settings.origins.get("claude_dir") else Path("~").expanduser()
+    return base / ".claude.json"
 
 
 def _mcp_entry() -> dict[str, Any]:
     return {"type": "stdio", "command": str(Path(sys.executable).with_name("memsearch")), "args": ["mcp"]}
 
 
-def _install_mcp(scope: str, project_dir: Path | None) -> str:
-    path = _mcp_path(scope, project_dir)
+def _install_mcp(scope: str, project_dir: Path | None, home: Path | None = None) -> str:
+    path = _mcp_path(scope, project_dir, home)
     data = _load(path)
     servers = data.setdefault("mcpServers", {})
     if servers.get("memsearch") != _mcp_entry():
@@ -220,13 +230,13 @@ def _install_mcp(scope: str, project_dir: Path | None) -> str:
 
 
 def _uninstall_mcp(scope: str, project_dir: Path | None, home: Path | None = None) -> str | None:
-    path = _mcp_path(scope, project_dir)
+    path = _mcp_path(scope, project_dir, home)
     if not path.exists():
         return None
     data = _load(path)
     servers = data.get("mcpServers")
     entry = servers.get("memsearch") if isinstance(servers, dict) else None
-    if not isinstance(entry, dict) or "memsearch" not in str(entry.get("command", "")):
+    if not isinstance(servers, dict) or not isinstance(entry, dict) or "memsearch" not in str(entry.get("command", "")):
         return None
     del servers["memsearch"]
     if not servers:
@@ -238,7 +248,8 @@ def _uninstall_mcp(scope: str, project_dir: Path | None, home: Path | None = Non
 def installed_commands(scope: str, project_dir: Path | None = None) -> dict[str, str]:
     """Our hook commands in ``scope``'s settings: event -> command."""
     data = _load(settings_path(scope, project_dir))
-    hooks = data.get("hooks") if isinstance(data.get("hooks"), dict) else {}
+    raw_hooks = data.get("hooks")
+    hooks = raw_hooks if isinstance(raw_hooks, dict) else {}
     found = {}
     for event, groups in hooks.items():
         for group in groups if isinstance(groups, list) else []:
@@ -246,10 +257,3 @@ def installed_commands(scope: str, project_dir: Path | None = None) -> dict[str,
                 if _is_ours(handler):
                     found[event] = str(handler["command"])
     return found
-
-
-def installed_events(scope: str, project_dir: Path | None = None) -> list[str]:
-    data = _load(settings_path(scope, project_dir))
-    hooks = data.get("hooks") if isinstance(data.get("hooks"), dict) else {}
-    return [event for event, groups in hooks.items() if isinstance(groups, list) and any(
-        isinstance(g, dict) and any(_is_ours(h) for h in g.get("hooks", []) or []) for g in groups)]

@@ -77,13 +77,13 @@ def _with_progress(run, as_json: bool):
     """``run(progress)`` with a progress bar on a terminal's stderr (none for --json or when piped)."""
     if not sys.stderr.isatty() or as_json:
         return run()
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
     with Progress(
         TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
         console=__import__("rich.console").console.Console(stderr=True), transient=True,
     ) as bar:
-        tasks: dict[str, int] = {}
+        tasks: dict[str, TaskID] = {}
 
         def progress(phase: str, done: int, total: int) -> None:
             if phase not in tasks:

@@ -15,11 +15,12 @@ import sys
 import time
 from typing import Any
 
+from indexer.base.paths import SERVE_LOCK, SERVE_LOG, SERVE_PID, SERVE_SOCK, SERVE_STARTING
 from indexer.base.settings import Settings
 
 
 def _socket_path(settings: Settings) -> str:
-    return str(settings.state_dir / "serve.sock")
+    return str(settings.state_dir / SERVE_SOCK)
 
 
 def request(settings: Settings, payload: dict[str, Any], timeout: float = 0.5) -> dict[str, Any] | None:
@@ -89,7 +90,7 @@ START_GRACE = 15.0
 def server_pid(settings: Settings) -> int | None:
     """The running server's pid (0 while it is still starting), or None when no server holds the lock."""
     try:
-        fd = os.open(settings.state_dir / "serve.lock", os.O_RDONLY)
+        fd = os.open(settings.state_dir / SERVE_LOCK, os.O_RDONLY)
     except OSError:
         return None
     try:
@@ -97,7 +98,7 @@ def server_pid(settings: Settings) -> int | None:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError:
             try:
-                return int((settings.state_dir / "serve.pid").read_text().strip() or 0)
+                return int((settings.state_dir / SERVE_PID).read_text().strip() or 0)
             except (OSError, ValueError):
                 return 0
         fcntl.flock(fd, fcntl.LOCK_UN)
@@ -131,11 +132,10 @@ def stop_server(settings: Settings, timeout: float = 10.0) -> bool:
 
 def ensure_server(settings: Settings) -> bool:
     """Start the server detached when none runs and none is being started; never waits for it. True when this
-    call started one. ``MEMSEARCH_NO_SERVER=1`` turns this off."""
-    if getattr(settings, "no_server", False) or os.environ.get("MEMSEARCH_NO_SERVER") == "1" \
-            or server_pid(settings) is not None:
+    call started one. The ``no_server`` setting (``MEMSEARCH_NO_SERVER=1``) turns this off."""
+    if settings.no_server or server_pid(settings) is not None:
         return False
-    if not claim_start(settings, "serve.starting"):
+    if not claim_start(settings, SERVE_STARTING):
         return False
     start_detached(settings)
     return True
@@ -172,7 +172,7 @@ def start_detached(settings: Settings, idle_timeout: float | None = None) -> Non
 
     from indexer.base.private import open_private_log
 
-    with open_private_log(settings.log_dir / "serve.log") as log:
+    with open_private_log(settings.log_dir / SERVE_LOG) as log:
         subprocess.Popen(
             args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True,
             close_fds=True, cwd=str(settings.home), env={**os.environ, "PYTHONPATH": _pythonpath()},

@@ -13,12 +13,11 @@ one-line message, never a traceback.
 from __future__ import annotations
 
 import dataclasses
-import os
 from typing import Annotated
 
 from pydantic import Field
 
-from indexer.base.settings import Settings
+from indexer.base.settings import Settings, project_dir
 
 INSTRUCTIONS = (
     "Search the user's long-term coding memory (notes, facts, past prompts, replies and tool observations). "
@@ -46,8 +45,7 @@ def _line(hit) -> str:
 
 
 def _project() -> str | None:
-    where = os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd()
-    return os.path.basename(where.rstrip("/")) or None
+    return project_dir().name or None
 
 
 def _tool_errors(fn):

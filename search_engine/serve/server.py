@@ -28,8 +28,9 @@ import orjson
 
 from indexer.base.errors import MemsearchError
 from indexer.base.locks import LockTimeout, file_lock
+from indexer.base.paths import SERVE_LOCK, SERVE_LOG, SERVE_PID, SERVE_SOCK, SERVE_STARTING
 from indexer.base.private import append_line, private_dirs
-from indexer.base.settings import Settings, resolve_settings
+from indexer.base.settings import Settings, resolve_settings, with_tuning
 from indexer.pipeline import embed_pending, ingest, pending_count, source_roots
 from indexer.store import sqlite as store
 from indexer.store.local import SqliteStore
@@ -44,11 +45,11 @@ MAX_REQUEST = 1 << 20
 
 
 def socket_path(settings: Settings) -> Path:
-    return settings.state_dir / "serve.sock"
+    return settings.state_dir / SERVE_SOCK
 
 
 def _log(settings: Settings, message: str) -> None:
-    append_line(settings.log_dir / "serve.log", f"{time.strftime('%Y-%m-%dT%H:%M:%S')} pid={os.getpid()} {message}")
+    append_line(settings.log_dir / SERVE_LOG, f"{time.strftime('%Y-%m-%dT%H:%M:%S')} pid={os.getpid()} {message}")
 
 
 def _peer_uid(conn: socket.socket) -> int | None:
@@ -176,18 +177,15 @@ class Server:
         return {"ok": False, "error": f"unknown op {op!r}"}
 
     def request_settings(self, request: dict) -> Settings | None:
-        """The settings to rank a request with: the server's, with the caller's search tuning (validated like any
-        setting; only the keys a project may set). None when the caller names another index or model."""
+        """The settings to rank a request with: the server's, with the caller's search tuning (the keys a project
+        may set, each checked as that setting is; a bad value is an error answer). None when the caller names
+        another index or model."""
         s = self.settings
         if request.get("db") not in (None, str(s.db_path)) or request.get("model") not in (None, s.model) or (
                 request.get("model_dir") not in (None, str(s.model_dir) if s.model_dir else None)):
             return None
-        from indexer.base.settings import PROJECT_KEYS
-
-        tuning = {k: v for k, v in (request.get("settings") or {}).items() if k in PROJECT_KEYS}
-        if not tuning or all(getattr(s, k) == v for k, v in tuning.items()):
-            return s
-        return dataclasses.replace(s, **{k: getattr(resolve_settings(s.home, **tuning), k) for k in tuning})
+        tuning = request.get("settings")
+        return with_tuning(s, tuning) if isinstance(tuning, dict) and tuning else s
 
     def vectors(self):
         """The in-memory vector matrix the index's store keeps, reloaded when the embeddings table changed (new
@@ -309,10 +307,10 @@ class Server:
 def run(settings: Settings, idle_timeout: float = IDLE_TIMEOUT) -> int:
     """Run the server in the foreground until idle, stopped or signalled. Returns an exit code."""
     private_dirs(settings.state_dir)
-    pid_path = settings.state_dir / "serve.pid"
+    pid_path = settings.state_dir / SERVE_PID
     try:
         # a short wait, not none: a hook probing whether the lock is held holds it for a few microseconds
-        with file_lock(settings.state_dir / "serve.lock", 0.5):
+        with file_lock(settings.state_dir / SERVE_LOCK, 0.5):
             pid_path.write_text(f"{os.getpid()}\n")
             _started(settings)
             try:
@@ -328,7 +326,7 @@ def run(settings: Settings, idle_timeout: float = IDLE_TIMEOUT) -> int:
 def _started(settings: Settings) -> None:
     """Clear the claim a starting hook left (search_engine.serve.client.ensure_server)."""
     try:
-        (settings.state_dir / "serve.starting").unlink()
+        (settings.state_dir / SERVE_STARTING).unlink()
     except OSError:
         pass
 

@@ -29,6 +29,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from indexer.base.errors import MemsearchError, ModelUnavailable, NotFound, UsageError
+from indexer.base.paths import UI_LOG
 from indexer.base.settings import Settings
 from search_engine.embedding import EmbedderArg, QueryEmbedder
 from search_engine.viewer.chart import day_bars
@@ -37,7 +38,6 @@ from search_engine.viewer.security import Guard
 HERE = Path(__file__).resolve().parent
 TIMELINE_LIMIT = 50
 SESSION_LIMIT = 500
-LOG_NAME = "ui.log"
 
 
 class Viewer:
@@ -187,7 +187,7 @@ class Viewer:
         else:
             status = 500
             message = (f"unexpected error ({type(exc).__name__}); it is logged in "
-                       f"{self.settings.log_dir / LOG_NAME}")
+                       f"{self.settings.log_dir / UI_LOG}")
         return self.page(request, "error.html", status=status, status_code=status, message=message)
 
     def log_error(self, exc: BaseException) -> None:
@@ -201,7 +201,7 @@ class Viewer:
             from indexer.base.private import private_dirs
 
             private_dirs(self.settings.log_dir)
-            fd = os.open(self.settings.log_dir / LOG_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            fd = os.open(self.settings.log_dir / UI_LOG, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             with os.fdopen(fd, "a", encoding="utf-8") as log:
                 log.write(f"{datetime.now().isoformat(timespec='seconds')} {type(exc).__name__} at {where}\n")
         except OSError:
@@ -241,5 +241,5 @@ def create_app(settings: Settings, *, token: str, csrf: str, port: int | None, e
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
     handlers = {HTTPException: viewer.error, MemsearchError: viewer.error, Exception: viewer.error}
-    app = Starlette(routes=routes, exception_handlers=handlers)  # type: ignore[arg-type]
+    app = Starlette(routes=routes, exception_handlers=handlers)
     return Guard(app, token=token, csrf=csrf, port=port, on_error=viewer.log_error)

@@ -120,7 +120,7 @@ class Guard:
         if method != "POST":
             await _plain(send, 405, "Method not allowed.", [(b"allow", b"GET, HEAD, POST")])
             return
-        if not self.origin_allowed(headers.get(b"origin"), host):
+        if host is None or not self.origin_allowed(headers.get(b"origin"), host):
             await _plain(send, 403, "Refused: this request does not come from the viewer's own page (Origin).")
             return
         form = await _read_form(headers, receive)

@@ -1,0 +1,125 @@
+"""Settings travel with each request: one warm server, two projects with different ``.memsearch.toml`` tuning,
+and each project's prompt gets from the server exactly what its own process would rank."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import MEMSEARCH
+from indexer.base.settings import resolve_settings
+
+PROMPTS = ["Why do we get database is locked errors during the nightly export?",
+           "what prevents a shopper paying double when a checkout is retried",
+           "how do we deploy the payments service and roll it back"]
+SESSION = "sess-travel"
+TUNING = {"a": "bm25_share = 0.2\ndedup_threshold = 0.5\n", "b": "fusion = \"rrf\"\nrrf_k = 2\nbm25_weight = 3.0\n"}
+
+
+def _projects(tmp_path: Path, home: Path) -> dict[str, Path]:
+    """Two projects with their own tuning. Their prompts are not recorded (``exclude_paths``; injection stays
+    on), so every search, warm or cold, first or last, runs over the same index."""
+    (home / "memsearch.toml").write_text(f"exclude_paths = [{str(tmp_path / 'project-*')!r}]\n")
+    out = {}
+    for name, toml in TUNING.items():
+        folder = tmp_path / f"project-{name}"
+        folder.mkdir()
+        (folder / ".memsearch.toml").write_text(toml)
+        out[name] = folder
+    return out
+
+
+def _serve(tmp_path: Path, env: dict[str, str]) -> subprocess.Popen:
+    """A server started from a folder without a project file: its own tuning is the defaults."""
+    server = subprocess.Popen([MEMSEARCH, "serve", "--idle-timeout", "120"], cwd=tmp_path, env={**os.environ, **env},
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while subprocess.run([MEMSEARCH, "serve", "--status"], capture_output=True, env={**os.environ, **env}).returncode:
+        assert server.poll() is None and time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.1)
+    from search_engine.serve.client import request
+
+    while not request(resolve_settings(), {"op": "ping"}, timeout=1.0):
+        assert time.monotonic() < deadline, "the server does not answer"
+        time.sleep(0.1)
+    return server
+
+
+def _stop(server: subprocess.Popen) -> None:
+    server.terminate()
+    server.wait(timeout=30)
+
+
+def _recall(project: Path, prompt: str, monkeypatch):
+    """The prompt hook's own code path, up to the gate, in the project's folder; and the block it injects."""
+    from hooks import handlers
+    from search_engine.context import format_context
+
+    monkeypatch.chdir(project)
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(project))
+    # what is compared is the ranking, not the latency: a server slowed by a loaded machine must still answer
+    monkeypatch.setattr(handlers, "SERVER_TIMEOUT", 30.0)
+    found = handlers.recall({"session_id": SESSION, "cwd": str(project), "hook_event_name": "UserPromptSubmit",
+                             "prompt": prompt})
+    assert found is not None
+    block, _ = format_context(found.query, found.hits, max_items=found.max_items, project=found.project,
+                              token_budget=found.token_budget)
+    return [(h.id, round(h.score, 6), h.bm25_rank, h.vector_rank) for h in found.hits], block
+
+
+def _no_local_search(*args, **kwargs):
+    raise AssertionError("the hook searched in its own process: the warm server did not answer")
+
+
+def test_the_hook_ranks_each_projects_prompt_the_same_through_the_server_as_in_its_own_process(
+        sample_home, tmp_path, monkeypatch):
+    """BM25 on both paths (no model): the hook's cold path (no server) and its warm path (one server for both
+    projects) inject the same block, with the same hits in the same order with the same scores."""
+    monkeypatch.setenv("MEMSEARCH_MODEL", "none")
+    subprocess.run([MEMSEARCH, "index"], check=True, capture_output=True, timeout=300)
+    projects = _projects(tmp_path, sample_home)
+    cold = {(p, q): _recall(folder, q, monkeypatch) for p, folder in projects.items() for q in PROMPTS}
+    assert any(cold[("a", q)][0] != cold[("b", q)][0] for q in PROMPTS), \
+        "the two projects' tuning ranks some prompt differently (else this test could not tell them apart)"
+    assert any(block for _, block in cold.values()), "something is injected"
+    server = _serve(tmp_path, {"MEMSEARCH_MODEL": "none"})
+    try:
+        import search_engine.search
+
+        monkeypatch.setattr(search_engine.search, "search", _no_local_search)
+        warm = {(p, q): _recall(folder, q, monkeypatch) for p, folder in projects.items() for q in PROMPTS}
+    finally:
+        _stop(server)
+    assert warm == cold
+
+
+@pytest.mark.usefixtures("real_embedder")
+def test_the_hooks_hybrid_hits_from_the_server_are_what_each_project_ranks_itself(
+        sample_home, tmp_path, monkeypatch, real_embedder):
+    """With the model: the hook's hybrid hits from one warm server equal a hybrid search in the project's own
+    process with the project's settings (the cold path of ``memsearch search``)."""
+    from search_engine.filters import Filters
+    from search_engine.search import search
+
+    subprocess.run([MEMSEARCH, "index"], check=True, capture_output=True, timeout=300)
+    projects = _projects(tmp_path, sample_home)
+    server = _serve(tmp_path, {})
+    try:
+        warm = {(p, q): _recall(folder, q, monkeypatch) for p, folder in projects.items() for q in PROMPTS}
+    finally:
+        _stop(server)
+    for (p, q), (hits, _) in warm.items():
+        monkeypatch.chdir(projects[p])
+        monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(projects[p]))
+        settings = resolve_settings()
+        assert settings.origins["bm25_share" if p == "a" else "fusion"] == "project"
+        own = search(settings, q, mode="hybrid", k=settings.max_items * 3, filters=Filters(exclude_session=SESSION),
+                     embedder=real_embedder)
+        assert own.mode_used == "hybrid"
+        assert hits == [(h.id, round(h.score, 6), h.bm25_rank, h.vector_rank) for h in own.hits], (p, q)
+    assert any(warm[("a", q)][0] != warm[("b", q)][0] for q in PROMPTS)
+    assert all(any(rank[3] is not None for rank in hits) for hits, _ in warm.values()), "hybrid, from the server"
