@@ -81,6 +81,7 @@ def search_section(args, n: int, root: Path, db: Path, emb, queries: list[str]) 
         t0 = time.perf_counter()
         warm_index = SqliteStore(conn, db)
         matrix = warm_index.keep_vectors_in_memory(emb.model_id)
+        assert matrix is not None, "the benchmark index has vectors"
         warm: dict = {"matrix_load_s": time.perf_counter() - t0, "matrix_mb": matrix.matrix.nbytes / 2**20}
         for mode in ("vector", "hybrid"):
             warm[mode] = {"excl_embed_ms": summary(time_each(

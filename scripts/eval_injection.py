@@ -168,7 +168,11 @@ def sweep(rows: list[Asked], name: str, values: list[float]) -> list[dict]:
     """Recall and false injection for each value of one gate parameter, the others at their defaults."""
     from search_engine.context import DEFAULT_GATE
 
-    return [{name: v, **rates(rows, DEFAULT_GATE._replace(**{name: v}))} for v in values]
+    out = []
+    for v in values:
+        change: dict[str, Any] = {name: v}
+        out.append({name: v, **rates(rows, DEFAULT_GATE._replace(**change))})
+    return out
 
 
 def plot(curves: dict[str, dict[str, list[dict]]], chosen: dict[str, float], out: Path) -> Path | None:

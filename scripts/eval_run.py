@@ -4,7 +4,6 @@ curve, and the injection section through the prompt hook's code."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 import shutil
@@ -73,11 +72,7 @@ class MemoEmbedder:
     """The real embedder with query vectors remembered (the dedup curve asks each question many times)."""
 
     def __init__(self, inner):
-        self.inner, self.model_id, self._memo = inner, inner.model_id, {}
-
-    @property
-    def dim(self) -> int:
-        return self.inner.dim
+        self.inner, self.model_id, self.dim, self._memo = inner, inner.model_id, inner.dim, {}
 
     def embed_passages(self, texts):
         return self.inner.embed_passages(texts)
@@ -289,7 +284,7 @@ def evaluate_injection(data: Path, runner: Runner, fresh: bool, limit: int | Non
             rows[path] += inj.ask_all(homes[n], asked, path, runner.cache_dir, log)
         rows[path] += inj.ask_all(mixed_home, [(q, "mixed", q.root) for q in by_root[a] + by_root[b]], path,
                                   runner.cache_dir, log)
-    out: dict[str, Any] = {"questions": len(ds.queries), "gate": dataclasses.asdict(DEFAULT_GATE), "paths": {}}
+    out: dict[str, Any] = {"questions": len(ds.queries), "gate": DEFAULT_GATE._asdict(), "paths": {}}
     curves: dict[str, dict[str, list[dict]]] = {}
     for path, answers in rows.items():
         single = [r for r in answers if r.memory != "mixed"]
@@ -302,7 +297,7 @@ def evaluate_injection(data: Path, runner: Runner, fresh: bool, limit: int | Non
             "mixed_memory": inj.rates(both, DEFAULT_GATE),
             "sweep": curves[path],
         }
-    png = inj.plot(curves, dataclasses.asdict(DEFAULT_GATE), out_dir / "injection-gate.png")
+    png = inj.plot(curves, DEFAULT_GATE._asdict(), out_dir / "injection-gate.png")
     out["plot"] = str(png) if png else "matplotlib not installed (pip install -e '.[bench]')"
     if dump is not None:
         inj.dump([r for asked in rows.values() for r in asked], out_dir / "injection-candidates.jsonl")

@@ -13,7 +13,7 @@ caller (the viewer) keeps one and pays for loading once.
 from __future__ import annotations
 
 import threading
-from typing import Literal, Union
+from typing import Literal, Union, cast
 
 from indexer.base.embedder import Embedder, ModelChoice, load_embedder, resolve_model
 from indexer.base.errors import ModelUnavailable
@@ -45,8 +45,7 @@ class QueryEmbedder:
         """The model, loaded once; raises :class:`ModelUnavailable` (with the reason) when there is none."""
         if not self.choice.available:
             raise ModelUnavailable(f"no embedding model: {self.choice.reason}")
-        if self._embedder is None:
-            with self._lock:
-                if self._embedder is None:
-                    self._embedder = load_embedder(self.settings)
-        return self._embedder
+        with self._lock:
+            if self._embedder is None:
+                self._embedder = cast(Embedder, load_embedder(self.settings))
+            return self._embedder
