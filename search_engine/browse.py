@@ -121,7 +121,8 @@ def stats(settings: Settings) -> Stats:
 def _privacy(store: SqliteStore) -> PrivacyStats:
     """Markers counted in the indexed text, once per event (the overlap between a long event's chunks would
     count a marker twice) or note chunk; session summaries are left out, since they repeat their events."""
-    private, secrets, chunks, sessions = 0, defaultdict(int), 0, set()
+    private, chunks, sessions = 0, 0, set()
+    secrets: defaultdict[str, int] = defaultdict(int)
     seen_events: set[tuple[str, str]] = set()
     for kind, file, event_id, session_id, text in store.redacted_texts():
         if kind == "event" and event_id:

@@ -98,7 +98,7 @@ def fuse_by_score(bm25: dict[K, float], similarity: dict[K, float], alpha: float
     (0.0, 0.5)
     """
     nb, nv = min_max(bm25), min_max(similarity)
-    parts = {key: (alpha * nb.get(key, 0.0), (1 - alpha) * nv.get(key, 0.0)) for key in {*bm25, *similarity}}
+    parts: dict[K, tuple[float, ...]] = {key: (alpha * nb.get(key, 0.0), (1 - alpha) * nv.get(key, 0.0)) for key in {*bm25, *similarity}}
     fused = {key: b + v for key, (b, v) in parts.items()}
     best = {key: max(nb.get(key, 0.0), nv.get(key, 0.0)) for key in fused}
     ranked = sorted(fused.items(), key=lambda kv: (-kv[1], -best[kv[0]], repr(kv[0])))

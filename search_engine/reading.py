@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from indexer.base.settings import Settings
 from indexer.status import open_existing
-from indexer.store import sqlite
+from indexer.store import Store, sqlite
 from indexer.store.local import SqliteStore
 
 
@@ -19,9 +20,10 @@ def open_store(settings: Settings) -> SqliteStore | None:
 
 
 @contextmanager
-def reading(settings: Settings, store: SqliteStore | None = None) -> Iterator[SqliteStore | None]:
-    """The index (``store`` when one is given: it stays open; else opened here and closed after), read under
-    :func:`indexer.store.sqlite.damage_guard`, which marks the file damaged when SQLite finds it corrupt."""
+def reading(settings: Settings, store: Store | None = None) -> Iterator[Any]:
+    """The index (``store`` when one is given: it stays open; else the local one, :func:`open_store`, opened here
+    and closed after; None when it was never built), read under :func:`indexer.store.sqlite.damage_guard`, which
+    marks the file damaged when SQLite finds it corrupt."""
     own = store is None
     if own:
         store = open_store(settings)

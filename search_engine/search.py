@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import cast
 
 from indexer.base.cjk import CJK_SHARE_LIMIT, cjk_share, english_only
 from indexer.base.embedder import ModelChoice
@@ -21,6 +22,7 @@ from indexer.base.settings import Settings
 from indexer.base.types import Explanation, Health, SearchResult
 from indexer.status import health
 from indexer.store import Store
+from indexer.store.local import SqliteStore
 from search_engine.embedding import EmbedderArg, QueryEmbedder
 from search_engine.filters import Filters
 from search_engine.fusion import Fused, boost, dedup, fuse_by_rank, fuse_by_score
@@ -70,9 +72,16 @@ def _vectors_ready(store: Store, model_id: str | None) -> str | None:
 
 
 def result_health(store: Store | None, choice: ModelChoice) -> Health:
-    """What a result says of the index it came from (see :class:`indexer.base.types.Health`): the local index's
-    counts, cached on its connection until anything is written (:func:`indexer.status.health`)."""
-    return health(store, choice)
+    """What a result says of the index it came from (see :class:`indexer.base.types.Health`). The local index's
+    counts are cached on its connection until anything is written (:func:`indexer.status.health`); another
+    backend answers with its :meth:`~indexer.store.Store.health`."""
+    if store is None or isinstance(store, SqliteStore):
+        return health(store, choice)
+    counts = store.health(choice.model_id if choice.available else None)
+    indexed = store.get_meta("last_indexed")
+    return Health(index_exists=indexed is not None, chunks=counts.chunks, pending_embeddings=counts.pending_embeddings,
+                  last_indexed=indexed, model=choice.model_id, model_available=choice.available,
+                  model_reason=choice.reason)
 
 
 def model_choice(settings: Settings, embedder: EmbedderArg = "configured") -> ModelChoice:
@@ -134,7 +143,7 @@ def _search(request: Request, store: Store | None) -> SearchResult:
 
     def vector_side():
         qvec = request.embedding.load().embed_query(query.text)
-        return store.vector_candidates(qvec, choice.model_id, filters, pool)
+        return store.vector_candidates(qvec, cast(str, choice.model_id), filters, pool)  # available: a model
 
     # Hybrid: the query embedding and the vector list (ONNX Runtime and NumPy release the GIL) run in a second
     # thread while FTS5 ranks in this one.
@@ -181,7 +190,7 @@ def _search(request: Request, store: Store | None) -> SearchResult:
     explanation = None
     if request.explain:
         uid = {cid: rows[cid].uid for cid in rows}
-        hidden_of = {d.key: d for d in hidden}
+        hidden_of = {cast(int, d.key): d for d in hidden}
         explanation = tuple(
             Explanation(
                 id=uid[cid],
@@ -190,7 +199,7 @@ def _search(request: Request, store: Store | None) -> SearchResult:
                 bm25_contribution=fusion.parts.get(cid, (0.0, 0.0))[0],
                 vector_contribution=fusion.parts.get(cid, (0.0, 0.0))[1],
                 score=scores[cid],
-                duplicate_of=uid[hidden_of[cid].duplicate_of] if cid in hidden_of else None,
+                duplicate_of=uid[cast(int, hidden_of[cid].duplicate_of)] if cid in hidden_of else None,
                 similarity=hidden_of[cid].similarity if cid in hidden_of else None,
             )
             for cid in [*kept, *hidden_of]
