@@ -11,13 +11,16 @@ import re
 import sys
 import time
 from pathlib import Path
-from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from indexer.base.paths import SUMMARIZE_STARTING
 from indexer.base.settings import Settings, resolve_settings
 from indexer.eventlog import Event, append
 from search_engine.serve.client import request
+
+if TYPE_CHECKING:
+    from indexer.base.types import Hit
+    from search_engine.query import ParsedQuery
 
 #: The prompt hook's whole budget for searching, in seconds (well inside Claude Code's 30 s timeout).
 SEARCH_BUDGET = 0.8
@@ -143,7 +146,18 @@ def prompt(payload: dict[str, Any]) -> str | None:
     return _context_json("UserPromptSubmit", block) if block else None
 
 
-def recall(payload: dict[str, Any]) -> SimpleNamespace | None:
+class Recalled(NamedTuple):
+    """What the prompt hook found for a prompt, before its relevance gate (a named tuple: this path imports no
+    ``dataclasses`` until the warm server's hits are rebuilt as :class:`indexer.base.types.Hit`)."""
+
+    query: ParsedQuery
+    hits: list[Hit]
+    project: str | None
+    max_items: int
+    token_budget: int
+
+
+def recall(payload: dict[str, Any]) -> Recalled | None:
     """The prompt hook up to its gate: record the prompt, search (warm server, else BM25 here) and return the
     query, the candidate hits, the prompt's project and the item limit; None when nothing is to be injected.
     The evaluation (``scripts/eval.py``, injection section) runs this same function."""
@@ -164,15 +178,16 @@ def recall(payload: dict[str, Any]) -> SimpleNamespace | None:
         if path is not None:
             request(settings, {"op": "ingest", "paths": [str(path)]}, timeout=SERVER_TIMEOUT)
         return None
-    query = text[:MAX_QUERY_CHARS]
+    from search_engine.query import ParsedQuery
+
+    query = ParsedQuery.parse(text[:MAX_QUERY_CHARS])
     hits = _search(settings, query, session, max_items * 3, path)
-    return SimpleNamespace(query=query, hits=hits, project=project, max_items=max_items,
-                           token_budget=settings.token_budget)
+    return Recalled(query, hits, project, max_items, settings.token_budget)
 
 
-def _search(settings: Settings, query: str, session: str | None, k: int, captured: Path | None) -> list:
+def _search(settings: Settings, query: ParsedQuery, session: str | None, k: int, captured: Path | None) -> list[Hit]:
     """Hybrid results from the warm server when it answers in time (it also indexes the captured prompt), else
-    BM25 in this process. Server hits stay plain attribute bags: building dataclasses would cost start-up.
+    BM25 in this process.
 
     Without a server the prompt is not indexed here: the search excludes its own session anyway, and importing
     the indexer would double this path's start-up (``python -X importtime``: the pipeline is the largest import
@@ -183,11 +198,13 @@ def _search(settings: Settings, query: str, session: str | None, k: int, capture
     filters = {"exclude_session": session} if session else {}
     from search_engine.serve.client import tuning
 
-    answer = request(settings, {"op": "search", "query": query, "k": k, "mode": "hybrid", "filters": filters,
+    answer = request(settings, {"op": "search", "query": query.text, "k": k, "mode": "hybrid", "filters": filters,
                                 "ingest": [str(captured)] if captured else [], "settings": tuning(settings)},
                      timeout=SERVER_TIMEOUT)
     if answer and answer.get("ok"):
-        return [SimpleNamespace(**h) for h in answer["result"]["hits"]]
+        from indexer.base.types import SearchResult
+
+        return list(SearchResult.from_dict(answer["result"]).hits)
     from search_engine.serve.client import ensure_server
 
     ensure_server(settings)  # gone after an idle exit, say: back for the next prompt, not waited for here

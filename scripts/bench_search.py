@@ -17,8 +17,8 @@ from scripts.stats import summary, time_each
 
 
 def chunk_ids(rows) -> list[int]:
-    """vector_ranking returns ids, or (id, distance) pairs in newer versions: ids either way."""
-    return [r[0] if isinstance(r, (tuple, list)) else r for r in rows]
+    """The chunk ids of a store's vector candidates."""
+    return [r.id for r in rows]
 
 
 def topk_numpy(mat: np.ndarray, q: np.ndarray, k: int = 10) -> np.ndarray:
@@ -30,16 +30,17 @@ def topk_numpy(mat: np.ndarray, q: np.ndarray, k: int = 10) -> np.ndarray:
 def search_section(args, n: int, root: Path, db: Path, emb, queries: list[str]) -> dict:
     from indexer.base.embedder import ModelChoice
     from indexer.base.settings import resolve_settings
-    from indexer.status import health
     from indexer.store import sqlite as store
+    from indexer.store.local import SqliteStore
+    from indexer.store.sqlite_read import fts5_query
     from search_engine.filters import Filters
     from search_engine.lexical import lexical_search
-    from search_engine.query import content_terms, fts_query, terms
-    from search_engine.search import search
-    from search_engine.vector import vector_ranking
+    from search_engine.query import ParsedQuery, content_terms, terms
+    from search_engine.search import result_health, search
 
     settings = resolve_settings(root, db_path=db)
     conn = store.connect(db)
+    cold = SqliteStore(conn, db)  # vec0's KNN, as a one-shot process searches
     out: dict = {}
     try:
         # query embeddings, once, with the warm model (their latency is reported too)
@@ -55,40 +56,40 @@ def search_section(args, n: int, root: Path, db: Path, emb, queries: list[str]) 
         for mode in ("bm25", "vector", "hybrid"):
             log(f"  search latency {mode} ({len(queries)} queries)")
             cpu: list[float] = []
-            excl = time_each(partial(search, settings, mode=mode, k=10, embedder=pre, conn=conn), queries,
+            excl = time_each(partial(search, settings, mode=mode, k=10, embedder=pre, store=cold), queries,
                              cpu_out=cpu)
             modes[mode] = {"excl_embed_ms": summary(excl), "excl_embed_cpu_ms": summary(cpu)}
             if mode == "bm25":
                 modes[mode]["incl_embed_ms"] = modes[mode]["excl_embed_ms"]
             else:
-                incl = time_each(partial(search, settings, mode=mode, k=10, embedder=emb, conn=conn), queries)
+                incl = time_each(partial(search, settings, mode=mode, k=10, embedder=emb, store=cold), queries)
                 modes[mode]["incl_embed_ms"] = summary(incl)
-        hits = search(settings, queries[0], mode="hybrid", k=10, embedder=pre, conn=conn)
+        hits = search(settings, queries[0], mode="hybrid", k=10, embedder=pre, store=cold)
         modes["hybrid"]["mode_used"] = hits.mode_used
         out["modes"] = modes
 
         if args.profile and n == max(args.sizes):
             profiled(args, f"search-hybrid-{n}", lambda: [search(settings, q, mode="hybrid", k=10, embedder=pre,
-                                                                 conn=conn) for q in queries])
+                                                                 store=cold) for q in queries])
             profiled(args, f"search-vector-{n}", lambda: [search(settings, q, mode="vector", k=10, embedder=pre,
-                                                                 conn=conn) for q in queries])
+                                                                 store=cold) for q in queries])
             profiled(args, f"search-bm25-{n}", lambda: [search(settings, q, mode="bm25", k=10, embedder=pre,
-                                                               conn=conn) for q in queries])
+                                                               store=cold) for q in queries])
 
         # the warm path: what the server (and so the prompt hook) runs, with its in-memory copy of the vectors
         log("  warm path: search with the server's in-memory vector matrix")
-        from search_engine.vector import VectorMatrix
-
         t0 = time.perf_counter()
-        matrix = VectorMatrix(conn, emb.model_id)
+        warm_index = SqliteStore(conn, db)
+        matrix = warm_index.keep_vectors_in_memory(emb.model_id)
+        assert matrix is not None, "the benchmark index has vectors"
         warm: dict = {"matrix_load_s": time.perf_counter() - t0, "matrix_mb": matrix.matrix.nbytes / 2**20}
         for mode in ("vector", "hybrid"):
             warm[mode] = {"excl_embed_ms": summary(time_each(
-                partial(search, settings, mode=mode, k=10, embedder=pre, conn=conn, vectors=matrix), queries))}
+                partial(search, settings, mode=mode, k=10, embedder=pre, store=warm_index), queries))}
             warm[mode]["incl_embed_ms"] = summary(time_each(
-                partial(search, settings, mode=mode, k=10, embedder=emb, conn=conn, vectors=matrix), queries))
+                partial(search, settings, mode=mode, k=10, embedder=emb, store=warm_index), queries))
         warm["vector_ranking_top10_ms"] = summary(time_each(
-            lambda q: vector_ranking(conn, qv[q], Filters(), 10, emb.model_id, matrix), queries))
+            lambda q: warm_index.vector_candidates(qv[q], emb.model_id, Filters(), 10), queries))
         out["warm"] = warm
 
         # components of one search
@@ -96,12 +97,13 @@ def search_section(args, n: int, root: Path, db: Path, emb, queries: list[str]) 
         pool = max(settings.candidates, 10)
         vr_cpu: list[float] = []
         comp = {
-            "health_ms": summary(time_each(lambda q: health(conn, choice), queries)),
-            "lexical_pool50_ms": summary(time_each(lambda q: lexical_search(conn, q, Filters(), pool), queries)),
+            "health_ms": summary(time_each(lambda q: result_health(cold, choice), queries)),
+            "lexical_pool50_ms": summary(time_each(
+                lambda q: lexical_search(cold, ParsedQuery.parse(q), Filters(), pool), queries)),
             "vector_ranking_pool50_ms": summary(time_each(
-                lambda q: vector_ranking(conn, qv[q], Filters(), pool, emb.model_id), queries)),
+                lambda q: cold.vector_candidates(qv[q], emb.model_id, Filters(), pool), queries)),
             "vector_ranking_top10_ms": summary(time_each(
-                lambda q: vector_ranking(conn, qv[q], Filters(), 10, emb.model_id), queries, cpu_out=vr_cpu)),
+                lambda q: cold.vector_candidates(qv[q], emb.model_id, Filters(), 10), queries, cpu_out=vr_cpu)),
         }
         comp["vector_ranking_top10_cpu_ms"] = summary(vr_cpu)
         out["components"] = comp
@@ -117,19 +119,19 @@ def search_section(args, n: int, root: Path, db: Path, emb, queries: list[str]) 
         np_ms = time_each(lambda q: topk_numpy(norm, qmat[q]), queries, cpu_out=np_cpu)
         chunk_to_vec = dict(conn.execute(
             "SELECT c.id, e.id FROM chunks c JOIN embeddings e ON e.hash = c.hash AND e.model = ?", (emb.model_id,)))
-        def recall_of(vectors) -> list[float]:
+        def recall_of(index) -> list[float]:
             out = []
             for q, ex in zip(queries, exact):
                 got = []
-                for cid in chunk_ids(vector_ranking(conn, qv[q], Filters(), 10, emb.model_id, vectors)):
+                for cid in chunk_ids(index.vector_candidates(qv[q], emb.model_id, Filters(), 10)):
                     vid = chunk_to_vec.get(cid)
                     if vid is not None and vid not in got:
                         got.append(vid)
                 out.append(len(set(got[:10]) & ex) / 10)
             return out
 
-        recalls = recall_of(None)
-        out["warm"]["recall_at_10"] = float(np.mean(recall_of(matrix)))
+        recalls = recall_of(cold)
+        out["warm"]["recall_at_10"] = float(np.mean(recall_of(warm_index)))
         out["vectors"] = int(len(ids))
         out["numpy_bruteforce_ms"] = summary(np_ms)
         out["numpy_bruteforce_cpu_ms"] = summary(np_cpu)  # main thread only: BLAS may use more
@@ -142,10 +144,10 @@ def search_section(args, n: int, root: Path, db: Path, emb, queries: list[str]) 
             if not tt:
                 return []
             sql = "SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank LIMIT ?"
-            got = [r[0] for r in conn.execute(sql, (fts_query(tt, "AND"), limit))]
+            got = [r[0] for r in conn.execute(sql, (fts5_query(tt, "AND"), limit))]
             if len(tt) > 1 and len(got) < limit:
                 seen = set(got)
-                got += [r[0] for r in conn.execute(sql, (fts_query(tt, "OR"), limit)) if r[0] not in seen]
+                got += [r[0] for r in conn.execute(sql, (fts5_query(tt, "OR"), limit)) if r[0] not in seen]
             return got[:limit]
 
         fts_cpu: list[float] = []

@@ -139,8 +139,10 @@ def _doc(hit: Any) -> str:
 def injected(asked: Asked, gate: Any) -> list[Any]:
     """The hits the prompt hook injects for ``asked`` under ``gate`` (the product's own formatter)."""
     from search_engine.context import format_context
+    from search_engine.query import ParsedQuery
 
-    _, chosen = format_context(asked.query, asked.hits, max_items=asked.max_items, project=asked.project, gate=gate)
+    _, chosen = format_context(ParsedQuery.parse(asked.query), asked.hits, max_items=asked.max_items,
+                               project=asked.project, gate=gate)
     return chosen
 
 
@@ -166,7 +168,11 @@ def sweep(rows: list[Asked], name: str, values: list[float]) -> list[dict]:
     """Recall and false injection for each value of one gate parameter, the others at their defaults."""
     from search_engine.context import DEFAULT_GATE
 
-    return [{name: v, **rates(rows, DEFAULT_GATE._replace(**{name: v}))} for v in values]
+    out = []
+    for v in values:
+        change: dict[str, Any] = {name: v}
+        out.append({name: v, **rates(rows, DEFAULT_GATE._replace(**change))})
+    return out
 
 
 def plot(curves: dict[str, dict[str, list[dict]]], chosen: dict[str, float], out: Path) -> Path | None:

@@ -4,7 +4,6 @@ curve, and the injection section through the prompt hook's code."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 import shutil
@@ -21,6 +20,7 @@ from indexer.base.errors import ModelUnavailable
 from indexer.base.settings import Settings, resolve_settings
 from indexer.pipeline import index
 from indexer.store import sqlite as store
+from indexer.store.local import SqliteStore
 from scripts.eval_data import CJK_SETS, Dataset, Query, limit_queries, load_locomo
 from scripts.eval_metrics import mean_metrics, query_metrics, unique
 from scripts.stats import percentile
@@ -72,11 +72,7 @@ class MemoEmbedder:
     """The real embedder with query vectors remembered (the dedup curve asks each question many times)."""
 
     def __init__(self, inner):
-        self.inner, self.model_id, self._memo = inner, inner.model_id, {}
-
-    @property
-    def dim(self) -> int:
-        return self.inner.dim
+        self.inner, self.model_id, self.dim, self._memo = inner, inner.model_id, inner.dim, {}
 
     def embed_passages(self, texts):
         return self.inner.embed_passages(texts)
@@ -173,6 +169,7 @@ def evaluate(ds: Dataset, runner: Runner, modes: list[str], fresh: bool, curve: 
             continue
         settings = runner.settings(root)
         conn = store.connect(settings.db_path)
+        index_store = SqliteStore(conn, settings.db_path)
         try:
             for mode in modes:
                 if mode in skipped_modes:
@@ -181,7 +178,7 @@ def evaluate(ds: Dataset, runner: Runner, modes: list[str], fresh: bool, curve: 
                 for q in queries:
                     started = time.perf_counter()
                     try:
-                        res = search(settings, q.text, mode=mode, k=fetch, embedder=runner.embedder, conn=conn,
+                        res = search(settings, q.text, mode=mode, k=fetch, embedder=runner.embedder, store=index_store,
                                      now=ds.asked_at.get(root_name))
                     except ModelUnavailable as exc:
                         skipped_modes[mode] = str(exc)
@@ -192,7 +189,7 @@ def evaluate(ds: Dataset, runner: Runner, modes: list[str], fresh: bool, curve: 
                     per_mode[mode].append((q, m, ms, res.hidden_duplicates, res.mode_used))
                     if res.hidden_duplicates:
                         lost = hidden_gold(ds, conn, search(settings, q.text, mode=mode, k=fetch,
-                                                            embedder=runner.embedder, conn=conn, explain=True,
+                                                            embedder=runner.embedder, store=index_store, explain=True,
                                                             now=ds.asked_at.get(root_name)), q)
                         hidden_lost[mode] += lost
                     if dump is not None:
@@ -204,7 +201,7 @@ def evaluate(ds: Dataset, runner: Runner, modes: list[str], fresh: bool, curve: 
                 for t in DEDUP_THRESHOLDS:
                     s_t = runner.settings(root, dedup_threshold=t)
                     for q in queries:
-                        res = search(s_t, q.text, mode="hybrid", k=fetch, embedder=memo, conn=conn,
+                        res = search(s_t, q.text, mode="hybrid", k=fetch, embedder=memo, store=index_store,
                                      now=ds.asked_at.get(root_name))
                         ranked = unique(ds.doc_of(h) for h in res.hits)
                         curve_rows[t].append((query_metrics(ranked, q.gold, ds.session_of), res.hidden_duplicates))
@@ -287,7 +284,7 @@ def evaluate_injection(data: Path, runner: Runner, fresh: bool, limit: int | Non
             rows[path] += inj.ask_all(homes[n], asked, path, runner.cache_dir, log)
         rows[path] += inj.ask_all(mixed_home, [(q, "mixed", q.root) for q in by_root[a] + by_root[b]], path,
                                   runner.cache_dir, log)
-    out: dict[str, Any] = {"questions": len(ds.queries), "gate": dataclasses.asdict(DEFAULT_GATE), "paths": {}}
+    out: dict[str, Any] = {"questions": len(ds.queries), "gate": DEFAULT_GATE._asdict(), "paths": {}}
     curves: dict[str, dict[str, list[dict]]] = {}
     for path, answers in rows.items():
         single = [r for r in answers if r.memory != "mixed"]
@@ -300,7 +297,7 @@ def evaluate_injection(data: Path, runner: Runner, fresh: bool, limit: int | Non
             "mixed_memory": inj.rates(both, DEFAULT_GATE),
             "sweep": curves[path],
         }
-    png = inj.plot(curves, dataclasses.asdict(DEFAULT_GATE), out_dir / "injection-gate.png")
+    png = inj.plot(curves, DEFAULT_GATE._asdict(), out_dir / "injection-gate.png")
     out["plot"] = str(png) if png else "matplotlib not installed (pip install -e '.[bench]')"
     if dump is not None:
         inj.dump([r for asked in rows.values() for r in asked], out_dir / "injection-candidates.jsonl")

@@ -89,9 +89,10 @@ def vectors(db: Path) -> dict[str, list[float]]:
 
 def bm25_answers(db: Path, query: str) -> set[tuple[str, float]]:
     from indexer.store import sqlite as store
-    from search_engine.query import content_terms, fts_query, terms
+    from indexer.store.sqlite_read import fts5_query
+    from search_engine.query import content_terms, terms
 
-    expression = fts_query(content_terms(terms(query)), "OR")
+    expression = fts5_query(content_terms(terms(query)), "OR")
     if not expression:
         return set()
     conn = store.connect(db)

@@ -13,20 +13,17 @@ from __future__ import annotations
 import os
 from collections import defaultdict
 
-import apsw
-
 from indexer import tombstones
 from indexer.base.errors import UsageError
 from indexer.base.settings import Settings
-from indexer.base.types import HIDDEN_STATUSES, KINDS, Hit, PrivacyStats, SessionInfo, Stats, StorageEntry
+from indexer.base.types import Hit, PrivacyStats, SessionInfo, Stats, StorageEntry
 from indexer.privacy import kinds as marker_kinds
-from indexer.status import open_existing
-from indexer.store import sqlite as store
+from indexer.store.local import SqliteStore
 from indexer.summaries import summary_path
+from search_engine.hits import make_hit
+from search_engine.reading import open_store
 
 MAX_RECENT = 1000
-_HIT_COLUMNS = ("uid, kind, category, title, text, path, line_start, line_end, ts, session_id, project, status,"
-                " event_id")
 
 
 def _opening(text: str) -> bool:
@@ -40,19 +37,12 @@ def list_sessions(settings: Settings, *, project: str | None = None, limit: int 
     real prompt."""
     if limit is not None and limit < 1:
         raise UsageError("--limit must be at least 1")
-    conn = open_existing(settings)
-    if conn is None:
+    store = open_store(settings)
+    if store is None:
         return []
     try:
-        where, params = "kind = 'event' AND session_id IS NOT NULL", []
-        if project is not None:
-            where += " AND session_id IN (SELECT session_id FROM chunks WHERE kind = 'event' AND project = ?)"
-            params.append(project)
-        rows = conn.execute(
-            f"SELECT session_id, category, count(DISTINCT coalesce(event_id, uid)), min(ts), max(ts), max(project)"
-            f" FROM chunks WHERE {where} GROUP BY session_id, category", params).fetchall()
         sessions: dict[str, dict] = {}
-        for sid, category, n, first, last, proj in rows:
+        for sid, category, n, first, last, proj in store.session_event_counts(project):
             s = sessions.setdefault(sid, {"counts": {}, "first": first, "last": last, "project": proj})
             s["counts"][category] = n
             s["first"] = min(filter(None, (s["first"], first)), default=None)
@@ -61,9 +51,9 @@ def list_sessions(settings: Settings, *, project: str | None = None, limit: int 
         order = sorted(sessions, key=lambda sid: (sessions[sid]["last"] or "", sid), reverse=True)
         if limit is not None:
             order = order[:limit]
-        openings = _first_prompts(conn, order)
+        openings = _first_prompts(store, order)
     finally:
-        conn.close()
+        store.close()
     out = []
     for sid in order:
         s = sessions[sid]
@@ -77,16 +67,11 @@ def list_sessions(settings: Settings, *, project: str | None = None, limit: int 
     return out
 
 
-def _first_prompts(conn: apsw.Connection, sessions: list[str]) -> dict[str, str]:
+def _first_prompts(store: SqliteStore, sessions: list[str]) -> dict[str, str]:
     found: dict[str, str] = {}
-    for i in range(0, len(sessions), 500):
-        part = sessions[i : i + 500]
-        marks = ",".join("?" * len(part))
-        for sid, text in conn.execute(
-            f"SELECT session_id, text FROM chunks WHERE kind = 'event' AND category = 'prompt'"
-            f" AND session_id IN ({marks}) ORDER BY ts, seq", part):
-            if sid not in found and _opening(text):
-                found[sid] = " ".join(text.split())[:200]
+    for sid, text in store.session_prompts(sessions):
+        if sid not in found and _opening(text):
+            found[sid] = " ".join(text.split())[:200]
     return found
 
 
@@ -98,70 +83,48 @@ def recent(
     fact, event) or an event type (prompt, response, tool, …). Superseded, archived and retired items are left out."""
     if not 1 <= limit <= MAX_RECENT:
         raise UsageError(f"--limit must be between 1 and {MAX_RECENT}")
-    conn = open_existing(settings)
-    if conn is None:
+    store = open_store(settings)
+    if store is None:
         return []
-    conds = [f"coalesce(status, '') NOT IN ({','.join('?' * len(HIDDEN_STATUSES))})",
-             "(kind != 'event' OR seq % 1000 = 0)"]
-    params: list = list(HIDDEN_STATUSES)
-    for column, value in (("session_id", session), ("project", project)):
-        if value is not None:
-            conds.append(f"{column} = ?")
-            params.append(value)
-    if type is not None:
-        conds.append("kind = ?" if type in KINDS else "category = ?")
-        params.append(type)
     try:
-        rows = conn.execute(
-            f"SELECT {_HIT_COLUMNS} FROM chunks WHERE {' AND '.join(conds)}"
-            " ORDER BY ts IS NULL, ts DESC, id DESC LIMIT ?", [*params, limit]).fetchall()
+        rows = store.recent_rows(session=session, type=type, project=project, limit=limit)
     finally:
-        conn.close()
-    return [Hit(uid, kind, category, title, text, path, ls, le, ts, sid, proj, status, 0.0, None, None, event_id)
-            for uid, kind, category, title, text, path, ls, le, ts, sid, proj, status, event_id in rows]
+        store.close()
+    return [make_hit(row) for row in rows]
 
 
 def stats(settings: Settings) -> Stats:
     """What the memory holds: events by type and day, chunks by kind, embeddings pending, storage under the
     memory root, what the privacy filter took out, and how many notes ``forget`` keeps hidden."""
     from indexer.base.embedder import resolve_model
-    from indexer.pipeline import pending_estimate
 
     storage = _storage(settings)
     hidden = tombstones.load(settings.state_dir).count
-    conn = open_existing(settings)
-    if conn is None:
+    store = open_store(settings)
+    if store is None:
         return Stats(0, {}, {}, 0, 0, {}, 0, storage, PrivacyStats(0, {}, 0, 0), hidden, None)
     try:
-        events = "FROM chunks WHERE kind = 'event'"
-        by_type = dict(conn.execute(
-            f"SELECT category, count(DISTINCT coalesce(event_id, uid)) {events} GROUP BY category ORDER BY category"))
-        by_day = dict(conn.execute(
-            f"SELECT substr(ts, 1, 10) AS day, count(DISTINCT coalesce(event_id, uid)) {events} AND ts IS NOT NULL"
-            " GROUP BY day ORDER BY day"))
-        sessions = conn.execute(f"SELECT count(DISTINCT session_id) {events}").fetchone()[0]
-        by_kind = dict(conn.execute("SELECT kind, count(*) FROM chunks GROUP BY kind ORDER BY kind"))
+        by_type, by_day, sessions = store.event_counts()
         choice = resolve_model(settings)
-        pending = pending_estimate(conn, choice.model_id) if choice.available else 0
-        privacy = _privacy(conn)
-        last = store.get_meta(conn, "last_indexed")
+        counts = store.health(choice.model_id if choice.available else None)
+        privacy = _privacy(store)
+        last = store.get_meta("last_indexed")
     finally:
-        conn.close()
+        store.close()
     return Stats(
         events=sum(by_type.values()), events_by_type=by_type, events_by_day=by_day, sessions=sessions,
-        chunks=sum(by_kind.values()), chunks_by_kind=by_kind, pending_embeddings=pending, storage=storage,
-        privacy=privacy, tombstones=hidden, last_indexed=last,
+        chunks=sum(counts.by_kind.values()), chunks_by_kind=dict(counts.by_kind),
+        pending_embeddings=counts.pending_embeddings, storage=storage, privacy=privacy, tombstones=hidden, last_indexed=last,
     )
 
 
-def _privacy(conn: apsw.Connection) -> PrivacyStats:
+def _privacy(store: SqliteStore) -> PrivacyStats:
     """Markers counted in the indexed text, once per event (the overlap between a long event's chunks would
     count a marker twice) or note chunk; session summaries are left out, since they repeat their events."""
-    private, secrets, chunks, sessions = 0, defaultdict(int), 0, set()
+    private, chunks, sessions = 0, 0, set()
+    secrets: defaultdict[str, int] = defaultdict(int)
     seen_events: set[tuple[str, str]] = set()
-    for kind, file, event_id, session_id, text in conn.execute(
-            "SELECT kind, file, event_id, session_id, text FROM chunks WHERE text LIKE '%[REDACTED:%'"
-            " AND NOT (kind = 'note' AND category = 'session') ORDER BY file, seq"):
+    for kind, file, event_id, session_id, text in store.redacted_texts():
         if kind == "event" and event_id:
             if (file, event_id) in seen_events:
                 continue

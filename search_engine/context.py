@@ -18,9 +18,9 @@ import unicodedata
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
-from search_engine.query import content_terms, terms
+from search_engine.query import ParsedQuery, terms
 
-if TYPE_CHECKING:  # hits may also be plain attribute bags from the warm server
+if TYPE_CHECKING:
     from indexer.base.types import Hit
 
 HEADER = (
@@ -60,10 +60,10 @@ def _stem(word: str) -> str:
     return word[:5] if len(word) > 5 else word
 
 
-def coverage(query: str, hit: Hit) -> float:
+def coverage(query: ParsedQuery, hit: Hit) -> float:
     """Share of the query's content terms found in the hit: CJK runs as substrings, words by their first five
     letters (a cheap stand-in for stemming)."""
-    wanted = content_terms(terms(query))
+    wanted = query.terms
     if not wanted:
         return 0.0
     body = f"{hit.title} {hit.text}"
@@ -112,7 +112,7 @@ GATE_SWEEP = {
 }
 
 
-def relevant(query: str, hit: Hit, gate: Gate = DEFAULT_GATE, project: str | None = None,
+def relevant(query: ParsedQuery, hit: Hit, gate: Gate = DEFAULT_GATE, project: str | None = None,
              background: float | None = None) -> bool:
     """Whether ``hit`` passes ``gate`` for a prompt of ``project`` (see :class:`Gate`); ``background`` is the
     median similarity of the list the hit came from (:func:`background`)."""
@@ -132,8 +132,10 @@ def relevant(query: str, hit: Hit, gate: Gate = DEFAULT_GATE, project: str | Non
 def background(hits: Sequence[Hit]) -> float | None:
     """The median similarity of a result list (None without similarities: BM25 only).
 
-    >>> from types import SimpleNamespace as H
-    >>> background([H(similarity=0.5), H(similarity=0.2), H(similarity=None), H(similarity=0.3)])
+    >>> from dataclasses import replace
+    >>> from indexer.base.types import Hit
+    >>> hit = Hit("a1", "note", "", "", "", "a.md", None, None, None, None, None, None, 0.0, None, None)
+    >>> background([replace(hit, similarity=s) for s in (0.5, 0.2, None, 0.3)])
     0.3
     """
     sims = sorted(h.similarity for h in hits if h.similarity is not None)
@@ -146,15 +148,14 @@ def background(hits: Sequence[Hit]) -> float | None:
 def foreign(hit: Hit, project: str | None) -> bool:
     """Whether ``hit`` belongs to another project than ``project`` (a hit of no project, a global note, never
     does; nor does any hit when the prompt's project is unknown)."""
-    own = getattr(hit, "project", None)
-    return project is not None and own is not None and own != project
+    return project is not None and hit.project is not None and hit.project != project
 
 
 def _label(hit: Hit) -> str:
     """The item's title as a reader wants it: a note's heading path; for an event, who or what it is (a tool
     event's text already starts with ``Tool: input``, so it needs none)."""
     title = compact(hit.title, 120)
-    if getattr(hit, "kind", None) != "event":
+    if hit.kind != "event":
         return title
     kind, _, rest = title.partition(" · ")
     if kind == "tool":
@@ -192,11 +193,11 @@ def _source(hit: Hit) -> str:
 
 
 def format_context(
-    query: str, hits: Sequence[Hit], *, max_items: int = 5, token_budget: int = 1200, gate: Gate | bool = True,
+    query: ParsedQuery, hits: Sequence[Hit], *, max_items: int = 5, token_budget: int = 1200, gate: Gate | bool = True,
     project: str | None = None,
 ) -> tuple[str, list[Hit]]:
     """The block to inject and the hits it holds; ``("", [])`` when nothing passes the gate (``gate=False``: no
-    gate; ``True``: the default one). Hits of the prompt's ``project`` (and of none) come first, in their ranked
+    gate; ``True``: the default one). ``query`` is the prompt as the search parsed it. Hits of the prompt's ``project`` (and of none) come first, in their ranked
     order; another project's follow, only if they pass the stricter bar."""
     rule = DEFAULT_GATE if gate is True else gate or None
     level = background(hits)

@@ -1,4 +1,5 @@
-"""Search filters, applied as SQL conditions on the chunks table inside both the BM25 and the vector query."""
+"""Search filters. The store applies them inside both the lexical and the vector query (on the local index:
+:func:`indexer.store.sqlite_read.filter_sql`), so a selective filter never starves a list."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 
 from indexer.base.errors import UsageError
-from indexer.base.types import HIDDEN_STATUSES, KINDS
+from indexer.base.types import KINDS
 
 _RELATIVE_RE = re.compile(r"^(\d+)([dwmy])$")
 
@@ -60,34 +61,6 @@ class Filters:
     @classmethod
     def build(cls, *, since: str | None = None, until: str | None = None, **kw) -> Filters:
         return cls(since=parse_date(since), until=parse_date(until, end=True), **kw)
-
-    def sql(self, alias: str = "c") -> tuple[str, list]:
-        """``(condition, params)`` for a WHERE clause; the condition is ``1`` when nothing filters."""
-        conds: list[str] = []
-        params: list = []
-        for column, value in (
-            ("kind", self.kind),
-            ("category", self.category),
-            ("session_id", self.session),
-            ("project", self.project),
-        ):
-            if value is not None:
-                conds.append(f"{alias}.{column} = ?")
-                params.append(value)
-        if self.since:
-            conds.append(f"{alias}.ts >= ?")
-            params.append(self.since)
-        if self.until:
-            conds.append(f"{alias}.ts <= ?")
-            params.append(self.until)
-        if not self.all_status:
-            marks = ",".join("?" * len(HIDDEN_STATUSES))
-            conds.append(f"coalesce({alias}.status, '') NOT IN ({marks})")
-            params.extend(HIDDEN_STATUSES)
-        if self.exclude_session:
-            conds.append(f"coalesce({alias}.session_id, '') != ?")
-            params.append(self.exclude_session)
-        return (" AND ".join(conds) or "1"), params
 
     @property
     def selective(self) -> bool:

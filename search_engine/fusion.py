@@ -8,38 +8,67 @@ import re
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from itertools import islice
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 K = TypeVar("K", bound=Hashable)
 _SPACE_RE = re.compile(r"\s+")
 
 
-def reciprocal_rank_fusion(
+@dataclass(frozen=True)
+class Fused(Generic[K]):
+    """A fused list and where each score came from: ``parts[key][i]`` is what input list ``i`` added to ``key``'s
+    score (0.0 when the list does not hold it); ``normalised`` holds each list's scores as the fusion saw them
+    (:func:`min_max` for :func:`fuse_by_score`; empty for rank fusion, which reads ranks only)."""
+
+    ranked: list[tuple[K, float]]
+    parts: dict[K, tuple[float, ...]]
+    normalised: tuple[dict[K, float], ...] = ()
+
+
+def fuse_by_rank(
     rankings: Sequence[Sequence[K]], k: int = 60, weights: Sequence[float] | None = None
-) -> list[tuple[K, float]]:
-    """Fuse ranked lists: ``score(d) = Σ_i w_i / (k + rank_i(d))`` with 1-based ranks; a list that does not
-    hold ``d`` adds nothing.
+) -> Fused[K]:
+    """Fuse ranked lists (each holds a key at most once): ``score(d) = Σ_i w_i / (k + rank_i(d))`` with 1-based
+    ranks; a list that does not hold ``d`` adds nothing.
 
     The result depends only on the lists' content, never on the order they are given in (for equal weights):
     each score is the correctly rounded sum of its terms (``math.fsum``), so two documents with the same
     multiset of ranks tie exactly (a plain running sum taken in another order can differ in the last bit), and
     ties break by the best rank in any list, then by the key's ``repr``.
 
-    >>> reciprocal_rank_fusion([["a", "b"], ["b", "c"]], k=60)
-    [('b', 0.03252247488101534), ('a', 0.01639344262295082), ('c', 0.016129032258064516)]
+    >>> fuse_by_rank([["a", "b"], ["b", "c"]], k=60).parts["b"]
+    (0.016129032258064516, 0.01639344262295082)
     """
     if weights is None:
         weights = [1.0] * len(rankings)
     if len(weights) != len(rankings):
         raise ValueError("one weight per ranking")
-    terms: dict[K, list[float]] = {}
+    n = len(rankings)
+    parts: dict[K, list[float]] = {}
     best: dict[K, int] = {}
-    for ranking, weight in zip(rankings, weights):
-        for rank, key in enumerate(ranking, start=1):
-            terms.setdefault(key, []).append(weight / (k + rank))
-            best[key] = min(best.get(key, rank), rank)
-    scores = {key: math.fsum(parts) for key, parts in terms.items()}
-    return sorted(scores.items(), key=lambda kv: (-kv[1], best[kv[0]], repr(kv[0])))
+    for i, (ranking, weight) in enumerate(zip(rankings, weights)):
+        for rank, key in enumerate(ranking, start=1):  # each list holds a key once
+            part = parts.get(key)
+            if part is None:
+                parts[key] = part = [0.0] * n
+                best[key] = rank
+            elif rank < best[key]:
+                best[key] = rank
+            part[i] = weight / (k + rank)
+    scores = {key: math.fsum(part) for key, part in parts.items()}  # the 0.0 of a list without the key adds nothing
+    ranked = sorted(scores.items(), key=lambda kv: (-kv[1], best[kv[0]], repr(kv[0])))
+    return Fused(ranked, {key: tuple(part) for key, part in parts.items()})
+
+
+def reciprocal_rank_fusion(
+    rankings: Sequence[Sequence[K]], k: int = 60, weights: Sequence[float] | None = None
+) -> list[tuple[K, float]]:
+    """:func:`fuse_by_rank`'s ranked list: ``score(d) = Σ_i w_i / (k + rank_i(d))``.
+
+    >>> reciprocal_rank_fusion([["a", "b"], ["b", "c"]], k=60)
+    [('b', 0.03252247488101534), ('a', 0.01639344262295082), ('c', 0.016129032258064516)]
+    """
+    return fuse_by_rank(rankings, k, weights).ranked
 
 
 def min_max(scores: dict[K, float]) -> dict[K, float]:
@@ -55,22 +84,34 @@ def min_max(scores: dict[K, float]) -> dict[K, float]:
     return {key: (s - low) / span if span else 1.0 for key, s in scores.items()}
 
 
-def score_fusion(bm25: dict[K, float], similarity: dict[K, float], alpha: float = 0.6) -> list[tuple[K, float]]:
+def fuse_by_score(bm25: dict[K, float], similarity: dict[K, float], alpha: float = 0.6) -> Fused[K]:
     """Fuse by scores, not ranks: ``score(d) = α·mm(bm25)(d) + (1 − α)·mm(cos)(d)``, where ``mm`` is
     :func:`min_max` over each list's own candidates and a list that does not hold ``d`` adds 0. Unlike RRF it
     keeps how far apart the candidates are, so a confident BM25 list is not flattened by a weak vector list
-    (measured: SciFact nDCG@10 0.713 → 0.728, LoCoMo turn recall@5 0.472 → 0.564).
+    (measured: SciFact nDCG@10 0.713 → 0.728, LoCoMo turn recall@5 0.472 → 0.564). ``parts`` are the two terms
+    ``α·mm(bm25)(d)`` and ``(1 − α)·mm(cos)(d)``; ``normalised`` the two ``mm`` lists.
 
     Like :func:`reciprocal_rank_fusion`, the order depends only on the scores, not on the order the dicts were
     filled in: ties break by the better of the two normalised scores, then by the key's ``repr``.
 
+    >>> fuse_by_score({"a": 10.0, "b": 5.0}, {"b": 0.9, "c": 0.5}, alpha=0.5).parts["b"]
+    (0.0, 0.5)
+    """
+    nb, nv = min_max(bm25), min_max(similarity)
+    parts: dict[K, tuple[float, ...]] = {key: (alpha * nb.get(key, 0.0), (1 - alpha) * nv.get(key, 0.0)) for key in {*bm25, *similarity}}
+    fused = {key: b + v for key, (b, v) in parts.items()}
+    best = {key: max(nb.get(key, 0.0), nv.get(key, 0.0)) for key in fused}
+    ranked = sorted(fused.items(), key=lambda kv: (-kv[1], -best[kv[0]], repr(kv[0])))
+    return Fused(ranked, parts, (nb, nv))
+
+
+def score_fusion(bm25: dict[K, float], similarity: dict[K, float], alpha: float = 0.6) -> list[tuple[K, float]]:
+    """:func:`fuse_by_score`'s ranked list: ``score(d) = α·mm(bm25)(d) + (1 − α)·mm(cos)(d)``.
+
     >>> score_fusion({"a": 10.0, "b": 5.0}, {"b": 0.9, "c": 0.5}, alpha=0.5)
     [('a', 0.5), ('b', 0.5), ('c', 0.0)]
     """
-    nb, nv = min_max(bm25), min_max(similarity)
-    fused = {key: alpha * nb.get(key, 0.0) + (1 - alpha) * nv.get(key, 0.0) for key in {*bm25, *similarity}}
-    best = {key: max(nb.get(key, 0.0), nv.get(key, 0.0)) for key in fused}
-    return sorted(fused.items(), key=lambda kv: (-kv[1], -best[kv[0]], repr(kv[0])))
+    return fuse_by_score(bm25, similarity, alpha).ranked
 
 
 def boost(fused: Sequence[tuple[K, float]], chosen: set[K], share: float) -> list[tuple[K, float]]:

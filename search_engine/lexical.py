@@ -1,77 +1,37 @@
-"""The BM25 list: FTS5 ``bm25()`` over chunk title, body and context (an event's previous turn), with the filters
-inside the same query."""
+"""The lexical list: the store's ranking of the chunks holding the query's terms (BM25 on the local index: FTS5's
+``bm25()`` over title, body and context), with the filters inside the same query."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import apsw
-
-from indexer.base.errors import UsageError
-from search_engine.filters import Filters
-from search_engine.query import content_terms, fts_query, terms
-
-#: FTS5 column weights for bm25(): (title, body, context). The context column holds the previous turn of an event's
-#: session: low weight, so a turn's own words count most, but a short reply ("Yes, every Sunday") is still found by
-#: the question it answers (measured on LoCoMo: BM25 turn recall@5 0.530 -> 0.631).
-TITLE_WEIGHT = 1.0
-BODY_WEIGHT = 1.0
-CONTEXT_WEIGHT = 0.4
+from indexer.store import FilterSpec, Store
+from search_engine.query import ParsedQuery
 
 
 @dataclass(frozen=True)
 class LexicalResult:
     ids: list[int]
-    expression: str  # the MATCH expression(s) actually run, for --explain and --json
+    expression: str  # the query(s) the store actually ran, for --explain and --json
     scores: dict[int, float] = field(default_factory=dict)  # BM25, higher is better
 
 
-def bm25_ranking(conn: apsw.Connection, expression: str, filters: Filters, limit: int) -> list[tuple[int, float]]:
-    """``(chunk id, BM25 score)`` matching ``expression``, best first (FTS5's bm25() is negated: higher is better)."""
-    where, params = filters.sql("c")
-    score = f"-bm25(chunks_fts, {TITLE_WEIGHT}, {BODY_WEIGHT}, {CONTEXT_WEIGHT})"
-    if not filters.selective:
-        # Rank inside FTS5 first and join only the best few (joining every match before sorting cost 2.5x at 100k
-        # chunks); only the status filter can drop rows here, so a small overfetch nearly always suffices.
-        inner = limit * 2
-        sql = (
-            f"SELECT c.id, f.score FROM (SELECT rowid, {score} AS score FROM chunks_fts WHERE chunks_fts MATCH ?"
-            f" ORDER BY score DESC LIMIT ?) AS f JOIN chunks c ON c.id = f.rowid WHERE {where}"
-            " ORDER BY f.score DESC LIMIT ?"
-        )
-        rows = conn.execute(sql, [expression, inner, *params, limit]).fetchall()
-        if len(rows) >= limit or conn.execute(
-            "SELECT count(*) FROM (SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ? LIMIT ?)", (expression, inner + 1)
-        ).fetchone()[0] <= inner:
-            return [(row[0], row[1]) for row in rows]
-    sql = (
-        f"SELECT c.id, {score} AS score FROM chunks_fts "
-        f"JOIN chunks c ON c.id = chunks_fts.rowid WHERE chunks_fts MATCH ? AND {where} "
-        f"ORDER BY score DESC LIMIT ?"
-    )
-    return [(row[0], row[1]) for row in conn.execute(sql, [expression, *params, limit])]
-
-
-def lexical_search(
-    conn: apsw.Connection, query: str, filters: Filters, limit: int, *, raw: bool = False
-) -> LexicalResult:
+def lexical_search(store: Store, query: ParsedQuery, filters: FilterSpec, limit: int, *,
+                   raw: bool = False) -> LexicalResult:
     """AND of the query's content terms first; when that finds fewer than ``limit``, the OR of them follows
-    (AND matches keep their places at the top). ``raw`` passes FTS5 syntax through untouched."""
+    (AND matches keep their places at the top). ``raw`` passes the query text to the store untouched, in its own
+    syntax (FTS5 on the local index)."""
     if raw:
-        try:
-            ranked = bm25_ranking(conn, query, filters, limit)
-            return LexicalResult([i for i, _ in ranked], query, dict(ranked))
-        except apsw.SQLError as exc:
-            reason = " ".join(str(exc).split())  # one line, whatever SQLite echoes back of the query
-            raise UsageError(f"invalid FTS5 query {query!r}: {reason}; drop --raw to search plain text") from None
-    query_terms = content_terms(terms(query))
-    if not query_terms:
+        ranked = store.lexical_native(query.text, filters, limit)
+        return LexicalResult([s.id for s in ranked], query.text, {s.id: s.score for s in ranked})
+    if not query.terms:
         return LexicalResult([], "")
-    strict = fts_query(query_terms, "AND")
-    ranked = bm25_ranking(conn, strict, filters, limit)
-    if len(query_terms) == 1 or len(ranked) >= limit:
-        return LexicalResult([i for i, _ in ranked], strict, dict(ranked))
-    relaxed = fts_query(query_terms, "OR")
-    seen = {i for i, _ in ranked}
-    ranked += [(i, s) for i, s in bm25_ranking(conn, relaxed, filters, limit) if i not in seen][: limit - len(ranked)]
-    return LexicalResult([i for i, _ in ranked], f"{strict} || {relaxed}", dict(ranked))
+    ranked = store.lexical_top_k(query.terms, "AND", filters, limit)
+    strict = store.lexical_expression(query.terms, "AND")
+    if len(query.terms) == 1 or len(ranked) >= limit:
+        return LexicalResult([s.id for s in ranked], strict, {s.id: s.score for s in ranked})
+    relaxed = store.lexical_expression(query.terms, "OR")
+    seen = {s.id for s in ranked}
+    ranked += [s for s in store.lexical_top_k(query.terms, "OR", filters, limit) if s.id not in seen][
+        : limit - len(ranked)]
+    return LexicalResult([s.id for s in ranked], f"{strict} || {relaxed}", {s.id: s.score for s in ranked})

@@ -2,39 +2,35 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
 
 from indexer.base.errors import NotFound, UsageError
 from indexer.base.settings import Settings
 from indexer.base.types import ChunkView, Hit, Timeline
-from indexer.status import open_existing
-from indexer.store import sqlite as store
-from search_engine.search import _HIT_COLUMNS, _hit
+from indexer.store import HitRow
+from indexer.store.local import SqliteStore
+from search_engine.hits import make_hit
+from search_engine.reading import reading
 
 MIN_PREFIX = 4
 
 
 @contextmanager
-def _open(settings: Settings):
+def _open(settings: Settings) -> Iterator[SqliteStore]:
     """The index, read under :func:`indexer.store.sqlite.damage_guard` and closed after."""
-    conn = open_existing(settings)
-    if conn is None:
-        raise NotFound("the index was never built; run `memsearch index` first")
-    try:
-        with store.damage_guard(settings.db_path):
-            yield conn
-    finally:
-        conn.close()
+    with reading(settings) as store:
+        if store is None:
+            raise NotFound("the index was never built; run `memsearch index` first")
+        yield store
 
 
-def _find(conn, ident: str) -> tuple:
+def _find(store: SqliteStore, ident: str) -> tuple[HitRow, str, int]:
     """The row of the chunk whose id is ``ident`` or starts with it (unambiguously), plus its file and seq."""
     ident = ident.strip().lower()
     if len(ident) < MIN_PREFIX or len(ident) > 32 or not all(c in "0123456789abcdef" for c in ident):
         raise UsageError(f"invalid id {ident!r}: ids are hexadecimal, as printed by `memsearch search`")
-    rows = conn.execute(
-        f"SELECT {_HIT_COLUMNS}, file, seq FROM chunks WHERE uid >= ? AND uid < ? LIMIT 2", (ident, ident + "g")
-    ).fetchall()
+    rows = store.find_uid_prefix(ident, limit=2)
     if not rows:
         raise NotFound(f"no chunk with id {ident}; ids change when their source changes, search again")
     if len(rows) > 1:
@@ -44,11 +40,11 @@ def _find(conn, ident: str) -> tuple:
 
 def get_many(settings: Settings, idents: list[str]) -> list[Hit]:
     """Full chunks for several ids (unknown ones are skipped)."""
-    with _open(settings) as conn:
+    with _open(settings) as store:
         out = []
         for ident in idents:
             try:
-                out.append(_hit(_find(conn, ident)[:-2], 0.0, None, None))
+                out.append(make_hit(_find(store, ident)[0]))
             except NotFound:
                 continue
         return out
@@ -59,31 +55,15 @@ def timeline(settings: Settings, ident: str, window: int = 5) -> Timeline:
     otherwise everything dated."""
     if not 1 <= window <= 100:
         raise UsageError("--window must be between 1 and 100")
-    with _open(settings) as conn:
-        row = _find(conn, ident)
-        center = _hit(row[:-2], 0.0, None, None)
-        ts, cid = center.ts or "", row[0]
-        scope, params = ("session_id = ?", [center.session_id]) if center.session_id else ("ts IS NOT NULL", [])
-        before = conn.execute(
-            f"SELECT {_HIT_COLUMNS} FROM chunks WHERE {scope} AND (ts < ? OR (ts = ? AND id < ?))"
-            " ORDER BY ts DESC, id DESC LIMIT ?", [*params, ts, ts, cid, window]).fetchall()
-        after = conn.execute(
-            f"SELECT {_HIT_COLUMNS} FROM chunks WHERE {scope} AND (ts > ? OR (ts = ? AND id > ?))"
-            " ORDER BY ts, id LIMIT ?", [*params, ts, ts, cid, window]).fetchall()
-        return Timeline(center, tuple(_hit(r, 0.0, None, None) for r in reversed(before)),
-                        tuple(_hit(r, 0.0, None, None) for r in after))
+    with _open(settings) as store:
+        row = _find(store, ident)[0]
+        before, after = store.around(row, window)
+        return Timeline(make_hit(row), tuple(make_hit(r) for r in before), tuple(make_hit(r) for r in after))
 
 
 def show(settings: Settings, ident: str) -> ChunkView:
     """The chunk whose id is ``ident`` (or starts with it, when that is unambiguous), with its neighbours."""
-    with _open(settings) as conn:
-        row = _find(conn, ident)
-        file, seq = row[-2], row[-1]
-        prev = conn.execute(
-            "SELECT uid FROM chunks WHERE file = ? AND seq < ? ORDER BY seq DESC LIMIT 1", (file, seq)
-        ).fetchone()
-        nxt = conn.execute(
-            "SELECT uid FROM chunks WHERE file = ? AND seq > ? ORDER BY seq LIMIT 1", (file, seq)
-        ).fetchone()
-        count = conn.execute("SELECT count(*) FROM chunks WHERE file = ?", (file,)).fetchone()[0]
-        return ChunkView(_hit(row[:-2], 0.0, None, None), prev and prev[0], nxt and nxt[0], count)
+    with _open(settings) as store:
+        row, file, seq = _find(store, ident)
+        prev, nxt, count = store.neighbours(file, seq)
+        return ChunkView(make_hit(row), prev, nxt, count)

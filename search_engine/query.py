@@ -1,15 +1,15 @@
-"""Turning user text into FTS5 queries that can never break FTS5 syntax.
+"""Turning user text into the terms a search looks for, parsed once per search (:class:`ParsedQuery`).
 
 :func:`terms` splits the text the way the index's unicode61 tokenizer does (letters and digits; everything else,
-quotes, ``AND``-as-syntax, ``NEAR``, ``*``, ``-``, ``:``, parentheses and emoji, separates), and
-:func:`fts_query` quotes every term, so operators in user text are just words. A short CJK run (a word) becomes
-the phrase of its bigrams, a long one (a sentence) its separate bigrams (see :mod:`indexer.base.cjk`). Korean writes
-spaces between words but attaches particles to them ("서울은", "서울에서"), so a Hangul word is also looked for
-without a trailing particle (see :func:`hangul_stem`). Multi-word queries run as AND first and relax to OR when that
-finds too little; the whole query is never one phrase.
+quotes, ``AND``-as-syntax, ``NEAR``, ``*``, ``-``, ``:``, parentheses and emoji, separates); the store quotes every
+term (:func:`indexer.store.sqlite_read.fts5_query`), so operators in user text are just words. A short CJK run (a
+word) becomes the phrase of its bigrams, a long one (a sentence) its separate bigrams (see :mod:`indexer.base.cjk`).
+Korean writes spaces between words but attaches particles to them ("서울은", "서울에서"), so a Hangul word is also
+looked for without a trailing particle (see :func:`hangul_stem`). Multi-word queries run as AND first and relax to
+OR when that finds too little; the whole query is never one phrase.
 
->>> fts_query(terms('fix "NEAR(a b)" -- crash: 東京'), "AND")
-'"fix" AND "near" AND "a" AND "b" AND "crash" AND "東京"'
+>>> [t.text for t in terms('fix "NEAR(a b)" -- crash: 東京')]
+['fix', 'near', 'a', 'b', 'crash', '東京']
 """
 
 from __future__ import annotations
@@ -49,30 +49,17 @@ class Term(NamedTuple):
     """One searchable term; ``alt`` is a second CJK form that also counts (a Korean word without its particle).
     A named tuple: the prompt hook's block uses terms, and its path imports no ``dataclasses``.
 
-    >>> Term("서울은", cjk=True, alt="서울").fts()
-    '("서울 울은" OR "서울")'
+    >>> terms("서울은")
+    [Term(text='서울은', cjk=True, alt='서울')]
     """
 
     text: str
     cjk: bool = False
     alt: str | None = None
 
-    def fts(self) -> str:
-        if not self.cjk:
-            return f'"{self.text}"'
-        if self.alt:
-            return f"({_cjk_phrase(self.text)} OR {_cjk_phrase(self.alt)})"
-        return _cjk_phrase(self.text)
-
     @property
     def forms(self) -> tuple[str, ...]:
         return (self.text, self.alt) if self.alt else (self.text,)
-
-
-def _cjk_phrase(run: str) -> str:
-    if len(run) == 1:
-        return f'"{run}"*'
-    return '"' + " ".join(query_bigrams(run)) + '"'
 
 
 def hangul_stem(word: str) -> str | None:
@@ -143,8 +130,18 @@ def _filler(term: Term) -> bool:
     return term.text in STOPWORDS
 
 
-def fts_query(query_terms: list[Term], op: str = "AND") -> str:
-    """An FTS5 MATCH expression joining the quoted terms with ``op`` (AND or OR); '' when there are none."""
-    if op not in ("AND", "OR"):
-        raise ValueError(op)
-    return f" {op} ".join(t.fts() for t in query_terms)
+class ParsedQuery(NamedTuple):
+    """A user's query as every part of one search sees it: the text, and the content terms that lexical search
+    looks for and the prompt hook's relevance gate counts in each hit (:func:`search_engine.context.coverage`).
+    A named tuple, like :class:`Term`.
+
+    >>> [t.text for t in ParsedQuery.parse("what is the WAL mode").terms]
+    ['wal', 'mode']
+    """
+
+    text: str
+    terms: tuple[Term, ...]
+
+    @classmethod
+    def parse(cls, text: str) -> ParsedQuery:
+        return cls(text, tuple(content_terms(terms(text))))

@@ -9,8 +9,8 @@ goes through the privacy filter first (it is read from the file, not from the in
 from __future__ import annotations
 
 from indexer.base.settings import Settings
-from indexer.status import open_existing
 from search_engine.context import CHARS_PER_TOKEN, HEADER, compact, escape, sanitize
+from search_engine.reading import open_store
 
 #: Each part's share of the budget; what one leaves unused goes to the next.
 SHARES = (("memory", 0.4), ("summary", 0.35), ("facts", 0.25))
@@ -36,22 +36,14 @@ def _project_parts(settings: Settings, project: str | None) -> tuple[tuple[str, 
     """(the latest session summary of ``project``: id, source, text) and its active facts (id, date, text)."""
     if not project:
         return None, []
-    conn = open_existing(settings)
-    if conn is None:
+    store = open_store(settings)
+    if store is None:
         return None, []
     try:
-        row = conn.execute(
-            "SELECT file, path, min(uid) FROM chunks WHERE kind = 'note' AND category = 'session' AND project = ?"
-            " GROUP BY file ORDER BY max(ts) DESC, file DESC LIMIT 1", (project,)).fetchone()
-        summary = None
-        if row:
-            texts = [t for (t,) in conn.execute("SELECT text FROM chunks WHERE file = ? ORDER BY seq", (row[0],))]
-            summary = (row[2], row[1], "\n".join(texts))
-        facts = conn.execute(
-            "SELECT uid, ts, text FROM chunks WHERE kind = 'fact' AND project = ? AND coalesce(status, 'active') ="
-            " 'active' ORDER BY ts DESC, id DESC LIMIT ?", (project, MAX_FACTS)).fetchall()
+        summary = store.latest_session_summary(project)
+        facts = store.active_facts(project, MAX_FACTS)
     finally:
-        conn.close()
+        store.close()
     return summary, facts
 
 

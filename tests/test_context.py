@@ -6,6 +6,9 @@ from dataclasses import replace
 
 from indexer.base.types import Hit
 from search_engine.context import DEFAULT_GATE, Gate, format_context, relevant
+from search_engine.query import ParsedQuery
+
+Q = ParsedQuery.parse
 
 
 def _hit(text: str, *, similarity: float | None = None, project: str | None = None, uid: str = "abc123abc123",
@@ -16,47 +19,47 @@ def _hit(text: str, *, similarity: float | None = None, project: str | None = No
 
 def test_close_meaning_passes_without_shared_words():
     hit = _hit("the nightly job retries when sqlite reports contention", similarity=0.6)
-    assert relevant("why does the ledger export fail", hit)
-    assert not relevant("why does the ledger export fail", replace(hit, similarity=0.3))
+    assert relevant(Q("why does the ledger export fail"), hit)
+    assert not relevant(Q("why does the ledger export fail"), replace(hit, similarity=0.3))
 
 
 def test_shared_words_need_some_closeness_when_the_similarity_is_known():
     hit = _hit("ledger export failed at night", similarity=0.45)
     query = "ledger export failure"
-    assert relevant(query, hit)
+    assert relevant(Q(query), hit)
     # the same words, but a meaning far from the prompt (below coverage_similarity): not injected
-    assert not relevant(query, replace(hit, similarity=DEFAULT_GATE.coverage_similarity - 0.05))
+    assert not relevant(Q(query), replace(hit, similarity=DEFAULT_GATE.coverage_similarity - 0.05))
     # BM25 only (no similarity): the words decide alone
-    assert relevant(query, replace(hit, similarity=None))
-    assert not relevant("ledger reconciliation totals mismatch", replace(hit, similarity=None))
+    assert relevant(Q(query), replace(hit, similarity=None))
+    assert not relevant(Q("ledger reconciliation totals mismatch"), replace(hit, similarity=None))
 
 
 def test_another_projects_hit_needs_the_stricter_bar():
     gate = Gate(min_similarity=0.5, min_coverage=0.5, coverage_similarity=0.0, foreign_margin=0.1)
     hit = _hit("unrelated words only", similarity=0.55, project="billing")
-    assert relevant("q about something", hit, gate, project="billing")
-    assert not relevant("q about something", hit, gate, project="frontend")
-    assert relevant("q about something", replace(hit, similarity=0.61), gate, project="frontend")
+    assert relevant(Q("q about something"), hit, gate, project="billing")
+    assert not relevant(Q("q about something"), hit, gate, project="frontend")
+    assert relevant(Q("q about something"), replace(hit, similarity=0.61), gate, project="frontend")
     # a hit of no project (a global note) is never foreign; nor is anything when the prompt's project is unknown
-    assert relevant("q about something", replace(hit, project=None), gate, project="frontend")
-    assert relevant("q about something", hit, gate, project=None)
+    assert relevant(Q("q about something"), replace(hit, project=None), gate, project="frontend")
+    assert relevant(Q("q about something"), hit, gate, project=None)
 
 
 def test_block_puts_the_prompts_project_first():
     other = _hit("deploy steps for the gateway", similarity=0.9, project="billing", uid="aaaaaaaaaaaa")
     mine = _hit("deploy steps for the frontend", similarity=0.7, project="frontend", uid="bbbbbbbbbbbb")
-    block, chosen = format_context("deploy steps", [other, mine], project="frontend")
+    block, chosen = format_context(Q("deploy steps"), [other, mine], project="frontend")
     assert [h.id for h in chosen] == ["bbbbbbbbbbbb", "aaaaaaaaaaaa"]
     assert block.index("bbbbbbbbbbbb") < block.index("aaaaaaaaaaaa")
-    _, chosen = format_context("deploy steps", [other, mine], project="frontend", max_items=1)
+    _, chosen = format_context(Q("deploy steps"), [other, mine], project="frontend", max_items=1)
     assert [h.id for h in chosen] == ["bbbbbbbbbbbb"]
 
 
 def test_gate_false_injects_everything_and_nothing_passes_an_impossible_gate():
     hits = [_hit("alpha beta", similarity=0.1, uid=f"{i:012d}") for i in range(3)]
-    assert len(format_context("gamma delta", hits, gate=False)[1]) == 3
-    assert format_context("gamma delta", hits) == ("", [])
-    assert format_context("alpha beta", hits, gate=Gate(min_similarity=2.0, min_coverage=2.0)) == ("", [])
+    assert len(format_context(Q("gamma delta"), hits, gate=False)[1]) == 3
+    assert format_context(Q("gamma delta"), hits) == ("", [])
+    assert format_context(Q("alpha beta"), hits, gate=Gate(min_similarity=2.0, min_coverage=2.0)) == ("", [])
 
 
 def test_a_clear_winner_of_both_lists_passes_below_the_absolute_bar():
@@ -64,13 +67,13 @@ def test_a_clear_winner_of_both_lists_passes_below_the_absolute_bar():
     winner = _hit("idempotency key on provider calls", similarity=0.45, bm25_rank=2, vector_rank=1, uid="w" * 12)
     rest = [_hit(f"unrelated note {i}", similarity=0.25, bm25_rank=4 + i, vector_rank=4 + i, uid=f"{i:012d}")
             for i in range(5)]
-    _, chosen = format_context(query, [winner, *rest])
+    _, chosen = format_context(Q(query), [winner, *rest])
     assert [h.id for h in chosen] == ["w" * 12]
     # the same score does not stand out in a list where everything is about as close
     flat = [replace(h, similarity=0.42) for h in rest]
-    assert format_context(query, [winner, *flat]) == ("", [])
+    assert format_context(Q(query), [winner, *flat]) == ("", [])
     # nor does a hit only one list ranks near the top
-    assert format_context(query, [replace(winner, bm25_rank=9), *rest]) == ("", [])
+    assert format_context(Q(query), [replace(winner, bm25_rank=9), *rest]) == ("", [])
 
 
 def test_block_never_shows_an_item_twice_and_titles_read_well():
@@ -81,11 +84,11 @@ def test_block_never_shows_an_item_twice_and_titles_read_well():
                   10, 14, "2026-11-20T00:00:00", "s1", None, None, 0.4, 2, 2, None, None, 0.8)
     tool = replace(_hit("Bash: pytest tests/test_export.py\n3 passed", similarity=0.8, uid="t" * 12),
                    title="tool · Bash")
-    block, chosen = format_context("nightly export resumable", [prompt, summary, tool])
+    block, chosen = format_context(Q("nightly export resumable"), [prompt, summary, tool])
     assert [h.id for h in chosen] == ["p" * 12, "t" * 12]
     assert block.count("Make the nightly export resumable") == 1
     assert "Bash: Bash" not in block and "tool · " not in block and "\nBash: pytest tests/test_export.py" in block
     assert "prompt · user: Make the nightly" in block
     # the other way round: the summary first, then the event it quotes is left out
-    _, chosen = format_context("nightly export resumable", [summary, prompt])
+    _, chosen = format_context(Q("nightly export resumable"), [summary, prompt])
     assert [h.id for h in chosen] == ["s" * 12]

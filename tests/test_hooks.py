@@ -403,8 +403,39 @@ def test_hook_start_up_stays_light(memory):
     assert proc.stderr.strip() == ""
 
 
+def test_the_warm_answer_is_rebuilt_as_the_hits_the_cold_path_returns(sample_home, monkeypatch):
+    import orjson
+
+    from hooks import handlers
+    from indexer.base.settings import resolve_settings
+    from indexer.base.types import Hit
+    from indexer.pipeline import index
+    from search_engine.filters import Filters
+    from search_engine.query import ParsedQuery
+    from search_engine.search import search
+    from search_engine.serve.server import Server
+
+    monkeypatch.setenv("MEMSEARCH_MODEL", "none")  # the server answers hybrid requests by BM25: as the cold path
+    settings = resolve_settings(sample_home)
+    index(settings, embedder=None)
+    server = Server(settings)
+    server.load()
+    asked = []
+
+    def over_the_socket(settings, payload, timeout=0.5):
+        asked.append(payload)
+        return orjson.loads(orjson.dumps(server.handle(payload)))
+
+    monkeypatch.setattr(handlers, "request", over_the_socket)
+    query = ParsedQuery.parse("why do exports hit locked databases")
+    warm = handlers._search(settings, query, "sess-b", 6, None)
+    cold = search(settings, query, mode="bm25", k=6, filters=Filters(exclude_session="sess-b"), embedder=None)
+    assert asked and warm and all(type(hit) is Hit for hit in warm)
+    assert warm == list(cold.hits)
+
+
 def test_the_warm_hook_path_imports_no_json_library_or_config_parser():
-    probe = ("import sys; import hooks.handlers, search_engine.context, indexer.optout; "
+    probe = ("import sys; import hooks.handlers, search_engine.context, search_engine.query, indexer.optout; "
              "print(','.join(m for m in ('orjson', 'tomllib', 'subprocess', 'uuid', 'apsw', 'dataclasses', 'inspect') "
              "if m in sys.modules))")
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, cwd=REPO)

@@ -24,8 +24,9 @@ from indexer.base.settings import resolve_settings
 from indexer.maintain import check_index
 from indexer.pipeline import index
 from indexer.store import sqlite as store
+from indexer.store.sqlite_read import fts5_query
 from search_engine.filters import parse_date
-from search_engine.query import content_terms, fts_query, terms
+from search_engine.query import content_terms, terms
 from search_engine.search import search
 
 HOOK = str(Path(sys.executable).with_name("memsearch-hook"))
@@ -150,7 +151,7 @@ def test_any_text_makes_a_valid_fts5_expression(query_index, text):
     try:
         for words in (terms(text), content_terms(terms(text))):
             for op in ("AND", "OR"):
-                expression = fts_query(words, op)
+                expression = fts5_query(words, op)
                 if expression:
                     conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?", (expression,)).fetchone()
     finally:
@@ -374,7 +375,7 @@ def _answers(settings, query: str) -> set[tuple[str, float]]:
     """Every chunk a BM25 query matches, with its score: what the index answers, whatever the order of ties."""
     conn = store.connect(settings.db_path)
     try:
-        expression = fts_query(content_terms(terms(query)), "AND")
+        expression = fts5_query(content_terms(terms(query)), "AND")
         return set(conn.execute(
             "SELECT c.uid, round(-bm25(chunks_fts), 9) FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid"
             " WHERE chunks_fts MATCH ?", (expression,)))

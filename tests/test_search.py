@@ -7,8 +7,9 @@ from conftest import write
 from indexer.base.errors import ModelUnavailable, UsageError
 from indexer.base.settings import resolve_settings
 from indexer.pipeline import index
+from indexer.store.sqlite_read import fts5_query
 from search_engine.filters import Filters, parse_date
-from search_engine.query import content_terms, fts_query, terms
+from search_engine.query import ParsedQuery, content_terms, terms
 from search_engine.search import search
 
 
@@ -39,7 +40,7 @@ def test_any_text_is_a_valid_query(indexed, query):
 
 
 def test_query_terms_are_quoted_and_operators_are_words():
-    assert fts_query(terms('NEAR("x" y) AND -z*'), "AND") == '"near" AND "x" AND "y" AND "and" AND "z"'
+    assert fts5_query(terms('NEAR("x" y) AND -z*'), "AND") == '"near" AND "x" AND "y" AND "and" AND "z"'
     assert [t.text for t in content_terms(terms("what is the WAL mode"))] == ["wal", "mode"]
     assert [t.text for t in content_terms(terms("the and of"))] == ["the", "and", "of"]
 
@@ -201,42 +202,25 @@ def test_relevance_gate_reads_the_whole_chunk():
     filler = " ".join(f"word{i}" for i in range(200))
     hit = Hit("abc123abc123", "note", "daily", "Title", f"{filler} zanzibar gateway restarted", "a.md", 1, 2,
               "2026-11-20T00:00:00", None, None, None, 0.03, 1, None)
-    assert coverage("restart the zanzibar gateway", hit) == 1.0
-    block, chosen = format_context("restart the zanzibar gateway", [hit])
+    query = ParsedQuery.parse("restart the zanzibar gateway")
+    assert coverage(query, hit) == 1.0
+    block, chosen = format_context(query, [hit])
     assert chosen == [hit] and 'source="a.md:1-2"' in block
-    assert format_context("unrelated haiku about autumn", [hit]) == ("", [])
-
-
-def test_in_memory_vector_matrix_ranks_like_sqlite_vec(indexed, fake):
-    from indexer.store import sqlite as store
-    from search_engine.vector import VectorMatrix, vector_ranking
-
-    conn = store.connect(indexed.db_path)
-    matrix = VectorMatrix(conn, fake.model_id)
-    assert len(matrix.ids) == conn.execute("SELECT count(*) FROM embeddings").fetchone()[0]
-    for query in ("refund webhook race", "retry with jitter", "東京 deploy"):
-        qvec = fake.embed_query(query)
-        plain = vector_ranking(conn, qvec, Filters(), 20, fake.model_id)
-        fast = vector_ranking(conn, qvec, Filters(), 20, fake.model_id, matrix)
-        assert len(fast) == len(plain)
-        assert all(abs(a[1] - b[1]) < 1e-4 for a, b in zip(fast, plain)), "same distances, rank by rank"
-        exact = dict(plain)
-        assert all(abs(exact[i] - d) < 1e-4 for i, d in fast if i in exact)  # ties may order differently
-    assert matrix.stamp == VectorMatrix.current_stamp(conn)
+    assert format_context(ParsedQuery.parse("unrelated haiku about autumn"), [hit]) == ("", [])
 
 
 def test_health_on_a_long_lived_connection_follows_writes_by_other_connections(indexed, fake, home):
-    from indexer.store import sqlite as store
+    from indexer.store.local import SqliteStore
 
-    conn = store.connect(indexed.db_path)
+    store = SqliteStore.open(indexed.db_path)
     try:
-        before = search(indexed, "deploy", mode="bm25", embedder=fake, conn=conn).health
-        assert search(indexed, "deploy", mode="bm25", embedder=fake, conn=conn).health == before
+        before = search(indexed, "deploy", mode="bm25", embedder=fake, store=store).health
+        assert search(indexed, "deploy", mode="bm25", embedder=fake, store=store).health == before
         write(home / "notes" / "late.md", "# Late note\n\nA note written after the connection opened.\n")
         index(indexed, embedder=None)  # another connection commits new chunks, left pending
-        after = search(indexed, "deploy", mode="bm25", embedder=fake, conn=conn).health
+        after = search(indexed, "deploy", mode="bm25", embedder=fake, store=store).health
         assert after.chunks == before.chunks + 1
         assert after.pending_embeddings == before.pending_embeddings + 1
     finally:
-        conn.close()
+        store.close()
 

@@ -12,7 +12,6 @@ from search_engine.filters import Filters
 from search_engine.query import content_terms, terms
 
 MODEL, DIM = "test-model@1", 16  # the team fixture's database has an HNSW index for this model
-READ_METHODS = ("lexical_top_k", "vector_candidates", "fetch_hits")
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -27,14 +26,6 @@ def store(request, tmp_path):
     else:
         pytest.importorskip("psycopg", reason="the team extra (psycopg, pgvector) is not installed")
         yield request.getfixturevalue("team").store("alice")
-
-
-def needs_reading(store) -> None:
-    """Skip a reading test on a backend whose reading half is not in this branch yet."""
-    missing = [m for m in READ_METHODS if not hasattr(store, m)]
-    if missing:
-        pytest.skip(f"{type(store).__name__} has no {', '.join(missing)} yet (the store's reading half is merged "
-                    "separately)")
 
 
 def source(path: str, kind: str = "notes", **kw) -> SourceState:
@@ -175,12 +166,10 @@ def test_health_counts_by_kind_and_sources(store):
 
 
 def test_the_store_satisfies_the_protocol(store):
-    needs_reading(store)
     assert isinstance(store, Store)
 
 
 def test_lexical_stems_and_applies_filters_inside_the_query(store):
-    needs_reading(store)
     store.write_batch(source("/m/a.md"), [
         chunk("deploy", "We were deploying the servers on Friday", project="web", ts="2026-05-01T10:00:00"),
         chunk("old", "deployed servers last year", project="web", ts="2025-01-01T10:00:00", seq=1),
@@ -202,7 +191,6 @@ def test_lexical_stems_and_applies_filters_inside_the_query(store):
 
 
 def test_lexical_finds_cjk_text_by_two_character_words(store):
-    needs_reading(store)
     store.write_batch(source("/m/cjk.md"), [
         chunk("tokyo", "東京大学で機械学習を研究した"),
         chunk("kyoto", "京都の大会は中止", seq=1),
@@ -216,7 +204,6 @@ def test_lexical_finds_cjk_text_by_two_character_words(store):
 
 
 def test_vector_candidates_are_nearest_first_within_the_filters(store):
-    needs_reading(store)
     rng = np.random.default_rng(7)
     vectors = unit(rng, 60)
     rows = [chunk(f"c{i}", f"chunk {i}", kind="note" if i % 3 else "fact", seq=i) for i in range(60)]
@@ -235,7 +222,6 @@ def test_vector_candidates_are_nearest_first_within_the_filters(store):
 
 
 def test_a_content_stored_without_a_vector_is_never_a_vector_hit(store):
-    needs_reading(store)
     rng = np.random.default_rng(9)
     store.write_batch(source("/m/a.md"), [chunk("has", "with a vector", hash="H1"),
                                           chunk("none", "without", hash="H2", seq=1)])
@@ -245,7 +231,6 @@ def test_a_content_stored_without_a_vector_is_never_a_vector_hit(store):
 
 
 def test_fetch_hits_returns_the_rows_of_existing_ids_only(store):
-    needs_reading(store)
     store.write_batch(source("/m/a.md"), [chunk("a1", "text", title="T", line_start=3, line_end=9,
                                                 ts="2026-05-01T10:00:00", session_id="s1", project="p")])
     [hit_id] = lexical(store, "text")

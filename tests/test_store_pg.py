@@ -17,7 +17,8 @@ import psycopg  # noqa: E402
 
 from conftest import MEMSEARCH  # noqa: E402
 from indexer.base.embedder import BUNDLED_ID  # noqa: E402
-from indexer.store import ChunkRow, SourceState  # noqa: E402
+from indexer.base.errors import UsageError  # noqa: E402
+from indexer.store import ChunkRow, SourceState, Store  # noqa: E402
 from indexer.store.pg_schema import SCHEMA_VERSION, mask_url, team_init_sql  # noqa: E402
 from indexer.store.postgres import PgStore, StoreUnavailable, apply_team_init, migrate, schema_version  # noqa: E402
 from search_engine.filters import Filters  # noqa: E402
@@ -317,3 +318,20 @@ def test_the_bundled_model_vectors_go_through_its_hnsw_index(team, real_embedder
     assert [bob.fetch_hits([s.id])[s.id].uid for s in found][0] == "ship"
     assert bob.pending_embeddings(BUNDLED_ID) == []
     assert len(bob.vector_candidates(random_unit(np.random.default_rng(4), 1)[0], MODEL, Filters(), 3)) == 3
+
+
+def test_raw_queries_the_lexical_expression_and_the_vector_model(team):
+    alice = team.store("alice")
+    assert isinstance(alice, Store)
+    alice.write_batch(source("/m/raw.md"), [chunk("deploy", "We were deploying the servers on Friday"),
+                                           chunk("api", "the servers of another project deploy nightly")])
+    assert uids(alice, [s.id for s in alice.lexical_native("deploy & friday", Filters(), 10)]) == {"deploy"}
+    assert uids(alice, [s.id for s in alice.lexical_native("friday | nightly", Filters(), 10)]) == {"deploy", "api"}
+    with pytest.raises(UsageError) as raised:
+        alice.lexical_native("deploy & & (", Filters(), 10)
+    assert "\n" not in str(raised.value) and "drop --raw" in str(raised.value)
+    assert alice.lexical_expression(content_terms(terms("deploy 東京")), "AND") == (
+        "plainto_tsquery('deploy') && (phraseto_tsquery('東京'))")
+    assert alice.vector_model() is None
+    alice.set_meta("vector_model", MODEL)
+    assert alice.vector_model() == MODEL

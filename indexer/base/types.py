@@ -10,8 +10,6 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any
 
-import orjson
-
 KINDS = ("note", "fact", "event")
 #: Statuses hidden from search unless ``--all-status`` is given.
 HIDDEN_STATUSES = ("superseded", "archived", "retired")
@@ -118,6 +116,8 @@ def to_json(value: Any, *, pretty: bool = False) -> str:
     >>> to_json(Skipped("a.md", "invalid UTF-8"))
     '{"path":"a.md","reason":"invalid UTF-8"}'
     """
+    import orjson  # here, not at the top: the prompt hook rebuilds the warm server's answer as these types
+
     option = orjson.OPT_INDENT_2 if pretty else 0
     return orjson.dumps(value, default=_default, option=option | orjson.OPT_NON_STR_KEYS).decode()
 

@@ -212,10 +212,24 @@ class Store(Protocol):
         """Chunks matching the AND (``op="AND"``) or OR of ``terms`` within ``filters``, best first."""
         ...
 
-    def vector_candidates(self, vector: Sequence[float], model: str, filters: FilterSpec, limit: int,
+    def lexical_expression(self, terms: Sequence[QueryTerm], op: str) -> str:
+        """The query :meth:`lexical_top_k` runs for ``terms``, as text (what ``--explain`` shows)."""
+        ...
+
+    def lexical_native(self, expression: str, filters: FilterSpec, limit: int) -> list[Scored]:
+        """Like :meth:`lexical_top_k` for a query written in the backend's own syntax (``--raw``); raises
+        :class:`indexer.base.errors.UsageError` with a one-line reason when it is not valid."""
+        ...
+
+    def vector_model(self) -> str | None:
+        """The model whose vectors the index holds (None: none yet); vector search needs the query's model."""
+        ...
+
+    def vector_candidates(self, vector: bytes | Sequence[float], model: str, filters: FilterSpec, limit: int,
                           *, ef_search: int = 40) -> list[Scored]:
-        """Chunks whose content is nearest ``vector`` (cosine distance) within ``filters``, nearest first.
-        ``ef_search`` is the approximate index's search width for this query (ignored by exact backends)."""
+        """Chunks whose content is nearest ``vector`` (floats, or float32 bytes as the embedders return them;
+        cosine distance) within ``filters``, nearest first. ``ef_search`` is the approximate index's search width
+        for this query (ignored by exact backends)."""
         ...
 
     def fetch_hits(self, ids: Sequence[int]) -> dict[int, HitRow]:

@@ -32,7 +32,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from indexer.base.chunktext import fts_title
 from indexer.base.cjk import index_form, query_bigrams
-from indexer.base.errors import MemsearchError
+from indexer.base.errors import MemsearchError, UsageError
 from indexer.base.types import HIDDEN_STATUSES
 from indexer.store import (
     ChunkRow,
@@ -300,7 +300,39 @@ class PgStore:
             rows = conn.execute(query, [*tsq_params, RANK_WEIGHTS, *params, limit]).fetchall()
         return [Scored(r[0], float(r[1])) for r in rows]
 
+    def lexical_expression(self, terms: Sequence[QueryTerm], op: str) -> str:
+        """The tsquery :meth:`lexical_top_k` builds, written out with its terms (for ``--explain``)."""
+        if op not in ("AND", "OR"):
+            raise ValueError(op)
+        parts = []
+        for term in terms:
+            if not term.cjk:
+                parts.append(f"plainto_tsquery({term.text!r})")
+                continue
+            forms = [term.text, term.alt] if term.alt else [term.text]
+            parts.append("(" + " || ".join(f"{f!r}:*" if len(f) == 1 else f"phraseto_tsquery({' '.join(query_bigrams(f))!r})"
+                                           for f in forms) + ")")
+        return (" && " if op == "AND" else " || ").join(parts)
+
+    def lexical_native(self, expression: str, filters: FilterSpec, limit: int) -> list[Scored]:
+        """``expression`` in ``to_tsquery`` syntax (``&``, ``|``, ``!``, ``<->``, ``:*``), English configuration."""
+        where, params = _filter_sql(filters)
+        query = sql.SQL(
+            "WITH q AS (SELECT to_tsquery('english', %s) AS q) SELECT c.id, ts_rank(%s::float4[], c.fts, q.q) AS score"
+            " FROM {s}.chunks c, q WHERE c.fts @@ q.q AND {w} ORDER BY score DESC, c.id LIMIT %s"
+        ).format(s=sql.Identifier(SCHEMA), w=where)
+        try:
+            with self.pool.connection() as conn:
+                rows = conn.execute(query, [expression, RANK_WEIGHTS, *params, limit]).fetchall()
+        except psycopg.errors.SyntaxError as exc:
+            raise UsageError(f"invalid tsquery {expression!r}: {_one_line(exc)}; drop --raw to search plain text"
+                             ) from None
+        return [Scored(r[0], float(r[1])) for r in rows]
+
     # -- reading ------------------------------------------------------------------------------------------------
+
+    def vector_model(self) -> str | None:
+        return self.get_meta("vector_model")
 
     def fetch_hits(self, ids: Sequence[int]) -> dict[int, HitRow]:
         if not ids:

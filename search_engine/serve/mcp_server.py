@@ -4,9 +4,9 @@ of progressive disclosure: ``search`` (a compact index of hits), ``timeline`` (w
 outside the protocol. A bad argument or a failed search reaches the model as a tool error carrying memsearch's
 one-line message, never a traceback.
 
->>> from types import SimpleNamespace as H
->>> _line(H(id="ab12cd34ef56", score=0.5, kind="event", category="prompt", ts="2026-11-20T10:00:00",
-...         title="prompt · user", text="Why does <the> export\\nfail?"))
+>>> from indexer.base.types import Hit
+>>> _line(Hit("ab12cd34ef56", "event", "prompt", "prompt · user", "Why does <the> export\\nfail?", "events/a.jsonl",
+...           None, None, "2026-11-20T10:00:00", None, None, None, 0.5, 1, None))
 'ab12cd34ef56 0.5000 event/prompt 2026-11-20 prompt · user — Why does &lt;the&gt; export fail?'
 """
 

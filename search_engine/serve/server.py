@@ -26,17 +26,17 @@ from pathlib import Path
 import apsw
 import orjson
 
-from indexer.base.embedder import resolve_model
 from indexer.base.errors import MemsearchError
 from indexer.base.locks import LockTimeout, file_lock
 from indexer.base.paths import SERVE_LOCK, SERVE_LOG, SERVE_PID, SERVE_SOCK, SERVE_STARTING
 from indexer.base.private import append_line, private_dirs
 from indexer.base.settings import Settings, resolve_settings, with_tuning
 from indexer.pipeline import embed_pending, ingest, pending_count, source_roots
-from indexer.status import health
 from indexer.store import sqlite as store
+from indexer.store.local import SqliteStore
+from search_engine.embedding import QueryEmbedder
 from search_engine.filters import Filters
-from search_engine.search import model_choice, search
+from search_engine.search import model_choice, result_health, search
 
 IDLE_TIMEOUT = 30 * 60
 IDLE_WORK_AFTER = 2.0  # seconds without a request before background work starts
@@ -93,23 +93,22 @@ class Server:
         self.embedder = None
         self.model_reason = None
         self.conn = None
+        self.index: SqliteStore | None = None  # the same connection, as the store search reads
         self.db_ident = None
         self.wal_ident = None
         self.after_reply: list = []
 
     # -- lifecycle --------------------------------------------------------------------------------------------
     def load(self) -> None:
-        choice = resolve_model(self.settings)
-        if choice.available:
-            from indexer.base.embedder import load_embedder
-
+        embedding = QueryEmbedder.resolve(self.settings)
+        if embedding.choice.available:
             try:
-                self.embedder = load_embedder(self.settings)
+                self.embedder = embedding.load()
                 self.embedder.embed_query("warm up")
             except MemsearchError as exc:
                 self.embedder, self.model_reason = None, str(exc)
         else:
-            self.model_reason = choice.reason
+            self.model_reason = embedding.choice.reason
         self.connection()
         self.vectors()  # loaded before the first request, which must not wait for it
 
@@ -126,14 +125,17 @@ class Server:
         if self.conn is not None and self.wal_ident is not None and _ident(self._wal) != self.wal_ident:
             _log(self.settings, f"{self._wal} was deleted or replaced: closing and reopening the index")
             self.conn.close()
-            self.conn = None
+            self.conn = self.index = None
         if ident != self.db_ident or (ident is not None and self.conn is None):
             if self.conn is not None:
                 self.conn.close()
             self.conn = store.connect(self.settings.db_path) if ident is not None else None
+            # a new store: the vectors it keeps in memory belong to the file that was replaced
+            self.index = SqliteStore(self.conn, self.settings.db_path) if self.conn is not None else None
             self.db_ident = ident
             self.wal_ident = _ident(self._wal) if self.conn is not None else None
-            self._matrix = None  # its vector ids belong to the file that was replaced
+        if self.conn is None:
+            self.index = None
         return self.conn
 
     @property
@@ -165,11 +167,11 @@ class Server:
                 return {"ok": False, "error": "this server runs for another index or model"}
             filters = Filters(**{k: v for k, v in (request.get("filters") or {}).items()
                                  if k in {f.name for f in dataclasses.fields(Filters)}})
+            self.vectors()
             result = search(
                 settings, str(request.get("query", "")), mode=request.get("mode", "hybrid"),
                 k=int(request.get("k", 10)), filters=filters, raw=bool(request.get("raw")),
-                explain=bool(request.get("explain")), embedder=self.embedder, conn=self.connection(),
-                vectors=self.vectors(),
+                explain=bool(request.get("explain")), embedder=self.embedder, store=self.index,
             )
             return {"ok": True, "result": dataclasses.asdict(result)}
         return {"ok": False, "error": f"unknown op {op!r}"}
@@ -186,21 +188,16 @@ class Server:
         return with_tuning(s, tuning) if isinstance(tuning, dict) and tuning else s
 
     def vectors(self):
-        """The in-memory vector matrix, reloaded when the embeddings table changed (new vectors, a rebuild)."""
-        conn = self.connection()
-        if conn is None or self.embedder is None:
+        """The in-memory vector matrix the index's store keeps, reloaded when the embeddings table changed (new
+        vectors, a rebuild)."""
+        self.connection()
+        if self.index is None or self.embedder is None:
             return None
-        from search_engine.vector import VectorMatrix
-
-        matrix = getattr(self, "_matrix", None)
         try:
-            stale = matrix is None or matrix.stamp != VectorMatrix.current_stamp(conn)
-            if stale and store.vec_table_exists(conn):
-                matrix = self._matrix = VectorMatrix(conn, self.embedder.model_id)
+            return self.index.keep_vectors_in_memory(self.embedder.model_id)
         except apsw.Error as exc:
             _log(self.settings, f"vector matrix unavailable: {exc}")
             return None
-        return matrix
 
     def _inside_home(self, paths) -> list[Path]:
         """The captured sources a request names that are files inside the memory root; anything else is refused."""
@@ -222,9 +219,9 @@ class Server:
         work, self.after_reply = self.after_reply, []
         for job in work:
             job()
-        conn = self.connection()
-        if work and conn is not None:
-            health(conn, model_choice(self.settings, self.embedder))
+        self.connection()
+        if work and self.index is not None:
+            result_health(self.index, model_choice(self.settings, self.embedder))
 
     def idle_work(self) -> None:
         """Write queued session summaries, pick up new sources now and then, and embed a small batch of pending

@@ -14,7 +14,6 @@ served are the package's own assets.
 from __future__ import annotations
 
 import os
-import threading
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -32,11 +31,11 @@ from starlette.templating import Jinja2Templates
 from indexer.base.errors import MemsearchError, ModelUnavailable, NotFound, UsageError
 from indexer.base.paths import UI_LOG
 from indexer.base.settings import Settings
+from search_engine.embedding import EmbedderArg, QueryEmbedder
 from search_engine.viewer.chart import day_bars
 from search_engine.viewer.security import Guard
 
 HERE = Path(__file__).resolve().parent
-_AUTO = object()
 TIMELINE_LIMIT = 50
 SESSION_LIMIT = 500
 
@@ -45,9 +44,10 @@ class Viewer:
     """The pages over one resolved :class:`Settings`. The embedding model, when a search needs it, is loaded
     once and kept (a search would otherwise load it again, about half a second each time)."""
 
-    def __init__(self, settings: Settings, csrf: str, embedder: Any = _AUTO, refresh_seconds: float = 5.0):
+    def __init__(self, settings: Settings, csrf: str, embedder: EmbedderArg = "configured",
+                 refresh_seconds: float = 5.0):
         self.settings, self.csrf, self.refresh_ms = settings, csrf, int(refresh_seconds * 1000)
-        self._embedder, self._lock = embedder, threading.Lock()
+        self.embedding = QueryEmbedder.resolve(settings, embedder)
         env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True,
                                  undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
         env.filters["seg"] = lambda value: quote(str(value), safe="")
@@ -59,16 +59,10 @@ class Viewer:
         context.update(csrf=self.csrf, home=str(self.settings.home), nav=name.split(".")[0])
         return self.templates.TemplateResponse(request, name, context, status_code=status)
 
-    def embedder(self) -> Any:
-        """The search's embedder: the one given (tests), else the configured model loaded once, else None."""
-        if self._embedder is _AUTO:
-            from indexer.base.embedder import load_embedder, resolve_model
-
-            with self._lock:
-                if self._embedder is _AUTO:
-                    choice = resolve_model(self.settings)
-                    self._embedder = load_embedder(self.settings) if choice.available else None
-        return self._embedder
+    def embedder(self) -> QueryEmbedder | None:
+        """The search's embedder: the one given (tests), else the configured model, loaded once and kept (a
+        search would otherwise load it again, about half a second each time); None when there is none."""
+        return self.embedding if self.embedding.choice.available else None
 
     # -- pages ---------------------------------------------------------------------------------------------
 
@@ -228,7 +222,7 @@ def _size(n: int | None) -> str:
     return f"{value:.1f} GB"  # pragma: no cover
 
 
-def create_app(settings: Settings, *, token: str, csrf: str, port: int | None, embedder: Any = _AUTO,
+def create_app(settings: Settings, *, token: str, csrf: str, port: int | None, embedder: EmbedderArg = "configured",
                refresh_seconds: float = 5.0) -> Guard:
     """The viewer as an ASGI app, wrapped in its guard. ``embedder``: a loaded or fake one (tests), or None;
     ``refresh_seconds``: how often the timeline page looks for new items."""
