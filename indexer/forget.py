@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import time
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 
 from indexer import tombstones
@@ -62,31 +63,15 @@ def _by_ids(store: SqliteStore, ids: tuple[str, ...]) -> set[int]:
     return found
 
 
-def _matched(settings: Settings, store: SqliteStore, selector: ForgetSelector) -> set[int]:
-    """What ``memsearch search QUERY`` with the same filters shows: its hits' row ids."""
-    from search_engine.filters import Filters
-    from search_engine.search import search
-
-    until = None
-    if selector.before:
-        from datetime import datetime, timedelta
-
-        until = (datetime.fromisoformat(selector.before) - timedelta(seconds=1)).strftime("%Y-%m-%dT%H:%M:%S")
-    filters = Filters(session=selector.session, project=selector.project, since=selector.since, until=until)
-    result = search(settings, selector.match or "", mode=selector.mode, k=selector.limit, filters=filters)
-    uids = [h.id for h in result.hits]
-    if not uids:
-        return set()
-    return {r.id for r in store.stored_chunks(uids=uids)}
-
-
-def _select(settings: Settings, store: SqliteStore, selector: ForgetSelector) -> list[StoredChunk]:
+def _select(store: SqliteStore, selector: ForgetSelector, matched: Sequence[str] | None) -> list[StoredChunk]:
     chosen: set[int] | None = None
     if selector.ids:
         chosen = _by_ids(store, selector.ids)
     if selector.match:
-        matched = _matched(settings, store, selector)
-        chosen = matched if chosen is None else chosen & matched
+        if matched is None:
+            raise UsageError("forget --match needs the ids its search shows (search_engine.lookup.matching)")
+        hits = {r.id for r in store.stored_chunks(uids=list(matched))} if matched else set()
+        chosen = hits if chosen is None else chosen & hits
     if chosen is not None and not chosen:
         return []
     rows = store.stored_chunks(ids=sorted(chosen) if chosen is not None else None, session=selector.session,
@@ -116,9 +101,10 @@ def _snippet(text: str) -> str:
     return flat if len(flat) <= SNIPPET else flat[: SNIPPET - 1] + "…"
 
 
-def plan_forget(settings: Settings, selector: ForgetSelector) -> ForgetPlan:
+def plan_forget(settings: Settings, selector: ForgetSelector, matched: Sequence[str] | None = None) -> ForgetPlan:
     """What ``selector`` takes, changing nothing but the index's freshness (events logged since the last index
-    run are indexed first, so a dry run lists them too).
+    run are indexed first, so a dry run lists them too). A ``match`` selector takes ``matched``: the ids its search
+    shows, from :func:`search_engine.lookup.matching` (the indexer does not search).
 
     >>> from indexer.base.settings import resolve_settings
     >>> plan_forget(resolve_settings("/tmp/memsearch-doctest-forget"), ForgetSelector(session="s1")).items
@@ -131,7 +117,7 @@ def plan_forget(settings: Settings, selector: ForgetSelector) -> ForgetPlan:
         if (settings.home / EVENTS_DIR).is_dir():
             ingest(settings, [settings.home / EVENTS_DIR], lock_timeout=2.0)
         with SqliteStore.open(settings.db_path) as store:
-            rows = _select(settings, store, selector)
+            rows = _select(store, selector, matched)
     generated: dict[str, bool] = {}
     items = tuple(
         ForgetItem(r.uid, r.kind, r.category, r.title, r.path, _action(settings, r, generated), r.line_start,

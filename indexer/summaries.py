@@ -142,23 +142,31 @@ def drain_queue(settings: Settings, embedder=None) -> int:
                     os.replace(queue_path(settings), target)
                     work = [target]
                 for path in work:
+                    if not _ingest_events(settings):
+                        return written  # another writer held the index throughout: the work file waits
                     sessions = dict.fromkeys(x for x in path.read_text(encoding="utf-8").split() if x)
                     for session in sessions:
-                        if write_session_summary(settings, session, embedder=embedder) is not None:
+                        if write_session_summary(settings, session, embedder=embedder, ingested=True) is not None:
                             written += 1
                     path.unlink()
     except LockTimeout:
         return written
 
 
-def write_session_summary(settings: Settings, session_id: str, embedder=None) -> Path | None:
-    """Write ``sessions/<id>.md`` from the session's events (indexed first) and index it; None without events."""
-    from indexer.pipeline import (  # the pipeline is not needed to queue a summary (the SessionEnd hook)
-        index,
-        ingest,
-    )
+def _ingest_events(settings: Settings) -> bool:
+    """Index what the event logs hold, waiting up to 30 s for another writer; False when it never let go."""
+    from indexer.pipeline import ingest  # the pipeline is not needed to queue a summary (the SessionEnd hook)
 
-    ingest(settings, [settings.home / EVENTS_DIR], lock_timeout=30)
+    return ingest(settings, [settings.home / EVENTS_DIR], lock_timeout=30)
+
+
+def write_session_summary(settings: Settings, session_id: str, embedder=None, *, ingested: bool = False) -> Path | None:
+    """Write ``sessions/<id>.md`` from the session's events (indexed first, unless the caller just ``ingested``
+    them) and index it; None without events."""
+    from indexer.pipeline import index
+
+    if not ingested:
+        _ingest_events(settings)
     text = build_summary(settings, session_id)
     if text is None:
         return None

@@ -7,7 +7,7 @@ from contextlib import contextmanager
 
 from indexer.base.errors import NotFound, UsageError
 from indexer.base.settings import Settings
-from indexer.base.types import ChunkView, Hit, Timeline
+from indexer.base.types import ChunkView, ForgetSelector, Hit, Timeline
 from indexer.store import HitRow
 from indexer.store.local import SqliteStore
 from search_engine.hits import make_hit
@@ -67,3 +67,26 @@ def show(settings: Settings, ident: str) -> ChunkView:
         row, file, seq = _find(store, ident)
         prev, nxt, count = store.neighbours(file, seq)
         return ChunkView(make_hit(row), prev, nxt, count)
+
+
+def matching(settings: Settings, selector: ForgetSelector) -> list[str] | None:
+    """The ids ``memsearch search`` shows for ``selector.match`` with the selector's filters (``limit`` hits,
+    ``mode`` as for search): what ``forget --match`` takes. None when the selector has no ``match``. Events logged
+    since the last index run are indexed first, so a dry run finds them too."""
+    if not selector.match:
+        return None
+    from datetime import datetime, timedelta
+
+    from indexer.base.paths import EVENTS_DIR
+    from indexer.pipeline import ingest
+    from search_engine.filters import Filters
+    from search_engine.search import search
+
+    if settings.db_path.exists() and (settings.home / EVENTS_DIR).is_dir():
+        ingest(settings, [settings.home / EVENTS_DIR], lock_timeout=2.0)
+    until = None
+    if selector.before:
+        until = (datetime.fromisoformat(selector.before) - timedelta(seconds=1)).strftime("%Y-%m-%dT%H:%M:%S")
+    filters = Filters(session=selector.session, project=selector.project, since=selector.since, until=until)
+    result = search(settings, selector.match, mode=selector.mode, k=selector.limit, filters=filters)
+    return [h.id for h in result.hits]

@@ -26,8 +26,14 @@ from indexer.pipeline import index
 from indexer.rebuild import rebuild
 from indexer.summaries import build_summary, summary_path
 from search_engine.filters import Filters
+from search_engine.lookup import matching
 from search_engine.search import search
 from search_engine.serve.server import Server
+
+
+def _plan(settings, selector: ForgetSelector):
+    """What `memsearch forget` plans: a --match selector takes what its search shows."""
+    return plan_forget(settings, selector, matching(settings, selector))
 
 
 def _log(home: Path, *events: Event) -> None:
@@ -84,7 +90,7 @@ def captured(home):
 
 def test_dry_run_lists_and_changes_nothing(captured, home):
     before = {p: p.read_bytes() for p in home.rglob("*") if p.is_file() and ".memsearch" not in p.parts}
-    plan = plan_forget(captured, ForgetSelector(match="zanzibar", mode="bm25"))
+    plan = _plan(captured, ForgetSelector(match="zanzibar", mode="bm25"))
     assert {i.action for i in plan.items} == {"rewrite", "tombstone"}
     assert any("rack 12" in i.snippet for i in plan.items)
     assert plan.notes == (str(home / "daily" / "2026-11-19.md"),)
@@ -96,7 +102,7 @@ def test_forget_events_removes_the_text_and_keeps_other_ids(captured, home):
     others = {h.id for h in search(captured, "kestrel", mode="bm25").hits}
     log = next((home / "events").glob("*.jsonl"))
     size = log.stat().st_size
-    plan = plan_forget(captured, ForgetSelector(session="s1"))
+    plan = _plan(captured, ForgetSelector(session="s1"))
     assert len(plan.items) == 2 and {i.action for i in plan.items} == {"rewrite"}
     report = apply_forget(captured, plan)
     assert report.events_removed == 2 and report.chunks_removed == 2
@@ -116,7 +122,7 @@ def test_forget_events_removes_the_text_and_keeps_other_ids(captured, home):
 def test_forgetting_an_event_rebuilds_its_session_summary(captured, home):
     summary = summary_path(captured, "s2")
     assert "kestrel signing" in summary.read_text()
-    plan = plan_forget(captured, ForgetSelector(match="rotate kestrel signing certificate", mode="bm25", limit=1))
+    plan = _plan(captured, ForgetSelector(match="rotate kestrel signing certificate", mode="bm25", limit=1))
     assert [i.category for i in plan.items] == ["prompt"]
     assert plan.summaries == (str(summary),)
     report = apply_forget(captured, plan)
@@ -129,7 +135,7 @@ def test_forgetting_an_event_rebuilds_its_session_summary(captured, home):
 
 
 def test_forgetting_a_whole_session_deletes_its_summary(captured, home):
-    apply_forget(captured, plan_forget(captured, ForgetSelector(session="s2")))
+    apply_forget(captured, _plan(captured, ForgetSelector(session="s2")))
     assert not summary_path(captured, "s2").exists()
     assert _files_holding(home, "kestrel") == []
     rebuild(captured, embedder=None)
@@ -139,7 +145,7 @@ def test_forgetting_a_whole_session_deletes_its_summary(captured, home):
 def test_a_user_note_gets_a_tombstone_until_it_changes(captured, home):
     note = home / "daily" / "2026-11-19.md"
     original = note.read_bytes()
-    plan = plan_forget(captured, ForgetSelector(match="zanzibar rack", mode="bm25"))
+    plan = _plan(captured, ForgetSelector(match="zanzibar rack", mode="bm25"))
     items = [i for i in plan.items if i.action == "tombstone"]
     assert len(items) == 1
     report = apply_forget(captured, plan)
@@ -167,7 +173,7 @@ def test_archives_lose_the_matching_lines(captured, home):
              json.dumps({"id": "a2", "ts": "2026-08-01T10:01:00", "session_id": "other", "type": "prompt",
                          "content": "archived keeper line"})]
     (folder / "2026-08-01.jsonl.gz").write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
-    plan = plan_forget(captured, ForgetSelector(session="old"))
+    plan = _plan(captured, ForgetSelector(session="old"))
     assert plan.archived_events == 1 and not plan.items
     report = apply_forget(captured, plan)
     assert report.archived_events_removed == 1
@@ -176,24 +182,24 @@ def test_archives_lose_the_matching_lines(captured, home):
 
 
 def test_dates_ids_and_projects_select(captured):
-    assert {i.session_id for i in plan_forget(captured, ForgetSelector(before="2026-11-19T00:00:00")).items
+    assert {i.session_id for i in _plan(captured, ForgetSelector(before="2026-11-19T00:00:00")).items
             if i.kind == "event"} == {"s1"}
-    assert {i.session_id for i in plan_forget(captured, ForgetSelector(since="2026-11-20T00:00:00")).items
+    assert {i.session_id for i in _plan(captured, ForgetSelector(since="2026-11-20T00:00:00")).items
             if i.kind == "event"} == {"s2"}
     hit = search(captured, "kestrel signing", mode="bm25", filters=Filters(kind="event")).hits[0]
-    assert [i.id for i in plan_forget(captured, ForgetSelector(ids=(hit.id[:6],))).items] == [hit.id]
-    assert [i.id for i in plan_forget(captured, ForgetSelector(ids=(hit.event_id,))).items] == [hit.id]
-    by_project = plan_forget(captured, ForgetSelector(project="shop")).items
+    assert [i.id for i in _plan(captured, ForgetSelector(ids=(hit.id[:6],))).items] == [hit.id]
+    assert [i.id for i in _plan(captured, ForgetSelector(ids=(hit.event_id,))).items] == [hit.id]
+    by_project = _plan(captured, ForgetSelector(project="shop")).items
     assert sum(i.action == "rewrite" for i in by_project) == 4  # and the project's session summary
     assert {i.action for i in by_project} == {"rewrite", "summary"}
     with pytest.raises(NotFound):
-        plan_forget(captured, ForgetSelector(ids=("ffffffffffff",)))
+        _plan(captured, ForgetSelector(ids=("ffffffffffff",)))
     with pytest.raises(UsageError):
-        plan_forget(captured, ForgetSelector())
+        _plan(captured, ForgetSelector())
 
 
 def test_the_bytes_do_not_survive_in_the_database_file(captured, home):
-    apply_forget(captured, plan_forget(captured, ForgetSelector(session="s1")))
+    apply_forget(captured, _plan(captured, ForgetSelector(session="s1")))
     db = b"".join(p.read_bytes() for p in (home / ".memsearch").glob("index.db*"))
     assert b"zanzibar eviction" not in db and b"512 entries" not in db
     assert b"kestrel" in db  # what was not forgotten is still there
@@ -239,7 +245,7 @@ def test_a_running_warm_server_never_returns_a_forgotten_item(home, real_embedde
         answer = request(settings, query, timeout=20)
         assert answer["ok"] and answer["result"]["mode_used"] == "hybrid"
         assert "narwhal" in json.dumps(answer["result"]["hits"])
-        apply_forget(settings, plan_forget(settings, ForgetSelector(session="s1")))
+        apply_forget(settings, _plan(settings, ForgetSelector(session="s1")))
         for mode in ("hybrid", "vector", "bm25"):
             answer = request(settings, {**query, "mode": mode}, timeout=20)
             assert answer["ok"], answer
@@ -295,7 +301,7 @@ def test_after_forget_nothing_shows_the_forgotten_text(real_embedder, words, for
         else:
             selectors = [ForgetSelector(match=tok, mode="bm25", limit=1) for tok, _ in chosen]
         for selector in selectors:
-            apply_forget(settings, plan_forget(settings, selector))
+            apply_forget(settings, _plan(settings, selector))
         kept = [tok for tok, _, go in items if not go]
 
         def check() -> None:
@@ -331,7 +337,7 @@ def test_a_transcript_import_does_not_bring_forgotten_events_back(home, tmp_path
     transcript = write(tmp_path / "projects" / "-w-app" / "T.jsonl", "\n".join(json.dumps(x) for x in lines) + "\n")
     settings = resolve_settings(home, model="none")
     assert import_transcripts(settings, [transcript]).events_imported == 2
-    apply_forget(settings, plan_forget(settings, ForgetSelector(match="ocelot", mode="bm25", limit=1)))
+    apply_forget(settings, _plan(settings, ForgetSelector(match="ocelot", mode="bm25", limit=1)))
     (settings.state_dir / "imports.json").unlink()  # as if the import state were lost: it reads from the start
     again = import_transcripts(settings, [transcript])
     assert again.events_imported == 0
@@ -341,12 +347,12 @@ def test_a_transcript_import_does_not_bring_forgotten_events_back(home, tmp_path
 
 def test_vacuum_on_request_and_forget_without_an_index(home):
     settings = resolve_settings(home, model="none")
-    plan = plan_forget(settings, ForgetSelector(session="nobody"))
+    plan = _plan(settings, ForgetSelector(session="nobody"))
     assert plan.items == () and apply_forget(settings, plan).chunks_removed == 0
     _log(home, *[_event(f"filler event number {i} " + "x" * 400, "s1") for i in range(200)],
          _event("the marmot secret", "s2"))
     index(settings, embedder=None)
-    report = apply_forget(settings, plan_forget(settings, ForgetSelector(session="s1")), vacuum=True)
+    report = apply_forget(settings, _plan(settings, ForgetSelector(session="s1")), vacuum=True)
     assert report.vacuumed and report.chunks_removed == 200
     assert report.db_bytes_after < report.db_bytes_before
     assert search(settings, "marmot", mode="bm25").hits
@@ -368,10 +374,10 @@ def test_hooks_appending_during_a_forget_lose_no_event(home):
     with ThreadPoolExecutor(4) as pool:
         futures = [pool.submit(writer, n) for n in range(3)]
         for _ in range(5):
-            apply_forget(settings, plan_forget(settings, ForgetSelector(session="gone")))
+            apply_forget(settings, _plan(settings, ForgetSelector(session="gone")))
         for f in futures:
             f.result()
-    apply_forget(settings, plan_forget(settings, ForgetSelector(session="gone")))
+    apply_forget(settings, _plan(settings, ForgetSelector(session="gone")))
     lines = [json.loads(x) for x in (home / "events" / "2026-11-20.jsonl").read_text().splitlines()]
     kept = sorted(e["content"] for e in lines if "content" in e)
     assert kept == sorted(f"kept event {n}-{i}" for n in range(3) for i in range(40))
@@ -388,7 +394,7 @@ def test_a_forgotten_note_chunk_stays_hidden_when_a_newer_filter_masks_more_of_i
                                      "# Tea\nunrelated tea notes stay\n")
     settings = resolve_settings(home, model="none")
     index(settings, embedder=None)
-    apply_forget(settings, plan_forget(settings, ForgetSelector(match="zanzibar rack", mode="bm25", limit=1)))
+    apply_forget(settings, _plan(settings, ForgetSelector(match="zanzibar rack", mode="bm25", limit=1)))
     assert "rack 12" not in _texts(search(settings, "zanzibar rack", mode="bm25"))
 
     class Newer:  # the next filter version also masks the pin

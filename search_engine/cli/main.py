@@ -325,11 +325,12 @@ def forget(
     from indexer.base.types import ForgetSelector
     from indexer.forget import apply_forget, plan_forget
     from search_engine.filters import parse_date
+    from search_engine.lookup import matching
 
     selector = ForgetSelector(ids=tuple(ids or ()), session=session, before=parse_date(before),
                               since=parse_date(since), project=project, match=match, mode=mode, limit=k)
     settings = _settings(home)
-    plan = plan_forget(settings, selector)
+    plan = plan_forget(settings, selector, matching(settings, selector))
     if dry_run or not plan.items and not plan.archived_events:
         _emit(plan, as_json, render.forget_plan_text(plan, dry_run=dry_run))
         return
