@@ -145,3 +145,15 @@ def test_the_import_graph_has_no_cycle(level):
             if target in MODULES and node(target) != node(name) and not name.startswith(target + "."):
                 edges[node(name)].add(node(target))
     assert _cycles(edges) == []
+
+
+def test_sql_runs_only_in_the_store():
+    """No module outside indexer/store/ calls a database cursor's ``execute``: a second backend is a new module."""
+    outside = sorted(
+        f"{name}:{node.lineno}"
+        for name, path in MODULES.items() if not name.startswith("indexer.store")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+        and node.func.attr in ("execute", "executemany", "executescript")
+    )
+    assert not outside, "\n".join(outside)
