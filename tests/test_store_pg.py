@@ -270,10 +270,11 @@ def test_mask_url_hides_every_password_form():
 def test_pg_schema_docstring_examples():
     import doctest
 
+    import indexer.base.dburl
     import indexer.store.pg_schema
 
-    result = doctest.testmod(indexer.store.pg_schema)
-    assert result.attempted >= 5 and result.failed == 0
+    results = [doctest.testmod(indexer.store.pg_schema), doctest.testmod(indexer.base.dburl)]  # mask_url moved there
+    assert sum(r.attempted for r in results) >= 5 and sum(r.failed for r in results) == 0
 
 
 def test_team_init_cli_prints_and_applies(pg_server):

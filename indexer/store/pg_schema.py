@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
+from indexer.base.dburl import mask_url as mask_url  # re-exported: the team commands and tests import it here
 from indexer.base.errors import UsageError
 
 SCHEMA = "memsearch"
@@ -198,35 +198,3 @@ def team_init_sql(members: list[str], vector_models: Sequence[tuple[str, int]] =
     if roles:
         parts += ["-- members", *roles]
     return "\n".join(parts) + "\n"
-
-
-_DSN_PASSWORD_RE = re.compile(r"(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
-
-
-def mask_url(url: str) -> str:
-    """``url`` with any password replaced by ``***``, for display (status and errors never show credentials).
-    Takes a ``postgresql://`` URL (password in the authority or as a ``password=`` parameter) or a key=value DSN.
-
-    >>> mask_url("host=db user=bob password='a b'")
-    'host=db user=bob password=***'
-    >>> mask_url("postgres://bob@db/m?password=x&sslmode=verify-full")
-    'postgres://bob@db/m?password=%2A%2A%2A&sslmode=verify-full'
-    """
-    if "://" not in url:
-        return _DSN_PASSWORD_RE.sub(r"\1***", url)
-    try:
-        parts = urlsplit(url)
-        netloc = parts.netloc
-        if "@" in netloc:
-            userinfo, _, hosts = netloc.rpartition("@")
-            if ":" in userinfo:
-                userinfo = userinfo.split(":", 1)[0] + ":***"
-            netloc = f"{userinfo}@{hosts}"
-        query = parts.query
-        if query:
-            pairs = parse_qsl(query, keep_blank_values=True)
-            if any(k.lower() == "password" for k, _ in pairs):
-                query = urlencode([(k, "***" if k.lower() == "password" else v) for k, v in pairs], quote_via=quote)
-        return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
-    except ValueError:
-        return "<a database URL that cannot be parsed (hidden)>"

@@ -36,10 +36,17 @@ ModelOpt = Annotated[
     Optional[str], typer.Option("--model", help="Embedding model: bundled, none, or a pulled fastembed model.")
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON output.")]
+DbUrlOpt = Annotated[
+    Optional[str], typer.Option("--db-url", help="The team database (postgresql://…; default $MEMSEARCH_DB_URL or "
+                                "db_url in the memory root's memsearch.toml). Prefer the variable: a flag shows in ps.")
+]
 
 
-def _settings(home: Path | None, model: str | None = None) -> Settings:
-    return resolve_settings(home, model=model)
+def _settings(home: Path | None, model: str | None = None, db_url: str | None = None) -> Settings:
+    settings = resolve_settings(home, model=model, db_url=db_url)
+    for problem in settings.problems:  # strict resolution: only what was refused without stopping (a project's db_url)
+        sys.stderr.write(f"Warning: {problem}\n")
+    return settings
 
 
 def _emit(data: object, as_json: bool, text: str | None = None) -> None:
@@ -57,12 +64,13 @@ def index(
     as_json: JsonOpt = False,
     home: HomeOpt = None,
     model: ModelOpt = None,
+    db_url: DbUrlOpt = None,
 ) -> None:
     """Index the memory root incrementally: new and changed sources, deletions, pending embeddings."""
     from indexer.pipeline import index as run_index
     from indexer.rebuild import rebuild
 
-    settings = _settings(home, model)
+    settings = _settings(home, model, db_url)
 
     def run(progress=None):
         if full and not paths:
@@ -171,6 +179,7 @@ def search(
     as_json: JsonOpt = False,
     home: HomeOpt = None,
     model: ModelOpt = None,
+    db_url: DbUrlOpt = None,
 ) -> None:
     """Search memory. Hybrid (BM25 + vectors, fused by RRF) by default; BM25 alone when no model is available."""
     from search_engine.filters import Filters
@@ -180,7 +189,7 @@ def search(
         raise typer.BadParameter("use full or index", param_hint="--format")
     filters = Filters.build(kind=kind, category=category, session=session, project=project, since=since,
                             until=until, all_status=all_status)
-    settings = _settings(home, model)
+    settings = _settings(home, model, db_url)
     from search_engine.serve.client import remote_search
 
     # a running server answers with the model already loaded (same settings, same results); else search here
@@ -204,11 +213,11 @@ def show(
 
 
 @app.command()
-def status(as_json: JsonOpt = False, home: HomeOpt = None, model: ModelOpt = None) -> None:
+def status(as_json: JsonOpt = False, home: HomeOpt = None, model: ModelOpt = None, db_url: DbUrlOpt = None) -> None:
     """Resolved paths and settings, the model, chunk counts, pending embeddings, last index time, size."""
     from indexer.status import status as run_status
 
-    info = run_status(_settings(home, model))
+    info = run_status(_settings(home, model, db_url))
     _emit(info, as_json, render.status_text(info))
 
 
