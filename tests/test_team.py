@@ -81,3 +81,242 @@ def test_status_masks_the_password_from_every_source(home):
     shown = json.loads(outputs[1].stdout)["settings"]["db_url"]
     assert shown == {"value": "postgresql://alice:***@db.example:5432/memory", "from": "config"}
     assert json.loads(outputs[3].stdout)["settings"]["db_url"]["from"] == "env"
+
+
+# -- 2. sync without loss ----------------------------------------------------------------------------------------
+
+psycopg = pytest.importorskip("psycopg", reason="the team extra (psycopg, pgvector) is not installed")
+
+
+def note_files(home, n: int, version: str = "v1") -> None:
+    for i in range(n):
+        write(home / "notes" / f"n{i:02d}.md", f"# Note {i}\n\nThe {version} note about topic{i} and retries.\n\n"
+                                              f"## Detail\n\nMore {version} text on topic{i}.\n")
+
+
+def local_rows(settings) -> tuple[dict[str, tuple], dict[str, bytes]]:
+    """The local index's chunks (uid -> source, hash, text) and its vectors (hash -> float32 bytes)."""
+    from indexer.store.local import SqliteStore
+
+    with SqliteStore.open(settings.db_path, create=False) as local:
+        chunks = {c.uid: (c.file, c.hash, c.text) for c in local.stored_chunks()}
+        model = local.vector_model()
+        vectors = local.stored_vectors(model, sorted({h for _, h, _ in chunks.values()})) if model else {}
+    return chunks, vectors
+
+
+def team_rows(admin_url: str, owner: str = "alice") -> tuple[dict[str, tuple], dict[str, bytes], list[str]]:
+    """What the team store holds for ``owner`` (as the superuser, which row-level security does not filter):
+    chunks (uid -> source without the machine, hash, text), every vector, and the chunk uids (duplicates kept)."""
+    import numpy as np
+
+    with psycopg.connect(admin_url) as conn:
+        rows = conn.execute("SELECT uid, source, hash, text FROM memsearch.chunks WHERE owner = %s",
+                            (owner,)).fetchall()
+        vectors = conn.execute("SELECT hash, embedding::text FROM memsearch.vectors").fetchall()
+    chunks = {uid: (source.split(":", 1)[1], h, text) for uid, source, h, text in rows}
+    as_bytes = {h: np.asarray(json.loads(v), dtype=np.float32).tobytes() for h, v in vectors if v is not None}
+    return chunks, as_bytes, [r[0] for r in rows]
+
+
+def assert_same_as_local(settings, admin_url: str) -> None:
+    chunks, vectors = local_rows(settings)
+    remote, remote_vectors, uids = team_rows(admin_url)
+    assert remote == chunks
+    assert len(uids) == len(set(uids))
+    assert {h: remote_vectors.get(h) for h in vectors} == vectors  # the local vectors, bit for bit
+
+
+def write(path, text: str):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def synced_home(home, team, fake):
+    """A memory root of 30 notes and a few events indexed with the fake embedder, ``db_url`` = alice's."""
+    from indexer.pipeline import index
+
+    note_files(home, 30)
+    write(home / "events" / "2026-11-20.jsonl", "".join(
+        json.dumps({"id": f"e{i}", "ts": f"2026-11-20T10:0{i}:00", "session_id": "s1", "type": "prompt",
+                    "content": f"event {i} about the deploy"}) + "\n" for i in range(3)))
+    (home / "memsearch.toml").write_text(f'db_url = "{team.urls["alice"]}"\n')
+    settings = resolve_settings(home)
+    index(settings, embedder=fake)
+    return settings
+
+
+def test_sync_sends_the_local_index_then_only_what_changed(synced_home, team, fake):
+    from indexer.pipeline import index
+    from indexer.sync import sync
+
+    settings, home = synced_home, synced_home.home
+    first = sync(settings)
+    chunks, vectors = local_rows(settings)
+    assert (first.sources_sent, first.chunks_added, first.vectors_sent) == (31, len(chunks), len(vectors))
+    assert first.vectors_pending == 0 and first.model == fake.model_id
+    assert_same_as_local(settings, team.admin_url)
+
+    again = sync(settings)
+    assert (again.sources_sent, again.chunks_added, again.chunks_removed, again.vectors_sent) == (0, 0, 0, 0)
+    assert again.sources_unchanged == 31
+
+    write(home / "notes" / "n03.md", "# Note 3\n\nRewritten entirely: the cache is warmed at start.\n")
+    (home / "notes" / "n04.md").unlink()
+    with open(home / "events" / "2026-11-20.jsonl", "a") as log:
+        log.write(json.dumps({"id": "e9", "ts": "2026-11-20T11:00:00", "session_id": "s1", "type": "response",
+                              "content": "the deploy went out"}) + "\n")
+    index(settings, embedder=fake)
+    third = sync(settings)
+    assert (third.sources_sent, third.sources_deleted) == (2, 1)
+    assert third.chunks_added == 2 and third.vectors_sent == 2  # the new note chunk and the new event
+    assert_same_as_local(settings, team.admin_url)
+    # the team store ranks it: alice finds her rewritten note by its new words
+    from search_engine.filters import Filters
+    from search_engine.query import content_terms, terms
+
+    alice = team.store("alice")
+    found = alice.fetch_hits([s.id for s in alice.lexical_top_k(content_terms(terms("cache warmed")), "AND",
+                                                                 Filters(), 5)])
+    assert [h.path for h in found.values()] == ["notes/n03.md"]
+
+
+def test_sync_cli_summary_json_and_an_unreachable_database(synced_home, team):
+    done = run("sync")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("synced to postgresql://alice:***@127.0.0.1:") and "31 sources sent" in done.stdout
+    assert len(done.stdout.splitlines()) == 1
+    as_json = json.loads(run("sync", "--json").stdout)
+    assert as_json["sources_unchanged"] == 31 and as_json["sources_sent"] == 0
+    assert "alice-pw" not in done.stdout + json.dumps(as_json)
+
+    closed = "postgresql://alice:alice-pw-Zq9@127.0.0.1:1/nowhere"  # nothing listens on port 1
+    down = run("sync", "--db-url", closed)
+    assert down.returncode == 1 and down.stdout == ""
+    assert down.stderr.count("\n") == 1 and down.stderr.startswith("Error: cannot reach the team database")
+    assert "alice-pw" not in down.stderr and "Traceback" not in down.stderr
+    write(synced_home.home / "notes" / "new.md", "# New\n\nA note written while the server was away.\n")
+    indexed = run("index", "--db-url", closed, env={"MEMSEARCH_MODEL": "none"})
+    assert indexed.returncode == 0, indexed.stderr
+    last = indexed.stdout.splitlines()[-1]
+    assert last.startswith("team: cannot reach the team database") and "the sync is pending" in last
+    assert "alice-pw" not in indexed.stdout + indexed.stderr
+    assert "files: " in indexed.stdout and "1 changed" in indexed.stdout  # indexed locally all the same
+
+
+def _wait_for(predicate, timeout: float = 30.0) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def _blocked_sync(settings, admin_url: str, locked: str):
+    """Start ``memsearch sync`` while the superuser holds the row of source ``locked``: the sync sends the
+    sources before it (in path order), then waits on that row. Returns (the sync process, the admin connection
+    holding the lock)."""
+    from indexer.sync import machine_key, machine_name
+
+    admin = psycopg.connect(admin_url)
+    admin.execute("SELECT 1 FROM memsearch.sources WHERE path = %s FOR UPDATE",
+                  (machine_key(machine_name(), locked),))
+    proc = subprocess.Popen([MEMSEARCH, "sync"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "MEMSEARCH_HOME": str(settings.home)})
+
+    def waiting() -> bool:
+        assert proc.poll() is None, proc.communicate()
+        with psycopg.connect(admin_url, autocommit=True) as probe:
+            return bool(probe.execute("SELECT count(*) FROM pg_stat_activity WHERE usename = 'alice'"
+                                      " AND wait_event_type = 'Lock'").fetchone()[0])
+
+    _wait_for(waiting)
+    return proc, admin
+
+
+def _edit_all(settings, fake) -> None:
+    from indexer.pipeline import index
+
+    note_files(settings.home, 30, "v2")
+    index(settings, embedder=fake)
+
+
+def test_a_sync_killed_mid_way_leaves_no_duplicates_and_the_next_one_completes(synced_home, team, fake):
+    import signal
+
+    from indexer.sync import sync
+
+    settings = synced_home
+    sync(settings)
+    _edit_all(settings, fake)
+    proc, admin = _blocked_sync(settings, team.admin_url, str(settings.home / "notes" / "n15.md"))
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    admin.rollback()
+    admin.close()
+    with psycopg.connect(team.admin_url, autocommit=True) as probe:  # the killed client's session ends
+        _wait_for(lambda: not probe.execute("SELECT count(*) FROM pg_stat_activity WHERE usename = 'alice'")
+                  .fetchone()[0])
+    remote, _, uids = team_rows(team.admin_url)
+    texts = {source.rsplit("/", 1)[1]: text for source, _, text in remote.values() if "Detail" not in text}
+    assert "v2" in texts.get("n00.md", "") and "v1" in texts.get("n20.md", "")  # stopped half-way through
+    assert len(uids) == len(set(uids))
+
+    after = sync(settings)
+    assert after.sources_sent == 15  # n15 (its transaction never committed) and the 14 after it
+    assert_same_as_local(settings, team.admin_url)
+
+
+@pytest.fixture
+def own_server():
+    """A server of this test's own (it is stopped and started again), with the team schema and member alice."""
+    from conftest import TEAM_PASSWORDS
+    from indexer.store.postgres import apply_team_init
+    from pg_local import LocalPostgresUnavailable, start
+
+    try:
+        server = start()
+    except LocalPostgresUnavailable as exc:
+        pytest.skip(f"no local PostgreSQL: {exc}")
+    apply_team_init(server.url(), ["alice"], [("fake-32", 32)])
+    with psycopg.connect(server.url(), autocommit=True) as admin:
+        admin.execute(f"ALTER ROLE alice PASSWORD '{TEAM_PASSWORDS['alice']}'")
+    yield server, server.url("alice", TEAM_PASSWORDS["alice"])
+    server.stop()
+
+
+def _pg_ctl(server, *args: str) -> None:
+    from pg_local import START_TIMEOUT, _run
+
+    _run(server, [str(server.bin_dir / "pg_ctl"), "-D", str(server.data_dir), *args], START_TIMEOUT + 10)
+
+
+def test_the_server_stopped_mid_sync_then_the_next_sync_sends_the_rest(own_server, home, fake):
+    from indexer.pipeline import index
+    from indexer.sync import sync
+
+    server, url = own_server
+    note_files(home, 30)
+    settings = resolve_settings(home, db_url=url)
+    (home / "memsearch.toml").write_text(f'db_url = "{url}"\n')
+    index(settings, embedder=fake)
+    sync(settings)
+    _edit_all(settings, fake)
+    proc, admin = _blocked_sync(settings, server.url(), str(home / "notes" / "n10.md"))
+    _pg_ctl(server, "-m", "fast", "-w", "stop")  # ends every session, the sync's included
+    out, err = proc.communicate(timeout=60)
+    admin.close()
+    assert proc.returncode == 1 and out == ""
+    assert err.count("\n") == 1 and err.startswith("Error: the sync to postgresql://alice:***@127.0.0.1:")
+    assert "the next `memsearch sync` sends the rest" in err and "Traceback" not in err
+
+    down = run("sync", timeout=60)  # the server is down: one line, exit 1
+    assert down.returncode == 1 and down.stderr.startswith("Error: cannot reach the team database")
+    _pg_ctl(server, "-o", f"-h 127.0.0.1 -p {server.port} -k {server.data_dir} -c fsync=off -c max_connections=40",
+            "-l", str(server.root / "server.log"), "-w", "start")
+    after = sync(settings)
+    assert after.sources_sent == 20  # n10 (rolled back when the server stopped) and the 19 after it
+    assert_same_as_local(settings, server.url())

@@ -22,6 +22,7 @@ interface of the restack); the tests drive it directly against a real server.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -54,6 +55,10 @@ from indexer.store.pg_schema import (
     record_version_sql,
     vector_index_sql,
 )
+
+# The pool logs a connection it drops ("discarding closed connection") through logging's last-resort handler, i.e. on
+# the user's stderr; what went wrong reaches the user as the one-line StoreUnavailable instead.
+logging.getLogger("psycopg.pool").addHandler(logging.NullHandler())
 
 #: ts_rank weights {D, C, B, A}: context 0.4, body and title 1 (the SQLite bm25() column weights).
 RANK_WEIGHTS = "{0.4, 0, 1.0, 1.0}"
@@ -184,27 +189,47 @@ class PgStore:
 
     def write_batch(self, source: SourceState, chunks: Sequence[ChunkRow]) -> int:
         with self.pool.connection() as conn, conn.transaction():
-            conn.execute(
-                f"INSERT INTO {SCHEMA}.sources(path, source, mtime_ns, size, content_hash, consumed, head_hash)"
-                " VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (owner, path) DO UPDATE SET"
-                " source = excluded.source, mtime_ns = excluded.mtime_ns, size = excluded.size,"
-                " content_hash = excluded.content_hash, consumed = excluded.consumed,"
-                " head_hash = excluded.head_hash, indexed_at = now()",
-                (source.path, source.source, source.mtime_ns, source.size, source.content_hash, source.consumed,
-                 source.head_hash))
-            with conn.cursor() as cur:  # executemany pipelines the rows: one round trip, not one per chunk
-                cur.executemany(
-                    f"INSERT INTO {SCHEMA}.chunks(scope, uid, hash, source, path, seq, kind, category, title,"
-                    " text, line_start, line_end, event_id, ts, session_id, project, status, speaker, fts)"
-                    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,"
-                    " setweight(to_tsvector('english', %s), 'A') || setweight(to_tsvector('english', %s), 'B')"
-                    " || setweight(to_tsvector('english', %s), 'D')) ON CONFLICT (owner, uid) DO NOTHING",
-                    [(c.scope, c.uid, c.hash, source.path, c.path, c.seq, c.kind, c.category, c.title, c.text,
-                      c.line_start, c.line_end, c.event_id, c.ts, c.session_id, c.project, c.status, c.speaker,
-                      index_form(fts_title(c.kind, c.title, c.ts)), index_form(c.text), index_form(c.context))
-                     for c in chunks])
-                added = max(cur.rowcount, 0) if chunks else 0
-            return added
+            return self._write(conn, source, chunks)
+
+    @staticmethod
+    def _write(conn: psycopg.Connection, source: SourceState, chunks: Sequence[ChunkRow]) -> int:
+        """Record ``source`` and add ``chunks`` (uids already held are skipped) in the caller's transaction."""
+        conn.execute(
+            f"INSERT INTO {SCHEMA}.sources(path, source, mtime_ns, size, content_hash, consumed, head_hash)"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (owner, path) DO UPDATE SET"
+            " source = excluded.source, mtime_ns = excluded.mtime_ns, size = excluded.size,"
+            " content_hash = excluded.content_hash, consumed = excluded.consumed,"
+            " head_hash = excluded.head_hash, indexed_at = now()",
+            (source.path, source.source, source.mtime_ns, source.size, source.content_hash, source.consumed,
+             source.head_hash))
+        with conn.cursor() as cur:  # executemany pipelines the rows: one round trip, not one per chunk
+            cur.executemany(
+                f"INSERT INTO {SCHEMA}.chunks(scope, uid, hash, source, path, seq, kind, category, title,"
+                " text, line_start, line_end, event_id, ts, session_id, project, status, speaker, fts)"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,"
+                " setweight(to_tsvector('english', %s), 'A') || setweight(to_tsvector('english', %s), 'B')"
+                " || setweight(to_tsvector('english', %s), 'D')) ON CONFLICT (owner, uid) DO NOTHING",
+                [(c.scope, c.uid, c.hash, source.path, c.path, c.seq, c.kind, c.category, c.title, c.text,
+                  c.line_start, c.line_end, c.event_id, c.ts, c.session_id, c.project, c.status, c.speaker,
+                  index_form(fts_title(c.kind, c.title, c.ts)), index_form(c.text), index_form(c.context))
+                 for c in chunks])
+            added = max(cur.rowcount, 0) if chunks else 0
+        return added
+
+    def replace_source(self, source: SourceState, chunks: Sequence[ChunkRow]) -> tuple[int, int]:
+        """Make the connecting member's copy of ``source`` hold exactly ``chunks``, in one transaction: chunks of
+        the source whose uid is not among them are deleted, the source state recorded, and only the chunks it
+        lacks are sent (an event log that grew sends its new events, not the whole log). Returns (added, removed).
+        What ``memsearch sync`` sends per source: a sync stopped anywhere leaves each source as it was or as it is."""
+        wanted = {c.uid for c in chunks}
+        with self.pool.connection() as conn, conn.transaction():
+            held = {r[0] for r in conn.execute(
+                f"SELECT uid FROM {SCHEMA}.chunks WHERE owner = current_user AND source = %s", (source.path,))}
+            gone = sorted(held - wanted)
+            removed = conn.execute(f"DELETE FROM {SCHEMA}.chunks WHERE owner = current_user AND source = %s"
+                                   " AND uid = ANY(%s)", (source.path, gone)).rowcount if gone else 0
+            added = self._write(conn, source, [c for c in chunks if c.uid not in held])
+        return added, removed
 
     def delete_source(self, path: str) -> int:
         with self.pool.connection() as conn, conn.transaction():

@@ -16,7 +16,7 @@ import apsw
 from indexer.base.chunktext import fts_title
 from indexer.base.cjk import index_form
 from indexer.base.types import IndexCheck
-from indexer.store import sqlite
+from indexer.store import ChunkRow, sqlite
 
 _STORED_COLUMNS = ("id, uid, kind, category, title, text, path, line_start, line_end, event_id, ts, session_id,"
                    " project, file, seq, hash, status, speaker")
@@ -90,6 +90,19 @@ class SqliteUpkeep:
         """The chunks of the source at ``path``, in order."""
         return [StoredChunk(*r) for r in self.conn.execute(
             f"SELECT {_STORED_COLUMNS} FROM chunks WHERE file = ? ORDER BY seq", (path,))]
+
+    def chunk_rows(self, path: str) -> list[ChunkRow]:
+        """The chunks of the source at ``path`` as :class:`~indexer.store.ChunkRow` (what another store's
+        :meth:`~indexer.store.Store.write_batch` takes, for ``memsearch sync``), in order; an event's ``context`` is
+        the text of the event before it in its session (by time, then id), as the writer indexed it."""
+        return [ChunkRow(*r) for r in self.conn.execute(
+            "SELECT c.uid, c.hash, c.kind, c.text, c.path, c.seq, c.category, c.title, c.line_start, c.line_end,"
+            " c.event_id, c.ts, c.session_id, c.project, c.status, c.speaker,"
+            " CASE WHEN c.kind = 'event' AND c.session_id IS NOT NULL THEN coalesce((SELECT p.text FROM chunks p"
+            "  WHERE p.session_id = c.session_id AND p.kind = 'event' AND p.id <> c.id"
+            "  AND (p.ts < c.ts OR (p.ts IS c.ts AND p.id < c.id)) ORDER BY p.ts DESC, p.id DESC LIMIT 1), '')"
+            " ELSE '' END"
+            " FROM chunks c WHERE c.file = ? ORDER BY c.seq", (path,))]
 
     # -- what forget selects and removes -------------------------------------------------------------------------
 

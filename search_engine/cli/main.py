@@ -78,7 +78,21 @@ def index(
         return run_index(settings, paths, full=full, progress=progress)
 
     report = _with_progress(run, as_json)
-    _emit(report, as_json, render.index_text(report))
+    if settings.db_url is None:
+        _emit(report, as_json, render.index_text(report))
+        return
+    from indexer.sync import TeamUnavailable, sync
+
+    try:  # the local index is done whatever happens to the team database: a failed sync waits for the next one
+        synced, team = sync(settings), None
+    except TeamUnavailable as exc:
+        synced, team = None, f"{exc}; the local index is up to date, the sync is pending (`memsearch sync`)"
+    if as_json:
+        import orjson
+
+        _emit({**orjson.loads(to_json(report)), "sync": synced, "sync_error": team}, True)
+    else:
+        _emit(report, False, render.index_text(report) + "\nteam: " + (team or render.sync_text(synced)))
 
 
 def _with_progress(run, as_json: bool):
@@ -197,6 +211,15 @@ def search(
     if result is None:
         result = run_search(settings, query, mode=mode, k=k, filters=filters, raw=raw, explain=explain)
     _emit(result, as_json, render.search_text(result, fmt))
+
+
+@app.command()
+def sync(as_json: JsonOpt = False, home: HomeOpt = None, db_url: DbUrlOpt = None) -> None:
+    """Push the local index to the team database (db_url): changed sources, deletions, vectors it lacks."""
+    from indexer.sync import sync as run_sync
+
+    report = run_sync(_settings(home, db_url=db_url))
+    _emit(report, as_json, render.sync_text(report))
 
 
 @app.command()

@@ -110,6 +110,17 @@ def index_text(report: IndexReport) -> str:
     return "\n".join(out)
 
 
+def sync_text(report) -> str:
+    """One line: where the local index went and what was sent (a :class:`indexer.sync.SyncReport`)."""
+    if report.note:
+        return f"team {report.target}: nothing sent: {report.note}"
+    vectors = (f"; {report.vectors_sent} vectors sent, {report.vectors_pending} awaiting one ({report.model})"
+               if report.model else "; no vectors (the local index has none)")
+    return (f"synced to {report.target} as {report.machine}: {report.sources_sent} sources sent "
+            f"({report.chunks_added} chunks added, {report.chunks_removed} removed), {report.sources_unchanged} "
+            f"unchanged, {report.sources_deleted} deleted{vectors}")
+
+
 def show_text(view: ChunkView) -> str:
     h = view.chunk
     out = [

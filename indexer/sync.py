@@ -1,0 +1,163 @@
+"""``memsearch sync``: push the local index to the team store (``db_url``), incrementally and without loss.
+
+The local files stay the source of truth and the local SQLite index what they were indexed into; the team store
+gets a copy of it, source by source, through the :class:`indexer.store.Store` operations only:
+
+- **Sources** are keyed on the team store by this machine's name and their path (``host:/abs/path``), so one
+  member's two machines keep their own sources (a path that exists on both is two sources). A source whose
+  recorded state (mtime, size, content hash, bytes consumed) differs from the team store's copy is sent again with
+  :meth:`~indexer.store.postgres.PgStore.replace_source`: one transaction that drops the chunks it no longer has and
+  adds only those the team store lacks (by uid). A source gone from the local index is deleted there.
+- **Vectors** are keyed by (content hash, model), one per hash for the whole team: only the hashes the team store
+  lists as pending for the local index's model are sent, taken from the vectors the local index holds (never
+  computed again here); a hash the local index has no vector for stays pending.
+
+Stopped anywhere (kill -9, the server going away), every source on the team store is as it was before the sync
+or as it is locally, and the next sync sends what is left; writes are idempotent, so nothing is duplicated.
+
+>>> machine_key("laptop", "/home/a/.claude/memory/MEMORY.md")
+'laptop:/home/a/.claude/memory/MEMORY.md'
+"""
+
+from __future__ import annotations
+
+import socket
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from indexer.base.dburl import mask_url
+from indexer.base.errors import MemsearchError, UsageError
+from indexer.base.settings import Settings
+from indexer.status import open_existing
+from indexer.store.local import SqliteStore
+
+if TYPE_CHECKING:
+    from indexer.store.postgres import PgStore
+
+#: Seconds to wait for the team database before saying it cannot be reached.
+CONNECT_TIMEOUT = 5.0
+#: Vectors per round trip.
+VECTOR_BATCH = 256
+#: Meta keys copied to the team store (per member) after a sync.
+META_KEYS = ("last_indexed", "vector_model")
+
+
+class TeamUnavailable(MemsearchError):
+    """The team database cannot be reached or used (the message names it with its password masked)."""
+
+
+@dataclass(frozen=True)
+class SyncReport:
+    """What one sync did. ``vectors_pending``: content the team store still has no vector for (of the local
+    index's model), which the local index could not supply either."""
+
+    target: str
+    machine: str
+    sources_sent: int = 0
+    sources_unchanged: int = 0
+    sources_deleted: int = 0
+    chunks_added: int = 0
+    chunks_removed: int = 0
+    vectors_sent: int = 0
+    vectors_pending: int = 0
+    model: str | None = None
+    note: str | None = None
+
+
+def machine_name() -> str:
+    """This machine's name, which keys its sources on the team store."""
+    return socket.gethostname() or "localhost"
+
+
+def machine_key(machine: str, path: str) -> str:
+    return f"{machine}:{path}"
+
+
+def open_team(settings: Settings, timeout: float = CONNECT_TIMEOUT) -> PgStore:
+    """The team store of ``settings.db_url``; :class:`TeamUnavailable` (one line, password masked) when it cannot
+    be reached, its schema is not the one this version needs, or the team extra is not installed."""
+    if settings.db_url is None:
+        raise UsageError("no team database is set: set db_url in the memory root's memsearch.toml, "
+                         "MEMSEARCH_DB_URL or --db-url")
+    try:
+        from indexer.store.postgres import PgStore, StoreUnavailable
+    except ImportError:
+        raise TeamUnavailable("the team database needs the team extra: pip install 'memsearch-hybrid[team]'"
+                              ) from None
+    try:
+        return PgStore(settings.db_url, max_size=2, timeout=timeout)
+    except StoreUnavailable as exc:
+        raise TeamUnavailable(str(exc)) from None
+
+
+def sync(settings: Settings, team: PgStore | None = None, machine: str | None = None) -> SyncReport:
+    """Push the local index to the team store (``team``, or :func:`open_team`); see the module docstring.
+    Raises :class:`TeamUnavailable` when the database cannot be reached or fails mid-way (what was sent stays)."""
+    from indexer.store.postgres import StoreUnavailable
+
+    machine = machine or machine_name()
+    target = mask_url(settings.db_url or "")
+    conn = open_existing(settings)
+    if conn is None:
+        return SyncReport(target, machine, note="the local index was never built: run `memsearch index`")
+    local = SqliteStore(conn, settings.db_path)
+    own = team is None
+    try:
+        if team is None:
+            team = open_team(settings)
+        return _push(local, team, target, machine)
+    except StoreUnavailable as exc:
+        raise TeamUnavailable(str(exc)) from None
+    except _driver_errors() as exc:
+        message = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise TeamUnavailable(f"the sync to {target} stopped: {message}; what was sent stays, "
+                              f"the next `memsearch sync` sends the rest") from None
+    finally:
+        local.close()
+        if own and team is not None:
+            team.close()
+
+
+def _driver_errors() -> tuple[type[BaseException], ...]:
+    import psycopg
+    import psycopg_pool
+
+    return psycopg.Error, psycopg_pool.PoolTimeout
+
+
+def _push(local: SqliteStore, team: PgStore, target: str, machine: str) -> SyncReport:
+    prefix = machine_key(machine, "")
+    ours = {path: state for path, state in team.sources().items() if path.startswith(prefix)}
+    sent = unchanged = deleted = added = removed = 0
+    for path, state in sorted(local.sources().items()):
+        key = machine_key(machine, path)
+        wanted = replace(state, path=key)
+        if ours.pop(key, None) == wanted:
+            unchanged += 1
+            continue
+        a, r = team.replace_source(wanted, local.chunk_rows(path))
+        sent, added, removed = sent + 1, added + a, removed + r
+    for key in sorted(ours):  # sources this machine no longer has
+        removed += team.delete_source(key)
+        deleted += 1
+    model = local.vector_model()
+    vectors = pending = 0
+    if model is not None:
+        vectors, pending = _push_vectors(local, team, model)
+    for key in META_KEYS:
+        value = local.get_meta(key)
+        if value is not None and team.get_meta(key) != value:
+            team.set_meta(key, value)
+    return SyncReport(target, machine, sent, unchanged, deleted, added, removed, vectors, pending, model)
+
+
+def _push_vectors(local: SqliteStore, team: PgStore, model: str) -> tuple[int, int]:
+    """Send the local vectors of the hashes the team store lacks; returns (sent, still pending)."""
+    wanted = [p.hash for p in team.pending_embeddings(model)]
+    sent = 0
+    for i in range(0, len(wanted), VECTOR_BATCH):
+        part = wanted[i : i + VECTOR_BATCH]
+        found = local.stored_vectors(model, part)
+        if found:
+            sent += team.put_embeddings(model, list(found.items()))
+    return sent, len(team.pending_embeddings(model))
