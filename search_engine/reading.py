@@ -1,5 +1,7 @@
-"""Which index search reads, opened in one place: the local SQLite file (:class:`indexer.store.local.SqliteStore`)
-today. Everything in :mod:`search_engine` reads through :func:`reading` or a store it is handed."""
+"""Which index search reads, opened in one place: the local SQLite file (:class:`indexer.store.local.SqliteStore`),
+or with ``db_url`` set the team's PostgreSQL (:func:`open_team_for_search`, which gives up after
+:data:`TEAM_TIMEOUT` so that a search, and the prompt hook, falls back to the local index in time). Everything in
+:mod:`search_engine` reads through these or a store it is handed."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from indexer.base.errors import MemsearchError
 from indexer.base.settings import Settings
 from indexer.status import open_existing
 from indexer.store import Store, sqlite
@@ -33,3 +36,34 @@ def reading(settings: Settings, store: Store | None = None) -> Iterator[Any]:
     finally:
         if own and store is not None:
             store.close()
+
+
+#: Seconds a search waits for the team database before it reads the local index instead (libpq counts whole
+#: seconds).
+TEAM_TIMEOUT = 1.0
+
+
+def open_team_for_search(settings: Settings) -> tuple[Any, str | None]:
+    """The team store of ``settings.db_url`` (its :class:`~indexer.store.postgres.PgStore`) and None, or None and
+    why it cannot be used (unreachable, refused, another schema, the team extra missing): one line, password
+    masked."""
+    from indexer.sync import open_team
+
+    try:
+        return open_team(settings, timeout=TEAM_TIMEOUT), None
+    except MemsearchError as exc:
+        return None, str(exc)
+
+
+def team_errors() -> tuple[type[BaseException], ...]:
+    """What a team store raises when its server fails during a query (the driver's errors, the pool's timeout)."""
+    import psycopg
+    import psycopg_pool
+
+    from indexer.store.postgres import StoreUnavailable
+
+    return psycopg.Error, psycopg_pool.PoolTimeout, StoreUnavailable
+
+
+def one_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]

@@ -11,7 +11,7 @@ False
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import cast
 
@@ -29,7 +29,7 @@ from search_engine.fusion import Fused, boost, dedup, fuse_by_rank, fuse_by_scor
 from search_engine.hits import Scores, make_hit
 from search_engine.lexical import lexical_search
 from search_engine.query import ParsedQuery
-from search_engine.reading import reading
+from search_engine.reading import one_line, open_team_for_search, reading, team_errors
 from search_engine.timeexpr import time_window
 
 MODES = ("hybrid", "bm25", "vector")
@@ -81,7 +81,7 @@ def result_health(store: Store | None, choice: ModelChoice) -> Health:
     indexed = store.get_meta("last_indexed")
     return Health(index_exists=indexed is not None, chunks=counts.chunks, pending_embeddings=counts.pending_embeddings,
                   last_indexed=indexed, model=choice.model_id, model_available=choice.available,
-                  model_reason=choice.reason)
+                  model_reason=choice.reason, store="team")
 
 
 def model_choice(settings: Settings, embedder: EmbedderArg = "configured") -> ModelChoice:
@@ -116,8 +116,20 @@ def search(
                       QueryEmbedder.resolve(settings, embedder), now)
     if mode == "vector" and not request.choice.available:
         raise ModelUnavailable(f"--mode vector needs an embedding model: {request.choice.reason}")
-    with reading(settings, store) as index:
-        return _search(request, index)
+    if store is not None or settings.db_url is None:
+        with reading(settings, store) as index:
+            return _search(request, index)
+    team, reason = open_team_for_search(settings)
+    if team is not None:
+        try:
+            return _search(request, team)
+        except team_errors() as exc:  # the server went away mid-search: the local index answers
+            reason = f"the team database failed mid-search ({one_line(exc)})"
+        finally:
+            team.close()
+    with reading(settings) as index:
+        result = _search(request, index)
+    return replace(result, health=replace(result.health, store_reason=f"{reason}: searched the local index"))
 
 
 def _search(request: Request, store: Store | None) -> SearchResult:

@@ -320,3 +320,97 @@ def test_the_server_stopped_mid_sync_then_the_next_sync_sends_the_rest(own_serve
     after = sync(settings)
     assert after.sources_sent == 20  # n10 (rolled back when the server stopped) and the 19 after it
     assert_same_as_local(settings, server.url())
+
+
+# -- 3. search on the team store -----------------------------------------------------------------------------------
+
+HOOK = MEMSEARCH.replace("memsearch", "memsearch-hook")
+CLOSED = "postgresql://alice:alice-pw-Zq9@127.0.0.1:1/nowhere"  # nothing listens on port 1
+
+
+def test_search_reads_the_team_store_from_a_machine_with_no_local_index(synced_home, team, tmp_path):
+    from indexer.sync import sync
+    from search_engine.search import search
+
+    sync(synced_home)
+    other = tmp_path / "second-machine"  # the same member elsewhere: nothing indexed there
+    other.mkdir()
+    found = search(resolve_settings(other, db_url=team.urls["alice"], model="none"), "topic7 retries", mode="bm25")
+    assert found.health.store == "team" and found.health.store_reason is None
+    assert found.health.chunks == len(local_rows(synced_home)[0])
+    assert found.hits[0].path == "notes/n07.md"
+    done = run("search", "topic7 retries", "--json", "--home", str(other), env={
+        "MEMSEARCH_DB_URL": team.urls["alice"], "MEMSEARCH_MODEL": "none"})
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout)
+    assert answer["health"]["store"] == "team" and answer["hits"][0]["path"] == "notes/n07.md"
+    # bob sees none of alice's private notes on the same server
+    as_bob = search(resolve_settings(other, db_url=team.urls["bob"], model="none"), "topic7 retries", mode="bm25")
+    assert as_bob.health.store == "team" and as_bob.hits == ()
+
+
+def test_an_unreachable_team_database_falls_back_to_the_local_index_and_says_so(synced_home, monkeypatch):
+    from search_engine.search import search
+
+    settings = synced_home.replace(db_url=CLOSED)
+    local = search(settings.replace(model="none"), "topic7 retries", mode="bm25")
+    assert local.health.store == "local" and local.hits[0].path == "notes/n07.md"
+    reason = local.health.store_reason
+    assert reason.startswith("cannot reach the team database postgresql://alice:***@127.0.0.1:1/nowhere")
+    assert reason.endswith(": searched the local index") and "\n" not in reason
+
+    done = run("search", "topic7 retries", "--mode", "bm25", env={"MEMSEARCH_DB_URL": CLOSED})
+    assert done.returncode == 0, done.stderr
+    notes = [line for line in done.stdout.splitlines() if line.startswith("note: ")]
+    assert len(notes) == 1 and "searched the local index" in notes[0]
+    assert "alice-pw" not in done.stdout + done.stderr and "notes/n07.md" in done.stdout
+
+    monkeypatch.setenv("MEMSEARCH_DB_URL", CLOSED)
+    payload = {"session_id": "s-x", "transcript_path": "/tmp/t.jsonl", "cwd": str(synced_home.home),
+               "permission_mode": "default", "hook_event_name": "UserPromptSubmit",
+               "prompt": "what did we note about topic7 retries?"}
+    hooked = subprocess.run([HOOK, "prompt"], input=json.dumps(payload).encode(), capture_output=True, timeout=60)
+    assert hooked.returncode == 0 and b"Traceback" not in hooked.stdout + hooked.stderr
+    assert b"n07.md" in hooked.stdout  # answered from the local index
+    assert b"alice-pw" not in hooked.stdout + hooked.stderr
+
+
+def test_the_hook_reads_the_team_store_when_it_answers(synced_home, team, tmp_path, monkeypatch):
+    from indexer.sync import sync
+
+    sync(synced_home)
+    other = tmp_path / "second-machine"
+    other.mkdir()
+    monkeypatch.setenv("MEMSEARCH_HOME", str(other))
+    monkeypatch.setenv("MEMSEARCH_DB_URL", team.urls["alice"])
+    payload = {"session_id": "s-y", "transcript_path": "/tmp/t.jsonl", "cwd": str(other),
+               "permission_mode": "default", "hook_event_name": "UserPromptSubmit",
+               "prompt": "what did we note about topic7 retries?"}
+    hooked = subprocess.run([HOOK, "prompt"], input=json.dumps(payload).encode(), capture_output=True, timeout=60)
+    assert hooked.returncode == 0 and b"Traceback" not in hooked.stdout + hooked.stderr
+    assert b"notes/n07.md" in hooked.stdout
+
+
+def test_the_server_stopped_mid_search_then_the_local_index_answers(own_server, home, fake, monkeypatch):
+    from indexer.pipeline import index
+    from indexer.store.postgres import PgStore
+    from indexer.sync import sync
+    from search_engine.search import search
+
+    server, url = own_server
+    note_files(home, 5)
+    settings = resolve_settings(home, db_url=url, model="none")
+    index(settings, embedder=fake)
+    sync(settings)
+    assert search(settings, "topic3", mode="bm25").health.store == "team"
+    ranked = PgStore.lexical_top_k
+
+    def stop_then_rank(self, *args, **kwargs):  # the server goes away between connecting and ranking
+        _pg_ctl(server, "-m", "fast", "-w", "stop")
+        return ranked(self, *args, **kwargs)
+
+    monkeypatch.setattr(PgStore, "lexical_top_k", stop_then_rank)
+    found = search(settings, "topic3", mode="bm25")
+    assert found.health.store == "local" and found.hits[0].path == "notes/n03.md"
+    assert found.health.store_reason.startswith("the team database failed mid-search (")
+    assert found.health.store_reason.endswith("): searched the local index")

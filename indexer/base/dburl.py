@@ -34,6 +34,14 @@ def check_db_url(raw: object) -> str:
     return url
 
 
+def fingerprint(url: str | None) -> str | None:
+    """A short digest naming ``url`` without holding it (the warm server compares a caller's team database with
+    its own by this)."""
+    import hashlib
+
+    return None if url is None else hashlib.sha256(url.encode()).hexdigest()[:16]
+
+
 _DSN_PASSWORD_RE = re.compile(r"(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
 
 

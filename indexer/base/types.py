@@ -52,6 +52,10 @@ class Health:
     model: str | None
     model_available: bool
     model_reason: str | None = None
+    #: which index answered: ``local`` (the SQLite file) or ``team`` (the PostgreSQL of ``db_url``)
+    store: str = "local"
+    #: why a search meant for the team database read the local index (it could not be reached), else None
+    store_reason: str | None = None
 
 
 @dataclass(frozen=True)

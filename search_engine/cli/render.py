@@ -57,6 +57,8 @@ def mode_line(result: SearchResult) -> str:
 
 def search_text(result: SearchResult, fmt: str = "full") -> str:
     out = [mode_line(result)]
+    if result.health.store_reason:
+        out.append(f"note: {result.health.store_reason}")
     if not result.hits:
         if not result.health.index_exists:
             out.append("No results: the index was never built; run `memsearch index`.")

@@ -67,10 +67,13 @@ def remote_search(settings: Settings, query: str, *, mode: str, k: int, filters:
         return None
     import dataclasses
 
+    from indexer.base.dburl import fingerprint
+
     answer = request(settings, {"op": "search", "query": query, "mode": mode, "k": k, "raw": raw, "explain": explain,
                                 "filters": dataclasses.asdict(filters), "settings": tuning(settings),
                                 "db": str(settings.db_path), "model": settings.model,
-                                "model_dir": str(settings.model_dir) if settings.model_dir else None}, timeout)
+                                "model_dir": str(settings.model_dir) if settings.model_dir else None,
+                                "team": fingerprint(settings.db_url) or ""}, timeout)
     if not answer or not answer.get("ok"):
         return None
     from indexer.base.types import SearchResult

@@ -26,6 +26,7 @@ from pathlib import Path
 import apsw
 import orjson
 
+from indexer.base.dburl import fingerprint
 from indexer.base.embedder import Embedder
 from indexer.base.errors import MemsearchError
 from indexer.base.locks import LockTimeout, file_lock
@@ -172,7 +173,8 @@ class Server:
             result = search(
                 settings, str(request.get("query", "")), mode=request.get("mode", "hybrid"),
                 k=int(request.get("k", 10)), filters=filters, raw=bool(request.get("raw")),
-                explain=bool(request.get("explain")), embedder=self.embedder, store=self.index,
+                explain=bool(request.get("explain")), embedder=self.embedder,
+                store=self.index if settings.db_url is None else None,  # None: the team store, local if unreachable
             )
             return {"ok": True, "result": dataclasses.asdict(result)}
         return {"ok": False, "error": f"unknown op {op!r}"}
@@ -183,7 +185,8 @@ class Server:
         another index or model."""
         s = self.settings
         if request.get("db") not in (None, str(s.db_path)) or request.get("model") not in (None, s.model) or (
-                request.get("model_dir") not in (None, str(s.model_dir) if s.model_dir else None)):
+                request.get("model_dir") not in (None, str(s.model_dir) if s.model_dir else None)) or (
+                request.get("team") not in (None, fingerprint(s.db_url) or "")):
             return None
         tuning = request.get("settings")
         return with_tuning(s, tuning) if isinstance(tuning, dict) and tuning else s
