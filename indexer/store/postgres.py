@@ -16,8 +16,9 @@ adapters, PostgreSQL full-text search and pgvector's HNSW index.
 - **Team semantics** are the database's (:mod:`indexer.store.pg_schema`): the rows a method sees are what row-level
   security lets the connecting role see.
 
-Not wired in yet: nothing in the pipeline or the search selects this store (that comes with the one store
-interface of the restack); the tests drive it directly against a real server.
+Selected by the ``db_url`` setting: :mod:`indexer.sync` fills it from the local index (:meth:`PgStore.replace_source`
+per source), and search reads it (:mod:`search_engine.reading`), falling back to the local index when it cannot be
+reached. The indexing pipeline itself writes only the local index.
 """
 
 from __future__ import annotations

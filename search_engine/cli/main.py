@@ -442,7 +442,7 @@ def import_transcripts(
     _emit(report, as_json, text)
 
 
-team_app = typer.Typer(help="A team memory on PostgreSQL + pgvector (groundwork: not yet used by search).",
+team_app = typer.Typer(help="A team memory on PostgreSQL + pgvector: the administrator's set-up.",
                        no_args_is_help=True)
 app.add_typer(team_app, name="team")
 
