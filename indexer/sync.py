@@ -93,18 +93,21 @@ def open_team(settings: Settings, timeout: float = CONNECT_TIMEOUT) -> PgStore:
 def sync(settings: Settings, team: PgStore | None = None, machine: str | None = None) -> SyncReport:
     """Push the local index to the team store (``team``, or :func:`open_team`); see the module docstring.
     Raises :class:`TeamUnavailable` when the database cannot be reached or fails mid-way (what was sent stays)."""
-    from indexer.store.postgres import StoreUnavailable
-
     machine = machine or machine_name()
     target = mask_url(settings.db_url or "")
-    conn = open_existing(settings)
-    if conn is None:
+    if not settings.db_path.exists():
         return SyncReport(target, machine, note="the local index was never built: run `memsearch index`")
-    local = SqliteStore(conn, settings.db_path)
     own = team is None
+    if team is None:
+        team = open_team(settings)  # first: without the team extra, this says so in one line
+    from indexer.store.postgres import StoreUnavailable
+
+    local: SqliteStore | None = None
     try:
-        if team is None:
-            team = open_team(settings)
+        conn = open_existing(settings)
+        if conn is None:  # deleted meanwhile
+            return SyncReport(target, machine, note="the local index was never built: run `memsearch index`")
+        local = SqliteStore(conn, settings.db_path)
         return _push(local, team, target, machine)
     except StoreUnavailable as exc:
         raise TeamUnavailable(str(exc)) from None
@@ -113,8 +116,9 @@ def sync(settings: Settings, team: PgStore | None = None, machine: str | None = 
         raise TeamUnavailable(f"the sync to {target} stopped: {message}; what was sent stays, "
                               f"the next `memsearch sync` sends the rest") from None
     finally:
-        local.close()
-        if own and team is not None:
+        if local is not None:
+            local.close()
+        if own:
             team.close()
 
 

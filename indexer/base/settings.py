@@ -27,7 +27,7 @@ from indexer.base.paths import CONFIG_NAME, INDEX_DB, LOG_DIR, PROJECT_CONFIG_NA
 
 CONFIG_NAME = CONFIG_NAME
 PROJECT_CONFIG_NAME = PROJECT_CONFIG_NAME
-#: What ``status`` and every command say when a project's config names the team database.
+#: What ``status`` and every command say when a project's config names the team database (see :func:`refusals`).
 DB_URL_REFUSED = ("db_url refused: the team database is set only in the memory root's memsearch.toml, "
                   "MEMSEARCH_DB_URL or --db-url, never by a project")
 #: What a project-level config may set: search tuning, never models, paths or retention.
@@ -374,6 +374,13 @@ def project_config(root: Path) -> tuple[dict[str, Any], str | None]:
     return values, f"{path}: {note}" if note else None
 
 
+def refusals(settings: Settings) -> list[str]:
+    """What a command warns about on stderr, one line each: a project config that tried to name the team database
+    (refused like any other key it may not set, but this one would send the memory elsewhere)."""
+    note = settings.origins.get("project_config")
+    return [note.split(";")[0]] if note and DB_URL_REFUSED in note else []
+
+
 def with_tuning(settings: Settings, tuning: dict[str, Any], origin: str = "request") -> Settings:
     """``settings`` with a caller's search tuning: only the keys a project may set (:data:`PROJECT_KEYS`; others
     are dropped), each converted and checked as that setting is. The warm server ranks each request with the
@@ -495,8 +502,6 @@ def resolve_settings(home: str | os.PathLike[str] | None = None, *, strict: bool
             break
     if project_note:
         origins["project_config"] = project_note
-        if DB_URL_REFUSED in project_note:
-            problems.append(project_note.split(";")[0])
     unknown = set(config) - {key for _, key, _ in _SPEC.values()}
     if unknown:
         message = f"unknown key(s) in {config_path}: {', '.join(sorted(unknown))}"

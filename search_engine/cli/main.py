@@ -14,7 +14,7 @@ from typing import Annotated, Optional
 import typer
 
 from indexer.base.errors import MemsearchError, os_error_text
-from indexer.base.settings import Settings, resolve_settings
+from indexer.base.settings import Settings, refusals, resolve_settings
 from indexer.base.types import to_json
 from search_engine.cli import render
 
@@ -44,8 +44,8 @@ DbUrlOpt = Annotated[
 
 def _settings(home: Path | None, model: str | None = None, db_url: str | None = None) -> Settings:
     settings = resolve_settings(home, model=model, db_url=db_url)
-    for problem in settings.problems:  # strict resolution: only what was refused without stopping (a project's db_url)
-        sys.stderr.write(f"Warning: {problem}\n")
+    for refused in refusals(settings):
+        sys.stderr.write(f"Warning: {refused}\n")
     return settings
 
 
