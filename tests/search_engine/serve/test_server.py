@@ -15,9 +15,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from test_hooks import hook, prompt_payload
 
 from conftest import MEMSEARCH
+from hookrun import hook, prompt_payload
 
 SESSIONS = [f"sess-{i:02d}" for i in range(10)]
 

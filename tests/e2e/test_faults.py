@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings as hsettings, strategies as st
 
-from conftest import MEMSEARCH, write
+from conftest import MEMSEARCH, REPO, write
 from indexer.base.settings import resolve_settings
 from indexer.eventlog import Event, append, event_path
 from indexer.pipeline import index, ingest
@@ -271,7 +271,7 @@ def test_every_file_memsearch_writes_under_the_root_is_0600_and_every_folder_070
         assert _cli("index", "--full").returncode == 0
         maintain(settings, embedder=None)
         _log(settings, "a server line")
-        script = Path(__file__).resolve().parent.parent / "scripts" / "weekly-reindex.sh"
+        script = REPO / "scripts" / "weekly-reindex.sh"
         subprocess.run(["sh", str(script)], env={**os.environ, "MEMSEARCH_MODEL": "none",
                                                  "MEMSEARCH_BIN": MEMSEARCH}, capture_output=True, timeout=300)
     finally:
