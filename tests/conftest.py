@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -76,6 +77,15 @@ def settings(home):
 def sample_home(home) -> Path:
     shutil.copytree(SAMPLE, home, dirs_exist_ok=True)
     return home
+
+
+@pytest.fixture
+def memory(sample_home, monkeypatch):
+    """The sample memory, indexed for BM25 only (the hooks' in-process path), no server."""
+    monkeypatch.setenv("MEMSEARCH_NO_SERVER", "1")
+    subprocess.run([MEMSEARCH, "index"], env={**os.environ, "MEMSEARCH_MODEL": "none"}, check=True,
+                   capture_output=True, timeout=120)
+    return sample_home
 
 
 @pytest.fixture

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import orjson
+
 HOOK = str(Path(sys.executable).with_name("memsearch-hook"))
 
 
@@ -43,3 +45,42 @@ def events(home):
     for path in sorted((home / "events").glob("*.jsonl")):
         lines += [json.loads(line) for line in path.read_text().splitlines()]
     return lines
+
+
+def run_in_process(event: str, data: bytes, capsys) -> tuple[int, str, str]:
+    """The hook's ``main`` in this process (fast enough to fuzz), stdin fed from a pipe; its exit code and output."""
+    from hooks.entry import main
+
+    read, write_end = os.pipe()
+    os.write(write_end, data[:60000])
+    os.close(write_end)
+    stdin = open(read, "rb")
+    real = sys.stdin
+    sys.stdin = stdin
+    try:
+        code = main([event])
+    finally:
+        sys.stdin = real
+        stdin.close()
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def check_hook_output(code: int, out: str, err: str) -> None:
+    """Exit 0, no traceback, nothing on stderr, and stdout empty or one UserPromptSubmit answer."""
+    assert code == 0
+    assert "Traceback" not in out and "Traceback" not in err and err == ""
+    if out:
+        data = json.loads(out)
+        assert set(data) == {"hookSpecificOutput"}
+        assert isinstance(data["hookSpecificOutput"]["additionalContext"], str)
+
+
+def no_hook_errors(home: Path) -> None:
+    """No error in the hooks' log and every line a hook wrote to the event log is whole, valid JSON."""
+    log = home / ".memsearch" / "logs" / "hooks.log"
+    errors = [line for line in log.read_text().splitlines() if ": error " in line] if log.exists() else []
+    assert errors == []
+    for path in (home / "events").glob("*.jsonl"):  # every line a hook wrote is whole, valid JSON
+        for line in path.read_bytes().splitlines():
+            assert isinstance(orjson.loads(line), dict)

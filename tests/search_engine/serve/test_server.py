@@ -5,6 +5,7 @@ processes that run for this memory root, read from /proc."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sqlite3
@@ -17,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from conftest import MEMSEARCH
-from hookrun import hook, prompt_payload
+from hookrun import context_of, hook, prompt_payload
+from indexer.base.settings import resolve_settings
 
 SESSIONS = [f"sess-{i:02d}" for i in range(10)]
 
@@ -172,7 +174,6 @@ def test_status_and_stop_trust_the_lock_not_a_ping(sample_home):
 def test_cli_search_asks_the_running_server_with_the_callers_settings(sample_home, tmp_path):
     import json
 
-    from indexer.base.settings import resolve_settings
     from search_engine.filters import Filters
     from search_engine.serve.client import remote_search
 
@@ -204,3 +205,57 @@ def test_cli_search_asks_the_running_server_with_the_callers_settings(sample_hom
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+def test_warm_server_answers_hybrid_over_a_private_socket(sample_home):
+    subprocess.run([MEMSEARCH, "index"], check=True, capture_output=True, timeout=300)
+    server = subprocess.Popen([MEMSEARCH, "serve", "--idle-timeout", "60"], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE)
+    try:
+        sock = sample_home / ".memsearch" / "serve.sock"
+        for _ in range(300):
+            status = subprocess.run([MEMSEARCH, "serve", "--status", "--json"], capture_output=True, text=True)
+            if status.returncode == 0 and "model" in json.loads(status.stdout):  # running and answering
+                break
+            time.sleep(0.1)
+        assert json.loads(status.stdout)["running"] is True
+        assert oct(sock.stat().st_mode & 0o777) == "0o600"
+        second = subprocess.run([MEMSEARCH, "serve"], capture_output=True, text=True, timeout=30)
+        assert second.returncode == 1 and "already runs" in second.stderr
+        from indexer.base.settings import resolve_settings
+        from search_engine.serve.client import request
+
+        answer = request(resolve_settings(sample_home), {"op": "search", "query": "what prevents a shopper paying "
+                         "double", "k": 3}, timeout=10)
+        assert answer["ok"] and answer["result"]["mode_used"] == "hybrid"
+        assert any(h["vector_rank"] for h in answer["result"]["hits"])
+        ctx = context_of(hook("prompt", prompt_payload("how do we avoid charging a customer twice on retries")))
+        assert "idempotency" in ctx
+        assert subprocess.run([MEMSEARCH, "serve", "--stop"], capture_output=True, text=True).stdout.strip() == "stopped"
+        server.wait(timeout=20)
+        assert not sock.exists()
+    finally:
+        if server.poll() is None:
+            server.kill()
+
+
+def test_the_server_skips_requests_whose_client_gave_up(settings):
+    """Under load, requests queue in the server's backlog while their hooks time out and fall back; a request
+    whose client has hung up is dropped instead of delaying everyone behind it."""
+    import socket
+
+    from search_engine.serve.server import Server
+
+    srv = Server(settings)
+    gone, server_end = socket.socketpair()
+    with server_end:
+        gone.sendall(b'{"op": "stop"}\n')
+        gone.close()
+        srv._answer(server_end)
+    assert srv.running
+    waiting, server_end = socket.socketpair()
+    with waiting, server_end:
+        waiting.sendall(b'{"op": "stop"}\n')
+        srv._answer(server_end)
+        assert json.loads(waiting.recv(4096)) == {"ok": True}
+    assert not srv.running
