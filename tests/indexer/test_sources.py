@@ -7,7 +7,9 @@ from pathlib import Path
 
 import orjson
 
-from conftest import MEMSEARCH, write
+from conftest import MEMSEARCH, indexed_text, write
+from indexer.base.settings import resolve_settings
+from indexer.pipeline import index
 from indexer.store import sqlite as store
 
 
@@ -108,3 +110,39 @@ def test_malformed_sources_are_reported_skipped_and_lose_nothing(home, tmp_path)
     assert proc.returncode == 0 and proc.stderr == "" and "Traceback" not in proc.stdout
     assert "skipped: notes/huge.md: too large" in proc.stdout
     assert all(word in _texts(home) for word in ("apricot", "blueberry", "damson at the end"))
+
+
+def test_symlinks_out_of_the_memory_root_are_never_indexed(linked_home, outside):
+    proc = subprocess.run([MEMSEARCH, "index", "--json"], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "MEMSEARCH_MODEL": "none"})
+    assert proc.returncode == 0 and proc.stderr == ""
+    skipped = {s["path"]: s["reason"] for s in json.loads(proc.stdout)["skipped"]}
+    for path in ("notes/leak.md", "decisions/leak.json", "events/2026-11-20.jsonl"):
+        assert skipped[path] == "symlink to a file outside the memory root and extra sources, skipped"
+    text = indexed_text(linked_home)
+    assert "swordfish" not in text and str(outside) not in text
+    assert "notes/alias.md" in text and "marmalade" in text
+    found = subprocess.run([MEMSEARCH, "search", "swordfish launch code", "--mode", "bm25", "--json"],
+                           capture_output=True, text=True, timeout=60, env={**os.environ, "MEMSEARCH_MODEL": "none"})
+    assert json.loads(found.stdout)["hits"] == []
+
+
+def test_a_source_that_becomes_an_outside_symlink_leaves_the_index(home, outside):
+    write(home / "notes" / "n.md", "# N\n\nharmless at first\n")
+    settings = resolve_settings(home, model="none")
+    index(settings, embedder=None)
+    (home / "notes" / "n.md").unlink()
+    (home / "notes" / "n.md").symlink_to(outside / "secret.md")
+    report = index(settings, embedder=None)
+    assert report.files_deleted == 1 and "harmless" not in indexed_text(home) and "swordfish" not in indexed_text(home)
+
+
+def test_extra_sources_are_the_allowed_outside(home, outside):
+    write(home / "memsearch.toml", f'extra_sources = ["{outside / "docs"}"]\n')
+    (home / "via-link.md").symlink_to(outside / "docs" / "more.md")  # points into an allowed root
+    (home / "leak.md").symlink_to(outside / "secret.md")  # still outside every allowed root
+    settings = resolve_settings(home, model="none")
+    report = index(settings, embedder=None)
+    assert [s.path for s in report.skipped] == ["leak.md"]
+    paths = {r[0] for r in store.connect(settings.db_path).execute("SELECT DISTINCT path FROM chunks")}
+    assert paths == {"via-link.md", str(outside / "docs" / "more.md")}

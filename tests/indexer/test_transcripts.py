@@ -1,8 +1,12 @@
 """indexer.transcripts: importing Claude Code transcripts is idempotent, skips the context the hooks injected and what
 the hooks already captured."""
 
+from __future__ import annotations
+
 import json
 import subprocess
+
+import pytest
 
 from conftest import MEMSEARCH, write
 from hookrun import events, hook, prompt_payload, tool_payload
@@ -74,3 +78,15 @@ def test_import_skips_what_the_hooks_already_captured(home, tmp_path):
     assert [e["content"] for e in added] == ["Which queue library do we use for retries?"]
     contents = [e["content"] for e in events(home)]
     assert contents.count("Give me a tour of the ingestion pipeline") == 1
+
+
+@pytest.mark.parametrize("tag", ["system-reminder", "memory-context"])
+def test_a_reply_that_mentions_an_injected_tag_is_kept_whole(tag):
+    from indexer.transcripts import strip_injected
+
+    reply = f"Hooks wrap output in a <{tag}> block.\nThe rest of the reply explains the retry policy."
+    assert strip_injected(reply) == reply
+    inline = f"Use `<{tag}>` … `</{tag}>` around it; then the retry policy applies."
+    assert strip_injected(inline) == inline
+    injected = f"<{tag}>\nretrieved memory\n</{tag}>\nNow fix reader.py"
+    assert strip_injected(injected) == "Now fix reader.py"

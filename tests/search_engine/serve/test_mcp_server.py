@@ -4,7 +4,9 @@ import json
 import os
 import subprocess
 
-from conftest import MEMSEARCH, mcp_rpc
+from conftest import HOSTILE_IDS, MEMSEARCH, mcp_rpc
+from indexer.base.settings import resolve_settings
+from indexer.pipeline import index
 
 
 def test_mcp_server_answers_over_stdio(memory):
@@ -72,3 +74,30 @@ def test_mcp_hybrid_search_keeps_one_loaded_model(sample_home):
         )["result"]["content"][0]["text"]
     finally:
         proc.kill()
+
+
+def test_mcp_tools_read_nothing_outside_the_memory_root(linked_home):
+    index(resolve_settings(linked_home, model="none"), embedder=None)
+    proc = subprocess.Popen([MEMSEARCH, "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**os.environ, "MEMSEARCH_MODEL": "none"})
+    try:
+        mcp_rpc(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}})
+        mcp_rpc(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        replies = [
+            mcp_rpc(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                        "params": {"name": "search", "arguments": {"query": "swordfish launch code"}}}),
+            mcp_rpc(proc, {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                        "params": {"name": "get", "arguments": {"ids": HOSTILE_IDS}}}),
+            mcp_rpc(proc, {"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+                        "params": {"name": "timeline", "arguments": {"id": "../../etc/passwd"}}}),
+        ]
+    finally:
+        proc.kill()
+        proc.wait()
+    assert replies[0]["result"]["content"][0]["text"].endswith("no results")
+    dumped = json.dumps(replies)
+    assert "swordfish" not in dumped and "root:x:0" not in dumped
+    for reply in replies[1:]:  # a tool error, or nothing found: never a file's content
+        result = reply["result"]
+        assert result.get("isError") is True or result.get("structuredContent", {}).get("result") == []
