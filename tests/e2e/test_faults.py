@@ -1,6 +1,11 @@
-"""Faults a user meets on a real machine, each reproduced here against the real store: a torn event log, a
-symlinked events folder, bad settings, open file modes, a corrupt index, a full or read-only disk, a deleted WAL,
-hostile hook input. Each test names the fault it pins."""
+"""Faults a user meets on a real machine, each reproduced here against the real store: a symlinked events folder,
+open file modes, a corrupt index, a full or read-only disk, a deleted WAL, hostile hook input. Each test names the
+fault it pins.
+
+Cross-cutting on purpose (tests/e2e): each fault is injected under the whole product (hooks, CLI, the warm server
+and the index together) and the test checks what the user sees from every entry point; no one module owns that.
+Faults that one module handles alone live with it (a torn event-log line: tests/indexer/test_eventlog.py; bad
+settings: tests/indexer/base/test_settings.py)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,10 @@
-"""Reliability: fuzzed hook input and queries, malformed sources, hooks racing index runs and maintenance, and
+"""Reliability under concurrency and crashes: hooks racing index runs, full rebuilds and maintenance, and index
 processes killed at random moments. Bounded in count, not in time: the figures under load come from
-``scripts/stress_load.py`` and ``scripts/stress_crash.py``."""
+``scripts/stress_load.py`` and ``scripts/stress_crash.py``.
+
+Cross-cutting on purpose (tests/e2e): these race real hook processes against the indexer and maintenance, and
+check the index and the event log together afterwards. Fuzzing that targets one module lives with it (hook stdin:
+tests/hooks/test_entry.py; queries: tests/search_engine/test_query.py; sources: tests/indexer/test_sources.py)."""
 
 import json
 import random
