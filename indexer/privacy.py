@@ -117,7 +117,9 @@ def _unpaired_inline(tags: list[tuple[re.Match[str], bool]]) -> set[int]:
     """Indexes of inline-code tags that pair with nothing: a closing one with no span open, an opening one still
     open at the end. Those are mentions (documentation about the tags); a paired one still marks a span, since
     `` `<private>`secret`</private>` `` is private whatever the backticks meant."""
-    unpaired, stack, style = set(), [], ""
+    unpaired: set[int] = set()
+    stack: list[int] = []
+    style = ""
     for i, (m, inline) in enumerate(tags):
         kind = m.lastgroup or ""
         is_open, tag_style = kind.startswith("open_"), kind.split("_", 1)[1]

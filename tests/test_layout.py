@@ -171,3 +171,15 @@ def test_the_tests_mirror_the_packages_and_their_file_names_are_unique():
     for folder in {p.parent for p in files} - {tests, tests / "e2e"}:
         package = REPO / folder.relative_to(tests)
         assert package.is_dir() and (package / "__init__.py").exists(), f"{folder} mirrors no package"
+
+
+def test_sql_runs_only_in_the_store():
+    """No module outside indexer/store/ calls a database cursor's ``execute``: a second backend is a new module."""
+    outside = sorted(
+        f"{name}:{node.lineno}"
+        for name, path in MODULES.items() if not name.startswith("indexer.store")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+        and node.func.attr in ("execute", "executemany", "executescript")
+    )
+    assert not outside, "\n".join(outside)

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import NamedTuple
 from urllib.parse import quote
 
 import apsw
@@ -42,6 +43,33 @@ def load_sqlite_vec(conn: apsw.Connection) -> None:
     conn.enable_load_extension(True)
     conn.load_extension(_sqlite_vec_path())
     conn.enable_load_extension(False)
+
+
+class EngineProbe(NamedTuple):
+    """What ``memsearch doctor`` reports of the SQLite engine: sqlite-vec's version (or why it does not load) and
+    whether FTS5 with the porter tokenizer is compiled in."""
+
+    sqlite_version: str
+    vec_version: str | None
+    vec_error: str
+    fts5_error: str | None
+
+
+def probe_engine() -> EngineProbe:
+    """Load sqlite-vec and create an FTS5 table in a memory database."""
+    conn = apsw.Connection(":memory:")
+    vec_version, vec_error, fts5_error = None, "", None
+    try:
+        load_sqlite_vec(conn)
+        vec_version = str(conn.execute("SELECT vec_version()").get)
+    except Exception as exc:  # any failure to load the extension is the finding itself
+        vec_error = str(exc)
+    try:
+        conn.execute(f"CREATE VIRTUAL TABLE t USING fts5(x, tokenize='{FTS_TOKENIZE}')")
+    except apsw.Error as exc:
+        fts5_error = str(exc)
+    conn.close()
+    return EngineProbe(apsw.sqlite_lib_version(), vec_version, vec_error, fts5_error)
 
 
 def _set_pragmas(conn: apsw.Connection) -> None:

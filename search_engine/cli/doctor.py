@@ -9,8 +9,6 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 
-import apsw
-
 from indexer.base import lost
 from indexer.base.embedder import resolve_model
 from indexer.base.errors import IndexCorrupt, MemsearchError
@@ -62,19 +60,13 @@ def hook_checks() -> list[Check]:
 
 
 def _sqlite_checks() -> list[Check]:
-    conn = apsw.Connection(":memory:")
-    out = []
-    try:
-        store.load_sqlite_vec(conn)
-        version = conn.execute("SELECT vec_version()").get
-        out.append(Check("sqlite-vec", True, f"{version} loads"))
-    except Exception as exc:  # any failure to load the extension is the finding itself
-        out.append(Check("sqlite-vec", False, str(exc), "run `make install` (pip install sqlite-vec)"))
-    try:
-        conn.execute("CREATE VIRTUAL TABLE t USING fts5(x, tokenize='porter unicode61')")
-        out.append(Check("fts5", True, f"SQLite {apsw.sqlite_lib_version()} with FTS5 and porter"))
-    except apsw.Error as exc:
-        out.append(Check("fts5", False, str(exc), "install an apsw build with FTS5 (pip install -U apsw)"))
+    probe = store.probe_engine()
+    out = [Check("sqlite-vec", True, f"{probe.vec_version} loads") if probe.vec_version
+           else Check("sqlite-vec", False, probe.vec_error, "run `make install` (pip install sqlite-vec)")]
+    if probe.fts5_error is None:
+        out.append(Check("fts5", True, f"SQLite {probe.sqlite_version} with FTS5 and porter"))
+    else:
+        out.append(Check("fts5", False, probe.fts5_error, "install an apsw build with FTS5 (pip install -U apsw)"))
     return out
 
 
