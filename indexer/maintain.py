@@ -33,7 +33,7 @@ from pathlib import Path
 import apsw
 import orjson
 
-from indexer.base.embedder import AUTO, Embedder
+from indexer.base.embedder import AUTO, Auto, Embedder
 from indexer.base.errors import MemsearchError
 from indexer.base.locks import LockTimeout, file_lock
 from indexer.base.paths import EVENTS_DIR, WRITER_LOCK
@@ -53,7 +53,7 @@ WRITER_LOCK_TIMEOUT = 120.0
 
 
 def maintain(
-    settings: Settings, *, embedder: Embedder | None | object = AUTO, progress: Progress | None = None,
+    settings: Settings, *, embedder: Embedder | Auto | None = AUTO, progress: Progress | None = None,
     now: datetime | None = None, lock_timeout: float = 0.0,
 ) -> MaintainReport:
     """Run every maintenance step; see the module docstring. ``now`` fixes the clock for retention (tests).

@@ -18,7 +18,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from indexer.base.embedder import AUTO, Embedder, load_embedder, resolve_model
+from indexer.base.embedder import AUTO, Auto, Embedder, load_embedder, resolve_model
 from indexer.base.errors import IndexCorrupt, MemsearchError
 from indexer.base.locks import LockTimeout, file_lock
 from indexer.base.paths import WRITER_LOCK
@@ -41,7 +41,7 @@ def index(
     paths: list[Path] | None = None,
     *,
     full: bool = False,
-    embedder: Embedder | None | object = AUTO,
+    embedder: Embedder | Auto | None = AUTO,
     progress: Progress | None = None,
     lock_timeout: float = 600.0,
 ) -> IndexReport:

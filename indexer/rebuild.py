@@ -27,7 +27,7 @@ from pathlib import Path
 import apsw
 
 from indexer.base.chunktext import embed_input
-from indexer.base.embedder import AUTO, Embedder, load_embedder, resolve_model
+from indexer.base.embedder import AUTO, Auto, Embedder, load_embedder, resolve_model
 from indexer.base.errors import IndexCorrupt, MemsearchError
 from indexer.base.locks import LockTimeout, file_lock
 from indexer.base.paths import BUILD_PREFIX, MAINTENANCE_LOCK, WRITER_LOCK
@@ -60,7 +60,7 @@ def maintenance_lock(settings: Settings, timeout: float = 0.0) -> Iterator[None]
 
 
 def rebuild(
-    settings: Settings, *, embedder: Embedder | None | object = AUTO, progress: Progress | None = None,
+    settings: Settings, *, embedder: Embedder | Auto | None = AUTO, progress: Progress | None = None,
     lock_timeout: float = 0.0,
 ) -> IndexReport:
     """Rebuild the index from the sources into a new file and swap it in atomically; see the module docstring.
@@ -73,7 +73,7 @@ def rebuild(
 
 
 def rebuild_locked(
-    settings: Settings, *, embedder: Embedder | None | object = AUTO, progress: Progress | None = None,
+    settings: Settings, *, embedder: Embedder | Auto | None = AUTO, progress: Progress | None = None,
 ) -> IndexReport:
     """:func:`rebuild` for a caller that already holds :func:`maintenance_lock` (``memsearch maintain``)."""
     started = time.perf_counter()
@@ -244,7 +244,7 @@ class _Vectors:
     rows): each content hash takes the old index's vector when that index holds one of the same model, else it is
     embedded. With no model available, the old vectors are still carried over and the rest stays pending."""
 
-    def __init__(self, settings: Settings, embedder: Embedder | None | object, old: SqliteStore | None):
+    def __init__(self, settings: Settings, embedder: Embedder | Auto | None, old: SqliteStore | None):
         self.settings, self.notes = settings, []
         self.model: Embedder | None = None
         self.model_id: str | None = None
@@ -256,7 +256,9 @@ class _Vectors:
                 self.notes.append(f"BM25 only: {choice.reason}")
         elif embedder is not None:
             self.model, self.model_id = embedder, embedder.model_id
-        self.old, self.old_model, self.old_dim = old, None, None
+        self.old = old
+        self.old_model: str | None = None
+        self.old_dim: int | None = None
         self._read_old()
         self.target = self.model_id or self.old_model
         self.reuse = self.old_model is not None and self.old_model == self.target
@@ -272,7 +274,7 @@ class _Vectors:
             self.notes.append(f"vectors of the old index not reused ({exc}); they are embedded again")
 
     def _old_vectors(self, hashes: list[str]) -> dict[str, bytes]:
-        if not self.reuse:
+        if not self.reuse or self.old is None or self.old_model is None:
             return {}
         try:
             return self.old.stored_vectors(self.old_model, hashes)
@@ -283,7 +285,9 @@ class _Vectors:
         """Give every pending content hash its vector; returns how many were embedded (not reused)."""
         if self.target is None:
             return 0
-        dim = self.old_dim if self.reuse else self.model.dim
+        dim = self.old_dim if self.reuse else self.model.dim if self.model is not None else None
+        # a target is the old index's model (reused, its dimension read with it) or the embedder's
+        assert dim is not None
         note = new.ensure_vector_model(self.target, dim)
         if note:
             self.notes.append(note)

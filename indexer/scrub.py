@@ -33,6 +33,7 @@ from typing import Any
 
 import apsw
 
+from indexer.base.embedder import Auto, Embedder
 from indexer.base.errors import MemsearchError
 from indexer.base.locks import LockTimeout, file_lock
 from indexer.base.paths import BUILD_PREFIX, EVENTS_DIR, PRIVACY_STATE, WRITER_LOCK
@@ -209,7 +210,7 @@ def _purge_old_bytes(settings: Settings) -> str:
         store.close()
 
 
-def scrub_memory(settings: Settings, *, dry_run: bool = False, embedder: object = None,
+def scrub_memory(settings: Settings, *, dry_run: bool = False, embedder: Embedder | Auto | None = None,
                  lock_timeout: float = 0.0) -> ScrubReport:
     """Run the scrub; see the module docstring. ``embedder`` as for :func:`indexer.rebuild.rebuild` (default:
     none, so changed chunks wait for the next ``index`` or the warm server to embed them)."""

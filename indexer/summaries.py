@@ -43,7 +43,8 @@ def build_summary(settings: Settings, session_id: str) -> str | None:
         rows = [(c.category, c.text, c.ts, c.project) for c in store.session_events(session_id)]
     if not rows:
         return None
-    prompts, files, commands, errors, decisions = [], {}, [], [], []
+    files: dict[str, str] = {}  # path -> the tool that touched it first
+    prompts, commands, errors, decisions = [], [], [], []
     project = next((r[3] for r in rows if r[3]), None)
     for category, text, _, _ in rows:
         first = text.split("\n", 1)[0]

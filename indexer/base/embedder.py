@@ -21,8 +21,9 @@ import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 
 from indexer.base.errors import ModelUnavailable
 from indexer.base.settings import Settings
@@ -39,7 +40,9 @@ INSTALL_HINT = "run `make install` (or pip install 'memsearch-hybrid[embed]'), o
 
 class Embedder(Protocol):
     model_id: str
-    dim: int
+
+    @property
+    def dim(self) -> int: ...  # read-only: FastEmbedder learns it from the model when the model does not say
 
     def embed_passages(self, texts: Sequence[str]) -> list[bytes]: ...
 
@@ -241,8 +244,14 @@ class FastEmbedder:
         return next(iter(model.query_embed([text]))).astype("float32").tobytes()
 
 
+class Auto(Enum):
+    """The type of :data:`AUTO` (an enum member, so that ``embedder is AUTO`` narrows the type)."""
+
+    AUTO = "auto"
+
+
 #: An indexing run's embedder by default: the configured model, loaded only if something needs embedding.
-AUTO = object()
+AUTO: Final = Auto.AUTO
 
 
 def load_embedder(settings: Settings) -> FastEmbedder:

@@ -459,7 +459,7 @@ def resolve_settings(home: str | os.PathLike[str] | None = None, *, strict: bool
         candidates = (
             ("flag", "flag", flags.get(name)),
             ("env", env, os.environ.get(env) or None),
-            ("project", None, project_values.get(name)),
+            ("project", PROJECT_CONFIG_NAME, project_values.get(name)),
             ("config", str(config_path), config.get(key)),
         )
         for origin, source, raw in candidates:

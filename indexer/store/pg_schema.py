@@ -19,6 +19,7 @@ ones and recorded in ``memsearch.schema_version``, so the printed script can be 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from indexer.base.errors import UsageError
@@ -182,7 +183,7 @@ def member_sql(name: str) -> str:
             f"        CREATE ROLE \"{role}\" LOGIN;\n    END IF;\nEND $$;\nGRANT {MEMBER_ROLE} TO \"{role}\";")
 
 
-def team_init_sql(members: list[str], vector_models: list[tuple[str, int]] = ()) -> str:
+def team_init_sql(members: list[str], vector_models: Sequence[tuple[str, int]] = ()) -> str:
     """The administrator's script, run once per database as a superuser (and again to add members): pgvector,
     the schema, the policies, the HNSW index of each ``(model id, dim)``, and one role per member. Idempotent.
 

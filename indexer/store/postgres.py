@@ -67,12 +67,20 @@ class StoreUnavailable(MemsearchError):
     """The database cannot be reached or used; the message names it with its password masked."""
 
 
+def _one_row(cursor: psycopg.Cursor[tuple[Any, ...]]) -> tuple[Any, ...]:
+    """The row of a query that always returns exactly one (an aggregate, ``current_user``, ``to_regclass``)."""
+    row = cursor.fetchone()
+    if row is None:
+        raise StoreUnavailable("the team database returned no row where it always returns one")
+    return row
+
+
 def schema_version(conn: psycopg.Connection) -> int:
     """The newest migration applied (0 on an empty database)."""
-    exists = conn.execute("SELECT to_regclass(%s)", (f"{SCHEMA}.schema_version",)).fetchone()[0]
+    exists = _one_row(conn.execute("SELECT to_regclass(%s)", (f"{SCHEMA}.schema_version",)))[0]
     if exists is None:
         return 0
-    return conn.execute(f"SELECT coalesce(max(version), 0) FROM {SCHEMA}.schema_version").fetchone()[0]
+    return _one_row(conn.execute(f"SELECT coalesce(max(version), 0) FROM {SCHEMA}.schema_version"))[0]
 
 
 def migrate(conn: psycopg.Connection) -> int:
@@ -154,7 +162,7 @@ class PgStore:
         try:  # one plain connection first: a refused login or an old schema is one clear line, not pool retries
             with psycopg.connect(url, connect_timeout=max(1, int(timeout))) as conn:
                 version = schema_version(conn)
-                self.role = conn.execute("SELECT current_user").fetchone()[0]
+                self.role = _one_row(conn.execute("SELECT current_user"))[0]
         except psycopg.Error as exc:
             raise StoreUnavailable(f"cannot reach the team database {self.display_url}: {_one_line(exc)}") from None
         if version != SCHEMA_VERSION:
@@ -251,8 +259,8 @@ class PgStore:
                 return self._exact(conn, q, dim, model, where, params, limit)
             conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(int(ef_search))))
             conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
-            total = conn.execute(f"SELECT count(*) FROM {SCHEMA}.vectors WHERE model = %s AND embedding IS NOT NULL",
-                                 (model,)).fetchone()[0]
+            total = _one_row(conn.execute(
+                f"SELECT count(*) FROM {SCHEMA}.vectors WHERE model = %s AND embedding IS NOT NULL", (model,)))[0]
             k = min(total, max(limit * 2, 64))
             while k:
                 found = conn.execute(self.knn_sql(dim, where), [q, model, q, min(k, KNN_MAX), *params, limit])
@@ -345,18 +353,18 @@ class PgStore:
     def health(self, model: str | None) -> StoreHealth:
         with self.pool.connection() as conn:
             by_kind = dict(conn.execute(f"SELECT kind, count(*) FROM {SCHEMA}.chunks GROUP BY kind ORDER BY kind"))
-            own, others = conn.execute(
+            own, others = _one_row(conn.execute(
                 f"SELECT count(*) FILTER (WHERE owner = current_user), count(*) FILTER (WHERE owner <> current_user)"
-                f" FROM {SCHEMA}.chunks").fetchone()
-            sources = conn.execute(f"SELECT count(*) FROM {SCHEMA}.sources").fetchone()[0]
+                f" FROM {SCHEMA}.chunks"))
+            sources = _one_row(conn.execute(f"SELECT count(*) FROM {SCHEMA}.sources"))[0]
             vectors = pending = 0
             if model is not None:
-                vectors = conn.execute(f"SELECT count(*) FROM {SCHEMA}.vectors WHERE model = %s AND embedding IS NOT"
-                                       " NULL", (model,)).fetchone()[0]
-                pending = conn.execute(
+                vectors = _one_row(conn.execute(f"SELECT count(*) FROM {SCHEMA}.vectors WHERE model = %s AND"
+                                                " embedding IS NOT NULL", (model,)))[0]
+                pending = _one_row(conn.execute(
                     f"SELECT count(DISTINCT c.hash) FROM {SCHEMA}.chunks c WHERE NOT EXISTS"
                     f" (SELECT 1 FROM {SCHEMA}.vectors v WHERE v.hash = c.hash AND v.model = %s)",
-                    (model,)).fetchone()[0]
+                    (model,)))[0]
         return StoreHealth(chunks=own + others, by_kind=by_kind, sources=sources, pending_embeddings=pending,
                            vectors=vectors, own_chunks=own, shared_by_others=others)
 

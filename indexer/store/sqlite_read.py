@@ -4,6 +4,10 @@ and what browsing counts (the health every result carries is counted by the writ
 Every user query reaches FTS5 through :func:`fts5_query`, which quotes each term, so operators in user text are
 just words; every filter value is bound (:func:`filter_sql`).
 
+Rows go into the row types by iterating the cursor, which apsw types as ``Any``: ``fetchall()``'s rows are typed
+``tuple[SQLiteValue, ...]``, which cannot say what the schema fixes column by column (``HitRow`` and the return
+annotations do). One-value aggregates are read with ``Cursor.get``: they always return their one row.
+
 >>> from collections import namedtuple
 >>> Term = namedtuple("Term", "text cjk alt", defaults=(False, None))
 >>> fts5_query([Term("fix"), Term("東京", cjk=True), Term("서울은", cjk=True, alt="서울")], "AND")
@@ -135,11 +139,11 @@ class SqliteReader:
                 f" ORDER BY score DESC LIMIT ?) AS f JOIN chunks c ON c.id = f.rowid WHERE {where}"
                 " ORDER BY f.score DESC LIMIT ?"
             )
-            rows = self.conn.execute(sql, [expression, inner, *params, limit]).fetchall()
+            rows = list(self.conn.execute(sql, [expression, inner, *params, limit]))
             if len(rows) >= limit or self.conn.execute(
                 "SELECT count(*) FROM (SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ? LIMIT ?)",
                 (expression, inner + 1),
-            ).fetchone()[0] <= inner:
+            ).get <= inner:
                 return [Scored(row[0], row[1]) for row in rows]
         sql = (
             f"SELECT c.id, {_SCORE} AS score FROM chunks_fts "
@@ -180,7 +184,7 @@ class SqliteReader:
         if matrix is not None:
             total = len(matrix.ids)
         else:
-            total = self.conn.execute("SELECT count(*) FROM embeddings WHERE model = ?", (model,)).fetchone()[0]
+            total = self.conn.execute("SELECT count(*) FROM embeddings WHERE model = ?", (model,)).get
         k = min(total, max(limit * 2, 64))
         while k:
             found = self._knn(qvec, filters, limit, min(k, KNN_MAX), matrix)
@@ -205,19 +209,19 @@ class SqliteReader:
         if matrix is not None:
             neighbours = matrix.nearest(qvec, k)
         else:
-            neighbours = self.conn.execute(
+            neighbours = list(self.conn.execute(
                 "SELECT rowid, distance FROM vec_chunks WHERE embedding MATCH ? AND k = ? ORDER BY distance", (qvec, k)
-            ).fetchall()
+            ))
         if not neighbours:
             return []
         order = {row[0]: i for i, row in enumerate(neighbours)}
         distance = dict(neighbours)
         where, params = filter_sql(filters)
         marks = ",".join("?" * len(order))
-        rows = self.conn.execute(
+        rows = list(self.conn.execute(
             f"SELECT e.id, c.id FROM embeddings e JOIN chunks c ON c.hash = e.hash WHERE e.id IN ({marks}) AND {where}",
             [*order, *params],
-        ).fetchall()
+        ))
         rows.sort(key=lambda r: (order[r[0]], r[1]))
         return [Scored(chunk_id, distance[eid]) for eid, chunk_id in rows][:limit]
 
@@ -235,7 +239,7 @@ class SqliteReader:
         and its place in it."""
         rows = self.conn.execute(
             f"SELECT {HIT_COLUMNS}, file, seq FROM chunks WHERE uid >= ? AND uid < ? LIMIT ?",
-            (prefix, prefix + "g", limit)).fetchall()
+            (prefix, prefix + "g", limit))
         return [(HitRow(*row[:-2]), row[-2], row[-1]) for row in rows]
 
     def neighbours(self, file: str, seq: int) -> tuple[str | None, str | None, int]:
@@ -244,7 +248,7 @@ class SqliteReader:
             "SELECT uid FROM chunks WHERE file = ? AND seq < ? ORDER BY seq DESC LIMIT 1", (file, seq)).fetchone()
         nxt = self.conn.execute(
             "SELECT uid FROM chunks WHERE file = ? AND seq > ? ORDER BY seq LIMIT 1", (file, seq)).fetchone()
-        count = self.conn.execute("SELECT count(*) FROM chunks WHERE file = ?", (file,)).fetchone()[0]
+        count = self.conn.execute("SELECT count(*) FROM chunks WHERE file = ?", (file,)).get
         return prev and prev[0], nxt and nxt[0], count
 
     def around(self, center: HitRow, window: int) -> tuple[list[HitRow], list[HitRow]]:
@@ -252,12 +256,12 @@ class SqliteReader:
         session when it has one, else of everything dated."""
         ts = center.ts or ""
         scope, params = ("session_id = ?", [center.session_id]) if center.session_id else ("ts IS NOT NULL", [])
-        before = self.conn.execute(
+        before = list(self.conn.execute(
             f"SELECT {HIT_COLUMNS} FROM chunks WHERE {scope} AND (ts < ? OR (ts = ? AND id < ?))"
-            " ORDER BY ts DESC, id DESC LIMIT ?", [*params, ts, ts, center.id, window]).fetchall()
+            " ORDER BY ts DESC, id DESC LIMIT ?", [*params, ts, ts, center.id, window]))
         after = self.conn.execute(
             f"SELECT {HIT_COLUMNS} FROM chunks WHERE {scope} AND (ts > ? OR (ts = ? AND id > ?))"
-            " ORDER BY ts, id LIMIT ?", [*params, ts, ts, center.id, window]).fetchall()
+            " ORDER BY ts, id LIMIT ?", [*params, ts, ts, center.id, window])
         return [HitRow(*r) for r in reversed(before)], [HitRow(*r) for r in after]
 
     # -- browsing -----------------------------------------------------------------------------------------------
@@ -278,7 +282,7 @@ class SqliteReader:
             params.append(type)
         rows = self.conn.execute(
             f"SELECT {HIT_COLUMNS} FROM chunks WHERE {' AND '.join(conds)}"
-            " ORDER BY ts IS NULL, ts DESC, id DESC LIMIT ?", [*params, limit]).fetchall()
+            " ORDER BY ts IS NULL, ts DESC, id DESC LIMIT ?", [*params, limit])
         return [HitRow(*r) for r in rows]
 
     def session_event_counts(self, project: str | None = None) -> list[tuple[str, str, int, str | None, str | None,
@@ -289,9 +293,9 @@ class SqliteReader:
         if project is not None:
             where += " AND session_id IN (SELECT session_id FROM chunks WHERE kind = 'event' AND project = ?)"
             params.append(project)
-        return self.conn.execute(
+        return list(self.conn.execute(
             f"SELECT session_id, category, count(DISTINCT coalesce(event_id, uid)), min(ts), max(ts), max(project)"
-            f" FROM chunks WHERE {where} GROUP BY session_id, category", params).fetchall()
+            f" FROM chunks WHERE {where} GROUP BY session_id, category", params))
 
     def session_prompts(self, sessions: Sequence[str]) -> Iterator[tuple[str, str]]:
         """``(session, prompt text)`` of ``sessions``' prompts, each session's in time order."""
@@ -310,7 +314,7 @@ class SqliteReader:
         by_day = dict(self.conn.execute(
             f"SELECT substr(ts, 1, 10) AS day, count(DISTINCT coalesce(event_id, uid)) {events} AND ts IS NOT NULL"
             " GROUP BY day ORDER BY day"))
-        sessions = self.conn.execute(f"SELECT count(DISTINCT session_id) {events}").fetchone()[0]
+        sessions = self.conn.execute(f"SELECT count(DISTINCT session_id) {events}").get
         return by_type, by_day, sessions
 
     def redacted_texts(self) -> Iterator[tuple[str, str, str | None, str | None, str]]:
@@ -332,6 +336,6 @@ class SqliteReader:
 
     def active_facts(self, project: str, limit: int) -> list[tuple[str, str | None, str]]:
         """``(uid, ts, text)`` of ``project``'s active facts, newest first."""
-        return self.conn.execute(
+        return list(self.conn.execute(
             "SELECT uid, ts, text FROM chunks WHERE kind = 'fact' AND project = ? AND coalesce(status, 'active') ="
-            " 'active' ORDER BY ts DESC, id DESC LIMIT ?", (project, limit)).fetchall()
+            " 'active' ORDER BY ts DESC, id DESC LIMIT ?", (project, limit)))

@@ -155,9 +155,9 @@ class SqliteUpkeep:
         conn = self.conn
         with self.transaction():
             for session in sorted(sessions):
-                rows = conn.execute(
+                rows = list(conn.execute(
                     "SELECT id, kind, title, ts, text, lag(text, 1, '') OVER (ORDER BY ts, id) FROM chunks"
-                    " WHERE kind = 'event' AND session_id = ?", (session,)).fetchall()
+                    " WHERE kind = 'event' AND session_id = ?", (session,)))
                 for cid, kind, title, ts, text, context in rows:
                     conn.execute("DELETE FROM chunks_fts WHERE rowid = ?", (cid,))
                     conn.execute("INSERT INTO chunks_fts(rowid, title, body, context) VALUES (?, ?, ?, ?)",
@@ -211,7 +211,7 @@ class SqliteUpkeep:
         busy."""
         if mode not in ("PASSIVE", "FULL", "RESTART", "TRUNCATE"):
             raise ValueError(mode)
-        busy, _, _ = self.conn.execute(f"PRAGMA wal_checkpoint({mode})").fetchone()
+        busy, _, _ = self.conn.execute(f"PRAGMA wal_checkpoint({mode})").get  # always one row
         return not busy
 
     def page_size(self) -> int:
@@ -248,7 +248,7 @@ class SqliteUpkeep:
             fts_integrity = f"{type(exc).__name__}: {exc}"
 
         def one(sql: str) -> int:
-            return conn.execute(sql).fetchone()[0]
+            return conn.execute(sql).get
 
         has_vectors = self.has_vectors()
         return IndexCheck(

@@ -77,7 +77,7 @@ class SqliteWriter(SqliteUpkeep):
         """Remove the source at ``path`` and its chunks (their FTS rows go by trigger); returns the chunks removed.
         Vectors stay: the same content may come back at once (an edited file), see :meth:`drop_orphan_vectors`."""
         with self.transaction():
-            removed = self.conn.execute("SELECT count(*) FROM chunks WHERE file = ?", (path,)).fetchone()[0]
+            removed = self.conn.execute("SELECT count(*) FROM chunks WHERE file = ?", (path,)).get
             self.conn.execute("DELETE FROM chunks WHERE file = ?", (path,))
             self.conn.execute("DELETE FROM files WHERE path = ?", (path,))
         return removed
@@ -195,16 +195,16 @@ class SqliteWriter(SqliteUpkeep):
         chunks = sum(by_kind.values())
         vectors = 0
         if model is not None and self.has_vectors() and sqlite.get_meta(self.conn, "vector_model") == model:
-            vectors = self.conn.execute("SELECT count(*) FROM vec_chunks").fetchone()[0]
+            vectors = self.conn.execute("SELECT count(*) FROM vec_chunks").get
         pending = self.pending_estimate(model) if model is not None else 0
         return StoreHealth(chunks=chunks, by_kind=by_kind, sources=self.source_count(), pending_embeddings=pending,
                            vectors=vectors, own_chunks=chunks)
 
     def chunk_count(self) -> int:
-        return self.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        return self.conn.execute("SELECT count(*) FROM chunks").get
 
     def source_count(self) -> int:
-        return self.conn.execute("SELECT count(*) FROM files").fetchone()[0]
+        return self.conn.execute("SELECT count(*) FROM files").get
 
     def event_chunks_by_source(self) -> dict[str, int]:
         """How many event chunks each source holds."""
@@ -214,22 +214,22 @@ class SqliteWriter(SqliteUpkeep):
         """Distinct content hashes without an embeddings row of ``model`` (all of them when no model is given; the
         index keeps the rows of its vectors' model only): exact, a scan of the chunks."""
         if model is None:
-            return self.conn.execute("SELECT count(DISTINCT hash) FROM chunks").fetchone()[0]
+            return self.conn.execute("SELECT count(DISTINCT hash) FROM chunks").get
         return self.conn.execute(
             "SELECT count(*) FROM (SELECT DISTINCT hash FROM chunks) AS h WHERE NOT EXISTS"
             " (SELECT 1 FROM embeddings e WHERE e.hash = h.hash AND e.model = ?)",
             (model,),
-        ).fetchone()[0]
+        ).get
 
     def pending_estimate(self, model: str | None) -> int:
         """What :meth:`pending_count` says, from two index-only counts: distinct chunk hashes minus the vectors of
         the model. Exact while no orphan vectors are left (every run that removes chunks drops them); it is what
         every search reports in its health, so it must not cost a scan (130 ms at 100k chunks for the exact
         count)."""
-        hashes = self.conn.execute("SELECT count(DISTINCT hash) FROM chunks").fetchone()[0]
+        hashes = self.conn.execute("SELECT count(DISTINCT hash) FROM chunks").get
         if model is None:
             return hashes
-        vectors = self.conn.execute("SELECT count(*) FROM embeddings WHERE model = ?", (model,)).fetchone()[0]
+        vectors = self.conn.execute("SELECT count(*) FROM embeddings WHERE model = ?", (model,)).get
         return max(0, hashes - vectors)
 
     def not_embedded(self) -> int:
@@ -238,8 +238,8 @@ class SqliteWriter(SqliteUpkeep):
         model = sqlite.get_meta(self.conn, "vector_model")
         if model is None or not self.has_vectors():
             return 0
-        seen = self.conn.execute("SELECT count(*) FROM embeddings WHERE model = ?", (model,)).fetchone()[0]
-        return max(0, seen - self.conn.execute("SELECT count(*) FROM vec_chunks").fetchone()[0])
+        seen = self.conn.execute("SELECT count(*) FROM embeddings WHERE model = ?", (model,)).get
+        return max(0, seen - self.conn.execute("SELECT count(*) FROM vec_chunks").get)
 
     def state_version(self) -> tuple[int, int]:
         """Changes whenever anything is committed to the file: another connection's commits (``data_version``)

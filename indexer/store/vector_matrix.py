@@ -16,10 +16,10 @@ class VectorMatrix:
 
         self.model_id = model_id
         self.stamp = self.current_stamp(conn)
-        rows = conn.execute(
+        rows = list(conn.execute(
             "SELECT e.id, v.embedding FROM embeddings e JOIN vec_chunks v ON v.rowid = e.id WHERE e.model = ?",
             (model_id,),
-        ).fetchall()
+        ))
         self.ids = np.array([r[0] for r in rows], dtype=np.int64)
         matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1) if rows else (
             np.zeros((0, 1), dtype=np.float32))
@@ -35,7 +35,7 @@ class VectorMatrix:
         ``forget_epoch`` changes with every ``memsearch forget``, whose removed ids a new vector may take again:
         the forgotten vectors then leave memory too."""
         epoch = conn.execute("SELECT value FROM meta WHERE key = 'forget_epoch'").fetchone()
-        return (conn.pragma("schema_version"), conn.execute("SELECT max(id) FROM embeddings").fetchone()[0],
+        return (conn.pragma("schema_version"), conn.execute("SELECT max(id) FROM embeddings").get,
                 epoch[0] if epoch else None)
 
     def nearest(self, qvec: bytes, k: int) -> list[tuple[int, float]]:

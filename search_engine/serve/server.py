@@ -26,6 +26,7 @@ from pathlib import Path
 import apsw
 import orjson
 
+from indexer.base.embedder import Embedder
 from indexer.base.errors import MemsearchError
 from indexer.base.locks import LockTimeout, file_lock
 from indexer.base.paths import SERVE_LOCK, SERVE_LOG, SERVE_PID, SERVE_SOCK, SERVE_STARTING
@@ -90,12 +91,12 @@ class Server:
         self.running = True
         self.last_request = time.monotonic()
         self.last_scan = 0.0
-        self.embedder = None
-        self.model_reason = None
-        self.conn = None
+        self.embedder: Embedder | None = None
+        self.model_reason: str | None = None
+        self.conn: apsw.Connection | None = None
         self.index: SqliteStore | None = None  # the same connection, as the store search reads
-        self.db_ident = None
-        self.wal_ident = None
+        self.db_ident: tuple[int, int] | None = None
+        self.wal_ident: tuple[int, int] | None = None
         self.after_reply: list = []
 
     # -- lifecycle --------------------------------------------------------------------------------------------
