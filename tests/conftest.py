@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -17,6 +18,7 @@ import pytest
 from fake_embedder import FakeEmbedder
 from indexer.base.embedder import load_embedder
 from indexer.base.settings import resolve_settings
+from indexer.store import sqlite as sqlite_store
 
 REPO = Path(__file__).resolve().parent.parent
 _SEED_HELP = "rerun with --hypothesis-seed={seed} to replay this run's property tests"
@@ -76,6 +78,15 @@ def settings(home):
 def sample_home(home) -> Path:
     shutil.copytree(SAMPLE, home, dirs_exist_ok=True)
     return home
+
+
+@pytest.fixture
+def memory(sample_home, monkeypatch):
+    """The sample memory, indexed for BM25 only (the hooks' in-process path), no server."""
+    monkeypatch.setenv("MEMSEARCH_NO_SERVER", "1")
+    subprocess.run([MEMSEARCH, "index"], env={**os.environ, "MEMSEARCH_MODEL": "none"}, check=True,
+                   capture_output=True, timeout=120)
+    return sample_home
 
 
 @pytest.fixture
@@ -144,6 +155,50 @@ def team(pg_server):
         store.close()
     with psycopg.connect(pg_server.url(), autocommit=True) as admin:
         admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+
+SECRET = "the launch code is swordfish"
+
+
+@pytest.fixture
+def outside(tmp_path):
+    """A folder outside the memory root holding SECRET, for the tests that no path leads there."""
+    root = tmp_path / "outside"
+    write(root / "secret.md", f"# Secret\n\n{SECRET}\n")
+    write(root / "docs" / "more.md", f"# More\n\nalso {SECRET}\n")
+    write(root / "id_rsa.json", json.dumps({"title": "key", "body": SECRET}))
+    return root
+
+
+@pytest.fixture
+def linked_home(home, outside):
+    """A memory root whose notes, decisions, events and a folder are symlinks to ``outside`` (one alias inside)."""
+    write(home / "notes" / "real.md", "# Real\n\nthe marmalade recipe lives here\n")
+    (home / "notes" / "leak.md").symlink_to(outside / "secret.md")
+    (home / "decisions").mkdir()
+    (home / "decisions" / "leak.json").symlink_to(outside / "id_rsa.json")
+    (home / "events").mkdir()
+    (home / "events" / "2026-11-20.jsonl").symlink_to(outside / "secret.md")
+    (home / "linked-docs").symlink_to(outside / "docs")
+    (home / "notes" / "alias.md").symlink_to(home / "notes" / "real.md")  # inside the root: allowed
+    return home
+
+
+# ids a user, a model or a page could send that try to name a path outside the memory root
+HOSTILE_IDS = ["../../etc/passwd", "/etc/passwd", "..%2f..%2fetc%2fpasswd", "abcd/../../../etc/passwd",
+               "~root/.ssh/id_rsa", "abcd\x00/etc/passwd", "file:///etc/passwd", "....", "*", "%", "abcd' OR 1=1 --",
+               "ABCD" * 20, "", " "]
+
+
+def indexed_text(home: Path) -> str:
+    """Every chunk's path, title and text and every file path in the local index: what a leak would show up in."""
+    conn = sqlite_store.connect(home / ".memsearch" / "index.db")
+    try:
+        rows = conn.execute("SELECT path, title, text FROM chunks").fetchall()
+        files = [r[0] for r in conn.execute("SELECT path FROM files")]
+    finally:
+        conn.close()
+    return "\n".join(" ".join(map(str, r)) for r in rows) + "\n" + "\n".join(files)
+
 
 def write(path: Path, text: str | bytes) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -1,17 +1,20 @@
 """The package layout as a contract: imports point one way (entry points -> hooks and servers -> search and
-indexing -> store -> base), no module imports another's private names, and the module graph has no cycle.
+indexing -> store -> base), no module imports another's private names, and the module graph has no cycle; the tests mirror the packages they
+test, and no product module opens a network connection.
 
 Read from the source with :mod:`ast`, imports inside functions included (a lazy import is still an arrow)."""
 
 from __future__ import annotations
 
 import ast
+import re
 from collections import defaultdict
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+from conftest import REPO
+
 PACKAGES = ("indexer", "search_engine", "hooks")
 
 #: Lower layers never import higher ones; a module may import its own layer (search and indexing use each other's
@@ -145,6 +148,29 @@ def test_the_import_graph_has_no_cycle(level):
             if target in MODULES and node(target) != node(name) and not name.startswith(target + "."):
                 edges[node(name)].add(node(target))
     assert _cycles(edges) == []
+
+
+def test_no_network_code_anywhere():
+    """Every socket memsearch opens is AF_UNIX: no TCP or UDP socket, listener or HTTP server in the code."""
+    pattern = re.compile(r"AF_INET|SOCK_DGRAM|create_server|HTTPServer|socketserver|\.bind\(\(|asyncio\.start_server"
+                         r"|open_connection|urllib\.request|http\.client")
+    offenders = [f"{p.relative_to(REPO)}:{n}" for folder in ("indexer", "search_engine", "hooks")
+                 for p in sorted((REPO / folder).glob("*.py"))
+                 for n, line in enumerate(p.read_text().splitlines(), 1) if pattern.search(line)]
+    assert offenders == []
+
+
+def test_the_tests_mirror_the_packages_and_their_file_names_are_unique():
+    """tests/<package>/... mirrors a package of the project (tests/e2e holds the cross-cutting checks), and every
+    test file's name is unique: the folders have no ``__init__.py``, so pytest imports each file by its bare name."""
+    tests = REPO / "tests"
+    assert not list(tests.rglob("__init__.py"))
+    files = [p for p in tests.rglob("test_*.py") if "__pycache__" not in p.parts]
+    names = [p.name for p in files]
+    assert len(names) == len(set(names)), sorted(n for n in names if names.count(n) > 1)
+    for folder in {p.parent for p in files} - {tests, tests / "e2e"}:
+        package = REPO / folder.relative_to(tests)
+        assert package.is_dir() and (package / "__init__.py").exists(), f"{folder} mirrors no package"
 
 
 def test_sql_runs_only_in_the_store():

@@ -5,19 +5,27 @@ processes that run for this memory root, read from /proc."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
+import shutil
 import signal
+import socket
 import sqlite3
+import stat
 import subprocess
+import sys
+import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from test_hooks import hook, prompt_payload
 
-from conftest import MEMSEARCH
+from conftest import MEMSEARCH, REPO, indexed_text
+from hookrun import context_of, hook, prompt_payload
+from indexer.base.settings import resolve_settings
 
 SESSIONS = [f"sess-{i:02d}" for i in range(10)]
 
@@ -172,7 +180,6 @@ def test_status_and_stop_trust_the_lock_not_a_ping(sample_home):
 def test_cli_search_asks_the_running_server_with_the_callers_settings(sample_home, tmp_path):
     import json
 
-    from indexer.base.settings import resolve_settings
     from search_engine.filters import Filters
     from search_engine.serve.client import remote_search
 
@@ -204,3 +211,186 @@ def test_cli_search_asks_the_running_server_with_the_callers_settings(sample_hom
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+def test_warm_server_answers_hybrid_over_a_private_socket(sample_home):
+    subprocess.run([MEMSEARCH, "index"], check=True, capture_output=True, timeout=300)
+    server = subprocess.Popen([MEMSEARCH, "serve", "--idle-timeout", "60"], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE)
+    try:
+        sock = sample_home / ".memsearch" / "serve.sock"
+        for _ in range(300):
+            status = subprocess.run([MEMSEARCH, "serve", "--status", "--json"], capture_output=True, text=True)
+            if status.returncode == 0 and "model" in json.loads(status.stdout):  # running and answering
+                break
+            time.sleep(0.1)
+        assert json.loads(status.stdout)["running"] is True
+        assert oct(sock.stat().st_mode & 0o777) == "0o600"
+        second = subprocess.run([MEMSEARCH, "serve"], capture_output=True, text=True, timeout=30)
+        assert second.returncode == 1 and "already runs" in second.stderr
+        from indexer.base.settings import resolve_settings
+        from search_engine.serve.client import request
+
+        answer = request(resolve_settings(sample_home), {"op": "search", "query": "what prevents a shopper paying "
+                         "double", "k": 3}, timeout=10)
+        assert answer["ok"] and answer["result"]["mode_used"] == "hybrid"
+        assert any(h["vector_rank"] for h in answer["result"]["hits"])
+        ctx = context_of(hook("prompt", prompt_payload("how do we avoid charging a customer twice on retries")))
+        assert "idempotency" in ctx
+        assert subprocess.run([MEMSEARCH, "serve", "--stop"], capture_output=True, text=True).stdout.strip() == "stopped"
+        server.wait(timeout=20)
+        assert not sock.exists()
+    finally:
+        if server.poll() is None:
+            server.kill()
+
+
+def test_the_server_skips_requests_whose_client_gave_up(settings):
+    """Under load, requests queue in the server's backlog while their hooks time out and fall back; a request
+    whose client has hung up is dropped instead of delaying everyone behind it."""
+    import socket
+
+    from search_engine.serve.server import Server
+
+    srv = Server(settings)
+    gone, server_end = socket.socketpair()
+    with server_end:
+        gone.sendall(b'{"op": "stop"}\n')
+        gone.close()
+        srv._answer(server_end)
+    assert srv.running
+    waiting, server_end = socket.socketpair()
+    with waiting, server_end:
+        waiting.sendall(b'{"op": "stop"}\n')
+        srv._answer(server_end)
+        assert json.loads(waiting.recv(4096)) == {"ok": True}
+    assert not srv.running
+
+
+def test_server_ingests_only_files_inside_the_memory_root(linked_home, outside, monkeypatch):
+    from search_engine.serve.server import Server
+
+    monkeypatch.setenv("MEMSEARCH_MODEL", "none")
+    server = Server(resolve_settings(linked_home))
+    server.load()
+    for paths in ([str(outside / "secret.md")], [str(linked_home / "notes" / "leak.md")],
+                  [str(linked_home / ".." / "outside" / "secret.md")], ["/etc/hostname"], "not a list"):
+        assert server.handle({"op": "ingest", "paths": paths}) == {"ok": True, "ingested": False}
+    assert not (linked_home / ".memsearch" / "index.db").exists() or "swordfish" not in indexed_text(linked_home)
+
+
+def _wait_for_socket(path: Path, proc: subprocess.Popen) -> None:
+    for _ in range(300):
+        if path.exists():
+            return
+        assert proc.poll() is None, proc.stderr.read().decode()
+        time.sleep(0.05)
+    raise AssertionError("the server did not start")
+
+
+def _socket_inodes(pid: int) -> set[str]:
+    out = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        m = re.match(r"socket:\[(\d+)\]", target)
+        if m:
+            out.add(m.group(1))
+    return out
+
+
+def _inet_inodes() -> set[str]:
+    out = set()
+    for table in ("tcp", "tcp6", "udp", "udp6"):
+        try:
+            lines = Path(f"/proc/net/{table}").read_text().splitlines()[1:]
+        except OSError:
+            continue
+        out |= {line.split()[9] for line in lines if len(line.split()) > 9}
+    return out
+
+
+@pytest.fixture
+def served_root():
+    """A memory root under a world-traversable folder, so that another user can try the socket; a running server."""
+    base = Path(tempfile.mkdtemp(prefix="memsearch-sec-", dir="/tmp"))
+    base.chmod(0o755)
+    home = base / "memory"
+    shutil.copytree(REPO / "examples" / "sample-memory", home)
+    env = {**os.environ, "MEMSEARCH_HOME": str(home), "MEMSEARCH_MODEL": "none"}
+    subprocess.run([MEMSEARCH, "index"], env=env, check=True, capture_output=True, timeout=120)
+    proc = subprocess.Popen([MEMSEARCH, "serve", "--idle-timeout", "60"], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    sock = home / ".memsearch" / "serve.sock"
+    try:
+        _wait_for_socket(sock, proc)
+        yield home, sock, proc
+    finally:
+        proc.kill()
+        proc.wait()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def test_server_socket_is_private_and_no_tcp_listener(served_root):
+    home, sock, proc = served_root
+    st = os.stat(sock)
+    assert stat.S_ISSOCK(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o600 and st.st_uid == os.getuid()
+    mine = _socket_inodes(proc.pid)
+    assert mine and not (mine & _inet_inodes())  # every socket of the server is a Unix socket
+    unix = Path("/proc/net/unix").read_text()
+    assert str(sock) in unix
+    # The index itself, and its WAL files, are the owner's only too.
+    files = [p for p in (home / ".memsearch").glob("index.db*") if not p.name.endswith(".lock")]
+    assert home / ".memsearch" / "index.db" in files
+    assert {p.name: stat.S_IMODE(p.stat().st_mode) for p in files} == {p.name: 0o600 for p in files}
+
+
+def test_server_refuses_other_users(served_root):
+    home, sock, proc = served_root
+    probe = ("import socket, sys\n"
+             "s = socket.socket(socket.AF_UNIX)\n"
+             "try:\n    s.connect(sys.argv[1])\nexcept PermissionError:\n    print('EACCES'); sys.exit(0)\n"
+             "try:\n    s.sendall(b'{\"op\": \"ping\"}\\n')\nexcept BrokenPipeError:\n    pass\n"
+             "print(s.recv(4096).decode())\n")
+    nobody = {"user": 65534, "group": 65534, "env": {"PATH": "/usr/bin:/bin"}, "cwd": "/"}
+    python = _python_for_nobody(nobody)
+    if python is None:  # only root can become another user; the peer check itself is tested below
+        assert stat.S_IMODE(os.stat(sock).st_mode) == 0o600
+        return
+    denied = subprocess.run([python, "-c", probe, str(sock)], capture_output=True, text=True, timeout=30,
+                            **nobody)
+    assert denied.stdout.strip() == "EACCES", denied.stderr  # the 0600 socket file stops them
+    os.chmod(sock.parent, 0o711)  # the state folder is 0700 too: open the way to the socket …
+    os.chmod(sock, 0o666)  # … and the socket itself: even so, the server checks the peer's uid
+    refused = subprocess.run([python, "-c", probe, str(sock)], capture_output=True, text=True, timeout=30,
+                             **nobody)
+    assert json.loads(refused.stdout) == {"ok": False, "error": "refused: not the owner"}, refused.stderr
+
+
+def _python_for_nobody(nobody: dict) -> str | None:
+    """A Python interpreter user 65534 can run (the virtualenv's may sit in a private home), or None if we are
+    not root."""
+    if os.geteuid() != 0:
+        return None
+    for candidate in (sys.executable, "/usr/bin/python3", "/bin/python3", "/usr/local/bin/python3"):
+        try:
+            if subprocess.run([candidate, "-c", "pass"], capture_output=True, timeout=30, **nobody).returncode == 0:
+                return candidate
+        except OSError:
+            continue
+    raise AssertionError("no Python interpreter that user 65534 can run")
+
+
+def test_server_checks_the_peer_uid(settings, monkeypatch):
+    from search_engine.serve import server as server_module
+
+    srv = server_module.Server(settings)
+    monkeypatch.setattr(server_module, "_peer_uid", lambda conn: os.getuid() + 1)
+    a, b = socket.socketpair()
+    with a, b:
+        b.sendall(b'{"op": "stop"}\n')
+        srv._answer(a)
+        assert json.loads(b.recv(4096)) == {"ok": False, "error": "refused: not the owner"}
+    assert srv.running  # the stop request of another user did nothing

@@ -20,7 +20,6 @@ pytest.importorskip("starlette", reason="the viewer's optional packages are not 
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (make install)")
 
 import uvicorn  # noqa: E402
-from test_viewer import HOSTILE, hostile_events  # noqa: E402
 
 from conftest import REPO, SAMPLE, write  # noqa: E402
 from fake_embedder import FakeEmbedder  # noqa: E402
@@ -28,6 +27,7 @@ from indexer.base.settings import resolve_settings  # noqa: E402
 from indexer.pipeline import index  # noqa: E402
 from search_engine.viewer.app import create_app  # noqa: E402
 from search_engine.viewer.serve import bind  # noqa: E402
+from test_app import HOSTILE, hostile_events  # noqa: E402
 
 pytestmark = pytest.mark.browser
 

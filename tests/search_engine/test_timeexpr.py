@@ -1,8 +1,14 @@
 from datetime import datetime
 
+import orjson
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given, settings as hsettings, strategies as st
 
+from conftest import write
+from indexer.base.errors import UsageError
+from indexer.pipeline import index
+from search_engine.filters import parse_date
+from search_engine.search import search
 from search_engine.timeexpr import time_window
 
 NOW = datetime(2026, 11, 23, 10, 0)  # a Monday
@@ -55,12 +61,8 @@ def test_any_text_gives_a_window_or_none(text):
 
 
 def test_search_prefers_hits_inside_the_query_time_window(home, settings):
-    import orjson
 
-    from conftest import write
-    from indexer.pipeline import index
     from search_engine.filters import Filters
-    from search_engine.search import search
 
     lines = []
     for i, (day, text) in enumerate([
@@ -81,3 +83,12 @@ def test_search_prefers_hits_inside_the_query_time_window(home, settings):
     june = search(settings, "ledger export job in May 2023", mode="bm25",
                   filters=Filters.build(since="2023-06-01", until="2023-06-30"))
     assert [h.event_id for h in june.hits] == ["e0"]
+
+
+@hsettings(max_examples=200, deadline=None)
+@given(text=st.text(max_size=30))
+def test_any_date_text_parses_or_is_a_usage_error(text):
+    try:
+        parse_date(text)
+    except UsageError:
+        pass

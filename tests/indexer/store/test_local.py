@@ -1,4 +1,4 @@
-"""What the local index does beyond the store contract (tests/test_store_contract.py): the transactions of a scan,
+"""What the local index does beyond the store contract (tests/indexer/store/test_store.py): the transactions of a scan,
 the scoped sources of a hook's ingest, the turn context, what forget selects and deletes, one model's vectors,
 the upkeep of the file. Real SQLite with FTS5 and sqlite-vec; the tests read the tables directly to check."""
 

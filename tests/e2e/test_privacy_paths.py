@@ -1,5 +1,9 @@
 """One case per privacy class sent through every capture path, then every file under the memory root (the index
-and its WAL included, the user's own note excepted) searched for the canary."""
+and its WAL included, the user's own note excepted) searched for the canary.
+
+Cross-cutting on purpose (tests/e2e): the privacy audit goes over every capture path at once (hooks, transcript
+import, notes, summaries) and every file they write; the redaction rules themselves are tested in
+tests/indexer/test_privacy.py."""
 
 import json
 

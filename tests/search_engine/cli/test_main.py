@@ -178,3 +178,13 @@ def test_hybrid_search_does_import_it(indexed_cli):
     proc = subprocess.run([sys.executable, "-c", _PROBE.format(argv=["memsearch", "search", "webhook"])],
                           capture_output=True, text=True, timeout=60)
     assert "fastembed" in proc.stderr
+
+
+def test_timeline_cli(memory):
+    hits = json.loads(subprocess.run([MEMSEARCH, "search", "webhook", "--kind", "event", "--mode", "bm25", "--json"],
+                                     capture_output=True, text=True).stdout)["hits"]
+    event = next(h for h in hits if h["event_id"] == "e3")
+    view = json.loads(subprocess.run([MEMSEARCH, "timeline", event["id"], "--window", "2", "--json"],
+                                     capture_output=True, text=True).stdout)
+    assert [h["event_id"] for h in view["before"]] == ["e1", "e2"]
+    assert view["after"][0]["event_id"] == "e4" and view["center"]["event_id"] == "e3"

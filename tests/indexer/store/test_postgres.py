@@ -1,7 +1,7 @@
 """The PostgreSQL store against a real PostgreSQL 18 + pgvector (the session's ``pg_server``) in what only it does:
 the HNSW index and its search width, row-level security between two members (also with raw SQL as a member's
 role), vectors shared by content hash, migrations, and credentials never shown. The contract every backend keeps
-is tests/test_store_contract.py."""
+is tests/indexer/store/test_store.py."""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
 """Seeing and steering the memory: sessions, recent, stats (privacy figures), project opt-out, excluded tools and
-paths, SessionStart's standing context, and the plugin's slash commands. Real hooks, real store."""
+paths, SessionStart's standing context, and the plugin's slash commands. Real hooks, real store.
+
+Cross-cutting on purpose (tests/e2e): each test follows one user flow through several modules, events captured
+by real hook processes, then read back or steered through the CLI (sessions, recent, stats, opt-out, status)."""
 
 from __future__ import annotations
 

@@ -123,3 +123,34 @@ def test_the_hooks_hybrid_hits_from_the_server_are_what_each_project_ranks_itsel
         assert hits == [(h.id, round(h.score, 6), h.bm25_rank, h.vector_rank) for h in own.hits], (p, q)
     assert any(warm[("a", q)][0] != warm[("b", q)][0] for q in PROMPTS)
     assert all(any(rank[3] is not None for rank in hits) for hits, _ in warm.values()), "hybrid, from the server"
+
+
+def test_the_warm_answer_is_rebuilt_as_the_hits_the_cold_path_returns(sample_home, monkeypatch):
+    import orjson
+
+    from hooks import handlers
+    from indexer.base.settings import resolve_settings
+    from indexer.base.types import Hit
+    from indexer.pipeline import index
+    from search_engine.filters import Filters
+    from search_engine.query import ParsedQuery
+    from search_engine.search import search
+    from search_engine.serve.server import Server
+
+    monkeypatch.setenv("MEMSEARCH_MODEL", "none")  # the server answers hybrid requests by BM25: as the cold path
+    settings = resolve_settings(sample_home)
+    index(settings, embedder=None)
+    server = Server(settings)
+    server.load()
+    asked = []
+
+    def over_the_socket(settings, payload, timeout=0.5):
+        asked.append(payload)
+        return orjson.loads(orjson.dumps(server.handle(payload)))
+
+    monkeypatch.setattr(handlers, "request", over_the_socket)
+    query = ParsedQuery.parse("why do exports hit locked databases")
+    warm = handlers._search(settings, query, "sess-b", 6, None)
+    cold = search(settings, query, mode="bm25", k=6, filters=Filters(exclude_session="sess-b"), embedder=None)
+    assert asked and warm and all(type(hit) is Hit for hit in warm)
+    assert warm == list(cold.hits)

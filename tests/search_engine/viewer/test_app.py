@@ -1,6 +1,6 @@
 """The web viewer through Starlette's test client: the guard (token, Host, CSRF, Origin, methods, headers), the
 pages over a real index, and memory text that tries to be HTML. The same pages in a real browser:
-test_viewer_browser.py."""
+test_serve.py."""
 
 from __future__ import annotations
 
@@ -377,7 +377,7 @@ def test_an_unexpected_fault_is_a_500_page_and_a_log_line_without_content(client
     assert "unexpected error (RuntimeError)" in reply.text and "zanzibar" not in reply.text
     assert reply.headers["content-security-policy"] == CSP
     log = (indexed.log_dir / "ui.log").read_text()
-    assert "RuntimeError at test_viewer.py:" in log and "zanzibar" not in log
+    assert "RuntimeError at test_app.py:" in log and "zanzibar" not in log
 
 
 def _start_ui(*args):

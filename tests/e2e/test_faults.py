@@ -1,6 +1,11 @@
-"""Faults a user meets on a real machine, each reproduced here against the real store: a torn event log, a
-symlinked events folder, bad settings, open file modes, a corrupt index, a full or read-only disk, a deleted WAL,
-hostile hook input. Each test names the fault it pins."""
+"""Faults a user meets on a real machine, each reproduced here against the real store: a symlinked events folder,
+open file modes, a corrupt index, a full or read-only disk, a deleted WAL, hostile hook input. Each test names the
+fault it pins.
+
+Cross-cutting on purpose (tests/e2e): each fault is injected under the whole product (hooks, CLI, the warm server
+and the index together) and the test checks what the user sees from every entry point; no one module owns that.
+Faults that one module handles alone live with it (a torn event-log line: tests/indexer/test_eventlog.py; bad
+settings: tests/indexer/base/test_settings.py)."""
 
 from __future__ import annotations
 
@@ -12,73 +17,20 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings as hsettings, strategies as st
 
-from conftest import MEMSEARCH, write
+from conftest import MEMSEARCH, REPO, write
 from indexer.base.settings import resolve_settings
-from indexer.eventlog import Event, append, event_path
+from indexer.eventlog import event_path
 from indexer.pipeline import index, ingest
 from indexer.store import sqlite as store
-from search_engine.search import search
 
 HOOK = str(Path(sys.executable).with_name("memsearch-hook"))
 
 
-def _events(settings, query: str) -> list[str]:
-    return [h.event_id for h in search(settings, query, mode="bm25", k=20, embedder=None).hits]
-
-
 # -- a torn last line in the event log --------------------------------------------------------------------------
-
-def test_an_append_after_a_torn_line_starts_on_a_fresh_line(home):
-    settings = resolve_settings(home, model="none")
-    path = append(home, Event("prompt", "the first whole event about kestrels", id="e1"))
-    with open(path, "ab") as f:  # a crash (or a full disk) in the middle of the next write
-        f.write(b'{"id":"torn","ts":"2026-11-20T10:00:00","type":"prompt","content":"half of an ev')
-    append(home, Event("prompt", "the event after the tear about ospreys", id="e2"))
-    lines = path.read_bytes().splitlines()
-    assert json.loads(lines[-1])["id"] == "e2"
-    index(settings, embedder=None)
-    assert _events(settings, "ospreys") == ["e2"] and _events(settings, "kestrels") == ["e1"]
-
-
-def test_the_indexer_recovers_an_event_glued_to_a_torn_line(home):
-    """A log torn before appends started on a fresh line: the good event after the tear is still indexed."""
-    settings = resolve_settings(home, model="none")
-    good = json.dumps({"id": "e2", "ts": "2026-11-20T10:01:00", "type": "prompt",
-                       "content": 'a reply quoting {"id":"x"} about ospreys'}, separators=(",", ":"))
-    write(event_path(home, "2026-11-20"), b'{"id":"e1","ts":"2026-11-20T10:00:00","type":"prompt","content":"half'
-          + good.encode() + b"\n")
-    report = index(settings, embedder=None)
-    assert _events(settings, "ospreys") == ["e2"]
-    assert [s.reason for s in report.skipped if "invalid JSON" in s.reason]  # the torn part is reported
-
-
-def test_a_torn_line_being_written_is_left_for_the_next_run(home):
-    settings = resolve_settings(home, model="none")
-    path = append(home, Event("prompt", "the first whole event about kestrels", id="e1"))
-    with open(path, "ab") as f:
-        f.write(b'{"id":"e2","ts":"2026-11-20T10:00:00","type":"prompt","content":"ospreys')
-    index(settings, embedder=None)
-    assert _events(settings, "kestrels") == ["e1"] and _events(settings, "ospreys") == []
-    with open(path, "ab") as f:  # the writer finishes its line
-        f.write(b'"}\n')
-    index(settings, embedder=None)
-    assert _events(settings, "ospreys") == ["e2"]
 
 
 # -- strip_injected on a reply that mentions a tag ----------------------------------------------------------------
-
-@pytest.mark.parametrize("tag", ["system-reminder", "memory-context"])
-def test_a_reply_that_mentions_an_injected_tag_is_kept_whole(tag):
-    from indexer.transcripts import strip_injected
-
-    reply = f"Hooks wrap output in a <{tag}> block.\nThe rest of the reply explains the retry policy."
-    assert strip_injected(reply) == reply
-    inline = f"Use `<{tag}>` … `</{tag}>` around it; then the retry policy applies."
-    assert strip_injected(inline) == inline
-    injected = f"<{tag}>\nretrieved memory\n</{tag}>\nNow fix reader.py"
-    assert strip_injected(injected) == "Now fix reader.py"
 
 
 # -- the hook's own ingest and a symlinked events folder or log ------------------------------------------------------
@@ -128,121 +80,6 @@ def _cli(*args: str, env: dict | None = None, cwd: Path | None = None) -> subpro
                           env={**os.environ, "MEMSEARCH_MODEL": "none", "MEMSEARCH_NO_SERVER": "1", **(env or {})})
 
 
-BAD_VALUES = [("fusion", '"bogus"'), ("rrf_k", "1e400"), ("rrf_k", "-1"), ("dedup_threshold", "-1"),
-              ("bm25_share", "1.5"), ("candidates", "0"), ("bm25_weight", "nan"), ("vector_weight", '"heavy"')]
-
-
-@pytest.mark.parametrize("key,value", BAD_VALUES)
-def test_a_bad_project_value_is_ignored_listed_and_capture_goes_on(home, tmp_path, key, value):
-    project = tmp_path / "cloned-repo"
-    write(project / ".memsearch.toml", f"{key} = {value}\ncandidates = 70\n" if key != "candidates"
-          else f"{key} = {value}\n")
-    env = {"CLAUDE_PROJECT_DIR": str(project)}
-    hooked = _hook("tool", {"session_id": "s", "cwd": str(project), "tool_name": "Bash",
-                            "tool_input": {"command": "echo quokka"}, "tool_response": {"stdout": "quokka"}}, env=env)
-    assert hooked.returncode == 0 and hooked.stdout == b"" and hooked.stderr == b""
-    assert "quokka" in event_path(home).read_text()
-    status = _cli("status", "--json", env=env, cwd=project)
-    assert status.returncode == 0, status.stderr
-    described = json.loads(status.stdout)["settings"]
-    assert f"invalid, ignored: {key} = " in described["project_config"]["from"]
-    assert described[key]["from"] == "default"
-    if key != "candidates":
-        assert described["candidates"] == {"value": 70, "from": "project"}  # the good values still apply
-    found = _cli("search", "quokka", "--json", env=env, cwd=project)
-    assert found.returncode == 0 and found.stderr == ""
-    assert json.loads(found.stdout)["hits"]
-
-
-@pytest.mark.parametrize("key,value", BAD_VALUES)
-def test_a_bad_value_in_the_environment_or_the_users_config_is_one_line_naming_it(home, key, value):
-    env_value = value.strip('"')
-    result = _cli("search", "anything", env={f"MEMSEARCH_{key.upper()}": env_value})
-    assert result.returncode == 1 and result.stdout == ""
-    assert result.stderr.startswith(f"Error: {key} = ") and f"from MEMSEARCH_{key.upper()}" in result.stderr
-    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
-    write(home / "memsearch.toml", f"{key} = {value}\n")
-    result = _cli("status")
-    assert result.returncode == 1 and result.stdout == ""
-    assert f"from {home / 'memsearch.toml'}" in result.stderr and result.stderr.count("\n") == 1
-
-
-def test_a_bad_flag_is_a_usage_error_and_settings_are_checked_when_built(home):
-    from indexer.base.errors import ConfigError, UsageError
-
-    with pytest.raises(UsageError, match=r"rrf_k = '-1' from flag is not valid: expected a whole number from 1"):
-        resolve_settings(home, rrf_k="-1")
-    good = resolve_settings(home)
-    for name, bad in (("rrf_k", 0), ("bm25_share", 1.5), ("fusion", "bogus"), ("dedup_threshold", -1.0),
-                      ("chunk_overlap", 5000)):
-        with pytest.raises(ConfigError, match=name):
-            good.replace(**{name: bad})
-
-
-def test_hooks_log_a_bad_setting_and_still_capture(home):
-    write(home / "memsearch.toml", "fusion = 'bogus'\nunknown_knob = 1\n")
-    hooked = _hook("prompt", {"prompt": "how do we rotate the quokka credentials", "session_id": "s1",
-                              "cwd": str(home)}, env={"MEMSEARCH_RRF_K": "1e400", "MEMSEARCH_MAX_ITEMS": "many"})
-    assert hooked.returncode == 0 and hooked.stderr == b""
-    assert "quokka" in event_path(home).read_text()
-    log = (home / ".memsearch" / "logs" / "hooks.log").read_text()
-    for needle in ("fusion = 'bogus' from", "rrf_k = '1e400' from MEMSEARCH_RRF_K", "max_items = 'many'",
-                   "unknown key(s)"):
-        assert needle in log
-    assert "quokka" not in log  # never the content
-
-
-def test_hook_knobs_resolve_with_the_other_settings_and_show_in_status(home):
-    result = _cli("status", "--json", env={"MEMSEARCH_MAX_ITEMS": "3", "MEMSEARCH_TOKEN_BUDGET": "800",
-                                           "MEMSEARCH_THREADS": "2"})
-    described = json.loads(result.stdout)["settings"]
-    assert described["max_items"] == {"value": 3, "from": "env"}
-    assert described["token_budget"] == {"value": 800, "from": "env"}
-    assert described["threads"] == {"value": 2, "from": "env"}
-    result = _cli("status", env={"MEMSEARCH_MAX_ITEMS": "50"})
-    assert result.returncode == 1 and "max_items = '50' from MEMSEARCH_MAX_ITEMS" in result.stderr
-
-
-_toml_value = (st.integers(min_value=-(10**30), max_value=10**30).map(str) | st.floats().map(
-    lambda f: "nan" if f != f else ("inf" if f == float("inf") else "-inf" if f == float("-inf") else repr(f)))
-    | st.text(max_size=12).map(lambda t: json.dumps(t, ensure_ascii=False)) | st.booleans().map(lambda b: str(b).lower())
-    | st.lists(st.integers(-5, 5), max_size=3).map(str))
-
-
-@hsettings(max_examples=150, deadline=None)
-@given(key=st.sampled_from(sorted(__import__("indexer.base.settings").base.settings._SPEC)), value=_toml_value,
-       where=st.sampled_from(["project", "config", "env"]))
-def test_any_value_from_any_source_is_a_setting_or_a_named_problem(key, value, where):
-    """Fresh memory root and project per example: a value is accepted, or named with its source; hooks always
-    get settings."""
-    import tempfile
-
-    from indexer.base.errors import MemsearchError
-
-    with tempfile.TemporaryDirectory() as tmp, pytest.MonkeyPatch.context() as mp:
-        root, project = Path(tmp) / "memory", Path(tmp) / "project"
-        root.mkdir()
-        project.mkdir()
-        mp.setenv("CLAUDE_PROJECT_DIR", str(project))
-        mp.delenv("MEMSEARCH_NO_SERVER", raising=False)  # the suite's guard against detached servers, not a value here
-        default = getattr(resolve_settings(root), key)
-        if where == "env":
-            mp.setenv(f"MEMSEARCH_{key.upper()}", value.strip('"'))
-        else:
-            write((project / ".memsearch.toml") if where == "project" else (root / "memsearch.toml"),
-                  f"{key} = {value}\n")
-        lenient = resolve_settings(root, strict=False)
-        try:
-            strict = resolve_settings(root)
-        except MemsearchError as exc:
-            assert where != "project" and (str(exc).startswith(key) or "chunk_overlap" in str(exc)
-                                           or str(exc).startswith(f"cannot read {root}"))
-            assert "\n" not in str(exc)
-            assert lenient.problems and getattr(lenient, key) == default
-        else:
-            assert strict == lenient and not lenient.problems
-
-
 # -- every file memsearch writes under the memory root is private ----------------------------------------------------
 
 def test_every_file_memsearch_writes_under_the_root_is_0600_and_every_folder_0700(home, tmp_path):
@@ -271,7 +108,7 @@ def test_every_file_memsearch_writes_under_the_root_is_0600_and_every_folder_070
         assert _cli("index", "--full").returncode == 0
         maintain(settings, embedder=None)
         _log(settings, "a server line")
-        script = Path(__file__).resolve().parent.parent / "scripts" / "weekly-reindex.sh"
+        script = REPO / "scripts" / "weekly-reindex.sh"
         subprocess.run(["sh", str(script)], env={**os.environ, "MEMSEARCH_MODEL": "none",
                                                  "MEMSEARCH_BIN": MEMSEARCH}, capture_output=True, timeout=300)
     finally:
@@ -530,52 +367,3 @@ def test_index_full_replaces_a_damaged_index(home, how):
     found = _cli("search", "ledger export", "--json")
     assert found.returncode == 0 and json.loads(found.stdout)["hits"][0]["path"] == "notes/exports.md"
     assert _cli("doctor").stdout.count("FAIL index") == 0
-
-
-@hsettings(max_examples=40, deadline=None)
-@given(steps=st.lists(st.tuples(st.booleans(), st.floats(0.05, 0.95), st.booleans()), min_size=1, max_size=8))
-def test_any_mix_of_torn_lines_and_appends_loses_no_whole_event(steps):
-    """Each step appends an event whole, or tears one (a crash part way through its line); indexing runs between
-    some steps. Every event appended whole is indexed, whatever tore before or after it. Fresh root per example."""
-    import tempfile
-
-    from indexer.eventlog import encode
-
-    with tempfile.TemporaryDirectory() as tmp, pytest.MonkeyPatch.context() as mp:
-        root = Path(tmp) / "memory"
-        root.mkdir()
-        mp.setenv("MEMSEARCH_HOME", str(root))
-        settings = resolve_settings(root, model="none")
-        whole = []
-        for i, (torn, cut, index_now) in enumerate(steps):
-            event = Event("prompt", f"event number {i} about quokkas", id=f"e{i}", ts="2026-11-20T10:00:00")
-            if torn:
-                line = encode(event)
-                path = event_path(root, event.ts)
-                path.parent.mkdir(parents=True, exist_ok=True)
-                with open(path, "ab") as f:
-                    f.write(line[: max(1, int(len(line) * cut))])
-            else:
-                append(root, event)
-                whole.append(event.id)
-            if index_now:
-                index(settings, embedder=None)
-        index(settings, embedder=None)
-        conn = store.connect(settings.db_path)
-        try:
-            found = {r[0] for r in conn.execute("SELECT event_id FROM chunks")}
-        finally:
-            conn.close()
-        assert set(whole) <= found
-
-
-def test_the_hook_switches_are_settings_too(home):
-    status = json.loads(_cli("status", "--json", env={"MEMSEARCH_NO_SERVER": "yes"}).stdout)["settings"]
-    assert status["no_server"] == {"value": True, "from": "env"} and status["disable"]["value"] is False
-    write(home / "memsearch.toml", "disable = true\n")
-    hooked = _hook("prompt", {"session_id": "s", "prompt": "how does the quokka export retry"},
-                   env={"MEMSEARCH_NO_SERVER": ""})
-    assert hooked.returncode == 0 and hooked.stdout == b"" and not event_path(home).exists()
-    assert _hook("prompt", {"session_id": "s", "prompt": "how does the quokka export retry"},
-                 env={"MEMSEARCH_DISABLE": "0"}).returncode == 0
-    assert "quokka" in event_path(home).read_text()  # the environment beats the config file

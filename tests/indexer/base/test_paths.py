@@ -1,11 +1,9 @@
 """State files are named in one module (indexer/base/paths.py): no other module spells one of their names."""
 
 import re
-from pathlib import Path
 
+from conftest import REPO
 from indexer.base import paths
-
-REPO = Path(__file__).resolve().parent.parent
 
 
 def test_no_module_spells_a_state_file_name_that_paths_names():

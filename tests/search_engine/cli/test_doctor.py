@@ -1,0 +1,27 @@
+"""search_engine.cli.doctor: `memsearch doctor` runs each installed hook command and says which one fails."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import MEMSEARCH
+
+
+def test_doctor_checks_each_hook_command_and_exits_1_on_failure(sample_home, tmp_path):
+    env = {**os.environ, "CLAUDE_CONFIG_DIR": str(tmp_path / "claude"), "MEMSEARCH_MODEL": "none"}
+    env.pop("CLAUDECODE", None)
+    subprocess.run([MEMSEARCH, "index"], env=env, check=True, capture_output=True, timeout=120)
+    subprocess.run([MEMSEARCH, "install"], env=env, check=True, capture_output=True, cwd=tmp_path)
+    ok = subprocess.run([MEMSEARCH, "doctor"], env=env, capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    lines = ok.stdout.splitlines()
+    assert any(x.startswith("ok   hook UserPromptSubmit (user): ") and x.endswith("runs") for x in lines)
+    assert any(x.startswith("info server: not running") for x in lines)
+    model_failed = any(x.startswith("FAIL model") for x in lines)  # the model is off here on purpose
+    assert ok.returncode == (1 if model_failed else 0) and "Traceback" not in ok.stderr
+    settings = tmp_path / "claude" / "settings.json"
+    broken = settings.read_text().replace(str(Path(sys.executable).with_name("memsearch-hook")), "/gone/memsearch-hook")
+    settings.write_text(broken)
+    bad = subprocess.run([MEMSEARCH, "doctor"], env=env, capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert bad.returncode == 1
+    assert "FAIL hook UserPromptSubmit (user): '/gone/memsearch-hook' not found" in bad.stdout

@@ -1,0 +1,103 @@
+"""search_engine.serve.mcp_server: the MCP server over stdio as Claude Code runs it, a real process answering JSON-RPC."""
+
+import json
+import os
+import subprocess
+
+from conftest import HOSTILE_IDS, MEMSEARCH, mcp_rpc
+from indexer.base.settings import resolve_settings
+from indexer.pipeline import index
+
+
+def test_mcp_server_answers_over_stdio(memory):
+    proc = subprocess.Popen([MEMSEARCH, "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**os.environ, "MEMSEARCH_MODEL": "none"})
+    try:
+        init = mcp_rpc(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}})
+        assert "three steps" in init["result"]["instructions"]
+        mcp_rpc(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        tools = mcp_rpc(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+        listed = {t["name"]: t for t in tools["result"]["tools"]}
+        assert set(listed) == {"search", "timeline", "get", "recent"}
+        params = listed["search"]["inputSchema"]["properties"]
+        assert "hybrid" in params["mode"]["description"] and params["k"]["maximum"] == 50
+        assert "YYYY-MM-DD" in params["since"]["description"]
+        found = mcp_rpc(proc, {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                            "params": {"name": "search", "arguments": {"query": "database locked", "k": 2}}})
+        text = found["result"]["content"][0]["text"]
+        assert text.startswith("mode_used: bm25") and len(text.splitlines()) == 3
+        first_id = text.splitlines()[1].split()[0]
+        got_text = mcp_rpc(proc, {"jsonrpc": "2.0", "id": 40, "method": "tools/call",
+                                  "params": {"name": "get", "arguments": {"ids": [first_id]}}})
+        snippet = " ".join(got_text["result"]["structuredContent"]["result"][0]["text"].split())[:40]
+        assert snippet.replace("<", "&lt;").replace(">", "&gt;") in text.splitlines()[1]
+        wrong = mcp_rpc(proc, {"jsonrpc": "2.0", "id": 41, "method": "tools/call",
+                               "params": {"name": "timeline", "arguments": {"id": "not-an-id"}}})
+        assert wrong["result"]["isError"] is True
+        message = wrong["result"]["content"][0]["text"]
+        assert "invalid id 'not-an-id'" in message and "\n" not in message and "Traceback" not in message
+        vector = mcp_rpc(proc, {"jsonrpc": "2.0", "id": 42, "method": "tools/call",
+                                "params": {"name": "search", "arguments": {"query": "x", "mode": "vector"}}})
+        assert vector["result"]["isError"] is True and "embedding model" in vector["result"]["content"][0]["text"]
+        latest = mcp_rpc(proc, {"jsonrpc": "2.0", "id": 43, "method": "tools/call",
+                                "params": {"name": "recent", "arguments": {"limit": 3, "project": "*"}}})
+        lines = latest["result"]["content"][0]["text"].splitlines()
+        assert lines[0] == "project: all" and len(lines) == 4
+        got = mcp_rpc(proc, {"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+                          "params": {"name": "get", "arguments": {"ids": [first_id]}}})
+        assert first_id in json.dumps(got["result"])
+        line = mcp_rpc(proc, {"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+                           "params": {"name": "timeline", "arguments": {"id": first_id, "window": 2}}})
+        assert f"> {first_id}" in line["result"]["content"][0]["text"]
+        bad = mcp_rpc(proc, {"jsonrpc": "2.0", "id": 6, "method": "tools/call",
+                          "params": {"name": "get", "arguments": {"ids": ["../../etc/passwd"]}}})
+        assert "etc/passwd" not in json.dumps(bad.get("result", {}).get("structuredContent", {}))
+    finally:
+        proc.kill()
+
+
+def test_mcp_hybrid_search_keeps_one_loaded_model(sample_home):
+    subprocess.run([MEMSEARCH, "index"], check=True, capture_output=True, timeout=300)
+    proc = subprocess.Popen([MEMSEARCH, "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        mcp_rpc(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}})
+        mcp_rpc(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        for n, query in enumerate(["what prevents a shopper paying double", "why do exports hit locked databases"]):
+            found = mcp_rpc(proc, {"jsonrpc": "2.0", "id": 10 + n, "method": "tools/call",
+                                   "params": {"name": "search", "arguments": {"query": query, "k": 3}}})
+            text = found["result"]["content"][0]["text"]
+            assert text.startswith("mode_used: hybrid"), text
+        assert "Provider calls" in mcp_rpc(proc, {"jsonrpc": "2.0", "id": 20, "method": "tools/call", "params": {
+            "name": "search", "arguments": {"query": "what prevents a shopper paying double", "k": 1}}}
+        )["result"]["content"][0]["text"]
+    finally:
+        proc.kill()
+
+
+def test_mcp_tools_read_nothing_outside_the_memory_root(linked_home):
+    index(resolve_settings(linked_home, model="none"), embedder=None)
+    proc = subprocess.Popen([MEMSEARCH, "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**os.environ, "MEMSEARCH_MODEL": "none"})
+    try:
+        mcp_rpc(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}})
+        mcp_rpc(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        replies = [
+            mcp_rpc(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                        "params": {"name": "search", "arguments": {"query": "swordfish launch code"}}}),
+            mcp_rpc(proc, {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                        "params": {"name": "get", "arguments": {"ids": HOSTILE_IDS}}}),
+            mcp_rpc(proc, {"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+                        "params": {"name": "timeline", "arguments": {"id": "../../etc/passwd"}}}),
+        ]
+    finally:
+        proc.kill()
+        proc.wait()
+    assert replies[0]["result"]["content"][0]["text"].endswith("no results")
+    dumped = json.dumps(replies)
+    assert "swordfish" not in dumped and "root:x:0" not in dumped
+    for reply in replies[1:]:  # a tool error, or nothing found: never a file's content
+        result = reply["result"]
+        assert result.get("isError") is True or result.get("structuredContent", {}).get("result") == []

@@ -1,0 +1,48 @@
+"""search_engine.query: any text a user types becomes a valid FTS5 expression, and a raw query fails only as a usage error. Property tests over a real index."""
+
+import shutil
+
+import pytest
+from hypothesis import given, settings as hsettings, strategies as st
+
+from conftest import SAMPLE
+from indexer.base.errors import UsageError
+from indexer.base.settings import resolve_settings
+from indexer.pipeline import index
+from indexer.store import sqlite as store
+from indexer.store.sqlite_read import fts5_query
+from search_engine.query import content_terms, terms
+from search_engine.search import search
+
+
+@pytest.fixture(scope="module")
+def query_index(tmp_path_factory):
+    root = tmp_path_factory.mktemp("fuzz") / "memory"
+    shutil.copytree(SAMPLE, root)
+    settings = resolve_settings(root, model="none")
+    index(settings, embedder=None)
+    return settings
+
+
+@hsettings(max_examples=300, deadline=None)
+@given(text=st.text(max_size=120))
+def test_any_text_makes_a_valid_fts5_expression(query_index, text):
+    conn = store.connect(query_index.db_path)
+    try:
+        for words in (terms(text), content_terms(terms(text))):
+            for op in ("AND", "OR"):
+                expression = fts5_query(words, op)
+                if expression:
+                    conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?", (expression,)).fetchone()
+    finally:
+        conn.close()
+
+
+@hsettings(max_examples=200, deadline=None)
+@given(text=st.text(max_size=60) | st.sampled_from(['"', "a:", "NEAR(", "*", "^", "a OR", "(a", "x AND AND y", "+"]))
+def test_raw_queries_fail_only_as_usage_errors(query_index, text):
+    try:
+        result = search(query_index, text, mode="bm25", raw=True)
+        assert isinstance(result.hits, tuple)
+    except UsageError as exc:
+        assert "\n" not in str(exc)
