@@ -10,7 +10,8 @@ gets a copy of it, source by source, through the :class:`indexer.store.Store` op
   adds only those the team store lacks (by uid). A source gone from the local index is deleted there.
 - **Vectors** are keyed by (content hash, model), one per hash for the whole team: only the hashes the team store
   lists as pending for the local index's model are sent, taken from the vectors the local index holds (never
-  computed again here); a hash the local index has no vector for stays pending.
+  computed again here), or as ``None`` where the model gave none; a hash the local index has not embedded yet stays
+  pending.
 
 Stopped anywhere (kill -9, the server going away), every source on the team store is as it was before the sync
 or as it is locally, and the next sync sends what is left; writes are idempotent, so nothing is duplicated.
@@ -161,7 +162,9 @@ def _push_vectors(local: SqliteStore, team: PgStore, model: str) -> tuple[int, i
     sent = 0
     for i in range(0, len(wanted), VECTOR_BATCH):
         part = wanted[i : i + VECTOR_BATCH]
-        found = local.stored_vectors(model, part)
+        found: dict[str, bytes | None] = dict(local.stored_vectors(model, part))
+        # content the model gave no vector for (CJK for an English-only model) is sent as such: no longer pending
+        found.update(dict.fromkeys(local.unrepresentable(model, [h for h in part if h not in found])))
         if found:
             sent += team.put_embeddings(model, list(found.items()))
     return sent, len(team.pending_embeddings(model))

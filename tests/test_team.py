@@ -414,3 +414,20 @@ def test_the_server_stopped_mid_search_then_the_local_index_answers(own_server, 
     assert found.health.store == "local" and found.hits[0].path == "notes/n03.md"
     assert found.health.store_reason.startswith("the team database failed mid-search (")
     assert found.health.store_reason.endswith("): searched the local index")
+
+
+def test_content_the_model_gave_no_vector_is_not_left_pending_on_the_team_store(synced_home, team, fake):
+    from indexer.pipeline import index
+    from indexer.store.local import SqliteStore
+    from indexer.sync import sync
+
+    write(synced_home.home / "notes" / "cjk.md", "# 東京\n\n東京の会議は金曜日です。\n")
+    index(synced_home, embedder=None)  # its chunk waits for the model…
+    with SqliteStore.open(synced_home.db_path, create=False) as local:
+        (pending,) = local.pending_embeddings(fake.model_id)
+        local.put_embeddings(fake.model_id, [(pending.hash, None)])  # …which has no vector for it
+    report = sync(synced_home)
+    assert report.vectors_pending == 0
+    with psycopg.connect(team.admin_url) as conn:
+        assert conn.execute("SELECT embedding IS NULL FROM memsearch.vectors WHERE hash = %s",
+                            (pending.hash,)).fetchall() == [(True,)]

@@ -172,6 +172,20 @@ class SqliteWriter(SqliteUpkeep):
                     found[h] = row[0]
         return found
 
+    def unrepresentable(self, model: str, hashes: Sequence[str]) -> set[str]:
+        """Those of ``hashes`` that ``model`` was given and returned no vector for (stored with ``None``)."""
+        if not hashes:
+            return set()
+        vec = self.has_vectors()
+        found: set[str] = set()
+        for i in range(0, len(hashes), PIECE):
+            part = list(hashes[i : i + PIECE])
+            missing = "NOT EXISTS (SELECT 1 FROM vec_chunks v WHERE v.rowid = e.id)" if vec else "1"
+            found.update(r[0] for r in self.conn.execute(
+                f"SELECT e.hash FROM embeddings e WHERE e.model = ? AND e.hash IN ({marks(part)}) AND {missing}",
+                [model, *part]))
+        return found
+
     def drop_orphan_vectors(self) -> int:
         """Delete the vectors whose content hash no chunk holds any more; returns how many."""
         if not self.has_vectors():
