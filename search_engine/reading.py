@@ -39,20 +39,33 @@ def reading(settings: Settings, store: Store | None = None) -> Iterator[Any]:
 
 
 #: Seconds a search waits for the team database before it reads the local index instead (libpq counts whole
-#: seconds).
+#: seconds, and waits at least 2).
 TEAM_TIMEOUT = 1.0
+#: After a failed connection, searches of the same process (the warm server) read the local index at once for
+#: this many seconds instead of waiting for the server again on every prompt.
+TEAM_RETRY = 30.0
+_UNREACHABLE: dict[str, tuple[float, str]] = {}
 
 
 def open_team_for_search(settings: Settings) -> tuple[Any, str | None]:
     """The team store of ``settings.db_url`` (its :class:`~indexer.store.postgres.PgStore`) and None, or None and
     why it cannot be used (unreachable, refused, another schema, the team extra missing): one line, password
     masked."""
+    import time
+
     from indexer.sync import open_team
 
+    url = settings.db_url or ""
+    failed = _UNREACHABLE.get(url)
+    if failed is not None and time.monotonic() - failed[0] < TEAM_RETRY:
+        return None, failed[1]
     try:
-        return open_team(settings, timeout=TEAM_TIMEOUT), None
+        team = open_team(settings, timeout=TEAM_TIMEOUT)
     except MemsearchError as exc:
+        _UNREACHABLE[url] = (time.monotonic(), str(exc))
         return None, str(exc)
+    _UNREACHABLE.pop(url, None)
+    return team, None
 
 
 def team_errors() -> tuple[type[BaseException], ...]:

@@ -19,6 +19,15 @@ SECRET = "s3cret-Pw-9q"
 URL = f"postgresql://alice:{SECRET}@db.example:5432/memory"
 
 
+@pytest.fixture(autouse=True)
+def fresh_team_memo(monkeypatch):
+    """Each test starts with no team database remembered as unreachable (search_engine.reading keeps that per
+    process)."""
+    from search_engine import reading
+
+    monkeypatch.setattr(reading, "_UNREACHABLE", {})
+
+
 def run(*args: str, cwd=None, env=None, timeout: float = 120) -> subprocess.CompletedProcess:
     return subprocess.run([MEMSEARCH, *args], capture_output=True, text=True, cwd=cwd, timeout=timeout,
                           env={**os.environ, **(env or {})})
@@ -431,3 +440,20 @@ def test_content_the_model_gave_no_vector_is_not_left_pending_on_the_team_store(
     with psycopg.connect(team.admin_url) as conn:
         assert conn.execute("SELECT embedding IS NULL FROM memsearch.vectors WHERE hash = %s",
                             (pending.hash,)).fetchall() == [(True,)]
+
+
+def test_a_long_lived_process_does_not_wait_for_an_unreachable_team_database_on_every_search(synced_home, monkeypatch):
+    import indexer.sync
+    from search_engine import reading
+    from search_engine.search import search
+
+    tries = []
+    real = indexer.sync.open_team
+    monkeypatch.setattr(indexer.sync, "open_team", lambda *a, **kw: tries.append(1) or real(*a, **kw))
+    settings = synced_home.replace(db_url=CLOSED, model="none")
+    first, second = (search(settings, "topic7", mode="bm25") for _ in range(2))
+    assert len(tries) == 1 and first.health.store_reason == second.health.store_reason
+    assert second.hits[0].path == "notes/n07.md"
+    monkeypatch.setattr(reading, "TEAM_RETRY", 0.0)  # the retry period over: it tries again
+    search(settings, "topic7", mode="bm25")
+    assert len(tries) == 2
