@@ -457,3 +457,36 @@ def test_a_long_lived_process_does_not_wait_for_an_unreachable_team_database_on_
     monkeypatch.setattr(reading, "TEAM_RETRY", 0.0)  # the retry period over: it tries again
     search(settings, "topic7", mode="bm25")
     assert len(tries) == 2
+
+
+def test_the_warm_server_answers_from_the_team_store_and_only_for_the_same_database(synced_home, team, tmp_path,
+                                                                                    monkeypatch):
+    import time
+
+    from indexer.sync import sync
+    from search_engine.filters import Filters
+    from search_engine.serve.client import remote_search, request
+
+    sync(synced_home)
+    other = tmp_path / "second-machine"
+    other.mkdir()
+    env = {"MEMSEARCH_HOME": str(other), "MEMSEARCH_DB_URL": team.urls["alice"], "MEMSEARCH_MODEL": "none"}
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("MEMSEARCH_NO_SERVER")
+    server = subprocess.Popen([MEMSEARCH, "serve", "--idle-timeout", "120"], cwd=tmp_path,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        settings = resolve_settings()
+        deadline = time.monotonic() + 60
+        while not request(settings, {"op": "ping"}, timeout=1.0):
+            assert server.poll() is None and time.monotonic() < deadline, "the server did not start"
+            time.sleep(0.1)
+        warm = remote_search(settings, "topic7 retries", mode="bm25", k=3, filters=Filters())
+        assert warm is not None and warm.health.store == "team"
+        assert warm.hits[0].path == "notes/n07.md"
+        elsewhere = settings.replace(db_url=CLOSED)  # another team database: not this server's to answer
+        assert remote_search(elsewhere, "topic7 retries", mode="bm25", k=3, filters=Filters()) is None
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
