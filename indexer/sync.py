@@ -8,6 +8,8 @@ gets a copy of it, source by source, through the :class:`indexer.store.Store` op
   recorded state (mtime, size, content hash, bytes consumed) differs from the team store's copy is sent again with
   :meth:`~indexer.store.postgres.PgStore.replace_source`: one transaction that drops the chunks it no longer has and
   adds only those the team store lacks (by uid). A source gone from the local index is deleted there.
+- **Sharing**: the notes and facts of a source matching a ``share`` glob go as ``shared`` (every member sees
+  them), everything else as ``private``; a change of ``share`` re-marks every source at the next sync.
 - **Vectors** are keyed by (content hash, model), one per hash for the whole team: only the hashes the team store
   lists as pending for the local index's model are sent, taken from the vectors the local index holds (never
   computed again here), or as ``None`` where the model gave none; a hash the local index has not embedded yet stays
@@ -30,6 +32,7 @@ from indexer.base.dburl import mask_url
 from indexer.base.errors import MemsearchError, UsageError
 from indexer.base.settings import Settings
 from indexer.status import open_existing
+from indexer.store import ChunkRow
 from indexer.store.local import SqliteStore
 
 if TYPE_CHECKING:
@@ -39,6 +42,10 @@ if TYPE_CHECKING:
 CONNECT_TIMEOUT = 5.0
 #: Vectors per round trip.
 VECTOR_BATCH = 256
+#: The kinds a member may share (the database refuses a shared event).
+SHAREABLE = ("note", "fact")
+#: The team store's meta key holding the ``share`` globs of the last sync.
+SHARE_META = "share"
 #: Meta keys copied to the team store (per member) after a sync.
 META_KEYS = ("last_indexed", "vector_model")
 
@@ -109,7 +116,7 @@ def sync(settings: Settings, team: PgStore | None = None, machine: str | None = 
         if conn is None:  # deleted meanwhile
             return SyncReport(target, machine, note="the local index was never built: run `memsearch index`")
         local = SqliteStore(conn, settings.db_path)
-        return _push(local, team, target, machine)
+        return _push(local, team, settings, target, machine)
     except StoreUnavailable as exc:
         raise TeamUnavailable(str(exc)) from None
     except _driver_errors() as exc:
@@ -130,17 +137,43 @@ def _driver_errors() -> tuple[type[BaseException], ...]:
     return psycopg.Error, psycopg_pool.PoolTimeout
 
 
-def _push(local: SqliteStore, team: PgStore, target: str, machine: str) -> SyncReport:
+def shared(settings: Settings, path: str) -> bool:
+    """Whether the source at ``path`` (absolute) matches a ``share`` glob, tried on its path relative to the
+    memory root and on the absolute one.
+
+    >>> from indexer.base.settings import resolve_settings
+    >>> s = resolve_settings("/m", share=["areas/projects/*"])
+    >>> shared(s, "/m/areas/projects/api/summary.md"), shared(s, "/m/daily/2026-11-20.md")
+    (True, False)
+    """
+    from fnmatch import fnmatch
+
+    home = str(settings.home).rstrip("/") + "/"
+    relative = path[len(home):] if path.startswith(home) else None
+    return any(fnmatch(path, glob) or (relative is not None and fnmatch(relative, glob)) for glob in settings.share)
+
+
+def _rows(local: SqliteStore, settings: Settings, path: str) -> list[ChunkRow]:
+    """The chunks of ``path`` as the team store gets them: notes and facts of a shared source marked shared."""
+    rows = local.chunk_rows(path)
+    if not shared(settings, path):
+        return rows
+    return [replace(r, scope="shared") if r.kind in SHAREABLE else r for r in rows]
+
+
+def _push(local: SqliteStore, team: PgStore, settings: Settings, target: str, machine: str) -> SyncReport:
     prefix = machine_key(machine, "")
     ours = {path: state for path, state in team.sources().items() if path.startswith(prefix)}
     sent = unchanged = deleted = added = removed = 0
+    sharing = ",".join(settings.share)
+    resend = team.get_meta(SHARE_META) != sharing  # `share` changed since the last sync: re-mark every source
     for path, state in sorted(local.sources().items()):
         key = machine_key(machine, path)
         wanted = replace(state, path=key)
-        if ours.pop(key, None) == wanted:
+        if ours.pop(key, None) == wanted and not resend:
             unchanged += 1
             continue
-        a, r = team.replace_source(wanted, local.chunk_rows(path))
+        a, r = team.replace_source(wanted, _rows(local, settings, path))
         sent, added, removed = sent + 1, added + a, removed + r
     for key in sorted(ours):  # sources this machine no longer has
         removed += team.delete_source(key)
@@ -153,6 +186,8 @@ def _push(local: SqliteStore, team: PgStore, target: str, machine: str) -> SyncR
         value = local.get_meta(key)
         if value is not None and team.get_meta(key) != value:
             team.set_meta(key, value)
+    if resend:
+        team.set_meta(SHARE_META, sharing)
     return SyncReport(target, machine, sent, unchanged, deleted, added, removed, vectors, pending, model)
 
 

@@ -490,3 +490,24 @@ def test_the_warm_server_answers_from_the_team_store_and_only_for_the_same_datab
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+def test_shared_notes_reach_the_team_and_unsharing_takes_them_back(synced_home, team, tmp_path):
+    from indexer.sync import sync
+    from search_engine.search import search
+
+    sharing = synced_home.replace(share=("notes/n07.md", "events/*"))  # an event log can never be shared
+    sync(sharing)
+    bob = resolve_settings(tmp_path, db_url=team.urls["bob"], model="none")
+    found = search(bob, "topic7", mode="bm25")
+    assert {h.path for h in found.hits} == {"notes/n07.md"} and found.health.store == "team"
+    assert search(bob, "topic8", mode="bm25").hits == ()
+    assert search(bob, "deploy", mode="bm25").hits == ()  # alice's events stay hers
+    with psycopg.connect(team.urls["bob"]) as raw:  # also with bob's own SQL: row-level security
+        kinds = raw.execute("SELECT DISTINCT kind, scope FROM memsearch.chunks").fetchall()
+    assert kinds == [("note", "shared")]
+
+    again = sync(synced_home)  # share emptied: every source is re-marked, nothing is sent twice
+    assert again.sources_sent == 31 and again.chunks_added == 0
+    assert search(bob, "topic7", mode="bm25").hits == ()
+    assert sync(synced_home).sources_sent == 0

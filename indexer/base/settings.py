@@ -93,6 +93,9 @@ class Settings:
     exclude_tools: tuple[str, ...] = ()
     #: path globs never captured: a project directory or a tool's file path matching one is not recorded
     exclude_paths: tuple[str, ...] = ()
+    #: team memory: globs of the notes and facts the team sees (relative to the memory root, or absolute; e.g.
+    #: ``["areas/projects/*"]``); everything else, events always, stays private. User level only.
+    share: tuple[str, ...] = ()
     #: SessionStart's standing context (MEMORY.md, the project's last session summary and facts), in tokens; 0: off
     session_context: int = 600
     #: where each value came from: ``flag``, ``env``, ``project``, the config file's path, or ``default``
@@ -290,6 +293,7 @@ _SPEC: dict[str, tuple[str, str, Any]] = {
     "session_context": ("MEMSEARCH_SESSION_CONTEXT", "session_context", count),
     "exclude_tools": ("MEMSEARCH_EXCLUDE_TOOLS", "exclude_tools", None),
     "exclude_paths": ("MEMSEARCH_EXCLUDE_PATHS", "exclude_paths", None),
+    "share": ("MEMSEARCH_SHARE", "share", None),
 }
 #: The settings whose value is checked again whenever a Settings is built (:meth:`Settings.replace`, tests that
 #: build one without resolving): the numbers and choices.
@@ -403,7 +407,7 @@ def _convert(name: str, raw: Any, convert: Any, home: Path, origin: str) -> Any:
     """``raw`` (from a flag, the environment or a config file) as the setting's value; a ConfigError naming the
     setting, the value and ``origin`` when it is not valid."""
     try:
-        if name in ("exclude_tools", "exclude_paths"):  # a list in TOML, comma-separated in the environment
+        if name in ("exclude_tools", "exclude_paths", "share"):  # a list in TOML, comma-separated in the environment
             items = raw.split(",") if isinstance(raw, str) else raw if isinstance(raw, list) else None
             if items is None:
                 raise ValueError("a list of strings (comma-separated in the environment)")

@@ -220,15 +220,21 @@ class PgStore:
     def replace_source(self, source: SourceState, chunks: Sequence[ChunkRow]) -> tuple[int, int]:
         """Make the connecting member's copy of ``source`` hold exactly ``chunks``, in one transaction: chunks of
         the source whose uid is not among them are deleted, the source state recorded, and only the chunks it
-        lacks are sent (an event log that grew sends its new events, not the whole log). Returns (added, removed).
+        lacks are sent (an event log that grew sends its new events, not the whole log); a chunk held with another
+        scope gets the one given. Returns (added, removed).
         What ``memsearch sync`` sends per source: a sync stopped anywhere leaves each source as it was or as it is."""
-        wanted = {c.uid for c in chunks}
+        wanted = {c.uid: c.scope for c in chunks}
         with self.pool.connection() as conn, conn.transaction():
-            held = {r[0] for r in conn.execute(
-                f"SELECT uid FROM {SCHEMA}.chunks WHERE owner = current_user AND source = %s", (source.path,))}
-            gone = sorted(held - wanted)
+            held = dict(conn.execute(
+                f"SELECT uid, scope FROM {SCHEMA}.chunks WHERE owner = current_user AND source = %s", (source.path,)))
+            gone = sorted(set(held) - set(wanted))
             removed = conn.execute(f"DELETE FROM {SCHEMA}.chunks WHERE owner = current_user AND source = %s"
                                    " AND uid = ANY(%s)", (source.path, gone)).rowcount if gone else 0
+            for scope in ("private", "shared"):  # a source shared or unshared since it was sent
+                moved = sorted(u for u, s in wanted.items() if u in held and held[u] != s and s == scope)
+                if moved:
+                    conn.execute(f"UPDATE {SCHEMA}.chunks SET scope = %s WHERE owner = current_user AND source = %s"
+                                 " AND uid = ANY(%s)", (scope, source.path, moved))
             added = self._write(conn, source, [c for c in chunks if c.uid not in held])
         return added, removed
 
