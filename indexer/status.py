@@ -87,7 +87,12 @@ def status(settings: Settings) -> dict[str, Any]:
     choice = resolve_model(settings)
     conn = open_existing(settings)
     with store.damage_guard(settings.db_path):
-        return _status(settings, choice, conn)
+        out = _status(settings, choice, conn)
+    if settings.db_url is not None:
+        from indexer.team import team_status
+
+        out["team"] = team_status(settings, choice.model_id if choice.available else None)
+    return out
 
 
 def _status(settings: Settings, choice: ModelChoice, conn: apsw.Connection | None) -> dict[str, Any]:

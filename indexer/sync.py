@@ -29,17 +29,15 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from indexer.base.dburl import mask_url
-from indexer.base.errors import MemsearchError, UsageError
 from indexer.base.settings import Settings
 from indexer.status import open_existing
 from indexer.store import ChunkRow
 from indexer.store.local import SqliteStore
+from indexer.team import TeamUnavailable, open_team
 
 if TYPE_CHECKING:
     from indexer.store.postgres import PgStore
 
-#: Seconds to wait for the team database before saying it cannot be reached.
-CONNECT_TIMEOUT = 5.0
 #: Vectors per round trip.
 VECTOR_BATCH = 256
 #: The kinds a member may share (the database refuses a shared event).
@@ -48,10 +46,6 @@ SHAREABLE = ("note", "fact")
 SHARE_META = "share"
 #: Meta keys copied to the team store (per member) after a sync.
 META_KEYS = ("last_indexed", "vector_model")
-
-
-class TeamUnavailable(MemsearchError):
-    """The team database cannot be reached or used (the message names it with its password masked)."""
 
 
 @dataclass(frozen=True)
@@ -79,23 +73,6 @@ def machine_name() -> str:
 
 def machine_key(machine: str, path: str) -> str:
     return f"{machine}:{path}"
-
-
-def open_team(settings: Settings, timeout: float = CONNECT_TIMEOUT) -> PgStore:
-    """The team store of ``settings.db_url``; :class:`TeamUnavailable` (one line, password masked) when it cannot
-    be reached, its schema is not the one this version needs, or the team extra is not installed."""
-    if settings.db_url is None:
-        raise UsageError("no team database is set: set db_url in the memory root's memsearch.toml, "
-                         "MEMSEARCH_DB_URL or --db-url")
-    try:
-        from indexer.store.postgres import PgStore, StoreUnavailable
-    except ImportError:
-        raise TeamUnavailable("the team database needs the team extra: pip install 'memsearch-hybrid[team]'"
-                              ) from None
-    try:
-        return PgStore(settings.db_url, max_size=2, timeout=timeout)
-    except StoreUnavailable as exc:
-        raise TeamUnavailable(str(exc)) from None
 
 
 def sync(settings: Settings, team: PgStore | None = None, machine: str | None = None) -> SyncReport:

@@ -53,7 +53,7 @@ def open_team_for_search(settings: Settings) -> tuple[Any, str | None]:
     masked."""
     import time
 
-    from indexer.sync import open_team
+    from indexer.team import open_team
 
     url = settings.db_url or ""
     failed = _UNREACHABLE.get(url)

@@ -443,13 +443,13 @@ def test_content_the_model_gave_no_vector_is_not_left_pending_on_the_team_store(
 
 
 def test_a_long_lived_process_does_not_wait_for_an_unreachable_team_database_on_every_search(synced_home, monkeypatch):
-    import indexer.sync
+    import indexer.team
     from search_engine import reading
     from search_engine.search import search
 
     tries = []
-    real = indexer.sync.open_team
-    monkeypatch.setattr(indexer.sync, "open_team", lambda *a, **kw: tries.append(1) or real(*a, **kw))
+    real = indexer.team.open_team
+    monkeypatch.setattr(indexer.team, "open_team", lambda *a, **kw: tries.append(1) or real(*a, **kw))
     settings = synced_home.replace(db_url=CLOSED, model="none")
     first, second = (search(settings, "topic7", mode="bm25") for _ in range(2))
     assert len(tries) == 1 and first.health.store_reason == second.health.store_reason
@@ -511,3 +511,21 @@ def test_shared_notes_reach_the_team_and_unsharing_takes_them_back(synced_home, 
     assert again.sources_sent == 31 and again.chunks_added == 0
     assert search(bob, "topic7", mode="bm25").hits == ()
     assert sync(synced_home).sources_sent == 0
+
+
+def test_status_says_what_the_member_sees_on_the_team_database_or_why_not(synced_home, team):
+    from indexer.sync import sync
+
+    sync(synced_home.replace(share=("notes/n07.md",)))
+    up = run("status")
+    line = next(line for line in up.stdout.splitlines() if line.startswith("team: "))
+    total = len(local_rows(synced_home)[0])
+    assert line.startswith("team: postgresql://alice:***@127.0.0.1:") and " as alice: " in line
+    assert f"{total} chunks visible ({total} yours, 0 shared by others)" in line
+    as_bob = json.loads(run("status", "--json", "--db-url", team.urls["bob"]).stdout)["team"]
+    assert as_bob["reachable"] and as_bob["own_chunks"] == 0 and as_bob["shared_by_others"] == as_bob["chunks"] > 0
+    down = run("status", "--db-url", CLOSED)
+    assert down.returncode == 0
+    assert "team: postgresql://alice:***@127.0.0.1:1/nowhere: unreachable (cannot reach" in down.stdout
+    for done in (up, down):
+        assert "alice-pw" not in done.stdout + done.stderr and "bob-pw" not in done.stdout + done.stderr

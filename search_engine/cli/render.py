@@ -150,6 +150,14 @@ def _capture_line(capture: dict[str, Any] | None) -> str:
     return f"capture: {what} for {capture['project']}: {capture['reason']}"
 
 
+def _team_line(team: dict[str, Any]) -> str:
+    if not team["reachable"]:
+        return f"team: {team['url']}: unreachable ({team['reason']}); searches read the local index"
+    return (f"team: {team['url']} as {team['role']}: {team['chunks']} chunks visible ({team['own_chunks']} yours, "
+            f"{team['shared_by_others']} shared by others), {team['pending_embeddings']} awaiting embeddings, "
+            f"last synced {team['last_synced'] or 'never'}")
+
+
 def status_text(info: dict[str, Any]) -> str:
     m = info["model"]
     model = f"{m['id']} ({m['source']}{', ' + m['path'] if m['path'] else ''})" if m["available"] else (
@@ -169,6 +177,7 @@ def status_text(info: dict[str, Any]) -> str:
         f"database size: {info['db_bytes'] / 1e6:.2f} MB",
         _capture_line(info.get("capture")),
         *([f"lost events: {info['lost_events']['note']}"] if info.get("lost_events") else []),
+        *([_team_line(info["team"])] if info.get("team") else []),
         "settings:",
     ]
     for name, entry in info["settings"].items():
