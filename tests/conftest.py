@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import orjson
 import pytest
 
 from fake_embedder import FakeEmbedder
@@ -187,6 +188,11 @@ def linked_home(home, outside):
 HOSTILE_IDS = ["../../etc/passwd", "/etc/passwd", "..%2f..%2fetc%2fpasswd", "abcd/../../../etc/passwd",
                "~root/.ssh/id_rsa", "abcd\x00/etc/passwd", "file:///etc/passwd", "....", "*", "%", "abcd' OR 1=1 --",
                "ABCD" * 20, "", " "]
+
+
+def event_line(eid: str, content: str) -> bytes:
+    """One prompt event as an event log holds it (with its newline)."""
+    return orjson.dumps({"id": eid, "ts": "2026-11-20T10:00:00", "type": "prompt", "content": content}) + b"\n"
 
 
 def indexed_text(home: Path) -> str:

@@ -92,6 +92,14 @@ def search_text(result: SearchResult, fmt: str = "full") -> str:
     return "\n".join(out)
 
 
+def _skipped(skipped, most: int) -> list[str]:
+    """One line per skipped source, at most ``most`` of them, then how many more."""
+    lines = [f"skipped: {s.path}: {s.reason}" for s in skipped[:most]]
+    if len(skipped) > most:
+        lines.append(f"... and {len(skipped) - most} more skipped (see --json)")
+    return lines
+
+
 def index_text(report: IndexReport) -> str:
     out = [
         f"files: {report.files_scanned} scanned, {report.files_changed} changed, {report.files_unchanged} unchanged,"
@@ -104,10 +112,7 @@ def index_text(report: IndexReport) -> str:
         out[-1] += " (nothing new to embed)"
     if report.model_note:
         out.append(f"note: {report.model_note}")
-    for s in report.skipped[:50]:
-        out.append(f"skipped: {s.path}: {s.reason}")
-    if len(report.skipped) > 50:
-        out.append(f"... and {len(report.skipped) - 50} more skipped (see --json)")
+    out += _skipped(report.skipped, 50)
     out.append(f"time: {report.seconds:.2f}s{' (full rebuild)' if report.full else ''}")
     return "\n".join(out)
 
@@ -218,10 +223,7 @@ def maintain_text(report: MaintainReport) -> str:
     out.append("time: " + f"{report.seconds:.2f}s (" + ", ".join(f"{n} {s:.2f}s" for n, s in report.steps) + ")")
     if r.model_note:
         out.append(f"note: {r.model_note}")
-    for s in r.skipped[:20]:
-        out.append(f"skipped: {s.path}: {s.reason}")
-    if len(r.skipped) > 20:
-        out.append(f"... and {len(r.skipped) - 20} more skipped (see --json)")
+    out += _skipped(r.skipped, 20)
     return "\n".join(out)
 
 

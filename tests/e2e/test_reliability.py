@@ -17,7 +17,7 @@ from pathlib import Path
 
 import orjson
 
-from conftest import MEMSEARCH, write
+from conftest import MEMSEARCH, event_line, indexed_text, write
 from indexer.base.settings import resolve_settings
 from indexer.maintain import check_index
 from indexer.pipeline import index
@@ -36,18 +36,6 @@ HOOK = str(Path(sys.executable).with_name("memsearch-hook"))
 
 
 # -- malformed sources -------------------------------------------------------------------------------------------
-
-def _line(eid: str, content: str) -> bytes:
-    return orjson.dumps({"id": eid, "ts": "2026-11-20T10:00:00", "type": "prompt", "content": content}) + b"\n"
-
-
-def _texts(home: Path) -> str:
-    conn = store.connect(home / ".memsearch" / "index.db")
-    try:
-        return "\n".join(row[0] for row in conn.execute("SELECT text FROM chunks"))
-    finally:
-        conn.close()
-
 
 # -- hooks racing index runs and maintenance -------------------------------------------------------------------
 
@@ -93,7 +81,7 @@ def test_hooks_racing_index_full_rebuild_and_maintain_lose_nothing(sample_home, 
     for mark in marks:
         assert sum(mark in content for content in logged) == 1, mark
     subprocess.run([MEMSEARCH, "index"], check=True, capture_output=True, timeout=120)
-    texts = _texts(sample_home)
+    texts = indexed_text(sample_home)
     assert all(mark in texts for mark in marks)
     log = sample_home / ".memsearch" / "logs" / "hooks.log"
     assert not log.exists() or "error" not in log.read_text()
@@ -109,7 +97,7 @@ def _corpus(home: Path, files: int, seed: int) -> None:
         body = "\n\n".join(" ".join(rng.choice(words) for _ in range(60)) for _ in range(6))
         write(home / "notes" / f"n{i:04d}.md", f"# Note {i}\n\n{body}\n")
     write(home / "events" / "2026-11-20.jsonl", b"".join(
-        _line(f"e{i}", " ".join(rng.choice(words) for _ in range(30))) for i in range(files * 2)))
+        event_line(f"e{i}", " ".join(rng.choice(words) for _ in range(30))) for i in range(files * 2)))
 
 
 def test_kill_9_at_random_moments_leaves_a_consistent_index(home, tmp_path, monkeypatch):

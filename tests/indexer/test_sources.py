@@ -7,22 +7,10 @@ from pathlib import Path
 
 import orjson
 
-from conftest import MEMSEARCH, indexed_text, write
+from conftest import MEMSEARCH, event_line, indexed_text, write
 from indexer.base.settings import resolve_settings
 from indexer.pipeline import index
 from indexer.store import sqlite as store
-
-
-def _line(eid: str, content: str) -> bytes:
-    return orjson.dumps({"id": eid, "ts": "2026-11-20T10:00:00", "type": "prompt", "content": content}) + b"\n"
-
-
-def _texts(home: Path) -> str:
-    conn = store.connect(home / ".memsearch" / "index.db")
-    try:
-        return "\n".join(row[0] for row in conn.execute("SELECT text FROM chunks"))
-    finally:
-        conn.close()
 
 
 def _sparse(path: Path, size: int, head: bytes = b"", tail: bytes = b"") -> Path:
@@ -51,7 +39,7 @@ def test_malformed_sources_are_reported_skipped_and_lose_nothing(home, tmp_path)
     write(home / "notes" / "plain.md", "# Plain\n\nthe persimmon note stays readable\n")
     first = _index_json()
     assert first["skipped"] == []
-    assert all(word in _texts(home) for word in ("kumquat", "quince", "loquat", "persimmon"))
+    assert all(word in indexed_text(home) for word in ("kumquat", "quince", "loquat", "persimmon"))
 
     # Then every kind of bad input at once.
     write(home / "decisions" / "record.json", '{"title": "Queue", "decision": ')  # invalid JSON
@@ -63,12 +51,12 @@ def test_malformed_sources_are_reported_skipped_and_lose_nothing(home, tmp_path)
     _sparse(home / "notes" / "huge.md", 100 * 1024 * 1024)  # a 100 MB file
     ten_mb = orjson.dumps({"id": "big", "type": "prompt", "content": "z" * (10 * 1024 * 1024)}) + b"\n"
     write(home / "events" / "2026-11-20.jsonl",
-          _line("a", "apricot before the bad lines") + b"{not json\n" + b'{"id": "u", "content": "\xff"}\n'
-          + ten_mb + _line("two", "y" * (2 * 1024 * 1024))
-          + _line("deep", "x")[:-1].replace(b'"x"', b"[" * 100 + b"]" * 100) + b"\n"
-          + b"[1, 2]\n" + _line("b", "blueberry after the bad lines"))
+          event_line("a", "apricot before the bad lines") + b"{not json\n" + b'{"id": "u", "content": "\xff"}\n'
+          + ten_mb + event_line("two", "y" * (2 * 1024 * 1024))
+          + event_line("deep", "x")[:-1].replace(b'"x"', b"[" * 100 + b"]" * 100) + b"\n"
+          + b"[1, 2]\n" + event_line("b", "blueberry after the bad lines"))
     _sparse(home / "events" / "2026-11-21.jsonl", 100 * 1024 * 1024,  # 100 MB of one unterminated NUL line
-            head=_line("c", "cherry at the start"), tail=b"\n" + _line("d", "damson at the end"))
+            head=event_line("c", "cherry at the start"), tail=b"\n" + event_line("d", "damson at the end"))
     (home / "notes" / "loop-a.md").symlink_to(home / "notes" / "loop-b.md")
     (home / "notes" / "loop-b.md").symlink_to(home / "notes" / "loop-a.md")
     (home / "notes" / "dangling.md").symlink_to(home / "notes" / "missing.md")
@@ -99,7 +87,7 @@ def test_malformed_sources_are_reported_skipped_and_lose_nothing(home, tmp_path)
     assert "longer than 8 MiB" in " ".join(reasons["events/2026-11-21.jsonl"])
     assert not any("cycle" in p for p in reasons)
 
-    texts = _texts(home)
+    texts = indexed_text(home)
     for word in ("kumquat", "quince", "loquat", "persimmon",  # indexed before the files went bad: still there
                  "apricot", "blueberry", "cherry at the start", "damson at the end"):
         assert word in texts, word
@@ -109,7 +97,7 @@ def test_malformed_sources_are_reported_skipped_and_lose_nothing(home, tmp_path)
                           env={**os.environ, "MEMSEARCH_MODEL": "none"})
     assert proc.returncode == 0 and proc.stderr == "" and "Traceback" not in proc.stdout
     assert "skipped: notes/huge.md: too large" in proc.stdout
-    assert all(word in _texts(home) for word in ("apricot", "blueberry", "damson at the end"))
+    assert all(word in indexed_text(home) for word in ("apricot", "blueberry", "damson at the end"))
 
 
 def test_symlinks_out_of_the_memory_root_are_never_indexed(linked_home, outside):

@@ -6,9 +6,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import example, given, settings, strategies as st
 
+from scripts.bench_dedup import dedup_pairwise
 from search_engine.fusion import (
-    MAX_NOVEL_TRIGRAMS,
-    DedupDecision,
     dedup,
     jaccard,
     novel,
@@ -170,34 +169,8 @@ def test_dedup_hidden_items_add_few_trigrams(base, extra):
 
 
 # search_engine.fusion.dedup against its definition: the filter rules most pairs out on sampled trigrams, and
-# must decide exactly as comparing every pair's full trigram sets does (the definition below, as the filter was
-# written before it was made faster).
-
-
-def dedup_by_definition(ranked, threshold, limit=None, max_novel=MAX_NOVEL_TRIGRAMS):
-    """Every pair on the full sets: hidden when Jaccard ≥ threshold and |T(b) − T(a)| ≤ max_novel against the
-    first kept text, in rank order, that satisfies both."""
-    kept, hidden = [], []
-    for key, text in ranked:
-        if limit is not None and len(kept) >= limit:
-            break
-        grams = trigrams(text)
-        match = None
-        for other, other_grams in kept:
-            small, large = sorted((len(grams), len(other_grams)))
-            if large and small / large < threshold:
-                continue
-            if novel(grams, other_grams) > max_novel:
-                continue
-            sim = jaccard(grams, other_grams)
-            if sim >= threshold:
-                match = (other, sim)
-                break
-        if match is None:
-            kept.append((key, grams))
-        else:
-            hidden.append(DedupDecision(key, match[0], round(match[1], 4)))
-    return [key for key, _ in kept], hidden
+# must decide exactly as comparing every pair's full trigram sets does (scripts.bench_dedup.dedup_pairwise: the
+# filter as it was written before it was made faster, which the bench also times it against).
 
 
 # Characters inside and outside the sampled ranges, of several scripts, and white space of several kinds.
@@ -240,14 +213,14 @@ def _near_duplicates(draw):
 @given(_near_duplicates(), st.floats(0.0, 1.1), st.one_of(st.none(), st.integers(1, 16)), st.integers(0, 40))
 def test_dedup_decides_as_its_definition(texts, threshold, limit, max_novel):
     ranked = list(enumerate(texts))
-    assert dedup(ranked, threshold, limit, max_novel) == dedup_by_definition(ranked, threshold, limit, max_novel)
+    assert dedup(ranked, threshold, limit, max_novel) == dedup_pairwise(ranked, threshold, limit, max_novel)
 
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.text(min_size=0, max_size=400), max_size=20), st.floats(0.0, 1.1))
 def test_dedup_decides_as_its_definition_on_any_text(texts, threshold):
     ranked = list(enumerate(texts))
-    assert dedup(ranked, threshold) == dedup_by_definition(ranked, threshold)
+    assert dedup(ranked, threshold) == dedup_pairwise(ranked, threshold)
 
 
 def test_a_long_near_duplicate_ruled_in_and_an_unrelated_text_ruled_out():
@@ -256,4 +229,4 @@ def test_a_long_near_duplicate_ruled_in_and_an_unrelated_text_ruled_out():
     kept, hidden = dedup(ranked, 0.8)
     assert kept == [1, 3, 4]
     assert [(h.key, h.duplicate_of) for h in hidden] == [(2, 1)]
-    assert (kept, hidden) == dedup_by_definition(ranked, 0.8)
+    assert (kept, hidden) == dedup_pairwise(ranked, 0.8)
