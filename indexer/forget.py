@@ -114,7 +114,7 @@ def plan_forget(settings: Settings, selector: ForgetSelector, matched: Sequence[
         raise UsageError("say what to forget: ids, --session, --before, --since, --project or --match")
     rows: list[StoredChunk] = []
     if settings.db_path.exists():
-        if (settings.home / EVENTS_DIR).is_dir():
+        if matched is None and (settings.home / EVENTS_DIR).is_dir():  # matching() indexed them before searching
             ingest(settings, [settings.home / EVENTS_DIR], lock_timeout=2.0)
         with SqliteStore.open(settings.db_path) as store:
             rows = _select(store, selector, matched)
