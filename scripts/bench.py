@@ -78,6 +78,13 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--rebuild", action="store_true", help="ignore cached indexes with vectors")
     p.add_argument("--skip", default="", help="comma list of sections to skip: embed,search,process,noop,variants,privacy,plot")
     p.add_argument("--profile", action="store_true", help="write cProfile reports to <out>/profiles/")
+    p.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite",
+                   help="postgres: also the team store on PostgreSQL + pgvector, next to SQLite's figures of the same "
+                        "run (see bench_pg.py; needs the team extra)")
+    p.add_argument("--pg-url", default=None,
+                   help="with --backend postgres: an administrator's URL of the server to use (a fresh database is "
+                        "made per size); default: a throwaway local server (scripts/pg_local.py)")
+    p.add_argument("--keep-pg", action="store_true", help="keep the benchmark's databases on --pg-url")
     p.add_argument("--out", default=str(REPO / "bench-results"))
     p.add_argument("--work", default=None, help="cache of corpora and indexes (default <out>/work)")
     args = p.parse_args(argv)
@@ -164,8 +171,21 @@ def main(argv=None) -> int:
     log("loading the bundled model")
     emb = load_embedder(resolve_settings(args.work))
     emb.embed_query("warm up")
-    pool = None
+    pg_server = None
+    if args.backend == "postgres":
+        from scripts.bench_pg import Server
 
+        pg_server = Server(args.pg_url)
+    try:
+        run_sizes(args, res, emb, queries, exe, pg_server)
+    finally:
+        if pg_server is not None:
+            pg_server.stop()
+    return report(args, res, emb, exe)
+
+
+def run_sizes(args, res: dict, emb, queries: list[str], exe, pg_server) -> None:
+    pool = None
     for n in args.sizes:
         log(f"== {n:,} chunks")
         r: dict = {}
@@ -203,11 +223,18 @@ def main(argv=None) -> int:
             r["embedded_index"]["db"] = str(db_e)
             if "search" not in args.skip:
                 r["search"] = search_section(args, n, root, db_e, emb, queries)
+            if pg_server is not None:
+                from scripts.bench_pg import pg_section
+
+                r["postgres"] = pg_section(args, pg_server, n, root, db_e, emb, queries)
             if "process" not in args.skip:
                 r["process"] = process_section(args, n, root, db_e, queries, str(exe))
         res["sizes"][n] = r
         (args.out / "bench.partial.json").write_text(json.dumps(res, indent=1, default=str))
 
+
+def report(args, res: dict, emb, exe) -> int:
+    pool = None
     if "noop" not in args.skip:
         if pool is None:
             pool = real_vector_pool(args, emb, res["sizes"])
@@ -227,6 +254,10 @@ def main(argv=None) -> int:
     (args.out / "bench.json").write_text(json.dumps(res, indent=1, default=str))
     (args.out / "bench.partial.json").unlink(missing_ok=True)
     print_report(res)
+    if args.backend == "postgres":
+        from scripts.bench_pg import print_backends
+
+        print_backends(res)
     if "plot" not in args.skip:
         try:
             plot(res, args.out / "latency.png")

@@ -155,7 +155,8 @@ def _search(request: Request, store: Store | None) -> SearchResult:
 
     def vector_side():
         qvec = request.embedding.load().embed_query(query.text)
-        return store.vector_candidates(qvec, cast(str, choice.model_id), filters, pool)  # available: a model
+        return store.vector_candidates(qvec, cast(str, choice.model_id), filters, pool,  # available: a model
+                                       ef_search=settings.ef_search)
 
     # Hybrid: the query embedding and the vector list (ONNX Runtime and NumPy release the GIL) run in a second
     # thread while FTS5 ranks in this one.

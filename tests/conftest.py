@@ -108,9 +108,9 @@ def real_embedder(model_cache):
 @pytest.fixture(scope="session")
 def pg_server():
     """A real PostgreSQL 18 with pgvector for the session, in a temp folder on a free loopback port (see
-    tests/pg_local.py: as root it runs as an unprivileged system user); stopped and removed at the end. Skips only
+    scripts/pg_local.py: as root it runs as an unprivileged system user); stopped and removed at the end. Skips only
     when no server can be had here, saying why."""
-    from pg_local import LocalPostgresUnavailable, start
+    from scripts.pg_local import LocalPostgresUnavailable, start
 
     try:
         server = start()

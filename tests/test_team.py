@@ -284,7 +284,7 @@ def own_server():
     """A server of this test's own (it is stopped and started again), with the team schema and member alice."""
     from conftest import TEAM_PASSWORDS
     from indexer.store.postgres import apply_team_init
-    from pg_local import LocalPostgresUnavailable, start
+    from scripts.pg_local import LocalPostgresUnavailable, start
 
     try:
         server = start()
@@ -298,7 +298,7 @@ def own_server():
 
 
 def _pg_ctl(server, *args: str) -> None:
-    from pg_local import START_TIMEOUT, _run
+    from scripts.pg_local import START_TIMEOUT, _run
 
     _run(server, [str(server.bin_dir / "pg_ctl"), "-D", str(server.data_dir), *args], START_TIMEOUT + 10)
 

@@ -64,6 +64,9 @@ class Settings:
     bm25_weight: float = 1.0
     vector_weight: float = 1.0
     candidates: int = 50
+    #: the team store (PostgreSQL): the HNSW index's search width (pgvector's ``hnsw.ef_search``); wider finds more
+    #: of the exact nearest vectors, slower. SQLite's vector search is exact and ignores it.
+    ef_search: int = 40
     dedup_threshold: float = 0.8
     #: hybrid fusion: ``score`` (min-max scores, ``bm25_share`` to BM25) or ``rrf`` (ranks, weights, ``rrf_k``)
     fusion: str = "score"
@@ -274,6 +277,7 @@ _SPEC: dict[str, tuple[str, str, Any]] = {
     "bm25_weight": ("MEMSEARCH_BM25_WEIGHT", "bm25_weight", number(0, 1000)),
     "vector_weight": ("MEMSEARCH_VECTOR_WEIGHT", "vector_weight", number(0, 1000)),
     "candidates": ("MEMSEARCH_CANDIDATES", "candidates", integer(1, 10_000)),
+    "ef_search": ("MEMSEARCH_EF_SEARCH", "ef_search", integer(1, 1000)),
     # above 1 no two texts are that alike: dedup is off
     "dedup_threshold": ("MEMSEARCH_DEDUP_THRESHOLD", "dedup_threshold", number(0, 2)),
     "fusion": ("MEMSEARCH_FUSION", "fusion", choice("score", "rrf")),

@@ -1,4 +1,5 @@
-"""A throwaway PostgreSQL 18 + pgvector server in a temporary folder, for the tests (and later the benchmarks).
+"""A throwaway PostgreSQL 18 + pgvector server in a temporary folder, for the tests and the benchmark
+(``python -m scripts.bench --backend postgres``).
 
 Test infrastructure, not product: it opens a TCP port, which memsearch itself never does.
 
@@ -127,8 +128,13 @@ def _run(server: LocalPostgres, argv: list[str], timeout: float) -> subprocess.C
                           stdin=subprocess.DEVNULL, **kw)
 
 
-def start() -> LocalPostgres:
-    """Start a new server in a fresh temporary folder; raises :class:`LocalPostgresUnavailable` with the reason."""
+#: The tests' server settings: durability off (a test's data dies with it), room for the concurrent-writer tests.
+TEST_OPTIONS = {"fsync": "off", "max_connections": "40"}
+
+
+def start(options: dict[str, str] | None = None) -> LocalPostgres:
+    """Start a new server in a fresh temporary folder with ``options`` (``postgres -c`` settings; default
+    :data:`TEST_OPTIONS`); raises :class:`LocalPostgresUnavailable` with the reason."""
     bin_dir = _bin_dir()
     as_root = hasattr(os, "geteuid") and os.geteuid() == 0
     if as_root:
@@ -155,7 +161,8 @@ def start() -> LocalPostgres:
         _run(server, [str(bin_dir / "initdb"), "-D", str(server.data_dir), "-U", SUPERUSER, "--encoding=UTF8",
                       "--locale=C", "--auth-local=trust", "--auth-host=scram-sha-256", f"--pwfile={pwfile}"], 120)
         pwfile.unlink()
-        options = f"-h 127.0.0.1 -p {server.port} -k {server.data_dir} -c fsync=off -c max_connections=40"
+        settings = " ".join(f"-c {k}={v}" for k, v in (TEST_OPTIONS if options is None else options).items())
+        options = f"-h 127.0.0.1 -p {server.port} -k {server.data_dir} {settings}"
         _run(server, [str(bin_dir / "pg_ctl"), "-D", str(server.data_dir), "-o", options,
                       "-l", str(server.root / "server.log"), "-w", "-t", str(START_TIMEOUT), "start"],
              START_TIMEOUT + 10)
