@@ -173,9 +173,10 @@ def main(argv=None) -> int:
     emb.embed_query("warm up")
     pg_server = None
     if args.backend == "postgres":
-        from scripts.bench_pg import Server
+        from scripts.bench_pg import SERVER_OPTIONS
+        from scripts.pg_team import Server
 
-        pg_server = Server(args.pg_url)
+        pg_server = Server(args.pg_url, SERVER_OPTIONS)
     try:
         run_sizes(args, res, emb, queries, exe, pg_server)
     finally:

@@ -31,73 +31,14 @@ import numpy as np
 
 from scripts.bench_build import PrecomputedEmbedder, cpu_seconds, log
 from scripts.bench_search import topk_numpy
+from scripts.pg_team import Server
 from scripts.stats import summary, time_each
 
-MEMBER, MEMBER_PASSWORD = "bench", "bench-pw"
 #: ``ef_search`` values of the recall curve (the setting's value is always measured too).
 EF_CURVE = (10, 20, 40, 64, 100, 200, 400)
 #: The throwaway server's settings: a real server's durability (fsync on), memory for the corpus.
 SERVER_OPTIONS = {"shared_buffers": "1GB", "maintenance_work_mem": "512MB", "max_connections": "20",
                   "max_wal_size": "4GB"}
-
-
-class Server:
-    """The administrator's URL of the benchmark's PostgreSQL: ``--pg-url``, or a throwaway local one."""
-
-    def __init__(self, url: str | None):
-        self.local = None
-        if url is None:
-            from scripts.pg_local import start
-
-            log("starting a throwaway PostgreSQL 18 + pgvector (scripts/pg_local.py)")
-            self.local = start(SERVER_OPTIONS)
-            url = self.local.url()
-        self.url = url
-
-    def database_url(self, database: str, user: str | None = None, password: str | None = None) -> str:
-        from psycopg.conninfo import make_conninfo
-
-        extra = {"dbname": database}
-        if user is not None:
-            extra.update(user=user, password=password)
-        return _as_url(make_conninfo(self.url, **extra))
-
-    def stop(self) -> None:
-        if self.local is not None:
-            self.local.stop()
-
-
-def _as_url(conninfo: str) -> str:
-    """A libpq key=value string as a ``postgresql://`` URL (what the db_url setting accepts)."""
-    from urllib.parse import quote
-
-    from psycopg.conninfo import conninfo_to_dict
-
-    d = conninfo_to_dict(conninfo)
-    auth = quote(str(d.pop("user", "")), safe="")
-    if "password" in d:
-        auth += ":" + quote(str(d.pop("password")), safe="")
-    host, port, db = d.pop("host", "127.0.0.1"), d.pop("port", "5432"), d.pop("dbname", "postgres")
-    query = "&".join(f"{k}={quote(str(v), safe='')}" for k, v in d.items())
-    return f"postgresql://{auth}@{host}:{port}/{db}" + (f"?{query}" if query else "")
-
-
-def _fresh_database(server: Server, n: int, model: str, dim: int) -> tuple[str, str]:
-    """A new database ``memsearch_bench_<n>`` with the team schema and one member; (admin URL, member URL)."""
-    import psycopg
-    from psycopg import sql
-
-    from indexer.store.postgres import apply_team_init
-
-    name = f"memsearch_bench_{n}"
-    with psycopg.connect(server.url, autocommit=True) as admin:
-        admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
-        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    admin_url = server.database_url(name)
-    apply_team_init(admin_url, [MEMBER], [(model, dim)])
-    with psycopg.connect(admin_url, autocommit=True) as admin:
-        admin.execute(sql.SQL("ALTER ROLE {} PASSWORD {}").format(sql.Identifier(MEMBER), sql.Literal(MEMBER_PASSWORD)))
-    return admin_url, server.database_url(name, MEMBER, MEMBER_PASSWORD)
 
 
 def _admin_query(admin_url: str, query: str, params: tuple = ()) -> list[tuple]:
@@ -133,7 +74,8 @@ def pg_section(args, server: Server, n: int, root: Path, db: Path, emb, queries:
 
     out: dict = {"server": "local throwaway" if server.local else "--pg-url",
                  "server_options": SERVER_OPTIONS if server.local else None}
-    admin_url, url = _fresh_database(server, n, emb.model_id, emb.dim)
+    database = f"memsearch_bench_{n}"
+    admin_url, url = server.fresh_database(database, emb.model_id, emb.dim)
     settings = resolve_settings(root, db_path=db, db_url=url)
     out["ef_search"] = settings.ef_search
     team = PgStore(url, max_size=4, timeout=30)
@@ -206,11 +148,7 @@ def pg_section(args, server: Server, n: int, root: Path, db: Path, emb, queries:
     finally:
         team.close()
     if not args.keep_pg:
-        import psycopg
-        from psycopg import sql
-
-        with psycopg.connect(server.url, autocommit=True) as admin:
-            admin.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(f"memsearch_bench_{n}")))
+        server.drop_database(database)
     return out
 
 

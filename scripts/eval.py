@@ -95,6 +95,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="NAME=VALUE",
                    help="a settings override, e.g. --set bm25_weight=1.5 (same names as memsearch.toml)")
     p.add_argument("--k", type=int, default=None, help="hits fetched per query (default 10 for events, 30 notes)")
+    p.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite",
+                   help="postgres: index locally (cached), sync each memory root into a fresh team database on\n"
+                        "PostgreSQL + pgvector and ask the questions there (the injection section stays local)")
+    p.add_argument("--pg-url", default=None, help="with --backend postgres: an administrator's URL; default a\n"
+                   "throwaway local server (scripts/pg_local.py)")
     p.add_argument("--fresh", action="store_true", help="rebuild the cached indexes from nothing")
     p.add_argument("--dump-queries", type=Path, default=None, help="write per-query rankings as JSON lines")
     return p.parse_args(argv)
@@ -147,6 +152,10 @@ def main(argv: list[str] | None = None) -> int:
     if embedder is None:
         log(f"no embedding model ({note}): BM25 only; vector mode is skipped and hybrid falls back to bm25")
     runner = Runner(work, cache_dir, overrides, embedder, note)
+    if args.backend == "postgres":
+        from scripts.pg_team import Server
+
+        runner.pg = Server(args.pg_url)
 
     dump: list | None = [] if args.dump_queries else None
     results: dict[str, Any] = {
@@ -155,6 +164,7 @@ def main(argv: list[str] | None = None) -> int:
         "settings": {n: getattr(probe, n) if not isinstance(getattr(probe, n), Path) else str(getattr(probe, n))
                      for n in (*INDEX_SETTINGS, *SEARCH_SETTINGS)},
         "model": {"id": choice.model_id, "available": embedder is not None, "note": note},
+        "backend": args.backend,
         "git": git_info(),
         "host": {"python": platform.python_version(), "cpus": os.cpu_count(), "machine": platform.machine()},
         "datasets": {},
@@ -176,6 +186,9 @@ def main(argv: list[str] | None = None) -> int:
     except MemsearchError as exc:
         print(f"eval failed: {exc}", file=sys.stderr)
         return 1
+    finally:
+        if runner.pg is not None:
+            runner.pg.stop()
     results["targets"] = targets(results["datasets"]) + injection_targets(results.get("injection"))
     results["seconds"] = round(time.perf_counter() - started, 1)
 

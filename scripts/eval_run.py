@@ -90,6 +90,8 @@ class Runner:
     overrides: dict[str, Any]
     embedder: Any  # a loaded embedder, or None for BM25 only
     model_note: str | None = None
+    #: ``--backend postgres``: the server (scripts.pg_team.Server) whose team stores the questions are asked of
+    pg: Any = None
 
     def settings(self, root: Path, **extra: Any) -> Settings:
         flags = {**self.overrides, **extra}
@@ -143,6 +145,31 @@ class Runner:
         return root, info
 
 
+def team_database(dataset: str, root_name: str) -> str:
+    return "eval_" + re.sub(r"[^a-z0-9_]+", "_", f"{dataset}_{root_name}".lower())
+
+
+def team_store(runner: Runner, dataset: str, root_name: str, settings: Settings) -> tuple[Any, Settings, dict]:
+    """The memory root's index on the team store: a fresh database on ``runner.pg``, filled by ``memsearch sync``
+    from the local index just built (its stored vectors, never computed again); the store, the settings that read
+    it, and what the sync did."""
+    from indexer.store.postgres import PgStore
+    from indexer.sync import sync
+
+    model = runner.embedder.model_id if runner.embedder is not None else None
+    dim = runner.embedder.dim if runner.embedder is not None else None
+    _, url = runner.pg.fresh_database(team_database(dataset, root_name), model, dim)
+    settings = settings.replace(db_url=url)
+    team = PgStore(url, max_size=2, timeout=30)
+    started = time.perf_counter()
+    report = sync(settings, team=team, machine="eval")
+    info = {"sync_seconds": round(time.perf_counter() - started, 2), "chunks": report.chunks_added,
+            "vectors": report.vectors_sent, "vectors_pending": report.vectors_pending}
+    log(f"[{dataset}] {root_name}: synced to the team store: {report.chunks_added} chunks, {report.vectors_sent} "
+        f"vectors in {info['sync_seconds']}s")
+    return team, settings, info
+
+
 def log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
@@ -169,7 +196,9 @@ def evaluate(ds: Dataset, runner: Runner, modes: list[str], fresh: bool, curve: 
             continue
         settings = runner.settings(root)
         conn = store.connect(settings.db_path)
-        index_store = SqliteStore(conn, settings.db_path)
+        index_store: Any = SqliteStore(conn, settings.db_path)
+        if runner.pg is not None:
+            index_store, settings, builds[root_name]["team"] = team_store(runner, ds.name, root_name, settings)
         try:
             for mode in modes:
                 if mode in skipped_modes:
@@ -206,6 +235,9 @@ def evaluate(ds: Dataset, runner: Runner, modes: list[str], fresh: bool, curve: 
                         ranked = unique(ds.doc_of(h) for h in res.hits)
                         curve_rows[t].append((query_metrics(ranked, q.gold, ds.session_of), res.hidden_duplicates))
         finally:
+            if runner.pg is not None:
+                index_store.close()
+                runner.pg.drop_database(team_database(ds.name, root_name))
             conn.close()
 
     out: dict[str, Any] = {
