@@ -22,7 +22,7 @@ class TeamUnavailable(MemsearchError):
     """The team database cannot be reached or used (the message names it with its password masked)."""
 
 
-def open_team(settings: Settings, timeout: float = CONNECT_TIMEOUT) -> PgStore:
+def open_team(settings: Settings, timeout: float = CONNECT_TIMEOUT, max_size: int = 2) -> PgStore:
     """The team store of ``settings.db_url``; :class:`TeamUnavailable` (one line, password masked) when it cannot
     be reached, its schema is not the one this version needs, or the team extra is not installed."""
     if settings.db_url is None:
@@ -34,7 +34,7 @@ def open_team(settings: Settings, timeout: float = CONNECT_TIMEOUT) -> PgStore:
         raise TeamUnavailable("the team database needs the team extra: pip install 'memsearch-hybrid[team]'"
                               ) from None
     try:
-        return PgStore(settings.db_url, max_size=2, timeout=timeout)
+        return PgStore(settings.db_url, max_size=max_size, timeout=timeout)
     except StoreUnavailable as exc:
         raise TeamUnavailable(str(exc)) from None
 

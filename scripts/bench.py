@@ -186,6 +186,7 @@ def main(argv=None) -> int:
 
 
 def run_sizes(args, res: dict, emb, queries: list[str], exe, pg_server) -> None:
+    assert SOURCES is not None  # loaded by main()
     pool = None
     for n in args.sizes:
         log(f"== {n:,} chunks")

@@ -59,8 +59,9 @@ def _exact_by_hash(db: Path, model: str) -> tuple[list[str], np.ndarray]:
                             " WHERE e.model = ?", (model,)).fetchall()
     finally:
         conn.close()
-    mat = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
-    return [r[0] for r in rows], mat / np.linalg.norm(mat, axis=1, keepdims=True)
+    blobs = [r[1] for r in rows]
+    mat = np.frombuffer(b"".join(b for b in blobs if isinstance(b, bytes)), dtype=np.float32).reshape(len(rows), -1)
+    return [str(r[0]) for r in rows], mat / np.linalg.norm(mat, axis=1, keepdims=True)
 
 
 def pg_section(args, server: Server, n: int, root: Path, db: Path, emb, queries: list[str]) -> dict:

@@ -30,6 +30,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from indexer.base.errors import MemsearchError
 
@@ -123,7 +124,7 @@ def _private_copy(bin_dir: Path, root: Path) -> Path:
 
 
 def _run(server: LocalPostgres, argv: list[str], timeout: float) -> subprocess.CompletedProcess:
-    kw = {"user": server.run_as, "group": server.run_as} if server.run_as else {}
+    kw: dict[str, Any] = {"user": server.run_as, "group": server.run_as} if server.run_as else {}
     return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=True,
                           stdin=subprocess.DEVNULL, **kw)
 
@@ -161,9 +162,9 @@ def start(options: dict[str, str] | None = None) -> LocalPostgres:
         _run(server, [str(bin_dir / "initdb"), "-D", str(server.data_dir), "-U", SUPERUSER, "--encoding=UTF8",
                       "--locale=C", "--auth-local=trust", "--auth-host=scram-sha-256", f"--pwfile={pwfile}"], 120)
         pwfile.unlink()
-        settings = " ".join(f"-c {k}={v}" for k, v in (TEST_OPTIONS if options is None else options).items())
-        options = f"-h 127.0.0.1 -p {server.port} -k {server.data_dir} {settings}"
-        _run(server, [str(bin_dir / "pg_ctl"), "-D", str(server.data_dir), "-o", options,
+        flags = " ".join(f"-c {k}={v}" for k, v in (TEST_OPTIONS if options is None else options).items())
+        listen = f"-h 127.0.0.1 -p {server.port} -k {server.data_dir} {flags}"
+        _run(server, [str(bin_dir / "pg_ctl"), "-D", str(server.data_dir), "-o", listen,
                       "-l", str(server.root / "server.log"), "-w", "-t", str(START_TIMEOUT), "start"],
              START_TIMEOUT + 10)
     except (OSError, subprocess.SubprocessError) as exc:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 import time
+from typing import Any
 
 MEMBER, MEMBER_PASSWORD = "member", "member-pw"
 
@@ -27,7 +28,7 @@ class Server:
     def database_url(self, database: str, user: str | None = None, password: str | None = None) -> str:
         from psycopg.conninfo import make_conninfo
 
-        extra = {"dbname": database}
+        extra: dict[str, Any] = {"dbname": database}
         if user is not None:
             extra.update(user=user, password=password)
         return as_url(make_conninfo(self.url, **extra))

@@ -47,10 +47,10 @@ TEAM_RETRY = 30.0
 _UNREACHABLE: dict[str, tuple[float, str]] = {}
 
 
-def open_team_for_search(settings: Settings) -> tuple[Any, str | None]:
-    """The team store of ``settings.db_url`` (its :class:`~indexer.store.postgres.PgStore`) and None, or None and
-    why it cannot be used (unreachable, refused, another schema, the team extra missing): one line, password
-    masked."""
+def open_team_for_search(settings: Settings, max_size: int = 2) -> tuple[Any, str | None]:
+    """The team store of ``settings.db_url`` (its :class:`~indexer.store.postgres.PgStore`, a pool of up to
+    ``max_size`` connections) and None, or None and why it cannot be used (unreachable, refused, another schema, the
+    team extra missing): one line, password masked."""
     import time
 
     from indexer.team import open_team
@@ -60,7 +60,7 @@ def open_team_for_search(settings: Settings) -> tuple[Any, str | None]:
     if failed is not None and time.monotonic() - failed[0] < TEAM_RETRY:
         return None, failed[1]
     try:
-        team = open_team(settings, timeout=TEAM_TIMEOUT)
+        team = open_team(settings, timeout=TEAM_TIMEOUT, max_size=max_size)
     except MemsearchError as exc:
         _UNREACHABLE[url] = (time.monotonic(), str(exc))
         return None, str(exc)

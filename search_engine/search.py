@@ -100,12 +100,16 @@ def search(
     explain: bool = False,
     embedder: EmbedderArg = "configured",
     store: Store | None = None,
+    team: Store | None = None,
     now: datetime | None = None,
 ) -> SearchResult:
     """Search the index; see the module docstring. ``query``: the user's text, or the prompt hook's, already
     parsed (its relevance gate reads the same terms). ``embedder`` may be a loaded one (the warm server) or a
     fake (tests), None for BM25 only; by default the configured model is loaded only if the vector list is needed.
     ``store``: an open index to read (the warm server keeps one; default: the settings' index, opened here).
+    ``team``: with ``db_url`` set, an open team store to read (the warm server keeps one, with its connection pool;
+    default: one opened for this search and closed after); if it fails mid-search the local index answers and
+    ``health.store_reason`` says why.
     ``now`` is when relative time expressions in the query ("last week") are counted from (default: now)."""
     if mode not in MODES:
         raise UsageError(f"invalid mode {mode!r}: use hybrid, bm25 or vector")
@@ -119,14 +123,18 @@ def search(
     if store is not None or settings.db_url is None:
         with reading(settings, store) as index:
             return _search(request, index)
-    team, reason = open_team_for_search(settings)
+    own = team is None
+    reason = None
+    if own:
+        team, reason = open_team_for_search(settings)
     if team is not None:
         try:
             return _search(request, team)
         except team_errors() as exc:  # the server went away mid-search: the local index answers
             reason = f"the team database failed mid-search ({one_line(exc)})"
         finally:
-            team.close()
+            if own:
+                team.close()
     with reading(settings) as index:
         result = _search(request, index)
     return replace(result, health=replace(result.health, store_reason=f"{reason}: searched the local index"))

@@ -529,3 +529,57 @@ def test_status_says_what_the_member_sees_on_the_team_database_or_why_not(synced
     assert "team: postgresql://alice:***@127.0.0.1:1/nowhere: unreachable (cannot reach" in down.stdout
     for done in (up, down):
         assert "alice-pw" not in done.stdout + done.stderr and "bob-pw" not in done.stdout + done.stderr
+
+
+def test_the_warm_server_keeps_one_team_store_and_pushes_its_own_ingests_after_a_pause(synced_home, team,
+                                                                                      monkeypatch):
+    import indexer.team
+    from indexer.eventlog import Event, append
+    from indexer.sync import sync
+    from search_engine.serve import server as serve
+
+    sync(synced_home)
+    opened = []
+    real = indexer.team.open_team
+    monkeypatch.setattr(indexer.team, "open_team", lambda *a, **kw: opened.append(1) or real(*a, **kw))
+    server = serve.Server(synced_home.replace(model="none"))
+    server.load()
+    try:
+        asked = {"op": "search", "query": "topic7 retries", "mode": "bm25", "k": 3}
+        for _ in range(3):
+            answer = server.handle(asked)
+            assert answer["ok"] and answer["result"]["health"]["store"] == "team"
+            assert answer["result"]["hits"][0]["path"] == "notes/n07.md"
+        assert len(opened) == 1  # one pool for the server's lifetime, not one per search
+
+        # an event a hook hands the server: indexed after the reply, pushed only once the burst has settled
+        path = append(synced_home.home, Event("prompt", "why does the zeppelin deploy stall", session_id="s9"))
+        monkeypatch.setattr(serve, "PUSH_AFTER", 60.0)
+        assert server.handle({"op": "ingest", "paths": [str(path)]})["ok"]
+        server.reply_sent()
+        server.push_if_due()
+        assert server.pusher is None and server.push_due is not None
+
+        def on_team() -> list:
+            with psycopg.connect(team.admin_url) as conn:
+                return conn.execute("SELECT text FROM memsearch.chunks WHERE text LIKE '%zeppelin%'").fetchall()
+
+        assert on_team() == []
+        server.push_due = 0.0  # the pause is over
+        server.push_if_due()
+        assert server.pusher is not None
+        server.pusher.join(timeout=30)
+        assert [t for (t,) in on_team()] == ["why does the zeppelin deploy stall"]
+        server.push_if_due()  # nothing changed since: no second push
+        assert not server.pusher.is_alive() and server.push_due is None
+
+        # the database drops the server's connections: that search is answered locally, the next from the team
+        with psycopg.connect(team.admin_url, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'alice'")
+        local = server.handle(asked)["result"]
+        assert local["health"]["store"] == "local" and local["hits"][0]["path"] == "notes/n07.md"
+        assert server.team is None
+        again = server.handle(asked)["result"]
+        assert again["health"]["store"] == "team" and len(opened) == 2
+    finally:
+        server.close()

@@ -5,6 +5,12 @@ listens only on ``<root>/.memsearch/serve.sock`` (mode 0600, no TCP), accepts on
 (checked with SO_PEERCRED), runs as one instance per memory root (a lock file), picks up new sources and embeds
 pending chunks while idle, and exits by itself after ``idle_timeout`` seconds without a request.
 
+With ``db_url`` set it also keeps the team store open for its lifetime (:class:`~indexer.store.postgres.PgStore`,
+a psycopg pool) and searches it, the local index answering whenever it cannot; and it pushes to it what was written
+to the local index (its own ingests of the hooks' events, new sources, summaries, vectors): :data:`PUSH_AFTER`
+seconds after the first change, in a background thread (:func:`indexer.sync.sync`), so a burst of events goes in one
+sync and no answer waits for one.
+
 Protocol: one JSON object per line, one request per connection. ``{"op": "ping"}``, ``{"op": "search", "query":
 …, "mode": …, "k": …, "filters": {…}}`` and ``{"op": "stop"}``; the answer is ``{"ok": true, …}`` or
 ``{"ok": false, "error": "…"}``.
@@ -20,8 +26,10 @@ import signal
 import socket
 import struct
 import sys
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import apsw
 import orjson
@@ -38,12 +46,17 @@ from indexer.store import sqlite as store
 from indexer.store.local import SqliteStore
 from search_engine.embedding import QueryEmbedder
 from search_engine.filters import Filters
+from search_engine.reading import TEAM_RETRY, open_team_for_search
 from search_engine.search import model_choice, result_health, search
 
 IDLE_TIMEOUT = 30 * 60
 IDLE_WORK_AFTER = 2.0  # seconds without a request before background work starts
 RESCAN_EVERY = 30.0
 MAX_REQUEST = 1 << 20
+#: Seconds from the first change of the local index to its push to the team store (a burst goes in one sync).
+PUSH_AFTER = 3.0
+#: Connections of the team store's pool: a hybrid search's two lists run at once, and a push beside them.
+TEAM_POOL = 4
 
 
 def socket_path(settings: Settings) -> Path:
@@ -99,6 +112,10 @@ class Server:
         self.db_ident: tuple[int, int] | None = None
         self.wal_ident: tuple[int, int] | None = None
         self.after_reply: list = []
+        self.team: Any = None  # the team store (db_url), kept open; None until it answers
+        self.pushed: tuple[int, int] | None = None  # the local index's state_version() the last push started from
+        self.push_due: float | None = None
+        self.pusher: threading.Thread | None = None
 
     # -- lifecycle --------------------------------------------------------------------------------------------
     def load(self) -> None:
@@ -113,6 +130,69 @@ class Server:
             self.model_reason = embedding.choice.reason
         self.connection()
         self.vectors()  # loaded before the first request, which must not wait for it
+        self.team_store()
+
+    def team_store(self) -> Any:
+        """The team store of ``db_url``, opened once and kept (None without db_url, or while it cannot be reached:
+        :func:`~search_engine.reading.open_team_for_search` then says why, and is not retried for a while)."""
+        if self.settings.db_url is None:
+            return None
+        if self.team is None:
+            self.team, reason = open_team_for_search(self.settings, max_size=TEAM_POOL)
+            if reason is not None:
+                _log(self.settings, f"team store unavailable: {reason}")
+        return self.team
+
+    def drop_team(self, reason: str) -> None:
+        """Let go of the team store after it failed (its connections are likely dead): reopened at the next use."""
+        _log(self.settings, f"team store dropped: {reason}")
+        team, self.team = self.team, None
+        if team is not None:
+            team.close()
+
+    def close(self) -> None:
+        if self.pusher is not None:
+            self.pusher.join(timeout=30)
+        if self.team is not None:
+            self.team.close()
+            self.team = None
+
+    # -- pushing to the team store ------------------------------------------------------------------------------
+    def push_if_due(self) -> None:
+        """Start a push to the team store when the local index changed since the last one and :data:`PUSH_AFTER`
+        seconds have passed since that change was first seen; one push at a time, in a thread."""
+        if self.settings.db_url is None or self.index is None or (self.pusher is not None and self.pusher.is_alive()):
+            return
+        now = time.monotonic()
+        version = self.index.state_version()
+        if version == self.pushed:
+            self.push_due = None
+            return
+        if self.push_due is None:
+            self.push_due = now + PUSH_AFTER
+        if now < self.push_due:
+            return
+        team = self.team_store()
+        if team is None:
+            self.push_due = now + TEAM_RETRY
+            return
+        self.push_due = None
+        self.pusher = threading.Thread(target=self._push, args=(team, version), name="memsearch-push", daemon=True)
+        self.pusher.start()
+
+    def _push(self, team: Any, version: tuple[int, int]) -> None:
+        from indexer.sync import sync
+
+        try:
+            report = sync(self.settings, team=team)
+        except Exception as exc:  # the database went away, say: logged, tried again later; never the server's end
+            _log(self.settings, f"push to the team store failed: {type(exc).__name__}: {exc}")
+            self.push_due = time.monotonic() + TEAM_RETRY
+            return
+        self.pushed = version
+        if report.sources_sent or report.sources_deleted or report.vectors_sent:
+            _log(self.settings, f"pushed to the team store: {report.sources_sent} sources ({report.chunks_added} "
+                                f"chunks added, {report.chunks_removed} removed), {report.vectors_sent} vectors")
 
     def connection(self):
         """The index connection, reopened when the file at ``db_path`` is no longer the one it holds (deleted and
@@ -170,12 +250,16 @@ class Server:
             filters = Filters(**{k: v for k, v in (request.get("filters") or {}).items()
                                  if k in {f.name for f in dataclasses.fields(Filters)}})
             self.vectors()
+            team = self.team_store()
             result = search(
                 settings, str(request.get("query", "")), mode=request.get("mode", "hybrid"),
                 k=int(request.get("k", 10)), filters=filters, raw=bool(request.get("raw")),
                 explain=bool(request.get("explain")), embedder=self.embedder,
                 store=self.index if settings.db_url is None else None,  # None: the team store, local if unreachable
+                team=team,
             )
+            if team is not None and result.health.store_reason is not None:
+                self.drop_team(result.health.store_reason)
             return {"ok": True, "result": dataclasses.asdict(result)}
         return {"ok": False, "error": f"unknown op {op!r}"}
 
@@ -261,7 +345,9 @@ class Server:
                 with conn:
                     self._answer(conn)
                 busy_until_idle = True
+                self._push_if_due()
                 continue
+            self._push_if_due()
             try:
                 self.connection()  # let go of a deleted -wal at once: other processes cannot open the index until then
             except MemsearchError as exc:
@@ -273,6 +359,12 @@ class Server:
                     _log(self.settings, f"idle work failed: {type(exc).__name__}: {exc}")
                     if busy_until_idle:
                         busy_until_idle = False
+
+    def _push_if_due(self) -> None:
+        try:
+            self.push_if_due()
+        except Exception as exc:  # a push must never take the server down
+            _log(self.settings, f"push not started: {type(exc).__name__}: {exc}")
 
     def _answer(self, conn: socket.socket) -> None:
         if _peer_uid(conn) not in (os.getuid(), None):
@@ -358,7 +450,10 @@ def _run_locked(settings: Settings, idle_timeout: float) -> int:
         signal.signal(signal.SIGINT, stop)
         _log(settings, f"listening on {path}, model={getattr(server.embedder, 'model_id', None)}")
         with listener:
-            server.serve(listener)
+            try:
+                server.serve(listener)
+            finally:
+                server.close()
         return 0
     finally:
         try:
