@@ -19,15 +19,6 @@ SECRET = "s3cret-Pw-9q"
 URL = f"postgresql://alice:{SECRET}@db.example:5432/memory"
 
 
-@pytest.fixture(autouse=True)
-def fresh_team_memo(monkeypatch):
-    """Each test starts with no team database remembered as unreachable (search_engine.reading keeps that per
-    process)."""
-    from search_engine import reading
-
-    monkeypatch.setattr(reading, "_UNREACHABLE", {})
-
-
 def run(*args: str, cwd=None, env=None, timeout: float = 120) -> subprocess.CompletedProcess:
     return subprocess.run([MEMSEARCH, *args], capture_output=True, text=True, cwd=cwd, timeout=timeout,
                           env={**os.environ, **(env or {})})
@@ -382,6 +373,71 @@ def test_an_unreachable_team_database_falls_back_to_the_local_index_and_says_so(
     assert hooked.returncode == 0 and b"Traceback" not in hooked.stdout + hooked.stderr
     assert b"n07.md" in hooked.stdout  # answered from the local index
     assert b"alice-pw" not in hooked.stdout + hooked.stderr
+
+
+@pytest.fixture
+def silent_host():
+    """A TCP port that accepts connections and never says a word, as a host that drops packets looks to libpq
+    (which then waits out its connect timeout, 2 s at least); yields (port, connections accepted so far)."""
+    import socket
+    import threading
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    accepted: list[socket.socket] = []
+
+    def accept() -> None:
+        while True:
+            try:
+                accepted.append(listener.accept()[0])
+            except OSError:
+                return
+
+    threading.Thread(target=accept, daemon=True).start()
+    yield listener.getsockname()[1], accepted
+    listener.close()
+    for conn in accepted:
+        conn.close()
+
+
+def test_after_one_failed_connect_the_hooks_read_the_local_index_without_trying_again(synced_home, team,
+                                                                                      silent_host, monkeypatch):
+    from indexer.base.paths import TEAM_UNREACHABLE
+    from search_engine.search import search
+
+    port, accepted = silent_host
+    silent = f"postgresql://alice:alice-pw-Zq9@127.0.0.1:{port}/memory"
+    monkeypatch.setenv("MEMSEARCH_DB_URL", silent)
+    payload = {"session_id": "s-x", "transcript_path": "/tmp/t.jsonl", "cwd": str(synced_home.home),
+               "permission_mode": "default", "hook_event_name": "UserPromptSubmit",
+               "prompt": "what did we note about topic7 retries?"}
+
+    def prompt_hook() -> bytes:
+        done = subprocess.run([HOOK, "prompt"], input=json.dumps(payload).encode(), capture_output=True, timeout=60)
+        assert done.returncode == 0 and b"Traceback" not in done.stdout + done.stderr
+        return done.stdout
+
+    assert b"n07.md" in prompt_hook()  # waited for the silent host, then answered from the local index
+    tried = len(accepted)
+    assert tried >= 1
+    memo = json.loads((synced_home.state_dir / TEAM_UNREACHABLE).read_text())
+    assert "alice-pw" not in json.dumps(memo) and silent not in json.dumps(memo)
+    for _ in range(2):  # the next prompts, each a new process: straight to the local index
+        assert b"n07.md" in prompt_hook()
+    assert len(accepted) == tried
+
+    again = search(synced_home.replace(db_url=silent, model="none"), "topic7", mode="bm25")
+    assert again.health.store == "local" and "cannot reach the team database" in again.health.store_reason
+    assert len(accepted) == tried
+    # another team database is not the one remembered: it is tried, and answers
+    assert search(synced_home.replace(db_url=team.urls["alice"], model="none"), "topic7",
+                  mode="bm25").health.store == "team"
+    # once the retry period is over, the silent host is tried again
+    memo["at"] -= 3600
+    (synced_home.state_dir / TEAM_UNREACHABLE).write_text(json.dumps(memo))
+    assert search(synced_home.replace(db_url=silent, model="none"), "topic7", mode="bm25").health.store == "local"
+    assert len(accepted) > tried
 
 
 def test_the_hook_reads_the_team_store_when_it_answers(synced_home, team, tmp_path, monkeypatch):

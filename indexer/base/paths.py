@@ -42,6 +42,9 @@ SUMMARIZE_STARTING = "summarize.starting"
 SUMMARY_QUEUE = "summary-queue"
 SUMMARY_LOCK = "summary.lock"
 SUMMARY_QUEUE_WORK = "summary-queue.*.work"
+#: The team database (``db_url``) that could not be reached lately, when, and why (JSON): searches read the local
+#: index at once until the retry period is over, instead of each waiting out the connect timeout.
+TEAM_UNREACHABLE = "team-unreachable.json"
 #: Events lost to a full disk or a read-only root (a count reserved in advance).
 LOST_EVENTS = "lost-events"
 #: Forgotten notes' tombstones (hashes and line ranges only).

@@ -24,7 +24,8 @@ reached. The indexing pipeline itself writes only the local index.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import psycopg
@@ -64,6 +65,9 @@ logging.getLogger("psycopg.pool").addHandler(logging.NullHandler())
 #: ts_rank weights {D, C, B, A}: context 0.4, body and title 1 (the SQLite bm25() column weights).
 RANK_WEIGHTS = "{0.4, 0, 1.0, 1.0}"
 EF_SEARCH_RANGE = (1, 1000)
+#: Seconds a store reuses its counts (health, vectors of a model) before asking the server again; its own writes
+#: clear them at once. Each is a scan of the member's visible rows (~10-100 ms at 100k chunks), too much per search.
+COUNTS_TTL = 10.0
 KNN_MAX = 4096
 _HIT_COLUMNS = ("id, uid, kind, category, title, text, path, line_start, line_end, ts, session_id, project, "
                 "status, event_id, owner, scope")
@@ -175,6 +179,7 @@ class PgStore:
             raise StoreUnavailable(f"the team database {self.display_url} has schema version {version}, this "
                                    f"memsearch needs {SCHEMA_VERSION}: ask its administrator to run "
                                    f"`memsearch team init --apply`")
+        self._counts: dict[tuple, tuple[float, Any]] = {}
         self.pool = ConnectionPool(url, min_size=1, max_size=max_size, timeout=timeout, open=False,
                                    configure=register_vector, kwargs={"connect_timeout": max(1, int(timeout))})
         try:
@@ -186,9 +191,20 @@ class PgStore:
     def close(self) -> None:
         self.pool.close()
 
+    def _cached(self, key: tuple, compute: Callable[[], Any]) -> Any:
+        """``compute()``, remembered for :data:`COUNTS_TTL` seconds under ``key``."""
+        now = time.monotonic()
+        hit = self._counts.get(key)
+        if hit is not None and now - hit[0] < COUNTS_TTL:
+            return hit[1]
+        value = compute()
+        self._counts[key] = (now, value)
+        return value
+
     # -- writing ------------------------------------------------------------------------------------------------
 
     def write_batch(self, source: SourceState, chunks: Sequence[ChunkRow]) -> int:
+        self._counts.clear()
         with self.pool.connection() as conn, conn.transaction():
             return self._write(conn, source, chunks)
 
@@ -224,6 +240,7 @@ class PgStore:
         scope gets the one given. Returns (added, removed).
         What ``memsearch sync`` sends per source: a sync stopped anywhere leaves each source as it was or as it is."""
         wanted = {c.uid: c.scope for c in chunks}
+        self._counts.clear()
         with self.pool.connection() as conn, conn.transaction():
             held = dict(conn.execute(
                 f"SELECT uid, scope FROM {SCHEMA}.chunks WHERE owner = current_user AND source = %s", (source.path,)))
@@ -239,6 +256,7 @@ class PgStore:
         return added, removed
 
     def delete_source(self, path: str) -> int:
+        self._counts.clear()
         with self.pool.connection() as conn, conn.transaction():
             removed = conn.execute(f"DELETE FROM {SCHEMA}.chunks WHERE owner = current_user AND source = %s",
                                    (path,)).rowcount
@@ -272,6 +290,7 @@ class PgStore:
     def put_embeddings(self, model: str, vectors: Sequence[tuple[str, Sequence[float] | None]]) -> int:
         if not vectors:
             return 0
+        self._counts.clear()
         with self.pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
             cur.executemany(f"INSERT INTO {SCHEMA}.vectors(hash, model, embedding) VALUES (%s, %s, %s)"
                             " ON CONFLICT (hash, model) DO NOTHING",
@@ -291,8 +310,8 @@ class PgStore:
                 return self._exact(conn, q, dim, model, where, params, limit)
             conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(int(ef_search))))
             conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
-            total = _one_row(conn.execute(
-                f"SELECT count(*) FROM {SCHEMA}.vectors WHERE model = %s AND embedding IS NOT NULL", (model,)))[0]
+            total = self._cached(("vectors", model), lambda: _one_row(conn.execute(
+                f"SELECT count(*) FROM {SCHEMA}.vectors WHERE model = %s AND embedding IS NOT NULL", (model,)))[0])
             k = min(total, max(limit * 2, 64))
             while k:
                 found = conn.execute(self.knn_sql(dim, where), [q, model, q, min(k, KNN_MAX), *params, limit])
@@ -383,6 +402,10 @@ class PgStore:
         return {r[0]: HitRow(*r) for r in rows}
 
     def health(self, model: str | None) -> StoreHealth:
+        """The counts of what the member sees (cached for :data:`COUNTS_TTL` seconds)."""
+        return self._cached(("health", model), lambda: self._health(model))
+
+    def _health(self, model: str | None) -> StoreHealth:
         with self.pool.connection() as conn:
             by_kind = dict(conn.execute(f"SELECT kind, count(*) FROM {SCHEMA}.chunks GROUP BY kind ORDER BY kind"))
             own, others = _one_row(conn.execute(
@@ -406,6 +429,7 @@ class PgStore:
         return row[0] if row else None
 
     def set_meta(self, key: str, value: str | None) -> None:
+        self._counts.clear()
         with self.pool.connection() as conn, conn.transaction():
             if value is None:
                 conn.execute(f"DELETE FROM {SCHEMA}.meta WHERE key = %s", (key,))
