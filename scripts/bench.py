@@ -76,7 +76,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--raw-sample", type=int, default=2000,
                    help="texts for the raw fastembed reference when an index is first built (fresh builds use all)")
     p.add_argument("--rebuild", action="store_true", help="ignore cached indexes with vectors")
-    p.add_argument("--skip", default="", help="comma list of sections to skip: embed,search,process,noop,variants,privacy,plot")
+    p.add_argument("--skip", default="", help="comma list of sections to skip: embed,search,warm,process,noop,variants,privacy,plot")
     p.add_argument("--profile", action="store_true", help="write cProfile reports to <out>/profiles/")
     p.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite",
                    help="postgres: also the team store on PostgreSQL + pgvector, next to SQLite's figures of the same "

@@ -77,20 +77,22 @@ def search_section(args, n: int, root: Path, db: Path, emb, queries: list[str]) 
                                                                store=cold) for q in queries])
 
         # the warm path: what the server (and so the prompt hook) runs, with its in-memory copy of the vectors
-        log("  warm path: search with the server's in-memory vector matrix")
-        t0 = time.perf_counter()
-        warm_index = SqliteStore(conn, db)
-        matrix = warm_index.keep_vectors_in_memory(emb.model_id)
-        assert matrix is not None, "the benchmark index has vectors"
-        warm: dict = {"matrix_load_s": time.perf_counter() - t0, "matrix_mb": matrix.matrix.nbytes / 2**20}
-        for mode in ("vector", "hybrid"):
-            warm[mode] = {"excl_embed_ms": summary(time_each(
-                partial(search, settings, mode=mode, k=10, embedder=pre, store=warm_index), queries))}
-            warm[mode]["incl_embed_ms"] = summary(time_each(
-                partial(search, settings, mode=mode, k=10, embedder=emb, store=warm_index), queries))
-        warm["vector_ranking_top10_ms"] = summary(time_each(
-            lambda q: warm_index.vector_candidates(qv[q], emb.model_id, Filters(), 10), queries))
-        out["warm"] = warm
+        warm_index = None
+        if "warm" not in args.skip:
+            log("  warm path: search with the server's in-memory vector matrix")
+            t0 = time.perf_counter()
+            warm_index = SqliteStore(conn, db)
+            matrix = warm_index.keep_vectors_in_memory(emb.model_id)
+            assert matrix is not None, "the benchmark index has vectors"
+            warm: dict = {"matrix_load_s": time.perf_counter() - t0, "matrix_mb": matrix.matrix.nbytes / 2**20}
+            for mode in ("vector", "hybrid"):
+                warm[mode] = {"excl_embed_ms": summary(time_each(
+                    partial(search, settings, mode=mode, k=10, embedder=pre, store=warm_index), queries))}
+                warm[mode]["incl_embed_ms"] = summary(time_each(
+                    partial(search, settings, mode=mode, k=10, embedder=emb, store=warm_index), queries))
+            warm["vector_ranking_top10_ms"] = summary(time_each(
+                lambda q: warm_index.vector_candidates(qv[q], emb.model_id, Filters(), 10), queries))
+            out["warm"] = warm
 
         # components of one search
         choice = ModelChoice(True, emb.model_id, dim=emb.dim)
@@ -131,7 +133,8 @@ def search_section(args, n: int, root: Path, db: Path, emb, queries: list[str]) 
             return out
 
         recalls = recall_of(cold)
-        out["warm"]["recall_at_10"] = float(np.mean(recall_of(warm_index)))
+        if warm_index is not None:
+            out["warm"]["recall_at_10"] = float(np.mean(recall_of(warm_index)))
         out["vectors"] = int(len(ids))
         out["numpy_bruteforce_ms"] = summary(np_ms)
         out["numpy_bruteforce_cpu_ms"] = summary(np_cpu)  # main thread only: BLAS may use more

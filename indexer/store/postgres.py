@@ -65,6 +65,8 @@ logging.getLogger("psycopg.pool").addHandler(logging.NullHandler())
 #: ts_rank weights {D, C, B, A}: context 0.4, body and title 1 (the SQLite bm25() column weights).
 RANK_WEIGHTS = "{0.4, 0, 1.0, 1.0}"
 EF_SEARCH_RANGE = (1, 1000)
+#: ``ts_rank``'s normalization of the lexical list: 1 divides a term's rank by 1 + log(the chunk's length).
+LENGTH_NORMALIZATION = 1
 #: Seconds a store reuses its counts (health, vectors of a model) before asking the server again; its own writes
 #: clear them at once. Each is a scan of the member's visible rows (~10-100 ms at 100k chunks), too much per search.
 COUNTS_TTL = 10.0
@@ -347,16 +349,46 @@ class PgStore:
     # -- lexical ------------------------------------------------------------------------------------------------
 
     def lexical_top_k(self, terms: Sequence[QueryTerm], op: str, filters: FilterSpec, limit: int) -> list[Scored]:
+        """Chunks matching all (AND) or any (OR) of ``terms``, best first, scored like BM25 from the engine's parts:
+        each term's ``ts_rank`` (its tf part: saturating in the term's occurrences, the column weights, divided by
+        1 + log of the chunk's length) times its idf, ``ln(1 + (N - df + 0.5) / (df + 0.5))``, with ``df`` counted
+        among the chunks the member sees (the ones matching any term, in the same query) and ``N`` their total.
+        ``ts_rank`` alone has no idf: a chunk full of the query's common words would outrank one holding its rare
+        one."""
+        if op not in ("AND", "OR"):
+            raise ValueError(op)
         if not terms:
             return []
-        tsq, tsq_params = tsquery_sql(terms, op)
-        where, params = _filter_sql(filters)
-        query = sql.SQL(
-            "WITH q AS (SELECT {tsq} AS q) SELECT c.id, ts_rank(%s::float4[], c.fts, q.q) AS score"
-            " FROM {s}.chunks c, q WHERE c.fts @@ q.q AND {w} ORDER BY score DESC, c.id LIMIT %s"
-        ).format(tsq=tsq, s=sql.Identifier(SCHEMA), w=where)
+        pieces = [tsquery_sql([term], "AND") for term in terms]
         with self.pool.connection() as conn:
-            rows = conn.execute(query, [*tsq_params, RANK_WEIGHTS, *params, limit]).fetchall()
+            # each term's tsquery, as the server parses it: a stopword-only term is empty and matches nothing
+            texts = _one_row(conn.execute(sql.SQL("SELECT ") + sql.SQL(", ").join(
+                sql.SQL("({})::text").format(p) for p, _ in pieces), [x for _, ps in pieces for x in ps]))
+            queries = [t for t in texts if t]
+            if not queries or (op == "AND" and len(queries) < len(texts)):
+                return []
+            total = self._cached(("chunks",), lambda: _one_row(conn.execute(
+                f"SELECT count(*) FROM {SCHEMA}.chunks"))[0])
+            where, params = _filter_sql(filters, alias="m")
+            n = len(queries)
+            df = sql.SQL(", ").join(sql.SQL("count(*) FILTER (WHERE m.fts @@ %s::tsquery) AS {}").format(
+                sql.Identifier(f"d{i}")) for i in range(n))
+            score = sql.SQL(" + ").join(sql.SQL(
+                "ln(1 + (greatest(%s, d.{d}) - d.{d} + 0.5) / (d.{d} + 0.5)) * ts_rank(%s::float4[], m.fts,"
+                " %s::tsquery, {norm})").format(d=sql.Identifier(f"d{i}"), norm=sql.Literal(LENGTH_NORMALIZATION))
+                for i in range(n))
+            joiner = " & " if op == "AND" else " | "
+            query = sql.SQL(
+                "WITH m AS MATERIALIZED (SELECT c.id, c.fts, c.kind, c.category, c.session_id, c.project, c.ts,"
+                " c.status FROM {s}.chunks c WHERE c.fts @@ %s::tsquery), d AS MATERIALIZED (SELECT {df} FROM m)"
+                " SELECT m.id, {score} AS score FROM m, d WHERE m.fts @@ %s::tsquery AND {w}"
+                " ORDER BY score DESC, m.id LIMIT %s").format(s=sql.Identifier(SCHEMA), df=df, score=score, w=where)
+            any_term = " | ".join(f"({q})" for q in queries)
+            args: list[Any] = [any_term, *queries]
+            for q in queries:
+                args += [total, RANK_WEIGHTS, q]
+            args += [joiner.join(f"({q})" for q in queries), *params, limit]
+            rows = conn.execute(query, args).fetchall()
         return [Scored(r[0], float(r[1])) for r in rows]
 
     def lexical_expression(self, terms: Sequence[QueryTerm], op: str) -> str:
