@@ -67,6 +67,9 @@ RANK_WEIGHTS = "{0.4, 0, 1.0, 1.0}"
 EF_SEARCH_RANGE = (1, 1000)
 #: ``ts_rank``'s normalization of the lexical list: 1 divides a term's rank by 1 + log(the chunk's length).
 LENGTH_NORMALIZATION = 1
+#: The lexical list scores with ``ts_rank`` only the ``limit`` × this chunks of the highest sum of the idf of the
+#: terms they hold (an upper bound of their score, cheap to compute for every match).
+RESCORED = 4
 #: Seconds a store reuses its counts (health, vectors of a model) before asking the server again; its own writes
 #: clear them at once. Each is a scan of the member's visible rows (~10-100 ms at 100k chunks), too much per search.
 COUNTS_TTL = 10.0
@@ -354,7 +357,8 @@ class PgStore:
         1 + log of the chunk's length) times its idf, ``ln(1 + (N - df + 0.5) / (df + 0.5))``, with ``df`` counted
         among the chunks the member sees (the ones matching any term, in the same query) and ``N`` their total.
         ``ts_rank`` alone has no idf: a chunk full of the query's common words would outrank one holding its rare
-        one."""
+        one. Only the :data:`RESCORED` × ``limit`` matches with the highest idf sum of the terms they hold get the
+        ``ts_rank`` calls (one per term: the costly part)."""
         if op not in ("AND", "OR"):
             raise ValueError(op)
         if not terms:
@@ -371,23 +375,28 @@ class PgStore:
                 f"SELECT count(*) FROM {SCHEMA}.chunks"))[0])
             where, params = _filter_sql(filters, alias="m")
             n = len(queries)
-            df = sql.SQL(", ").join(sql.SQL("count(*) FILTER (WHERE m.fts @@ %s::tsquery) AS {}").format(
-                sql.Identifier(f"d{i}")) for i in range(n))
-            score = sql.SQL(" + ").join(sql.SQL(
-                "ln(1 + (greatest(%s, d.{d}) - d.{d} + 0.5) / (d.{d} + 0.5)) * ts_rank(%s::float4[], m.fts,"
-                " %s::tsquery, {norm})").format(d=sql.Identifier(f"d{i}"), norm=sql.Literal(LENGTH_NORMALIZATION))
-                for i in range(n))
-            joiner = " & " if op == "AND" else " | "
+            terms_sql = [sql.Identifier(f"t{i}") for i in range(n)]
+            df = sql.SQL(", ").join(sql.SQL("count(*) FILTER (WHERE m.fts @@ %s::tsquery) AS {}").format(t)
+                                    for t in terms_sql)
+            idf = sql.SQL(", ").join(sql.SQL("ln(1 + (greatest(%s, d.{t}) - d.{t} + 0.5) / (d.{t} + 0.5)) AS {t}").format(
+                t=t) for t in terms_sql)
+            coarse = sql.SQL(" + ").join(sql.SQL("CASE WHEN m.fts @@ %s::tsquery THEN i.{} ELSE 0 END").format(t)
+                                         for t in terms_sql)
+            score = sql.SQL(" + ").join(sql.SQL("i.{} * ts_rank(%s::float4[], top.fts, %s::tsquery, {})").format(
+                t, sql.Literal(LENGTH_NORMALIZATION)) for t in terms_sql)
             query = sql.SQL(
                 "WITH m AS MATERIALIZED (SELECT c.id, c.fts, c.kind, c.category, c.session_id, c.project, c.ts,"
-                " c.status FROM {s}.chunks c WHERE c.fts @@ %s::tsquery), d AS MATERIALIZED (SELECT {df} FROM m)"
-                " SELECT m.id, {score} AS score FROM m, d WHERE m.fts @@ %s::tsquery AND {w}"
-                " ORDER BY score DESC, m.id LIMIT %s").format(s=sql.Identifier(SCHEMA), df=df, score=score, w=where)
-            any_term = " | ".join(f"({q})" for q in queries)
-            args: list[Any] = [any_term, *queries]
+                " c.status FROM {s}.chunks c WHERE c.fts @@ %s::tsquery),"
+                " d AS MATERIALIZED (SELECT {df} FROM m), i AS MATERIALIZED (SELECT {idf} FROM d),"
+                " top AS MATERIALIZED (SELECT m.id, m.fts, {coarse} AS coarse FROM m, i WHERE m.fts @@ %s::tsquery"
+                " AND {w} ORDER BY coarse DESC, m.id LIMIT %s)"
+                " SELECT top.id, {score} AS score FROM top, i ORDER BY score DESC, top.id LIMIT %s"
+            ).format(s=sql.Identifier(SCHEMA), df=df, idf=idf, coarse=coarse, score=score, w=where)
+            joiner = " & " if op == "AND" else " | "
+            args: list[Any] = [" | ".join(f"({q})" for q in queries), *queries, *[total] * n, *queries,
+                               joiner.join(f"({q})" for q in queries), *params, limit * RESCORED, limit]
             for q in queries:
-                args += [total, RANK_WEIGHTS, q]
-            args += [joiner.join(f"({q})" for q in queries), *params, limit]
+                args[-1:-1] = [RANK_WEIGHTS, q]
             rows = conn.execute(query, args).fetchall()
         return [Scored(r[0], float(r[1])) for r in rows]
 
