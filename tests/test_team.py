@@ -639,3 +639,29 @@ def test_the_warm_server_keeps_one_team_store_and_pushes_its_own_ingests_after_a
         assert again["health"]["store"] == "team" and len(opened) == 2
     finally:
         server.close()
+
+
+def test_two_machines_with_the_same_file_keep_their_own_copies_on_the_team_store(synced_home, team, fake):
+    """The same member's laptop and desktop hold an identical note (same path, same content, so the same chunk
+    uids): each machine's source keeps its chunks, and the note deleted on one stays searchable from the other."""
+    from indexer.pipeline import index
+    from indexer.sync import sync
+    from search_engine.search import search
+
+    first = sync(synced_home, machine="laptop")
+    second = sync(synced_home, machine="desktop")
+    assert second.chunks_added == first.chunks_added > 0
+    remote = team_rows(team.admin_url)[2]
+    assert len(remote) == 2 * len(set(remote))  # every uid twice: once per machine's source
+
+    (synced_home.home / "notes" / "n07.md").unlink()
+    index(synced_home, embedder=fake)
+    gone = sync(synced_home, machine="laptop")
+    assert gone.sources_deleted == 1 and gone.chunks_removed > 0
+    assert sync(synced_home, machine="laptop").sources_sent == 0
+    with psycopg.connect(team.admin_url) as conn:
+        held = conn.execute("SELECT DISTINCT split_part(source, ':', 1) FROM memsearch.chunks"
+                            " WHERE path = 'notes/n07.md'").fetchall()
+    assert held == [("desktop",)]
+    found = search(synced_home.replace(model="none"), "topic7", mode="bm25")
+    assert found.health.store == "team" and found.hits[0].path == "notes/n07.md"

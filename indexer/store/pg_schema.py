@@ -134,8 +134,19 @@ GRANT SELECT, INSERT, UPDATE, DELETE ON {SCHEMA}.chunks, {SCHEMA}.sources, {SCHE
 GRANT SELECT, INSERT ON {SCHEMA}.vectors TO {MEMBER_ROLE};
 """
 
+#: A chunk's uid is unique per source, not per member: one member's two machines holding the same file (same path,
+#: same content, so the same uids) each keep their copy, and a source deleted on one leaves the other's whole.
+M003_UID_PER_SOURCE = f"""
+ALTER TABLE {SCHEMA}.chunks DROP CONSTRAINT IF EXISTS chunks_owner_uid_key;
+DO $$ BEGIN
+    IF NOT EXISTS (SELECT FROM pg_constraint WHERE conname = 'chunks_owner_source_uid_key') THEN
+        ALTER TABLE {SCHEMA}.chunks ADD CONSTRAINT chunks_owner_source_uid_key UNIQUE (owner, source, uid);
+    END IF;
+END $$;
+"""
+
 #: (number, SQL). Each runs in its own transaction; the number is recorded after it.
-MIGRATIONS: list[tuple[int, str]] = [(1, M001_INITIAL), (2, M002_ROW_SECURITY)]
+MIGRATIONS: list[tuple[int, str]] = [(1, M001_INITIAL), (2, M002_ROW_SECURITY), (3, M003_UID_PER_SOURCE)]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 EXTENSION_SQL = "CREATE EXTENSION IF NOT EXISTS vector;"
 

@@ -7,7 +7,8 @@ adapters, PostgreSQL full-text search and pgvector's HNSW index.
   stopwords) from the title (weight A), the body (B) and the context (D, an event's previous turn), each in
   :func:`indexer.base.cjk.index_form`, so a CJK run is indexed as its 2-character words, exactly as the SQLite index
   does; a GIN index serves ``@@``. A query term becomes ``plainto_tsquery`` (a word) or ``phraseto_tsquery`` of
-  its bigrams (a CJK run), joined with ``&&`` or ``||``; ranked by ``ts_rank`` with the SQLite column weights.
+  its bigrams (a CJK run), ANDed or ORed; ranked like BM25 (:meth:`PgStore.lexical_top_k`): each term's
+  ``ts_rank`` (the SQLite column weights, length-normalised) times its idf among the chunks the member sees.
 - **Vector list**: one row per (content hash, model) in ``vectors``, whoever computed it, so a member reuses a
   vector another member's machine already paid for. A partial HNSW index (cosine) per model is made by
   :meth:`PgStore.ensure_vector_model` on ``embedding::vector(dim)``; each query sets ``hnsw.ef_search`` for its own
@@ -230,7 +231,7 @@ class PgStore:
                 " text, line_start, line_end, event_id, ts, session_id, project, status, speaker, fts)"
                 " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,"
                 " setweight(to_tsvector('english', %s), 'A') || setweight(to_tsvector('english', %s), 'B')"
-                " || setweight(to_tsvector('english', %s), 'D')) ON CONFLICT (owner, uid) DO NOTHING",
+                " || setweight(to_tsvector('english', %s), 'D')) ON CONFLICT (owner, source, uid) DO NOTHING",
                 [(c.scope, c.uid, c.hash, source.path, c.path, c.seq, c.kind, c.category, c.title, c.text,
                   c.line_start, c.line_end, c.event_id, c.ts, c.session_id, c.project, c.status, c.speaker,
                   index_form(fts_title(c.kind, c.title, c.ts)), index_form(c.text), index_form(c.context))
