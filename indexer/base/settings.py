@@ -31,8 +31,8 @@ PROJECT_CONFIG_NAME = PROJECT_CONFIG_NAME
 DB_URL_REFUSED = ("db_url refused: the team database is set only in the memory root's memsearch.toml, "
                   "MEMSEARCH_DB_URL or --db-url, never by a project")
 #: What a project-level config may set: search tuning, never models, paths or retention.
-PROJECT_KEYS = frozenset({"rrf_k", "bm25_weight", "vector_weight", "candidates", "dedup_threshold", "fusion",
-                          "bm25_share", "capture"})
+PROJECT_KEYS = frozenset({"rrf_k", "bm25_weight", "vector_weight", "candidates", "ef_search", "dedup_threshold",
+                          "fusion", "bm25_share", "capture"})
 
 
 class Settings:
