@@ -161,14 +161,13 @@ def _search(request: Request, store: Store | None) -> SearchResult:
     pool = max(settings.candidates, request.k)
     wants_vectors = mode_used in ("hybrid", "vector") and bool(query.text.strip())
 
-    def vector_side():
-        qvec = request.embedding.load().embed_query(query.text)
-        return store.vector_candidates(qvec, cast(str, choice.model_id), filters, pool,  # available: a model
-                                       ef_search=settings.ef_search)
+    def embed() -> bytes:
+        return request.embedding.load().embed_query(query.text)
 
-    # Hybrid: the query embedding and the vector list (ONNX Runtime and NumPy release the GIL) run in a second
-    # thread while FTS5 ranks in this one.
-    pending = _background().submit(vector_side) if wants_vectors and mode_used == "hybrid" else None
+    # Hybrid: the query embedding (ONNX Runtime releases the GIL) runs in a second thread while the lexical list is
+    # ranked in this one. The store is read from this thread only: one SQLite connection serves one thread at a
+    # time (apsw raises ThreadingViolationError rather than wait).
+    pending = _background().submit(embed) if wants_vectors and mode_used == "hybrid" else None
     lexical_ids: list[int] = []
     bm25_scores: dict[int, float] = {}
     expression = None
@@ -179,7 +178,9 @@ def _search(request: Request, store: Store | None) -> SearchResult:
     similarity: dict[int, float] = {}
     if wants_vectors:
         try:
-            nearest = pending.result() if pending is not None else vector_side()
+            qvec = pending.result() if pending is not None else embed()
+            nearest = store.vector_candidates(qvec, cast(str, choice.model_id), filters, pool,  # available: a model
+                                              ef_search=settings.ef_search)
             vector_ids = [s.id for s in nearest]
             similarity = {s.id: round(1.0 - s.score, 4) for s in nearest if s.score is not None}
         except ModelUnavailable as exc:
@@ -232,7 +233,7 @@ _BACKGROUND = None
 
 
 def _background():
-    """One worker thread for the vector side of hybrid searches (imported only when a hybrid search runs)."""
+    """One worker thread for the query embedding of hybrid searches (imported only when a hybrid search runs)."""
     global _BACKGROUND
     if _BACKGROUND is None:
         from concurrent.futures import ThreadPoolExecutor

@@ -224,3 +224,29 @@ def test_health_on_a_long_lived_connection_follows_writes_by_other_connections(i
     finally:
         store.close()
 
+
+
+def test_a_hybrid_search_reads_the_store_from_one_thread_only(indexed, fake, monkeypatch):
+    """One SQLite connection serves one thread at a time (apsw raises ThreadingViolationError instead of waiting):
+    the query is embedded beside the lexical list, but every read of the store is made from the caller's thread,
+    however long the lexical list takes."""
+    import threading
+    import time
+
+    from indexer.store.local import SqliteStore
+
+    seen: list[tuple[str, int]] = []
+    for name in ("lexical_top_k", "vector_candidates", "fetch_hits"):
+        real = getattr(SqliteStore, name)
+
+        def traced(self, *args, _real=real, _name=name, **kwargs):
+            seen.append((_name, threading.get_ident()))
+            if _name == "lexical_top_k":
+                time.sleep(0.05)  # a slow lexical list: the embedding thread is done long before it
+            return _real(self, *args, **kwargs)
+
+        monkeypatch.setattr(SqliteStore, name, traced)
+    found = search(indexed, "retry idempotency", mode="hybrid", embedder=fake, k=5)
+    assert found.mode_used == "hybrid" and found.hits
+    assert {n for n, _ in seen} == {"lexical_top_k", "vector_candidates", "fetch_hits"}
+    assert {t for _, t in seen} == {threading.get_ident()}
