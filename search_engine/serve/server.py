@@ -189,11 +189,10 @@ class Server:
     def rendered(hits, query: str, render) -> dict:
         """The prompt hook's answer: the block to inject, through the same gate and format as its own cold path,
         so the hook rebuilds no hits (``render`` = the hook's ``project``, ``max_items`` and ``token_budget``)."""
-        project = render.get("project") if isinstance(render, dict) else None
-        max_items = render.get("max_items") if isinstance(render, dict) else None
-        budget = render.get("token_budget") if isinstance(render, dict) else None
-        if not (project is None or isinstance(project, str)) or not all(
-                isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in (max_items, budget)):
+        given = render if isinstance(render, dict) else {}
+        project, max_items, budget = given.get("project"), given.get("max_items"), given.get("token_budget")
+        if not (project is None or isinstance(project, str)) or not (
+                type(max_items) is int and type(budget) is int and max_items >= 0 and budget >= 0):
             return {"ok": False, "error": "render needs project (a string or null), max_items and token_budget "
                                           "(integers >= 0)"}
         block, _ = format_context(ParsedQuery.parse(query), hits, max_items=max_items, project=project,
