@@ -188,9 +188,12 @@ def _search(request: Request, store: Store | None) -> SearchResult:
         fusion = fuse_by_rank(rankings, k=settings.rrf_k, weights=[settings.bm25_weight, settings.vector_weight])
     rows = store.fetch_hits([cid for cid, _ in fusion.ranked])
     fused = [(cid, score) for cid, score in fusion.ranked if cid in rows]
+    raised: dict[int, float] = {}
     if mode_used == "hybrid" and settings.session_share:
         sessions = {cid: row.session_id for cid, row in rows.items() if row.kind == "event" and row.session_id}
+        plain = dict(fused)
         fused = group_evidence(fused, sessions, settings.session_share)
+        raised = {cid: score - plain[cid] for cid, score in fused}
     window = None if request.raw or filters.since or filters.until else time_window(query.text, request.now)
     if window is not None:
         fused = boost(fused, {cid for cid in rows if window.holds(rows[cid].ts)}, TIME_BOOST)
@@ -218,6 +221,7 @@ def _search(request: Request, store: Store | None) -> SearchResult:
                 score=scores[cid],
                 duplicate_of=uid[cast(int, hidden_of[cid].duplicate_of)] if cid in hidden_of else None,
                 similarity=hidden_of[cid].similarity if cid in hidden_of else None,
+                group_contribution=raised.get(cid, 0.0),
             )
             for cid in [*kept, *hidden_of]
         )
