@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import islice
 from typing import Generic, TypeVar
@@ -127,7 +127,7 @@ def boost(fused: Sequence[tuple[K, float]], chosen: set[K], share: float) -> lis
     return sorted(raised, key=lambda kv: -kv[1])
 
 
-def group_evidence(fused: Sequence[tuple[K, float]], group_of: dict[K, Hashable], share: float,
+def group_evidence(fused: Sequence[tuple[K, float]], group_of: Mapping[K, Hashable], share: float,
                    top: int = 3) -> list[tuple[K, float]]:
     """Raise each hit by the evidence of its group (an event's session): ``s'(d) = s(d) + share · s_max ·
     G(g(d)) / G_max``, where ``G(g)`` is the sum of the ``top`` best scores of the candidates in group ``g``,
