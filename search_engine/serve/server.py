@@ -12,8 +12,9 @@ seconds after the first change, in a background thread (:func:`indexer.sync.sync
 sync and no answer waits for one.
 
 Protocol: one JSON object per line, one request per connection. ``{"op": "ping"}``, ``{"op": "search", "query":
-…, "mode": …, "k": …, "filters": {…}}`` and ``{"op": "stop"}``; the answer is ``{"ok": true, …}`` or
-``{"ok": false, "error": "…"}``.
+…, "mode": …, "k": …, "filters": {…}}`` (with ``"render": {"project": …, "max_items": …, "token_budget": …}``:
+the prompt hook's injected block instead of the hits), ``{"op": "ingest", "paths": […]}`` and ``{"op": "stop"}``;
+the answer is ``{"ok": true, …}`` or ``{"ok": false, "error": "…"}``.
 """
 
 from __future__ import annotations
@@ -44,8 +45,10 @@ from indexer.base.settings import Settings, resolve_settings, with_tuning
 from indexer.pipeline import embed_pending, ingest, pending_count, source_roots
 from indexer.store import sqlite as store
 from indexer.store.local import SqliteStore
+from search_engine.context import format_context
 from search_engine.embedding import QueryEmbedder
 from search_engine.filters import Filters
+from search_engine.query import ParsedQuery
 from search_engine.reading import TEAM_RETRY, open_team_for_search
 from search_engine.search import model_choice, result_health, search
 
@@ -260,8 +263,25 @@ class Server:
             )
             if team is not None and result.health.store_reason is not None:
                 self.drop_team(result.health.store_reason)
+            render = request.get("render")
+            if render is not None:
+                return self.rendered(result.hits, str(request.get("query", "")), render)
             return {"ok": True, "result": dataclasses.asdict(result)}
         return {"ok": False, "error": f"unknown op {op!r}"}
+
+    @staticmethod
+    def rendered(hits, query: str, render) -> dict:
+        """The prompt hook's answer: the block to inject, through the same gate and format as its own cold path,
+        so the hook rebuilds no hits (``render`` = the hook's ``project``, ``max_items`` and ``token_budget``)."""
+        given = render if isinstance(render, dict) else {}
+        project, max_items, budget = given.get("project"), given.get("max_items"), given.get("token_budget")
+        if not (project is None or isinstance(project, str)) or not (
+                type(max_items) is int and type(budget) is int and max_items >= 0 and budget >= 0):
+            return {"ok": False, "error": "render needs project (a string or null), max_items and token_budget "
+                                          "(integers >= 0)"}
+        block, _ = format_context(ParsedQuery.parse(query), hits, max_items=max_items, project=project,
+                                  token_budget=budget)
+        return {"ok": True, "block": block}
 
     def request_settings(self, request: dict) -> Settings | None:
         """The settings to rank a request with: the server's, with the caller's search tuning (the keys a project
