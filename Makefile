@@ -38,12 +38,12 @@ lint: install  ## ruff, then the type checker (mypy, configured in pyproject.tom
 	$(VENV)/bin/ruff check indexer search_engine hooks scripts tests
 	$(VENV)/bin/mypy
 
-bench: install  ## Benchmark suite (python -m scripts.bench; --sizes 1000,10000 for a quick run) and the prompt hook
+bench: install  ## Benchmark suite (python -m scripts.bench; ARGS="--sizes 1000,10000" for a quick run, ARGS="--backend postgres" for the team store too)
 	$(PY) -m pip install --quiet -e ".[bench]" --config-settings editable_mode=compat
-	$(PY) -m scripts.bench
+	$(PY) -m scripts.bench $(ARGS)
 
-eval: install  ## Retrieval quality on the public datasets in ../shared/eval (python -m scripts.eval)
-	$(PY) -m scripts.eval
+eval: install  ## Retrieval quality on the public datasets in ../shared/eval (python -m scripts.eval; ARGS="--backend postgres")
+	$(PY) -m scripts.eval $(ARGS)
 
 clean:  ## Remove the virtualenv and demo data
 	rm -rf $(VENV) .demo
