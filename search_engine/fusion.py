@@ -216,9 +216,9 @@ def vector_samples(lowers: Sequence[str]) -> list[int]:
     import numpy as np
 
     global _space_table, _MIX
-    if _space_table is None:
-        _space_table = np.array([chr(i).isspace() for i in range(_SPACE_TOP)] + [False])
+    if _space_table is None:  # the constants first: another thread may be past this test once the table is set
         _MIX = tuple(np.uint32(c) for c in (0x2545F491, 0x6C8E9CF5, 0x1B873593, 0x9E3779B1))
+        _space_table = np.array([chr(i).isspace() for i in range(_SPACE_TOP)] + [False])
     joined = "\n".join(lowers)  # a window across two texts holds the "\n": white space, never taken
     points = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
     if len(points) < 3:
