@@ -135,20 +135,39 @@ def _context_json(event_name: str, text: str) -> str:
 
 
 def prompt(payload: dict[str, Any]) -> str | None:
-    """UserPromptSubmit: record the prompt, then inject relevant memories from other sessions."""
-    found = recall(payload)
-    if found is None:
+    """UserPromptSubmit: record the prompt, then inject relevant memories from other sessions. The warm server
+    searches and renders the block (so this path imports neither the search nor the hit shapes: a warm prompt
+    costs little more than starting Python); without it, BM25 here and the same gate and block."""
+    asked = _asked(payload)
+    if asked is None:
         return None
-    from search_engine.context import format_context
+    started = time.monotonic()
+    answer = _ask_server(asked, render=True)
+    block = answer.get("block") if answer else None
+    if not isinstance(block, str):
+        found = _recalled(asked, answer, started)
+        from search_engine.context import format_context
 
-    block, _ = format_context(found.query, found.hits, max_items=found.max_items, project=found.project,
-                              token_budget=found.token_budget)
+        block, _ = format_context(found.query, found.hits, max_items=found.max_items, project=found.project,
+                                  token_budget=found.token_budget)
     return _context_json("UserPromptSubmit", block) if block else None
 
 
+class Asked(NamedTuple):
+    """A prompt to find memories for: the hook's settings, the query text, its session and project, the event
+    log it was captured in (None: not recorded) and what the block may hold."""
+
+    settings: Settings
+    text: str
+    session: str | None
+    project: str | None
+    captured: Path | None
+    max_items: int
+    token_budget: int
+
+
 class Recalled(NamedTuple):
-    """What the prompt hook found for a prompt, before its relevance gate (a named tuple: this path imports no
-    ``dataclasses`` until the warm server's hits are rebuilt as :class:`indexer.base.types.Hit`)."""
+    """What the prompt hook found for a prompt, before its relevance gate."""
 
     query: ParsedQuery
     hits: list[Hit]
@@ -157,10 +176,9 @@ class Recalled(NamedTuple):
     token_budget: int
 
 
-def recall(payload: dict[str, Any]) -> Recalled | None:
-    """The prompt hook up to its gate: record the prompt, search (warm server, else BM25 here) and return the
-    query, the candidate hits, the prompt's project and the item limit; None when nothing is to be injected.
-    The evaluation (``scripts/eval.py``, injection section) runs this same function."""
+def _asked(payload: dict[str, Any]) -> Asked | None:
+    """Record the prompt; what to search for, or None when nothing is to be injected (an empty or trivial
+    prompt, injection off here or by the user)."""
     text = payload.get("prompt")
     if not isinstance(text, str) or not text.strip():
         return None
@@ -173,40 +191,66 @@ def recall(payload: dict[str, Any]) -> Recalled | None:
     path = _record(settings, Event(type="prompt", content=text, session_id=session, project=project,
                                    cwd=payload.get("cwd") if isinstance(payload.get("cwd"), str) else None),
                    ingest_now=False) if allowed.capture else None
-    max_items = settings.max_items
-    if is_trivial(text) or max_items == 0 or not allowed.inject:
+    if is_trivial(text) or settings.max_items == 0 or not allowed.inject:
         if path is not None:
             request(settings, {"op": "ingest", "paths": [str(path)]}, timeout=SERVER_TIMEOUT)
         return None
-    from search_engine.query import ParsedQuery
-
-    query = ParsedQuery.parse(text[:MAX_QUERY_CHARS])
-    hits = _search(settings, query, session, max_items * 3, path)
-    return Recalled(query, hits, project, max_items, settings.token_budget)
+    return Asked(settings, text[:MAX_QUERY_CHARS], session, project, path, settings.max_items,
+                 settings.token_budget)
 
 
-def _search(settings: Settings, query: ParsedQuery, session: str | None, k: int, captured: Path | None) -> list[Hit]:
-    """Hybrid results from the warm server when it answers in time (it also indexes the captured prompt), else
-    BM25 in this process.
+def recall(payload: dict[str, Any]) -> Recalled | None:
+    """The prompt hook up to its gate: record the prompt, search (warm server, else BM25 here) and return the
+    query, the candidate hits, the prompt's project and the item limit; None when nothing is to be injected.
+    The evaluation (``scripts/eval.py``, injection section) runs this function; the block it leads to is the one
+    :func:`prompt` injects (the warm server renders it with the same :func:`search_engine.context.format_context`)."""
+    asked = _asked(payload)
+    if asked is None:
+        return None
+    started = time.monotonic()
+    return _recalled(asked, _ask_server(asked, render=False), started)
+
+
+def _ask_server(asked: Asked, *, render: bool) -> dict[str, Any] | None:
+    """The warm server's hybrid search for the prompt (it also indexes the captured prompt once it has answered),
+    with the block it renders when ``render``; None when no server answers in time."""
+    from search_engine.serve.client import tuning
+
+    req: dict[str, Any] = {
+        "op": "search", "query": asked.text, "k": asked.max_items * 3, "mode": "hybrid",
+        "filters": {"exclude_session": asked.session} if asked.session else {},
+        "ingest": [str(asked.captured)] if asked.captured else [], "settings": tuning(asked.settings)}
+    if render:
+        req["render"] = {"project": asked.project, "max_items": asked.max_items, "token_budget": asked.token_budget}
+    answer = request(asked.settings, req, timeout=SERVER_TIMEOUT)
+    return answer if answer and answer.get("ok") else None
+
+
+def _recalled(asked: Asked, answer: dict[str, Any] | None, started: float) -> Recalled:
+    """The candidate hits: the server's ``answer`` when there is one, else BM25 in this process.
 
     Without a server the prompt is not indexed here: the search excludes its own session anyway, and importing
     the indexer would double this path's start-up (``python -X importtime``: the pipeline is the largest import
     of the hook). The prompt is in the event log; the server this call starts indexes it on its first scan, and
     where no server may run, the next hook that records an event (the turn's Stop, a tool call) indexes the log
     from where the index stopped, this prompt included."""
-    started = time.monotonic()
-    filters = {"exclude_session": session} if session else {}
-    from search_engine.serve.client import tuning
+    from search_engine.query import ParsedQuery
 
-    answer = request(settings, {"op": "search", "query": query.text, "k": k, "mode": "hybrid", "filters": filters,
-                                "ingest": [str(captured)] if captured else [], "settings": tuning(settings)},
-                     timeout=SERVER_TIMEOUT)
-    if answer and answer.get("ok"):
+    query = ParsedQuery.parse(asked.text)
+    if answer is not None and isinstance(answer.get("result"), dict):
         from indexer.base.types import SearchResult
 
-        return list(SearchResult.from_dict(answer["result"]).hits)
+        hits = list(SearchResult.from_dict(answer["result"]).hits)
+    else:
+        hits = _local_search(asked, query, started)
+    return Recalled(query, hits, asked.project, asked.max_items, asked.token_budget)
+
+
+def _local_search(asked: Asked, query: ParsedQuery, started: float) -> list[Hit]:
+    """BM25 in this process, within the hook's budget; a server is started for the next prompt."""
     from search_engine.serve.client import ensure_server
 
+    settings = asked.settings
     ensure_server(settings)  # gone after an idle exit, say: back for the next prompt, not waited for here
     from indexer.base.errors import IndexCorrupt, MemsearchError
     from search_engine.filters import Filters
@@ -215,7 +259,8 @@ def _search(settings: Settings, query: ParsedQuery, session: str | None, k: int,
     try:
         if time.monotonic() - started > SEARCH_BUDGET:
             return []
-        result = search(settings, query, mode="bm25", k=k, filters=Filters(exclude_session=session), embedder=None)
+        result = search(settings, query, mode="bm25", k=asked.max_items * 3,
+                        filters=Filters(exclude_session=asked.session), embedder=None)
     except MemsearchError as exc:  # a damaged or unwritable index: the prompt goes on without memories
         from hooks.log import log
 

@@ -22,9 +22,12 @@ from scripts.bench_profile import profiled
 from scripts.stats import summary
 
 
-def warm_hook(exe: str, plugged, queries: list[str], runs: int, env: dict[str, str]) -> tuple[dict, dict]:
+def warm_hook(exe: str, plugged, queries: list[str], runs: int, env: dict[str, str],
+              cli=None, cli_runs: int = 0) -> tuple[dict, dict]:
     """The prompt hook while ``memsearch serve`` runs (model loaded, vectors in memory): the hybrid warm path.
-    Also the server's own peak RSS (VmHWM) and how long it took to answer its first ping."""
+    Also the server's own peak RSS (VmHWM) and how long it took to answer its first ping, and with ``cli``,
+    ``memsearch search`` processes answered by that server (``cli_runs`` of them, under the server's key
+    ``cli_search``)."""
     import subprocess
 
     memsearch = str(Path(exe).parent / "memsearch")
@@ -39,9 +42,10 @@ def warm_hook(exe: str, plugged, queries: list[str], runs: int, env: dict[str, s
             time.sleep(0.1)
         ready_s = time.perf_counter() - started
         result = measure_command(plugged, queries, runs, env, floor=interpreter_floor(sys.executable))
+        through = measure_command(cli, queries, cli_runs, env, warmup=1) if cli is not None and cli_runs else None
         status = Path(f"/proc/{server.pid}/status").read_text()
         hwm = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM:"))
-        return result, {"ready_s": ready_s, "peak_rss_mb": hwm / 1024}
+        return result, {"ready_s": ready_s, "peak_rss_mb": hwm / 1024, "cli_search": through}
     finally:
         subprocess.run([memsearch, "serve", "--stop"], env=env, capture_output=True)
         server.wait(timeout=60)
@@ -68,7 +72,9 @@ def process_section(args, n: int, root: Path, db: Path, queries: list[str], exe:
         out["hook_plugged"] = measure_command(plugged, queries, args.hook_runs, dict(penv, MEMSEARCH_NO_SERVER="1"),
                                               floor=interpreter_floor(sys.executable))
         log(f"  plugged hook through the warm server: {args.hook_runs} cold processes (server on the scratch copy)")
-        out["hook_warm"], out["server"] = warm_hook(exe, plugged, queries, args.hook_runs, penv)
+        out["hook_warm"], out["server"] = warm_hook(exe, plugged, queries, args.hook_runs, penv,
+                                                    cli_search_hook(exe, scratch / "home", "hybrid"),
+                                                    args.hybrid_cli_runs and max(args.hybrid_cli_runs, 20))
         shutil.rmtree(scratch, ignore_errors=True)
     if args.hybrid_cli_runs:
         log(f"  CLI hybrid search: {args.hybrid_cli_runs} cold processes")

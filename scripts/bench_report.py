@@ -12,6 +12,10 @@ TARGETS = {
     "recall_at_10": 0.97,
     "hybrid_p50_ms": 40.0,
     "hook_p95_ms": 150.0,
+    #: the warm server's hybrid search p95, excluding the query embedding (issue: <= 40 ms at 100k)
+    "hybrid_warm_p95_ms": 40.0,
+    #: ``memsearch search`` answered by a running server, p50
+    "cli_via_server_p50_ms": 100.0,
     #: the prompt hook's p95 over the interpreter floor's (python -c "import json, socket", measured pair by pair)
     "hook_warm_floor_x": 2.5,
     "hook_cold_floor_x": 4.0,
@@ -61,6 +65,10 @@ def evaluate_targets(res: dict) -> list[dict]:
                 h = w["hybrid"]["excl_embed_ms"]["p50"]
                 add("hybrid p50 excl. query embedding, warm", n, f"{h:.1f} ms", f"<= {TARGETS['hybrid_p50_ms']:.0f} ms",
                     h <= TARGETS["hybrid_p50_ms"], f"incl. embedding {w['hybrid']['incl_embed_ms']['p50']:.1f} ms")
+                h95 = w["hybrid"]["excl_embed_ms"]["p95"]
+                add("hybrid p95 excl. query embedding, warm", n, f"{h95:.1f} ms",
+                    f"<= {TARGETS['hybrid_warm_p95_ms']:.0f} ms", h95 <= TARGETS["hybrid_warm_p95_ms"],
+                    f"incl. embedding {w['hybrid']['incl_embed_ms']['p95']:.1f} ms")
             h = s["modes"]["hybrid"]["excl_embed_ms"]["p50"]
             add("hybrid p50 excl. query embedding, cold", n, f"{h:.1f} ms", f"<= {TARGETS['hybrid_p50_ms']:.0f} ms",
                 h <= TARGETS["hybrid_p50_ms"], f"incl. embedding {s['modes']['hybrid']['incl_embed_ms']['p50']:.1f} ms")
@@ -89,6 +97,13 @@ def evaluate_targets(res: dict) -> list[dict]:
                 process_rows("hook p95, hybrid through the warm server", hw, f"p50 {hw['latency_ms']['p50']:.0f} ms; "
                              f"server peak RSS {p['server']['peak_rss_mb']:.0f} MB", "hook peak RSS (warm path)")
                 floor_row("hook p95 / interpreter floor, through the server", hw, TARGETS["hook_warm_floor_x"])
+                cli = p["server"].get("cli_search")
+                if cli:
+                    c50 = cli["latency_ms"]["p50"]
+                    add("memsearch search --mode hybrid p50, through the server", n, f"{c50:.0f} ms",
+                        f"<= {TARGETS['cli_via_server_p50_ms']:.0f} ms", c50 <= TARGETS["cli_via_server_p50_ms"],
+                        f"p95 {cli['latency_ms']['p95']:.0f} ms; {cli['runs']} processes"
+                        + (f"; {cli['failures']} failed" if cli["failures"] else ""))
     nz = res.get("noop")
     if nz:
         for key, label in (("embedder_none_s", "embedder=None"), ("auto_s", "default embedder"),

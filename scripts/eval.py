@@ -8,7 +8,8 @@ mode (bm25, vector, hybrid):
 
 - ``locomo``: LoCoMo dev, 5 conversations, each its own memory root; one event per dialog turn; questions of
   categories 1-4; gold = the evidence turns. Turn recall@1/5/10, session recall@1/5/10, MRR@10, nDCG@10,
-  overall and per category.
+  overall and per category, and what fusion kept of its two lists: the questions with a gold turn in the BM25 or
+  vector top 10 but not in hybrid's (buried), and the other way (gained).
 - ``scifact``: BEIR SciFact, abstracts as notes (title as H1), 300 test queries; nDCG@10 (graded qrels),
   recall@1/5/10, MRR@10.
 - ``cjk`` (= ``cmrc2018,drcd,korquad,jsquad``): SQuAD-format sets, one note per paragraph, gold = the paragraph
@@ -63,7 +64,8 @@ MODES = ("bm25", "vector", "hybrid")
 ALL_DATASETS = ("locomo", "scifact", *CJK_SETS, "injection")
 #: Index-changing settings: part of the cache key.
 INDEX_SETTINGS = ("chunk_chars", "chunk_overlap", "model", "model_dir")
-SEARCH_SETTINGS = ("bm25_weight", "vector_weight", "rrf_k", "candidates", "dedup_threshold")
+SEARCH_SETTINGS = ("bm25_weight", "vector_weight", "rrf_k", "candidates", "dedup_threshold", "fusion", "bm25_share",
+                   "session_share")
 
 
 def git_info() -> dict:

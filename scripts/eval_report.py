@@ -48,6 +48,11 @@ def render(results: dict) -> str:
                     rows.append([g if mode == next(iter(r["modes"])) else "", mode, gv["n"], gv["recall@1"],
                                  gv["recall@5"], gv["recall@10"], gv["session_recall@5"], gv["mrr@10"],
                                  gv["ndcg@10"]])
+        kept = r["modes"].get("hybrid", {}).get("fusion_top10")
+        if kept:
+            out.append(f"\nFusion, top 10: {kept['buried']} questions have a gold turn in the BM25 or vector top 10 but "
+                       f"not in hybrid's (buried), {kept['gained']} one in hybrid's but in neither list's (gained); "
+                       f"any gold: {kept['questions_buried']} buried, {kept['questions_gained']} gained")
         out.append("\nLoCoMo by category")
         out.append(table(["category", "mode", "n", "turn R@1", "R@5", "R@10", "sess R@5", "MRR@10", "nDCG@10"],
                          rows))
@@ -140,6 +145,10 @@ def targets(ds: dict) -> list[dict]:
             h, b, ve = (get("locomo", m, metric) for m in ("hybrid", "bm25", "vector"))
             if h is not None and b is not None and ve is not None:
                 add(f"locomo hybrid {metric} > bm25 and vector", h - max(b, ve), h > max(b, ve))
+        kept = ds["locomo"].get("modes", {}).get("hybrid", {}).get("fusion_top10")
+        if kept:
+            add("locomo fusion buried <= gained (delta)", kept["gained"] - kept["buried"],
+                kept["buried"] <= kept["gained"])
     if "scifact" in ds:
         v = get("scifact", "hybrid", "ndcg@10")
         add("scifact hybrid nDCG@10 >= 0.72", v, v is not None and v >= 0.72)

@@ -158,6 +158,7 @@ def evaluate(ds: Dataset, runner: Runner, modes: list[str], fresh: bool, curve: 
     curve_rows: dict[float, list[tuple[dict, int]]] = defaultdict(list)
     skipped_modes: dict[str, str] = {}
     hidden_lost: Counter = Counter()
+    top10: dict[str, dict[str, list[str]]] = defaultdict(dict)
     for root_name, files in ds.roots.items():
         log(f"[{ds.name}] {root_name}: {len(files)} files, indexing…")
         root, info = runner.build(ds, root_name, files, fresh)
@@ -187,6 +188,7 @@ def evaluate(ds: Dataset, runner: Runner, modes: list[str], fresh: bool, curve: 
                     ranked = unique(ds.doc_of(h) for h in res.hits)
                     m = query_metrics(ranked, q.gold, ds.session_of)
                     per_mode[mode].append((q, m, ms, res.hidden_duplicates, res.mode_used))
+                    top10[mode][q.qid] = ranked[:10]
                     if res.hidden_duplicates:
                         lost = hidden_gold(ds, conn, search(settings, q.text, mode=mode, k=fetch,
                                                             embedder=runner.embedder, store=index_store, explain=True,
@@ -240,6 +242,8 @@ def evaluate(ds: Dataset, runner: Runner, modes: list[str], fresh: bool, curve: 
             "gold_hidden_by_dedup": hidden_lost[mode],
             "mode_used": dict(Counter(u for *_, u in rows)),
         }
+    if all(m in top10 for m in ("bm25", "vector", "hybrid")):
+        out["modes"]["hybrid"]["fusion_top10"] = buried_gained(ds.queries, top10)
     if ds.name in CJK_SETS:
         out["modes"]["fts5-trigram"] = trigram_reference(ds, fetch)
     if curve_rows:
@@ -302,6 +306,24 @@ def evaluate_injection(data: Path, runner: Runner, fresh: bool, limit: int | Non
     if dump is not None:
         inj.dump([r for asked in rows.values() for r in asked], out_dir / "injection-candidates.jsonl")
     return out
+
+
+def buried_gained(queries: list[Query], top10: dict[str, dict[str, list[str]]]) -> dict:
+    """What fusion kept of its two lists, per question: ``buried`` = a gold document is in the BM25 or the vector
+    top 10 but not in hybrid's; ``gained`` = a gold document is in hybrid's top 10 but in neither list's. The
+    ``questions_`` pair asks the same of any gold at all (found by a list, not by hybrid; and the other way)."""
+    buried = gained = q_buried = q_gained = 0
+    for q in queries:
+        if q.qid not in top10["hybrid"]:
+            continue
+        gold = set(q.gold)
+        lists = set(top10["bm25"].get(q.qid, ())) | set(top10["vector"].get(q.qid, ()))
+        hybrid = set(top10["hybrid"][q.qid])
+        buried += bool((lists & gold) - hybrid)
+        gained += bool((hybrid & gold) - lists)
+        q_buried += bool(lists & gold) and not hybrid & gold
+        q_gained += bool(hybrid & gold) and not lists & gold
+    return {"buried": buried, "gained": gained, "questions_buried": q_buried, "questions_gained": q_gained}
 
 
 def hidden_gold(ds: Dataset, conn, res, q: Query) -> int:

@@ -1,7 +1,9 @@
 """The search API used by the CLI, the hooks and the MCP server.
 
 ``search()`` runs the BM25 list and the vector list over a candidate pool (at least ``settings.candidates`` each),
-fuses them (by min-max normalised scores, 60% BM25, by default; or weighted reciprocal rank fusion), hides near-duplicates by character-trigram Jaccard and returns
+fuses them (by min-max normalised scores, 60% BM25, by default; or weighted reciprocal rank fusion), raises an event
+by the best candidates of its session (``session_share``, :func:`~search_engine.fusion.group_evidence`), hides
+near-duplicates by character-trigram Jaccard and returns
 a :class:`SearchResult` that also says which mode actually ran, why, and how healthy the index is.
 
 >>> from indexer.base.settings import resolve_settings
@@ -25,7 +27,7 @@ from indexer.store import Store
 from indexer.store.local import SqliteStore
 from search_engine.embedding import EmbedderArg, QueryEmbedder
 from search_engine.filters import Filters
-from search_engine.fusion import Fused, boost, dedup, fuse_by_rank, fuse_by_score
+from search_engine.fusion import Fused, boost, dedup, fuse_by_rank, fuse_by_score, group_evidence
 from search_engine.hits import Scores, make_hit
 from search_engine.lexical import lexical_search
 from search_engine.query import ParsedQuery
@@ -186,6 +188,12 @@ def _search(request: Request, store: Store | None) -> SearchResult:
         fusion = fuse_by_rank(rankings, k=settings.rrf_k, weights=[settings.bm25_weight, settings.vector_weight])
     rows = store.fetch_hits([cid for cid, _ in fusion.ranked])
     fused = [(cid, score) for cid, score in fusion.ranked if cid in rows]
+    raised: dict[int, float] = {}
+    if mode_used == "hybrid" and settings.session_share:
+        sessions = {cid: row.session_id for cid, row in rows.items() if row.kind == "event" and row.session_id}
+        plain = dict(fused)
+        fused = group_evidence(fused, sessions, settings.session_share)
+        raised = {cid: score - plain[cid] for cid, score in fused}
     window = None if request.raw or filters.since or filters.until else time_window(query.text, request.now)
     if window is not None:
         fused = boost(fused, {cid for cid in rows if window.holds(rows[cid].ts)}, TIME_BOOST)
@@ -213,6 +221,7 @@ def _search(request: Request, store: Store | None) -> SearchResult:
                 score=scores[cid],
                 duplicate_of=uid[cast(int, hidden_of[cid].duplicate_of)] if cid in hidden_of else None,
                 similarity=hidden_of[cid].similarity if cid in hidden_of else None,
+                group_contribution=raised.get(cid, 0.0),
             )
             for cid in [*kept, *hidden_of]
         )

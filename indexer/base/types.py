@@ -82,7 +82,9 @@ class Hit:
 
 @dataclass(frozen=True)
 class Explanation:
-    """Why one hit (or hidden duplicate) is where it is: each list's rank and its RRF contribution."""
+    """Why one hit (or hidden duplicate) is where it is: each list's rank and its contribution to the fused score,
+    and what the evidence of its group added (hybrid, ``session_share``: an event's group is its session, any other
+    hit is a group of its own)."""
 
     id: str
     bm25_rank: int | None
@@ -92,6 +94,7 @@ class Explanation:
     score: float
     duplicate_of: str | None = None
     similarity: float | None = None
+    group_contribution: float = 0.0
 
 
 @dataclass(frozen=True)

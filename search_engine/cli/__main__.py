@@ -1,3 +1,3 @@
-from search_engine.cli.main import main
+from search_engine.cli.console import main
 
 main()

@@ -14,9 +14,10 @@ from typing import Annotated, Optional
 import typer
 
 from indexer.base.errors import MemsearchError, os_error_text
-from indexer.base.settings import Settings, refusals, resolve_settings
+from indexer.base.settings import Settings, resolve_settings
 from indexer.base.types import to_json
 from search_engine.cli import render
+from search_engine.cli.output import emit, warn_refused
 
 app = typer.Typer(
     name="memsearch",
@@ -44,16 +45,8 @@ DbUrlOpt = Annotated[
 
 def _settings(home: Path | None, model: str | None = None, db_url: str | None = None) -> Settings:
     settings = resolve_settings(home, model=model, db_url=db_url)
-    for refused in refusals(settings):
-        sys.stderr.write(f"Warning: {refused}\n")
+    warn_refused(settings)
     return settings
-
-
-def _emit(data: object, as_json: bool, text: str | None = None) -> None:
-    if as_json:
-        sys.stdout.write(to_json(data) + "\n")
-    else:
-        sys.stdout.write((text or "") + "\n")
 
 
 @app.command()
@@ -79,7 +72,7 @@ def index(
 
     report = _with_progress(run, as_json)
     if settings.db_url is None:
-        _emit(report, as_json, render.index_text(report))
+        emit(report, as_json, render.index_text(report))
         return
     from indexer.sync import TeamUnavailable, sync
 
@@ -90,9 +83,9 @@ def index(
     if as_json:
         import orjson
 
-        _emit({**orjson.loads(to_json(report)), "sync": synced, "sync_error": team}, True)
+        emit({**orjson.loads(to_json(report)), "sync": synced, "sync_error": team}, True)
     else:
-        _emit(report, False, render.index_text(report) + "\nteam: " + (team or render.sync_text(synced)))
+        emit(report, False, render.index_text(report) + "\nteam: " + (team or render.sync_text(synced)))
 
 
 def _with_progress(run, as_json: bool):
@@ -122,7 +115,7 @@ def maintain(as_json: JsonOpt = False, home: HomeOpt = None, model: ModelOpt = N
 
     settings = _settings(home, model)
     report = _with_progress(lambda progress=None: run_maintain(settings, progress=progress), as_json)
-    _emit(report, as_json, render.maintain_text(report))
+    emit(report, as_json, render.maintain_text(report))
     if not report.ok:
         raise MemsearchError(
             f"the index failed its checks ({report.check.integrity}; fts {report.check.fts_integrity}): stop "
@@ -139,7 +132,7 @@ def scrub(
     from indexer.scrub import scrub_memory
 
     report = scrub_memory(_settings(home), dry_run=dry_run)
-    _emit(report, as_json, render.scrub_text(report))
+    emit(report, as_json, render.scrub_text(report))
 
 
 cron_app = typer.Typer(help="The weekly maintenance line in your crontab.", no_args_is_help=True)
@@ -154,7 +147,7 @@ def cron_install(day: DayOpt = "sun", at: TimeOpt = "03:00", as_json: JsonOpt = 
     from search_engine.cli.cron import install as run_install
 
     report = run_install(_settings(home), day, at)
-    _emit(report, as_json, render.cron_text(report, "install"))
+    emit(report, as_json, render.cron_text(report, "install"))
 
 
 @cron_app.command("uninstall")
@@ -163,7 +156,7 @@ def cron_uninstall(as_json: JsonOpt = False, home: HomeOpt = None) -> None:
     from search_engine.cli.cron import uninstall as run_uninstall
 
     report = run_uninstall(_settings(home))
-    _emit(report, as_json, render.cron_text(report, "uninstall"))
+    emit(report, as_json, render.cron_text(report, "uninstall"))
 
 
 @cron_app.command("status")
@@ -172,7 +165,7 @@ def cron_status(as_json: JsonOpt = False, home: HomeOpt = None) -> None:
     from search_engine.cli.cron import status as run_status
 
     report = run_status(_settings(home))
-    _emit(report, as_json, render.cron_text(report, "status"))
+    emit(report, as_json, render.cron_text(report, "status"))
 
 
 @app.command()
@@ -210,7 +203,7 @@ def search(
     result = remote_search(settings, query, mode=mode, k=k, filters=filters, raw=raw, explain=explain)
     if result is None:
         result = run_search(settings, query, mode=mode, k=k, filters=filters, raw=raw, explain=explain)
-    _emit(result, as_json, render.search_text(result, fmt))
+    emit(result, as_json, render.search_text(result, fmt))
 
 
 @app.command()
@@ -219,7 +212,7 @@ def sync(as_json: JsonOpt = False, home: HomeOpt = None, db_url: DbUrlOpt = None
     from indexer.sync import sync as run_sync
 
     report = run_sync(_settings(home, db_url=db_url))
-    _emit(report, as_json, render.sync_text(report))
+    emit(report, as_json, render.sync_text(report))
 
 
 @app.command()
@@ -232,7 +225,7 @@ def show(
     from search_engine.lookup import show as run_show
 
     view = run_show(_settings(home), chunk_id)
-    _emit(view, as_json, render.show_text(view))
+    emit(view, as_json, render.show_text(view))
 
 
 @app.command()
@@ -241,7 +234,7 @@ def status(as_json: JsonOpt = False, home: HomeOpt = None, model: ModelOpt = Non
     from indexer.status import status as run_status
 
     info = run_status(_settings(home, model, db_url))
-    _emit(info, as_json, render.status_text(info))
+    emit(info, as_json, render.status_text(info))
 
 
 @model_app.command("status")
@@ -251,7 +244,7 @@ def model_status(as_json: JsonOpt = False, home: HomeOpt = None, model: ModelOpt
 
     choice = resolve_model(_settings(home, model))
     text = f"model: {choice.model_id} ({choice.source})" if choice.available else f"no model: {choice.reason}"
-    _emit(choice, as_json, text)
+    emit(choice, as_json, text)
 
 
 @model_app.command("install")
@@ -291,7 +284,7 @@ def timeline(
     from search_engine.lookup import timeline as run_timeline
 
     view = run_timeline(_settings(home), chunk_id, window)
-    _emit(view, as_json, render.timeline_text(view))
+    emit(view, as_json, render.timeline_text(view))
 
 
 @app.command()
@@ -305,7 +298,7 @@ def sessions(
     from search_engine.browse import list_sessions
 
     found = list_sessions(_settings(home), project=project, limit=limit)
-    _emit(found, as_json, render.sessions_text(found))
+    emit(found, as_json, render.sessions_text(found))
 
 
 @app.command()
@@ -322,7 +315,7 @@ def recent(
     from search_engine.browse import recent as run_recent
 
     hits = run_recent(_settings(home), session=session, type=type_, project=project, limit=limit)
-    _emit(hits, as_json, render.recent_text(hits))
+    emit(hits, as_json, render.recent_text(hits))
 
 
 @app.command()
@@ -331,7 +324,7 @@ def stats(as_json: JsonOpt = False, home: HomeOpt = None) -> None:
     from search_engine.browse import stats as run_stats
 
     report = run_stats(_settings(home))
-    _emit(report, as_json, render.stats_text(report))
+    emit(report, as_json, render.stats_text(report))
 
 
 @app.command()
@@ -364,7 +357,7 @@ def forget(
     settings = _settings(home)
     plan = plan_forget(settings, selector, matching(settings, selector))
     if dry_run or not plan.items and not plan.archived_events:
-        _emit(plan, as_json, render.forget_plan_text(plan, dry_run=dry_run))
+        emit(plan, as_json, render.forget_plan_text(plan, dry_run=dry_run))
         return
     if not yes:
         if not sys.stdin.isatty():
@@ -373,7 +366,7 @@ def forget(
         if not typer.confirm(f"Forget these {len(plan.items) + plan.archived_events} item(s)?", err=True):
             raise typer.Exit(1)
     report = apply_forget(settings, plan, vacuum=vacuum)
-    _emit(report, as_json, render.forget_text(report))
+    emit(report, as_json, render.forget_text(report))
 
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
@@ -405,17 +398,17 @@ def serve(
         text = "not running" if pid is None else (
             f"running: pid {pid}, model {details.get('model') or 'none'}" if details
             else f"running: pid {pid} (busy or starting: it did not answer a ping within 2 s)")
-        _emit(info, as_json, text)
+        emit(info, as_json, text)
         raise typer.Exit(0 if pid is not None else 3)
     if stop:
         stopped = pid is not None and stop_server(settings)
-        _emit({"stopped": stopped}, as_json, "stopped" if stopped else "not running")
+        emit({"stopped": stopped}, as_json, "stopped" if stopped else "not running")
         return
     if pid is not None:
         raise MemsearchError(f"memsearch serve already runs for {settings.home} (pid {pid})")
     if detach:
         start_detached(settings, idle_timeout)
-        _emit({"started": True}, as_json, "started in the background")
+        emit({"started": True}, as_json, "started in the background")
         return
     from search_engine.serve.server import run
 
@@ -439,7 +432,7 @@ def import_transcripts(
     text = (f"transcripts: {report.transcripts}, events imported: {report.events_imported}, "
             f"already there: {report.events_skipped}")
     text += "".join(f"\nskipped: {p}" for p in report.problems)
-    _emit(report, as_json, text)
+    emit(report, as_json, text)
 
 
 team_app = typer.Typer(help="A team memory on PostgreSQL + pgvector: the administrator's set-up.",
@@ -504,7 +497,7 @@ def install(
         text += f"\nbackup: {report.backup}"
     if report.mcp:
         text += f"\nMCP server registered in {report.mcp}"
-    _emit(report, as_json, text)
+    emit(report, as_json, text)
 
 
 @app.command()
@@ -521,7 +514,7 @@ def uninstall(
             else f"nothing of memsearch in {report.settings_path}")
     if report.mcp:
         text += f"\nMCP server removed from {report.mcp}"
-    _emit(report, as_json, text)
+    emit(report, as_json, text)
 
 
 def _install_home(home: Path | None) -> Path | None:
@@ -557,7 +550,7 @@ def doctor(as_json: JsonOpt = False, home: HomeOpt = None) -> None:
     checks = run_checks(_settings(home))
     lines = [f"{'FAIL' if not c.ok else 'info' if c.info else 'ok  '} {c.name}: {c.detail}"
              + (f"\n     fix: {c.fix}" if c.fix else "") for c in checks]
-    _emit(checks, as_json, "\n".join(lines))
+    emit(checks, as_json, "\n".join(lines))
     if not all(c.ok for c in checks):
         raise typer.Exit(1)
 

@@ -87,7 +87,8 @@ def search_text(result: SearchResult, fmt: str = "full") -> str:
             b = f"bm25 #{e.bm25_rank} -> {e.bm25_contribution:.5f}" if e.bm25_rank else "bm25 -"
             v = f"vector #{e.vector_rank} -> {e.vector_contribution:.5f}" if e.vector_rank else "vector -"
             tail = f"  HIDDEN: duplicate of {e.duplicate_of} (trigram Jaccard {e.similarity:.3f})" if e.duplicate_of else ""
-            out.append(f"  {e.id}: {b} + {v} = {e.score:.5f}{tail}")
+            grouped = f" + group {e.group_contribution:.5f}" if e.group_contribution else ""
+            out.append(f"  {e.id}: {b} + {v}{grouped} = {e.score:.5f}{tail}")
     out.append(health_line(result.health))
     return "\n".join(out)
 

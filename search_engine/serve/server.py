@@ -6,8 +6,9 @@ listens only on ``<root>/.memsearch/serve.sock`` (mode 0600, no TCP), accepts on
 pending chunks while idle, and exits by itself after ``idle_timeout`` seconds without a request.
 
 Protocol: one JSON object per line, one request per connection. ``{"op": "ping"}``, ``{"op": "search", "query":
-…, "mode": …, "k": …, "filters": {…}}`` and ``{"op": "stop"}``; the answer is ``{"ok": true, …}`` or
-``{"ok": false, "error": "…"}``.
+…, "mode": …, "k": …, "filters": {…}}`` (with ``"render": {"project": …, "max_items": …, "token_budget": …}``:
+the prompt hook's injected block instead of the hits), ``{"op": "ingest", "paths": […]}`` and ``{"op": "stop"}``;
+the answer is ``{"ok": true, …}`` or ``{"ok": false, "error": "…"}``.
 """
 
 from __future__ import annotations
@@ -36,8 +37,10 @@ from indexer.base.settings import Settings, resolve_settings, with_tuning
 from indexer.pipeline import embed_pending, ingest, pending_count, source_roots
 from indexer.store import sqlite as store
 from indexer.store.local import SqliteStore
+from search_engine.context import format_context
 from search_engine.embedding import QueryEmbedder
 from search_engine.filters import Filters
+from search_engine.query import ParsedQuery
 from search_engine.search import model_choice, result_health, search
 
 IDLE_TIMEOUT = 30 * 60
@@ -176,8 +179,25 @@ class Server:
                 explain=bool(request.get("explain")), embedder=self.embedder,
                 store=self.index if settings.db_url is None else None,  # None: the team store, local if unreachable
             )
+            render = request.get("render")
+            if render is not None:
+                return self.rendered(result.hits, str(request.get("query", "")), render)
             return {"ok": True, "result": dataclasses.asdict(result)}
         return {"ok": False, "error": f"unknown op {op!r}"}
+
+    @staticmethod
+    def rendered(hits, query: str, render) -> dict:
+        """The prompt hook's answer: the block to inject, through the same gate and format as its own cold path,
+        so the hook rebuilds no hits (``render`` = the hook's ``project``, ``max_items`` and ``token_budget``)."""
+        given = render if isinstance(render, dict) else {}
+        project, max_items, budget = given.get("project"), given.get("max_items"), given.get("token_budget")
+        if not (project is None or isinstance(project, str)) or not (
+                type(max_items) is int and type(budget) is int and max_items >= 0 and budget >= 0):
+            return {"ok": False, "error": "render needs project (a string or null), max_items and token_budget "
+                                          "(integers >= 0)"}
+        block, _ = format_context(ParsedQuery.parse(query), hits, max_items=max_items, project=project,
+                                  token_budget=budget)
+        return {"ok": True, "block": block}
 
     def request_settings(self, request: dict) -> Settings | None:
         """The settings to rank a request with: the server's, with the caller's search tuning (the keys a project

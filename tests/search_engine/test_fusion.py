@@ -9,6 +9,7 @@ from hypothesis import example, given, settings, strategies as st
 from scripts.bench_dedup import dedup_pairwise
 from search_engine.fusion import (
     dedup,
+    group_evidence,
     jaccard,
     novel,
     reciprocal_rank_fusion,
@@ -272,3 +273,33 @@ def test_a_long_near_duplicate_ruled_in_and_an_unrelated_text_ruled_out():
     assert kept == [1, 3, 4]
     assert [(h.key, h.duplicate_of) for h in hidden] == [(2, 1)]
     assert (kept, hidden) == dedup_pairwise(ranked, 0.8)
+
+
+def test_group_evidence_hand_computed():
+    # groups: a alone G = 1.0; {b, c} G = 0.9 + 0.8 = 1.7 (the best); scale = 0.5 · 1.0 / 1.7
+    raised = dict(group_evidence([("a", 1.0), ("b", 0.9), ("c", 0.8)], {"b": "s", "c": "s"}, 0.5))
+    assert raised["a"] == pytest.approx(1.0 + 0.5 / 1.7)
+    assert raised["b"] == pytest.approx(0.9 + 0.5)
+    assert raised["c"] == pytest.approx(0.8 + 0.5)
+
+
+def test_group_evidence_counts_a_groups_best_three():
+    fused = [("a", 0.65), ("b", 0.5), ("c", 0.4), ("d", 0.3), ("e", 0.2)]
+    raised = group_evidence(fused, {k: "s" for k in "bcde"}, 1.0)
+    # G(s) = 0.5 + 0.4 + 0.3 = 1.2 (e's 0.2 is not counted), the best group; a alone G = 0.65; scale = 0.65 / 1.2
+    scores = dict(raised)
+    assert scores["e"] == pytest.approx(0.2 + 0.65)
+    assert scores["a"] == pytest.approx(0.65 + 0.65 * 0.65 / 1.2)
+    assert [k for k, _ in raised] == ["b", "c", "a", "d", "e"]
+
+
+def test_group_evidence_off_or_empty_is_the_input():
+    fused = [("a", 1.0), ("b", 0.5)]
+    assert group_evidence(fused, {"a": 1, "b": 1}, 0.0) == fused
+    assert group_evidence([], {}, 0.5) == []
+
+
+@given(st.lists(st.floats(0, 1, allow_nan=False), max_size=20), st.floats(0.01, 1))
+def test_group_evidence_never_reorders_ungrouped_hits(scores, share):
+    fused = sorted(((f"k{i}", s) for i, s in enumerate(scores)), key=lambda kv: -kv[1])
+    assert [k for k, _ in group_evidence(fused, {}, share)] == [k for k, _ in fused]

@@ -1,5 +1,6 @@
 """Search against the real SQLite + FTS5 + sqlite-vec (fake embedder here; the real model in test_model.py)."""
 
+import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
 
@@ -158,9 +159,11 @@ def test_modes_and_ranks(indexed, fake):
     assert scores == sorted(scores, reverse=True)
     explained = search(indexed, "retry idempotency", mode="hybrid", embedder=fake, k=20, explain=True)
     top = explained.explain[0]
-    assert top.score == pytest.approx(top.bm25_contribution + top.vector_contribution, abs=1e-6)
-    assert 0 < top.score <= 1.0
-    rrf = search(resolve_settings(indexed.home, fusion="rrf"), "retry idempotency", embedder=fake, k=20)
+    assert top.score == pytest.approx(top.bm25_contribution + top.vector_contribution + top.group_contribution,
+                                      abs=1e-6)
+    assert 0 < top.score - top.group_contribution <= 1.0
+    assert 0 < top.group_contribution <= indexed.session_share * 1.0  # at most the share of the best score (≤ 1)
+    rrf = search(resolve_settings(indexed.home, fusion="rrf", session_share=0), "retry idempotency", embedder=fake, k=20)
     first = rrf.hits[0]
     assert first.score == pytest.approx((1 / (60 + first.bm25_rank) if first.bm25_rank else 0)
                                         + (1 / (60 + first.vector_rank) if first.vector_rank else 0), abs=1e-6)
@@ -178,7 +181,7 @@ def test_explain_reports_contributions_and_dedup(home, settings, fake):
     hidden = [e for e in result.explain if e.duplicate_of]
     assert len(hidden) == 1 and hidden[0].similarity == 1.0
     kept = result.explain[0]
-    assert kept.score == pytest.approx(kept.bm25_contribution + kept.vector_contribution)
+    assert kept.score == pytest.approx(kept.bm25_contribution + kept.vector_contribution + kept.group_contribution)
     assert search(resolve_settings(home, dedup_threshold=1.01), "WAL journal mode", embedder=fake).hidden_duplicates == 0
 
 
@@ -246,3 +249,41 @@ def test_health_on_a_long_lived_connection_follows_writes_by_other_connections(i
     finally:
         store.close()
 
+
+
+def _session_log(home):
+    turns = [
+        ("g1", "garden", "The greenhouse tomatoes finally turned red this week after the heat wave"),
+        ("g2", "garden", "I moved the tomato pots to the sunny side of the greenhouse for more light"),
+        ("g3", "garden", "Watering the greenhouse tomatoes every morning keeps the leaves from curling"),
+        ("g4", "garden", "We also planted basil between the rows, it grows well next to tomatoes"),
+        ("s1", "solo", "greenhouse tomatoes"),
+        ("o1", "other", "The release of version two is planned for next Tuesday"),
+        ("o2", "other", "Remember to rotate the database credentials before the audit"),
+    ]
+    lines = [orjson.dumps({"id": eid, "ts": "2026-11-20T10:00:00", "type": "prompt", "content": text,
+                           "session_id": session}) for eid, session, text in turns]
+    write(home / "events" / "2026-11-20.jsonl", b"\n".join(lines) + b"\n")
+
+
+@pytest.mark.model
+def test_hybrid_raises_events_by_the_evidence_of_their_session(home, real_embedder):
+    """Each hit gains ``session_share · s_max · G(session) / G_max`` over the plain fused score, G being the sum of
+    a session's three best fused scores (the real index, the real model): the turns of the session that holds
+    several matches rise together and overtake the short lone turn that both lists rank first."""
+    _session_log(home)
+    settings = resolve_settings(home)
+    index(settings, embedder=real_embedder)
+    query = "greenhouse tomatoes"
+    plain = search(settings.replace(session_share=0.0), query, mode="hybrid", k=50, embedder=real_embedder).hits
+    raised = search(settings.replace(session_share=1.0), query, mode="hybrid", k=50, embedder=real_embedder).hits
+    assert plain[0].event_id == "s1"
+    assert raised[0].session_id == "garden"
+    base = {h.event_id: h.score for h in plain}
+    session = {h.event_id: h.session_id for h in plain}
+    evidence = {s: sum(sorted((base[e] for e in base if session[e] == s), reverse=True)[:3])
+                for s in set(session.values())}
+    scale = 1.0 * max(base.values()) / max(evidence.values())
+    assert {h.event_id: h.score for h in raised} == pytest.approx(
+        {eid: score + scale * evidence[session[eid]] for eid, score in base.items()}, abs=2e-6)  # scores: 6 digits
+    assert search(settings, query, mode="bm25", k=50).hits[0].event_id == "s1"  # BM25 alone is not grouped

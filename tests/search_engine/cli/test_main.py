@@ -155,7 +155,7 @@ def test_bad_files_are_reported_one_line_each(home):
 _PROBE = """
 import sys
 sys.argv = {argv!r}
-from search_engine.cli.main import main
+from search_engine.cli.console import main
 try:
     main()
 except SystemExit:

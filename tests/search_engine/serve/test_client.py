@@ -3,8 +3,10 @@ and each project's prompt gets from the server exactly what its own process woul
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -68,7 +70,29 @@ def _recall(project: Path, prompt: str, monkeypatch):
     assert found is not None
     block, _ = format_context(found.query, found.hits, max_items=found.max_items, project=found.project,
                               token_budget=found.token_budget)
+    injected = handlers.prompt({"session_id": SESSION, "cwd": str(project), "hook_event_name": "UserPromptSubmit",
+                                "prompt": prompt})
+    assert (json.loads(injected)["hookSpecificOutput"]["additionalContext"] if injected else "") == block
     return [(h.id, round(h.score, 6), h.bm25_rank, h.vector_rank) for h in found.hits], block
+
+
+#: What the warm prompt hook must not import: the server searches and renders the block. (The projects here have
+#: a ``.memsearch.toml``, so reading settings imports ``tomllib``.)
+NOT_ON_THE_WARM_PATH = ("dataclasses", "inspect", "indexer.base.types", "search_engine.search", "search_engine.query",
+                        "search_engine.context", "search_engine.lexical", "indexer.pipeline", "apsw", "orjson",
+                        "numpy")
+
+
+def _warm_hook_imports(project: Path, prompt: str) -> tuple[str, list[str]]:
+    """A prompt hook process in ``project``: what it injected, and which of NOT_ON_THE_WARM_PATH it imported."""
+    probe = ("import sys; sys.argv = ['memsearch-hook', 'prompt']; from hooks.entry import main; main(); "
+             f"print(','.join(m for m in {NOT_ON_THE_WARM_PATH!r} if m in sys.modules), file=sys.stderr)")
+    payload = json.dumps({"session_id": SESSION, "cwd": str(project), "hook_event_name": "UserPromptSubmit",
+                          "prompt": prompt})
+    proc = subprocess.run([sys.executable, "-c", probe], input=payload, capture_output=True, text=True, timeout=60,
+                          cwd=project, env={**os.environ, "CLAUDE_PROJECT_DIR": str(project)})
+    imported = [m for m in proc.stderr.strip().splitlines()[-1].split(",") if m] if proc.stderr.strip() else []
+    return proc.stdout, imported
 
 
 def _no_local_search(*args, **kwargs):
@@ -92,9 +116,11 @@ def test_the_hook_ranks_each_projects_prompt_the_same_through_the_server_as_in_i
 
         monkeypatch.setattr(search_engine.search, "search", _no_local_search)
         warm = {(p, q): _recall(folder, q, monkeypatch) for p, folder in projects.items() for q in PROMPTS}
+        injected, imported = _warm_hook_imports(projects["a"], PROMPTS[0])
     finally:
         _stop(server)
     assert warm == cold
+    assert imported == [] and "memory-context" in injected, (imported, injected)
 
 
 @pytest.mark.usefixtures("real_embedder")
@@ -125,19 +151,25 @@ def test_the_hooks_hybrid_hits_from_the_server_are_what_each_project_ranks_itsel
     assert all(any(rank[3] is not None for rank in hits) for hits, _ in warm.values()), "hybrid, from the server"
 
 
-def test_the_warm_answer_is_rebuilt_as_the_hits_the_cold_path_returns(sample_home, monkeypatch):
+def test_the_warm_server_renders_the_block_the_cold_path_makes(sample_home, monkeypatch):
+    """The prompt hook asks the server for its block; it is the block the hook's own BM25 path makes, and the
+    eval's ``recall`` gets the same hits back as real :class:`Hit` objects."""
+    import json
+
     import orjson
 
     from hooks import handlers
     from indexer.base.settings import resolve_settings
     from indexer.base.types import Hit
     from indexer.pipeline import index
+    from search_engine.context import format_context
     from search_engine.filters import Filters
     from search_engine.query import ParsedQuery
     from search_engine.search import search
     from search_engine.serve.server import Server
 
     monkeypatch.setenv("MEMSEARCH_MODEL", "none")  # the server answers hybrid requests by BM25: as the cold path
+    monkeypatch.setenv("MEMSEARCH_HOME", str(sample_home))
     settings = resolve_settings(sample_home)
     index(settings, embedder=None)
     server = Server(settings)
@@ -149,8 +181,32 @@ def test_the_warm_answer_is_rebuilt_as_the_hits_the_cold_path_returns(sample_hom
         return orjson.loads(orjson.dumps(server.handle(payload)))
 
     monkeypatch.setattr(handlers, "request", over_the_socket)
-    query = ParsedQuery.parse("why do exports hit locked databases")
-    warm = handlers._search(settings, query, "sess-b", 6, None)
-    cold = search(settings, query, mode="bm25", k=6, filters=Filters(exclude_session="sess-b"), embedder=None)
-    assert asked and warm and all(type(hit) is Hit for hit in warm)
-    assert warm == list(cold.hits)
+    text = "why do exports hit locked databases"
+    payload = {"session_id": "sess-b", "cwd": "/home/dev/payments-api", "prompt": text}
+    found = handlers.recall(payload)
+    cold = search(settings, ParsedQuery.parse(text), mode="bm25", k=found.max_items * 3,
+                  filters=Filters(exclude_session="sess-b"), embedder=None)
+    assert found.hits and all(type(hit) is Hit for hit in found.hits)
+    assert found.hits == list(cold.hits)
+    block, shown = format_context(found.query, list(cold.hits), max_items=found.max_items, project="payments-api",
+                                  token_budget=found.token_budget)
+    assert shown, "the prompt finds something to inject"
+    asked.clear()
+    output = handlers.prompt(payload)
+    assert [a.get("render") for a in asked if a["op"] == "search"] == [
+        {"project": "payments-api", "max_items": found.max_items, "token_budget": found.token_budget}]
+    assert json.loads(output)["hookSpecificOutput"]["additionalContext"] == block
+
+
+@pytest.mark.parametrize("render", [{"project": 3, "max_items": 5, "token_budget": 100},
+                                    {"project": None, "max_items": "5", "token_budget": 100},
+                                    {"project": None, "max_items": 5, "token_budget": -1}, "yes"])
+def test_a_bad_render_request_gets_a_one_line_error(sample_home, monkeypatch, render):
+    from indexer.base.settings import resolve_settings
+    from search_engine.serve.server import Server
+
+    monkeypatch.setenv("MEMSEARCH_MODEL", "none")
+    server = Server(resolve_settings(sample_home))
+    server.load()
+    answer = server.handle({"op": "search", "query": "export", "render": render})
+    assert answer["ok"] is False and "render needs" in answer["error"] and "\n" not in answer["error"]

@@ -1,0 +1,22 @@
+"""scripts.eval_run: what fusion buried and gained of its lists' top 10, on hand-made rankings."""
+
+from scripts.eval_data import Query
+from scripts.eval_run import buried_gained
+
+
+def test_buried_and_gained_per_question():
+    queries = [
+        Query("q1", "a", {"g1": 1.0, "g2": 1.0}, "r"),  # g2 in the vector top 10, not in hybrid's: buried
+        Query("q2", "b", {"g3": 1.0}, "r"),  # g3 in hybrid's top 10 only: gained
+        Query("q3", "c", {"g4": 1.0}, "r"),  # in all three: neither
+        Query("q4", "d", {"g5": 1.0}, "r"),  # no list has it: neither
+    ]
+    top10 = {
+        "bm25": {"q1": ["g1", "x"], "q2": ["x"], "q3": ["g4"], "q4": ["y"]},
+        "vector": {"q1": ["g2"], "q2": ["y"], "q3": ["g4"], "q4": ["x"]},
+        "hybrid": {"q1": ["g1", "x"], "q2": ["g3"], "q3": ["g4"], "q4": ["x"]},
+    }
+    assert buried_gained(queries, top10) == {"buried": 1, "gained": 1, "questions_buried": 0,
+                                             "questions_gained": 1}
+    top10["hybrid"]["q1"] = ["x"]  # now no gold of q1 at all in hybrid's top 10, though both lists had one
+    assert buried_gained(queries, top10)["questions_buried"] == 1
