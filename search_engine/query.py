@@ -37,6 +37,7 @@ JAPANESE_PARTICLES = frozenset("はがのをにでともへやかねよな")
 #: Interrogatives that head a question's kanji word (何人, 何年, 誰): the answer's text does not hold them.
 JAPANESE_INTERROGATIVES = "何誰"
 _HIRA, _KATA, _HAN = 1, 2, 4  # _SCRIPT_RE's groups (3: the "・" between katakana words)
+_ASKED = 5  # a kanji word that an interrogative headed
 #: Korean particles (josa) and copula endings that attach to the end of a word, longest first. A general list of
 #: the language's grammar, not of any data set's words.
 KOREAN_PARTICLES = tuple(sorted(set("""
@@ -112,18 +113,24 @@ def _japanese_terms(run: str) -> list[Term]:
     around particles (0.949), a 2-character kanji word also matched by its first character (0.960), or running OR
     without AND first measured the same or worse.
     """
-    segments = [(m.group(0).lstrip(JAPANESE_INTERROGATIVES) if m.lastindex == 4 else m.group(0), m.lastindex)
-                for m in _SCRIPT_RE.finditer(run)]
-    segments = [(seg, kind) for seg, kind in segments if seg]
+    segments = []
+    for m in _SCRIPT_RE.finditer(run):
+        seg, kind = m.group(0), m.lastindex or 0
+        if kind == _HAN and seg[0] in JAPANESE_INTERROGATIVES:
+            seg, kind = seg.lstrip(JAPANESE_INTERROGATIVES), _ASKED  # what is left is no longer joined to the left
+        if seg:
+            segments.append((seg, kind))
     out: list[Term] = []
     for j, (seg, kind) in enumerate(segments):
         prev, prev_kind = segments[j - 1] if j else ("", 0)
         nxt, nxt_kind = segments[j + 1] if j + 1 < len(segments) else ("", 0)
+        joined = kind != _ASKED  # its first character follows prev's last in the query
+        kind = _HAN if kind == _ASKED else kind
         if kind == _HIRA:
-            if prev_kind == _HAN and seg[0] not in JAPANESE_PARTICLES:
+            if prev_kind in (_HAN, _ASKED) and seg[0] not in JAPANESE_PARTICLES:
                 out.append(Term(prev[-1] + seg[0], cjk=True))
         elif kind in (_KATA, _HAN):
-            if {prev_kind, kind} == {_KATA, _HAN}:
+            if joined and {_HAN if prev_kind == _ASKED else prev_kind, kind} == {_KATA, _HAN}:
                 out.append(Term(prev[-1] + seg[0], cjk=True))
             if kind == _HAN and len(seg) > CJK_WORD_CHARS:
                 out.extend(Term(piece, cjk=True) for piece in query_bigrams(seg))
