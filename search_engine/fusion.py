@@ -319,12 +319,12 @@ def dedup(
     hidden: list[DedupDecision] = []
     union = 0  # every kept text's sample
     shorts: list[tuple[int, int]] = []  # (index, |T|) of the kept short texts
-    short_union: set[str] = set()  # their full trigram sets
     longs: list[int] = []
     small = max_novel + 8  # a sample this small rules little out: the text is compared on its full set
+    slack = 8 if sampler is vector_samples else 0  # NumPy's cost is per call, a regex's per text
     start = 0
     while start < len(ranked) and (limit is None or len(kept) < limit):
-        stop = len(ranked) if limit is None else min(len(ranked), start + limit - len(kept) + 8)
+        stop = len(ranked) if limit is None else min(len(ranked), start + limit - len(kept) + slack)
         batch = ranked[start:stop]
         start = stop
         lowers = [raw.lower() for _, raw in batch]
@@ -339,16 +339,14 @@ def dedup(
                     size = len(grams)
                     candidates = [i for i in longs if _beyond(sample, texts[i].sample) <= max_novel and _may_match(
                         size, _beyond(texts[i].sample, sample), threshold)]
-                    if len(grams - short_union) <= max_novel:
-                        candidates += [i for i, n in shorts if size - n <= max_novel and n * threshold <= size + 1]
-                        candidates.sort()
+                    candidates += [i for i, n in shorts if size - n <= max_novel and n * threshold <= size + 1]
+                    candidates.sort()
                 else:
                     candidates = [i for i, other in enumerate(texts) if _beyond(sample, other.sample) <= max_novel]
                 match = _first_match(text, texts, candidates, threshold, max_novel)
             if match is None:
                 if sample.bit_count() <= small:
                     shorts.append((len(texts), len(text.grams)))
-                    short_union |= text.grams
                 else:
                     longs.append(len(texts))
                 kept.append(key)
