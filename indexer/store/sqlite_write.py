@@ -198,6 +198,11 @@ class SqliteWriter(SqliteUpkeep):
                 part = orphans[i : i + PIECE]
                 conn.execute(f"DELETE FROM vec_chunks WHERE rowid IN ({marks(part)})", part)
                 conn.execute(f"DELETE FROM embeddings WHERE id IN ({marks(part)})", part)
+            top = conn.execute("SELECT max(id) FROM embeddings").get or 0
+            if orphans and max(orphans) > top:
+                # the next vectors take these ids again: a warm server's in-memory matrix must load anew (the
+                # epoch is part of its stamp), as after a forget; ids below the top are never given out again
+                sqlite.set_meta(conn, "forget_epoch", str(int(sqlite.get_meta(conn, "forget_epoch") or 0) + 1))
         return len(orphans)
 
     # -- counts: status and the health of every result ------------------------------------------------------------

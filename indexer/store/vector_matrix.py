@@ -16,24 +16,60 @@ class VectorMatrix:
 
         self.model_id = model_id
         self.stamp = self.current_stamp(conn)
-        rows = list(conn.execute(
-            "SELECT e.id, v.embedding FROM embeddings e JOIN vec_chunks v ON v.rowid = e.id WHERE e.model = ?",
-            (model_id,),
-        ))
-        self.ids = np.array([r[0] for r in rows], dtype=np.int64)
-        matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1) if rows else (
-            np.zeros((0, 1), dtype=np.float32))
-        norms = np.linalg.norm(matrix, axis=1)
+        self.ids = np.zeros(0, dtype=np.int64)
+        self.matrix = np.zeros((0, 1), dtype=np.float32)
+        self._rows = np.zeros((0, 1), dtype=np.float32)  # capacity for vectors to come; ``matrix`` is its head
+        self._append(conn, after=None)
+
+    def _append(self, conn: apsw.Connection, after: int | None) -> None:
+        """Load the vectors of the model whose id is above ``after`` (all of them: None), normalised, at the end."""
+        import numpy as np
+
+        sql = "SELECT e.id, v.embedding FROM embeddings e JOIN vec_chunks v ON v.rowid = e.id WHERE e.model = ?"
+        rows = list(conn.execute(sql + " AND e.id > ? ORDER BY e.id" if after is not None else sql,
+                                 (self.model_id, after) if after is not None else (self.model_id,)))
+        if not rows:
+            return
+        added = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
+        norms = np.linalg.norm(added, axis=1)
         norms[norms == 0] = 1.0
-        self.matrix = matrix / norms[:, None]
+        added = added / norms[:, None]
+        have = len(self.ids)
+        if have == 0 or self._rows.shape[1] != added.shape[1]:
+            self._rows, have = added, 0  # the first load: exactly its size
+            self.ids = np.zeros(0, dtype=np.int64)
+        elif have + len(rows) > len(self._rows):
+            # an eighth more room: a warm server embedding a prompt at a time copies its matrix rarely, and holds
+            # little more than the vectors
+            grown = np.empty((have + len(rows) + max(1024, have // 8), added.shape[1]), dtype=np.float32)
+            grown[:have] = self.matrix
+            self._rows = grown
+        if self._rows is not added:
+            self._rows[have:have + len(rows)] = added
+        self.matrix = self._rows[:have + len(rows)]
+        self.ids = np.concatenate([self.ids, np.array([r[0] for r in rows], dtype=np.int64)])
+
+    def catch_up(self, conn: apsw.Connection) -> bool:
+        """Bring the matrix up to date with the index: True when it is (unchanged, or only new vectors, which are
+        appended: at 100k vectors a full reload blocks the server for about 2 s, one new vector costs a lookup);
+        False when the index changed otherwise (a rebuild swapped in, a forget) and it must be loaded again."""
+        stamp = self.current_stamp(conn)
+        if stamp == self.stamp:
+            return True
+        schema, top, epoch = stamp
+        if schema != self.stamp[0] or epoch != self.stamp[2] or top is None or (self.stamp[1] or 0) > top:
+            return False
+        self._append(conn, after=self.stamp[1] or 0)
+        self.stamp = stamp
+        return True
 
     @staticmethod
     def current_stamp(conn: apsw.Connection) -> tuple[int, int | None, str | None]:
         """Changes whenever a vector is added (a rowid lookup, free); removed vectors only cost a few slots,
         since hits are mapped back through the chunks that still exist. The schema version (a header read) changes
         when a full rebuild is swapped in, which renumbers the vectors: the same highest id then names others.
-        ``forget_epoch`` changes with every ``memsearch forget``, whose removed ids a new vector may take again:
-        the forgotten vectors then leave memory too."""
+        ``forget_epoch`` changes with every ``memsearch forget``, and when the index drops orphan vectors at the
+        top of the ids: new vectors may take those ids again, so the matrix is then loaded anew."""
         epoch = conn.execute("SELECT value FROM meta WHERE key = 'forget_epoch'").fetchone()
         return (conn.pragma("schema_version"), conn.execute("SELECT max(id) FROM embeddings").get,
                 epoch[0] if epoch else None)

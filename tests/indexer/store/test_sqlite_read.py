@@ -130,10 +130,32 @@ def test_the_in_memory_matrix_ranks_like_sqlite_vec_and_follows_new_vectors(stor
             plain.vector_candidates(qvec, fake.model_id, Filters(), 20)
         assert [s.score for s in fast] == pytest.approx([s.score for s in slow], abs=1e-4)
     assert store.keep_vectors_in_memory(fake.model_id) is matrix, "unchanged vectors: the same matrix"
+    loaded = len(matrix.ids)
     write(home / "notes" / "late.md", "# Late note\n\nzygomorphic orchids bloom late\n")
     index(settings, embedder=fake)
-    fresh = store.keep_vectors_in_memory(fake.model_id)
-    assert fresh is not matrix and len(fresh.ids) == len(matrix.ids) + 1
+    assert store.keep_vectors_in_memory(fake.model_id) is matrix and len(matrix.ids) == loaded + 1, \
+        "a new vector is appended, not the whole matrix loaded again"
+    _same_as_a_fresh_load(store, fake)
+    top = store.conn.execute("SELECT max(id) FROM embeddings").fetchone()[0]
+    write(home / "notes" / "late.md", "# Late note\n\nzygomorphic orchids bloom early, in the frost\n")
+    index(settings, embedder=fake)  # the old vector is an orphan at the top of the ids: the new one takes its id
+    assert store.conn.execute("SELECT max(id) FROM embeddings").fetchone()[0] == top
+    again = store.keep_vectors_in_memory(fake.model_id)
+    assert again is not matrix and len(again.ids) == loaded + 1
+    _same_as_a_fresh_load(store, fake)
+
+
+def _same_as_a_fresh_load(store, fake):
+    """The warm matrix ranks every query as a matrix loaded from the index now."""
+    from indexer.store.vector_matrix import VectorMatrix
+
+    kept = store.keep_vectors_in_memory(fake.model_id)
+    fresh = VectorMatrix(store.conn, fake.model_id)
+    assert sorted(kept.ids.tolist()) == sorted(fresh.ids.tolist())
+    for query in ("zygomorphic orchids", "frost", "refund webhook race"):
+        qvec = fake.embed_query(query)
+        assert [i for i, _ in kept.nearest(qvec, 5)] == [i for i, _ in fresh.nearest(qvec, 5)]
+        assert [d for _, d in kept.nearest(qvec, 5)] == pytest.approx([d for _, d in fresh.nearest(qvec, 5)], abs=1e-6)
 
 
 def test_fetch_hits_and_reading_by_id_and_time(store):
