@@ -6,8 +6,11 @@ chunks of a plain in-memory FTS5 trigram index over that dataset's chunks (toppe
 1,200 characters with 200 of overlap; one chunk per LoCoMo turn), best first: the near-duplicates, lengths and
 languages the filter meets after fusion. Each list goes through ``dedup(hits, threshold, limit=k)``.
 
-Reference, timed in the same run on the same lists, interleaved call by call: the pairwise definition the
-filter had before it was vectorised (:func:`dedup_pairwise`); its output must be the same, and it is checked.
+The product's filter is timed on both of its paths: ``python``, the samples found by a regular expression (what a
+cold process such as the prompt hook runs: it never imports NumPy), and ``numpy``, the samples of all texts made
+at once (what the warm server runs, NumPy being loaded there already). Reference, timed in the same run on the
+same lists, interleaved call by call: the pairwise definition (:func:`dedup_pairwise`); both paths' output must
+be the same as its, and it is checked.
 
     .venv/bin/python -m scripts.bench_dedup [--queries 200] [--pool 100] [--ks 10,50] [--threshold 0.8]
 """
@@ -27,7 +30,16 @@ import apsw
 from indexer.chunker import split_plain
 from scripts.eval_data import limit_queries, load_locomo, load_scifact, load_squad_set
 from scripts.stats import summary
-from search_engine.fusion import MAX_NOVEL_TRIGRAMS, DedupDecision, dedup, jaccard, novel, trigrams
+from search_engine.fusion import (
+    MAX_NOVEL_TRIGRAMS,
+    DedupDecision,
+    dedup,
+    jaccard,
+    novel,
+    regex_samples,
+    trigrams,
+    vector_samples,
+)
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "eval"
 
@@ -103,33 +115,37 @@ def hit_lists(texts: list[str], questions: list[str], pool: int) -> list[list[tu
     return out
 
 
+PATHS = {
+    "python": lambda hits, threshold, k: dedup(hits, threshold, limit=k, sampler=regex_samples),
+    "numpy": lambda hits, threshold, k: dedup(hits, threshold, limit=k, sampler=vector_samples),
+    "reference": lambda hits, threshold, k: dedup_pairwise(hits, threshold, limit=k),
+}
+
+
 def measure(lists: list[list[tuple[int, str]]], k: int, threshold: float, repeats: int) -> dict[str, Any]:
-    """Milliseconds per call, wall and the calling thread's CPU, of the product's filter and of the reference,
-    interleaved list by list (best of ``repeats`` each: on a shared machine a call may wait for a core), and
-    whether the two agree."""
-    times: dict[str, list[float]] = {"product_ms": [], "product_cpu_ms": [], "reference_ms": [],
-                                     "reference_cpu_ms": []}
+    """Milliseconds per call, wall and the calling thread's CPU, of the product's filter on each path and of the
+    reference, interleaved list by list (best of ``repeats`` each: on a shared machine a call may wait for a core),
+    and whether they agree."""
+    times: dict[str, list[float]] = {f"{name}{unit}": [] for name in PATHS for unit in ("_ms", "_cpu_ms")}
     hidden = differ = 0
     for hits in lists:
         best = dict.fromkeys(times, float("inf"))
+        outputs = {}
         for _ in range(repeats):
-            for name, fn in (("product", dedup), ("reference", dedup_pairwise)):
+            for name, fn in PATHS.items():
                 c0, t0 = time.thread_time(), time.perf_counter()
-                out = fn(hits, threshold, limit=k)
+                outputs[name] = fn(hits, threshold, k)
                 wall, cpu = time.perf_counter() - t0, time.thread_time() - c0
                 best[f"{name}_ms"] = min(best[f"{name}_ms"], wall * 1000)
                 best[f"{name}_cpu_ms"] = min(best[f"{name}_cpu_ms"], cpu * 1000)
-                if name == "product":
-                    got = out
-                else:
-                    want = out
         for name, value in best.items():
             times[name].append(value)
-        hidden += len(got[1])
-        differ += got != want
+        hidden += len(outputs["reference"][1])
+        differ += outputs["python"] != outputs["reference"] or outputs["numpy"] != outputs["reference"]
     figures: dict[str, Any] = {"lists": len(lists), "hidden": hidden, "outputs_differ": differ}
     figures.update({name: summary(values) for name, values in times.items()})
-    figures["speedup_p50"] = figures["reference_ms"]["p50"] / figures["product_ms"]["p50"]
+    for name in ("python", "numpy"):
+        figures[f"{name}_speedup_p50"] = figures["reference_ms"]["p50"] / figures[f"{name}_ms"]["p50"]
     return figures
 
 
@@ -146,19 +162,18 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     ks = [int(k) for k in args.ks.split(",") if k.strip()]
     results: dict[str, Any] = {}
-    print(f"{'dataset':10}{'k':>4}{'lists':>7}{'hidden':>8}{'p50 ms':>9}{'p95 ms':>9}{'CPU p50':>9}"
-          f"{'ref p50':>9}{'ref p95':>9}{'ref CPU':>9}{'x p50':>7}  same output")
+    print(f"{'dataset':10}{'k':>4}{'lists':>7}{'hidden':>8}{'py p50':>9}{'py p95':>9}{'py CPU':>9}{'np p50':>9}"
+          f"{'np p95':>9}{'np CPU':>9}{'ref p50':>9}{'ref p95':>9}{'ref CPU':>9}  same output")
     for name in (n.strip() for n in args.datasets.split(",") if n.strip()):
         texts, questions = chunks_and_questions(args.data, name, args.queries)
         lists = hit_lists(texts, questions, args.pool)
         for k in ks:
             r = measure(lists, k, args.threshold, args.repeats)
             results[f"{name} k={k}"] = r
-            pm, pc, rm, rc = r["product_ms"], r["product_cpu_ms"], r["reference_ms"], r["reference_cpu_ms"]
-            print(f"{name:10}{k:>4}{r['lists']:>7}{r['hidden']:>8}{pm['p50']:>9.3f}{pm['p95']:>9.3f}{pc['p50']:>9.3f}"
-                  f"{rm['p50']:>9.3f}{rm['p95']:>9.3f}{rc['p50']:>9.3f}{r['speedup_p50']:>7.1f}  "
-                  f"{'yes' if not r['outputs_differ'] else 'NO: ' + str(r['outputs_differ']) + ' lists differ'}",
-                  flush=True)
+            cells = "".join(f"{r[f'{path}{unit}'][stat]:>9.3f}" for path in PATHS
+                            for unit, stat in (("_ms", "p50"), ("_ms", "p95"), ("_cpu_ms", "p50")))
+            same = "yes" if not r["outputs_differ"] else f"NO: {r['outputs_differ']} lists differ"
+            print(f"{name:10}{k:>4}{r['lists']:>7}{r['hidden']:>8}{cells}  {same}", flush=True)
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
     return 0

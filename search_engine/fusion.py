@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Hashable, Mapping, Sequence
+import sys
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import islice
 from typing import Generic, TypeVar
 
 K = TypeVar("K", bound=Hashable)
@@ -205,101 +205,183 @@ def novel(a: frozenset[str], b: frozenset[str]) -> int:
     return len(a - b)
 
 
-#: Trigrams whose first character falls in these ranges are a text's *sample*, found as (first character, next
-#: two) pairs: 11-19% of the characters of the evaluation's English, Chinese, Japanese and Korean texts. The sample
-#: decides only how fast a pair is ruled out, never the result: see :func:`dedup`.
-_SAMPLED_RE = re.compile("([a-d0-4\u6000-\u67ff\u8000-\u87ff\uac00-\uafff\u3040-\u304f\u30a0-\u30bf])(?=(..))",
-                         re.DOTALL)
-#: At most this many sampled trigrams of a lower-ranked text are looked up in each kept text's sample.
-_PROBE = 48
+#: A text's *sample* is its trigrams that a fixed rule picks (never one holding white space, so it is read from the
+#: lower-cased text without folding its white space first). Any rule gives the same result (see :func:`dedup`); it
+#: only decides how fast pairs are ruled out. :func:`regex_samples`: trigrams starting with one of these Latin
+#: letters or digits (a quarter of English letters, not the commonest: measured, SciFact lists at k = 50, 4.9 ms
+#: with a-d and 0-4, 3.7 ms with these) or a character of these Chinese, Japanese and Korean ranges.
+_SAMPLED_RE = re.compile("(?=([bcdfgkmpuvwy0-9\u6000-\u67ff\u8000-\u87ff\uac00-\uafff\u3040-\u304f\u30a0-\u30bf]\\S\\S))")
+#: :func:`vector_samples`: every trigram without white space, as one bit of a ``2**_MASK_BITS``-bit integer.
+_MASK_BITS = 12
+_MIX: tuple = ()  # NumPy uint32 constants: a trigram's code points mixed, then its bit: the top bits of x * 0x9E3779B1
+_SPACE_TOP = 0x3001  # no code point above U+3000 is white space (str.isspace; a test checks every code point)
+_space_table = None
 
 
-class _Text:
-    """One text of :func:`dedup`: its sampled trigrams and a probe of at most ``_PROBE`` of them at once, its full
-    trigram set (as :func:`trigrams` makes it) only when a pair needs it."""
+def regex_samples(lowers: Sequence[str]) -> list[int]:
+    """Each lower-cased text's sampled trigrams (found by a regular expression: no NumPy, for the cold hook path)
+    as a bit mask, as :func:`vector_samples` makes it (bit ``hash(t)``, salted per process, which is enough: a
+    mask is compared only with masks made in the same call).
 
-    __slots__ = ("norm", "sampled", "probe", "_grams")
-    sampled: frozenset[tuple[str, str]]
+    >>> [bin(m).count("1") for m in regex_samples(["a cab is here", "", "c"])]
+    [1, 0, 0]
+    """
+    out = []
+    top = (1 << _MASK_BITS) - 1
+    for low in lowers:
+        mask = 0
+        for gram in set(_SAMPLED_RE.findall(low)):
+            mask |= 1 << (hash(gram) & top)
+        out.append(mask)
+    return out
 
-    def __init__(self, text: str):
-        # trigrams()' folding: str.split() and the \\s of re split on the same (str.isspace) characters
-        self.norm = " ".join(text.lower().split())
-        self.sampled = frozenset(_SAMPLED_RE.findall(self.norm))
-        self.probe = frozenset(islice(self.sampled, _PROBE)) if len(self.sampled) > _PROBE else self.sampled
-        self._grams: frozenset[str] | None = None
+
+def vector_samples(lowers: Sequence[str]) -> list[int]:
+    """Each lower-cased text's trigrams without white space as a bit mask (bit ``h(t)`` set for each trigram
+    ``t``), all texts at once in NumPy, for a process that has loaded it already (the warm server).
+
+    Two trigrams may share a bit, so a mask counts fewer trigrams than the set holds, never more: ``|bits(B) −
+    bits(A)| ≤ |B − A|`` (a bit set by B and by no trigram of A comes from a trigram of B not in A), so what
+    :func:`dedup` rules out on masks is ruled out on the sets too."""
+    import numpy as np
+
+    global _space_table, _MIX
+    if _space_table is None:  # the constants first: another thread may be past this test once the table is set
+        _MIX = tuple(np.uint32(c) for c in (0x2545F491, 0x6C8E9CF5, 0x1B873593, 0x9E3779B1))
+        _space_table = np.array([chr(i).isspace() for i in range(_SPACE_TOP)] + [False])
+    joined = "\n".join(lowers)  # a window across two texts holds the "\n": white space, never taken
+    points = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    if len(points) < 3:
+        return [0] * len(lowers)
+    space = _space_table[np.minimum(points, _SPACE_TOP)]
+    where = np.flatnonzero(~(space[:-2] | space[1:-1] | space[2:]))
+    mixed = points[:-2] * _MIX[0] + points[1:-1] * _MIX[1] + points[2:] * _MIX[2]  # mod 2**32
+    bits = (mixed[where] * _MIX[3]) >> np.uint32(32 - _MASK_BITS)
+    owner = np.repeat(np.arange(len(lowers), dtype=np.uint32) << np.uint32(_MASK_BITS),
+                      [len(low) + 1 for low in lowers])
+    table = np.zeros(len(lowers) << _MASK_BITS, dtype=bool)
+    table[owner[where] | bits] = True
+    rows = np.packbits(table, bitorder="little").reshape(len(lowers), -1)
+    return [int.from_bytes(row.tobytes(), "little") for row in rows]
+
+
+def _beyond(b: int, a: int) -> int:
+    """``|bits(B) − bits(A)|``: at most ``|B − A|``."""
+    return ((b | a) ^ a).bit_count()
+
+
+class _Kept:
+    """What :func:`dedup` holds of a kept text: its sample, and its full trigram set once a pair needs it."""
+
+    __slots__ = ("lower", "sample", "_grams")
+
+    def __init__(self, lower: str, sample: int, grams: frozenset[str] | None = None):
+        self.lower, self.sample, self._grams = lower, sample, grams
 
     @property
     def grams(self) -> frozenset[str]:
-        if self._grams is None:
-            self._grams = _trigrams_of(self.norm)
+        if self._grams is None:  # trigrams()' folding: str.split() and \s split on the same (isspace) characters
+            self._grams = _trigrams_of(" ".join(self.lower.split()))
         return self._grams
 
 
 def dedup(
     ranked: Sequence[tuple[K, str]], threshold: float, limit: int | None = None,
-    max_novel: int = MAX_NOVEL_TRIGRAMS,
+    max_novel: int = MAX_NOVEL_TRIGRAMS, sampler: Callable[[Sequence[str]], list[int]] | None = None,
 ) -> tuple[list[K], list[DedupDecision]]:
     """Walk ``(key, text)`` best first; hide an item when, against an already kept one, its trigram Jaccard is at
     least ``threshold`` **and** it adds at most ``max_novel`` trigrams the kept one lacks (it differs in form, not
-    in substance: ``|T(b) − T(a)| ≤ max_novel``). Stops once ``limit`` items are kept. Returns the kept keys and the
-    hidden ones with the kept item each duplicated.
+    in substance: ``|T(b) − T(a)| ≤ max_novel``); the first such kept item (in rank order) is the one it
+    duplicates. Stops once ``limit`` items are kept. Returns the kept keys and the hidden ones with the kept item
+    each duplicated.
 
-    Exact, only faster than comparing every pair's full sets: each text has a sample ``S`` (its trigrams whose
-    first character is in a fixed set of ranges) and a probe ``P ⊆ S``. As ``P(b) − S(a) ⊆ T(b) − T(a)``, a kept
-    text holding fewer than ``|P(b)| − max_novel`` of the probe's trigrams in its sample cannot be matched, and
-    all kept texts are probed at once in C; the few pairs left are decided on the full sets. Measured with
-    ``python -m scripts.bench_dedup`` (100-hit lists, k = 50, a 2-core machine under load 8; p50 thread CPU
-    time, pairwise definition → this): SciFact chunks 26 → 4.9 ms, cmrc2018 8.7 → 2.2 ms, LoCoMo turns 2.7 → 2.0 ms.
+    Exact (the same decisions as comparing every pair's full trigram sets), only faster. Each text has a sample
+    ``S ⊆ T`` of the trigrams a fixed rule picks (``sampler``: :func:`vector_samples` when NumPy is loaded already,
+    else :func:`regex_samples`), so ``S(b) − S(a) ⊆ T(b) − T(a)`` and ``S(a) − S(b) ⊆ T(a) − T(b)``:
+
+    - a text whose sample holds more than ``max_novel`` trigrams that no kept sample holds matches none (one set
+      difference rules out every kept text at once: most texts);
+    - a short text (a small sample) is compared on its full set, against the kept short texts of a size that can
+      match, and against a longer kept text only if ``|T(b)| / (|T(b)| + |S(a) − S(b)|)``, a bound on their
+      Jaccard, reaches ``threshold``;
+    - a longer one against the kept texts whose sample lacks at most ``max_novel`` of its own;
+    - the few pairs left are decided on their full sets, as the definition does.
+
+    Measured with ``python -m scripts.bench_dedup`` (see the README for the figures).
 
     >>> dedup([("a", "the same text"), ("b", "the same text!"), ("c", "other")], 0.8)[0]
     ['a', 'c']
     """
+    if sampler is None:
+        sampler = vector_samples if "numpy" in sys.modules else regex_samples
     kept: list[K] = []
-    samples: list[frozenset[tuple[str, str]]] = []  # of the kept texts, in order
-    sizes: list[int] = []  # of their samples
-    texts: list[_Text] = []
-    full: list[frozenset[str] | None] = []  # their full trigram sets, made when a pair first needs one
+    texts: list[_Kept] = []
     hidden: list[DedupDecision] = []
-    for key, raw in ranked:
-        if limit is not None and len(kept) >= limit:
-            break
-        text = _Text(raw)
-        need = len(text.probe) - max_novel
-        # |S(b)| − |S(a)| ≤ |S(b) − S(a)| ≤ |T(b) − T(a)|: a kept text whose sample is that much smaller is no match
-        most = len(text.sampled) - max_novel
-        if need > 0:
-            sized = [i for i, n in enumerate(sizes) if n >= most]
-            probed = map(len, map(text.probe.intersection, [samples[i] for i in sized]))
-            candidates: Sequence[int] = [i for i, n in zip(sized, probed) if n >= need]
-        else:
-            candidates = [i for i, n in enumerate(sizes) if n >= most]
-        match = None
-        if candidates:
-            grams = text.grams
-            size = len(grams)
-            for i in candidates:
-                other_grams = full[i]
-                if other_grams is None:
-                    other_grams = full[i] = texts[i].grams
-                other_size = len(other_grams)
-                # |A∩B|/|A∪B| ≤ min/max, and |B−A| ≥ |B|−|A|: pairs whose sizes alone rule a match out
-                small, large = (size, other_size) if size <= other_size else (other_size, size)
-                if large and small / large < threshold or size - other_size > max_novel:
-                    continue
-                shared = len(grams & other_grams)
-                if size - shared > max_novel:  # |B−A|
-                    continue
-                union = size + other_size - shared
-                sim = shared / union if union else 1.0  # jaccard(), with two empty texts alike
-                if sim >= threshold:
-                    match = (kept[i], sim)
-                    break
-        if match is None:
-            kept.append(key)
-            samples.append(text.sampled)
-            sizes.append(len(text.sampled))
-            texts.append(text)
-            full.append(text._grams)
-        else:
-            hidden.append(DedupDecision(key, match[0], round(match[1], 4)))
+    union = 0  # every kept text's sample
+    shorts: list[tuple[int, int]] = []  # (index, |T|) of the kept short texts
+    longs: list[int] = []
+    small = max_novel + 8  # a sample this small rules little out: the text is compared on its full set
+    slack = 8 if sampler is vector_samples else 0  # NumPy's cost is per call, a regex's per text
+    start = 0
+    while start < len(ranked) and (limit is None or len(kept) < limit):
+        stop = len(ranked) if limit is None else min(len(ranked), start + limit - len(kept) + slack)
+        batch = ranked[start:stop]
+        start = stop
+        lowers = [raw.lower() for _, raw in batch]
+        for (key, _), lower, sample in zip(batch, lowers, sampler(lowers)):
+            if limit is not None and len(kept) >= limit:
+                break
+            text = _Kept(lower, sample)
+            match = None
+            if texts and _beyond(sample, union) <= max_novel:
+                if sample.bit_count() <= small:
+                    grams = text.grams
+                    size = len(grams)
+                    candidates = [i for i in longs if _beyond(sample, texts[i].sample) <= max_novel and _may_match(
+                        size, _beyond(texts[i].sample, sample), threshold)]
+                    candidates += [i for i, n in shorts if size - n <= max_novel and n * threshold <= size + 1]
+                    candidates.sort()
+                else:
+                    candidates = [i for i, other in enumerate(texts) if _beyond(sample, other.sample) <= max_novel]
+                match = _first_match(text, texts, candidates, threshold, max_novel)
+            if match is None:
+                if sample.bit_count() <= small:
+                    shorts.append((len(texts), len(text.grams)))
+                else:
+                    longs.append(len(texts))
+                kept.append(key)
+                texts.append(text)
+                union |= sample
+            else:
+                hidden.append(DedupDecision(key, kept[match[0]], round(match[1], 4)))
     return kept, hidden
+
+
+def _may_match(size: int, beyond: int, threshold: float) -> bool:
+    """Whether a text of ``size`` trigrams can reach ``threshold`` with one holding ``beyond`` trigrams it lacks:
+    ``J ≤ |B| / (|B| + |A − B|)``."""
+    return not size + beyond or size / (size + beyond) >= threshold
+
+
+def _first_match(text: _Kept, texts: list[_Kept], candidates: Sequence[int], threshold: float,
+                 max_novel: int) -> tuple[int, float] | None:
+    """The first candidate (in rank order) ``text`` duplicates, on the full sets, and their Jaccard."""
+    if not candidates:
+        return None
+    grams = text.grams
+    size = len(grams)
+    for i in candidates:
+        other_grams = texts[i].grams
+        other_size = len(other_grams)
+        # |A∩B|/|A∪B| ≤ min/max, and |B−A| ≥ |B|−|A|: pairs whose sizes alone rule a match out
+        small, large = (size, other_size) if size <= other_size else (other_size, size)
+        if large and small / large < threshold or size - other_size > max_novel:
+            continue
+        shared = len(grams & other_grams)
+        if size - shared > max_novel:  # |B−A|
+            continue
+        union = size + other_size - shared
+        sim = shared / union if union else 1.0  # jaccard(), with two empty texts alike
+        if sim >= threshold:
+            return i, sim
+    return None

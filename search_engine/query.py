@@ -26,6 +26,18 @@ CJK_WORD_CHARS = 3
 _WORD_RE = re.compile(r"[^\W_]+")
 _HIRAGANA_RE = re.compile("[\u3041-\u309f]+")
 _HANGUL_RE = re.compile("[\uac00-\ud7af]+")
+_KANA_RE = re.compile("[\u3041-\u30ff\uff66-\uff9f]")
+#: A Japanese run's script segments: hiragana, katakana (with its long-vowel mark; "・" separates words), the rest
+#: (kanji). Where the script changes, a word usually ends: Japanese writes content words in kanji or katakana and
+#: particles, endings and auxiliaries in hiragana.
+_SCRIPT_RE = re.compile("([\u3041-\u309f]+)|([\u30a0-\u30fa\u30fc-\u30ff\uff66-\uff9f]+)|(\u30fb+)|([^\u3041-\u30ff\uff66-\uff9f]+)")
+#: One-character Japanese particles (case, topic, sentence-final, the copula な): after a kanji word they end it;
+#: another hiragana there is the word's own ending (okurigana: 起こる, 長い). A list of the language's grammar.
+JAPANESE_PARTICLES = frozenset("はがのをにでともへやかねよな")
+#: Interrogatives that head a question's kanji word (何人, 何年, 誰): the answer's text does not hold them.
+JAPANESE_INTERROGATIVES = "何誰"
+_HIRA, _KATA, _HAN = 1, 2, 4  # _SCRIPT_RE's groups (3: the "・" between katakana words)
+_ASKED = 5  # a kanji word that an interrogative headed
 #: Korean particles (josa) and copula endings that attach to the end of a word, longest first. A general list of
 #: the language's grammar, not of any data set's words.
 KOREAN_PARTICLES = tuple(sorted(set("""
@@ -90,12 +102,53 @@ def terms(text: str, limit: int | None = MAX_TERMS) -> list[Term]:
     return out[:limit]
 
 
+def _japanese_terms(run: str) -> list[Term]:
+    """A Japanese run (one holding kana) as its content words, split where the script changes: each katakana word
+    a phrase ("・" separates them), each kanji word a phrase (a compound over 3 characters: its bigrams), the bigram
+    across a katakana-kanji seam (コンゴ|共和国), and a kanji stem with its first okurigana character (起こ of 起こる, not
+    the single 起 that 起源 also starts with). Particles, endings and the other hiragana are left out, like English
+    stopwords, and so is an interrogative (何, 誰) heading a kanji word, like "what" and "who". The bigrams that
+    straddle a particle ("スの", "の首" of ラオスの首都) only matched unrelated text (白鳥の首). Measured on JSQuAD,
+    BM25: recall@5 0.954 -> 0.963, MRR@10 0.920 -> 0.927; 3-character kanji words as bigrams, keeping the bigrams
+    around particles (0.949), a 2-character kanji word also matched by its first character (0.960), or running OR
+    without AND first measured the same or worse.
+    """
+    segments = []
+    for m in _SCRIPT_RE.finditer(run):
+        seg, kind = m.group(0), m.lastindex or 0
+        if kind == _HAN and seg[0] in JAPANESE_INTERROGATIVES:
+            seg, kind = seg.lstrip(JAPANESE_INTERROGATIVES), _ASKED  # what is left is no longer joined to the left
+        if seg:
+            segments.append((seg, kind))
+    out: list[Term] = []
+    for j, (seg, kind) in enumerate(segments):
+        prev, prev_kind = segments[j - 1] if j else ("", 0)
+        nxt, nxt_kind = segments[j + 1] if j + 1 < len(segments) else ("", 0)
+        joined = kind != _ASKED  # its first character follows prev's last in the query
+        kind = _HAN if kind == _ASKED else kind
+        if kind == _HIRA:
+            if prev_kind in (_HAN, _ASKED) and seg[0] not in JAPANESE_PARTICLES:
+                out.append(Term(prev[-1] + seg[0], cjk=True))
+        elif kind in (_KATA, _HAN):
+            if joined and {_HAN if prev_kind == _ASKED else prev_kind, kind} == {_KATA, _HAN}:
+                out.append(Term(prev[-1] + seg[0], cjk=True))
+            if kind == _HAN and len(seg) > CJK_WORD_CHARS:
+                out.extend(Term(piece, cjk=True) for piece in query_bigrams(seg))
+            elif len(seg) > 1 or (kind == _HAN and not (nxt_kind == _HIRA and nxt[0] not in JAPANESE_PARTICLES)):
+                out.append(Term(seg, cjk=True))
+    return out
+
+
 def _cjk_terms(run: str) -> list[Term]:
     """A short run is one word (a phrase); a long one is a sentence, taken as its bigrams. A Hangul run is a word
     that may carry a particle: a short one also matches without it, a long one gives the bigrams of its stem only
     (measured on KorQuAD dev, BM25: recall@1 0.927 -> 0.947 with recall@5 0.996 -> 0.995; 879 of its 975 questions
     hold a word whose particle differs from the paragraph's)."""
     stem = hangul_stem(run) if _HANGUL_RE.fullmatch(run) else None
+    if len(run) > 2 and _KANA_RE.search(run) and not _HIRAGANA_RE.fullmatch(run):
+        words = _japanese_terms(run)
+        if words:
+            return words
     if len(run) <= CJK_WORD_CHARS:
         return [Term(run, cjk=True, alt=stem)]
     return [Term(piece, cjk=True) for piece in query_bigrams(stem or run)]
@@ -115,10 +168,11 @@ def content_terms(all_terms: list[Term]) -> list[Term]:
     A Japanese sentence has no spaces, so its bigrams include the particles and inflections written in hiragana
     ("について" gives "につ", "つい", "いて"): they are in nearly every paragraph and only dilute the ranking,
     like English stopwords (measured on JSQuAD: BM25 recall@5 0.953 -> 0.954, and questions that share only
-    2-character strings with their paragraph 0.40 -> 0.80). A hiragana word asked alone is kept.
+    2-character strings with their paragraph 0.40 -> 0.80). A hiragana word asked alone is kept. (A Japanese run
+    that holds kanji or katakana is split into its content words already: see :func:`_japanese_terms`.)
 
-    >>> [t.text for t in content_terms(terms("富士山はどこにありますか"))]
-    ['富士', '士山', '山は']
+    >>> [t.text for t in content_terms(terms("the road to どこにありますか"))]
+    ['road']
     """
     kept = [t for t in all_terms if not _filler(t)]
     return kept or all_terms

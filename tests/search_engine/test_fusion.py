@@ -13,8 +13,12 @@ from search_engine.fusion import (
     jaccard,
     novel,
     reciprocal_rank_fusion,
+    regex_samples,
     trigrams,
+    vector_samples,
 )
+
+SAMPLERS = pytest.mark.parametrize("sampler", [regex_samples, vector_samples], ids=["python", "numpy"])
 
 
 def test_rrf_hand_computed():
@@ -210,18 +214,56 @@ def _near_duplicates(draw):
     return [texts[i] for i in order]
 
 
+@SAMPLERS
 @settings(max_examples=300, deadline=None)
 @given(_near_duplicates(), st.floats(0.0, 1.1), st.one_of(st.none(), st.integers(1, 16)), st.integers(0, 40))
-def test_dedup_decides_as_its_definition(texts, threshold, limit, max_novel):
+def test_dedup_decides_as_its_definition(sampler, texts, threshold, limit, max_novel):
     ranked = list(enumerate(texts))
-    assert dedup(ranked, threshold, limit, max_novel) == dedup_pairwise(ranked, threshold, limit, max_novel)
+    want = dedup_pairwise(ranked, threshold, limit, max_novel)
+    assert dedup(ranked, threshold, limit, max_novel, sampler=sampler) == want
 
 
+# Any code point, lone surrogates included (a text read with errors="surrogateescape" holds them).
+_ANY_TEXT = st.text(st.characters(exclude_categories=()), min_size=0, max_size=400)
+
+
+@SAMPLERS
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.text(min_size=0, max_size=400), max_size=20), st.floats(0.0, 1.1))
-def test_dedup_decides_as_its_definition_on_any_text(texts, threshold):
+@given(st.lists(_ANY_TEXT, max_size=20), st.floats(0.0, 1.1))
+def test_dedup_decides_as_its_definition_on_any_text(sampler, texts, threshold):
     ranked = list(enumerate(texts))
-    assert dedup(ranked, threshold) == dedup_pairwise(ranked, threshold)
+    assert dedup(ranked, threshold, sampler=sampler) == dedup_pairwise(ranked, threshold)
+
+
+@SAMPLERS
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.one_of(_ANY_TEXT, _near_duplicates().map(" ".join)), min_size=2, max_size=6))
+def test_a_sample_mask_never_counts_more_new_trigrams_than_the_full_sets_hold(sampler, texts):
+    """What dedup rules out on two masks it would rule out on the full trigram sets: the bits of B missing from A
+    are at most the trigrams of B missing from A, for every pair made in one call."""
+    masks = sampler([t.lower() for t in texts])
+    for b, mb in zip(texts, masks):
+        for a, ma in zip(texts, masks):
+            assert ((mb | ma) ^ ma).bit_count() <= novel(trigrams(b), trigrams(a))
+
+
+def test_no_code_point_above_the_white_space_table_is_white_space():
+    from search_engine import fusion
+
+    vector_samples(["warm the table"])
+    assert not any(chr(i).isspace() for i in range(0x3001, 0x110000))
+    spaced, plain, joined = fusion.vector_samples(["abc\u3000def\u2029ghi", "abc def ghi", "abcdefghi"])
+    assert spaced == plain != joined and plain.bit_count() == 3
+
+
+def test_the_paths_agree_on_a_long_list_with_near_duplicates_past_the_first_batch():
+    """More hidden items than the first batch's slack, so the walk reads a second batch."""
+    base = "The nightly export job writes the ledger to the archive bucket and mails a report to the on-call."
+    ranked = [(i, f"{base} run {i % 3}") for i in range(40)] + [(100 + i, f"note {i}: " + base[::-1][i:]) for i in range(30)]
+    want = dedup_pairwise(ranked, 0.8, limit=12)
+    assert len(want[1]) > 8
+    for sampler in (regex_samples, vector_samples):
+        assert dedup(ranked, 0.8, limit=12, sampler=sampler) == want
 
 
 def test_a_long_near_duplicate_ruled_in_and_an_unrelated_text_ruled_out():

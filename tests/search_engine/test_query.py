@@ -38,6 +38,25 @@ def test_any_text_makes_a_valid_fts5_expression(query_index, text):
         conn.close()
 
 
+# Kana, kanji, the middle dot and long-vowel mark, half-width katakana, Latin and punctuation: the Japanese split.
+_JAPANESE = st.text(st.sampled_from(list("ラオスの首都はグスタフ・マーラー何誰起こる雨がにをでとなｶﾚｰ東京大学ー a1、。？")), max_size=40)
+
+
+@hsettings(max_examples=300, deadline=None)
+@given(text=_JAPANESE)
+def test_any_japanese_text_makes_a_valid_fts5_expression_of_its_own_substrings(query_index, text):
+    conn = store.connect(query_index.db_path)
+    try:
+        found = content_terms(terms(text))
+        assert all(t.text in text.lower() for t in found if t.cjk)  # every CJK term is a piece of the query
+        for op in ("AND", "OR"):
+            expression = fts5_query(found, op)
+            if expression:
+                conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?", (expression,)).fetchone()
+    finally:
+        conn.close()
+
+
 @hsettings(max_examples=200, deadline=None)
 @given(text=st.text(max_size=60) | st.sampled_from(['"', "a:", "NEAR(", "*", "^", "a OR", "(a", "x AND AND y", "+"]))
 def test_raw_queries_fail_only_as_usage_errors(query_index, text):

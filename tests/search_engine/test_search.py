@@ -73,8 +73,8 @@ def test_hiragana_bigrams_are_dropped_like_stopwords(home, settings, fake):
     def kept(text):
         return [t.text for t in content_terms(terms(text))]
 
-    assert kept("富士山はどこにありますか") == ["富士", "士山", "山は"]  # "はど", "どこ", ... "すか" dropped
-    assert kept("カレーについて") == ["カレ", "レー", "ーに"]
+    assert kept("富士山はどこにありますか") == ["富士山"]  # the particle and the question's hiragana left out
+    assert kept("カレーについて") == ["カレー"]
     assert kept("について") == ["につ", "つい", "いて"]  # all hiragana: nothing would remain, so all stay
     assert kept("すし 東京") == ["東京"] and kept("すし") == ["すし"]
     assert kept("東京 ですか") == ["東京", "ですか"]  # a 3-character run is a word (a phrase), not a bigram
@@ -85,6 +85,28 @@ def test_hiragana_bigrams_are_dropped_like_stopwords(home, settings, fake):
     index(settings, embedder=fake)
     result = search(settings, "富士山はどこにありますか", mode="bm25")
     assert result.hits[0].path == "fuji.md" and "ます" not in result.lexical_query
+
+
+def test_japanese_queries_look_for_content_words_split_where_the_script_changes(home, settings, fake):
+    def kept(text):
+        return [t.text for t in content_terms(terms(text))]
+
+    assert kept("ラオスの首都は") == ["ラオス", "首都"]  # a katakana word whole, a kanji word, no particle
+    assert kept("グスタフ・マーラーは何人兄弟か？") == ["グスタフ", "マーラー", "人兄弟"]  # "・" separates; 何 is "what"
+    assert kept("例年に起こる雨") == ["例年", "起こ", "雨"]  # a verb by its stem and first okurigana
+    assert kept("コンゴ共和国の国際連合平和維持軍") == ["コンゴ", "ゴ共", "共和国", "国際", "際連", "連合", "合平", "平和",
+                                                "和維", "維持", "持軍"]  # the seam, and a long compound's bigrams
+    assert kept("北京大学的历史") == ["北京", "京大", "大学", "学的", "的历", "历史"]  # Chinese: no kana, as before
+    assert kept("ｶﾚｰを食べる") == ["ｶﾚｰ", "食べ"]  # half-width katakana
+    # "の首" and "スの" (bigrams across the particle) matched the flask's "白鳥の首" and "オス" of another text;
+    # the content words find the paragraph about the capital.
+    write(home / "laos.md", "# ラオス\nラオスの首都はヴィエンチャンで、メコン川に面している。\n")
+    write(home / "flask.md", "# 実験\nパスツールは白鳥の首フラスコを用いた。オスとメスの数。\n")
+    write(home / "kyoto.md", "# 都\n京都は古い首都である。\n")
+    index(settings, embedder=fake)
+    result = search(settings, "ラオスの首都は", mode="bm25")
+    assert [h.path for h in result.hits] == ["laos.md", "kyoto.md"]
+    assert "の首" not in result.lexical_query and '"ラオ オス"' in result.lexical_query
 
 
 def test_cjk_in_korean_and_single_characters(home, settings, fake):
