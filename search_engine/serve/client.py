@@ -140,6 +140,11 @@ def ensure_server(settings: Settings) -> bool:
         return False
     if not claim_start(settings, SERVE_STARTING):
         return False
+    if server_pid(settings) is not None:
+        # a server took the lock between the first look and the claim (it clears the claim once it holds the
+        # lock, so a claim won after that finds it here): starting another would only see it lose the lock
+        (settings.state_dir / SERVE_STARTING).unlink(missing_ok=True)
+        return False
     start_detached(settings)
     return True
 

@@ -5,6 +5,7 @@ processes that run for this memory root, read from /proc."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -138,6 +139,32 @@ def test_ten_session_ends_run_one_background_process(captured, monkeypatch, with
     assert most == 1 and seen, (most, seen)
     if with_server:
         assert len(seen) == 1
+
+
+def test_a_hook_that_claims_the_start_after_a_server_took_the_lock_starts_no_second_one(home, monkeypatch):
+    """The interleaving behind two servers alive at once: a hook finds no server, a server starting meanwhile takes
+    the lock and clears the start claim, then the hook wins a fresh claim. It must look again, not start one."""
+    from indexer.base.locks import file_lock
+    from indexer.base.paths import SERVE_LOCK, SERVE_PID, SERVE_STARTING
+    from search_engine.serve import client
+
+    monkeypatch.delenv("MEMSEARCH_NO_SERVER")
+    settings = resolve_settings(home)
+    started, real_claim = [], client.claim_start
+    monkeypatch.setattr(client, "start_detached", lambda settings, idle_timeout=None: started.append(1))
+    settings.state_dir.mkdir(parents=True, exist_ok=True)
+    with contextlib.ExitStack() as server:
+        def claim_after_a_server_started(settings, name):
+            server.enter_context(file_lock(settings.state_dir / SERVE_LOCK, 1.0))
+            (settings.state_dir / SERVE_PID).write_text(f"{os.getpid()}\n")
+            (settings.state_dir / SERVE_STARTING).unlink(missing_ok=True)
+            return real_claim(settings, name)
+
+        monkeypatch.setattr(client, "claim_start", claim_after_a_server_started)
+        assert client.ensure_server(settings) is False
+        assert started == [] and not (settings.state_dir / SERVE_STARTING).exists()
+    monkeypatch.setattr(client, "claim_start", real_claim)
+    assert client.ensure_server(settings) is True and started == [1], "with no server, the hook starts one"
 
 
 def test_prompt_hook_starts_a_missing_server_without_waiting(captured, monkeypatch):
