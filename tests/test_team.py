@@ -665,3 +665,29 @@ def test_two_machines_with_the_same_file_keep_their_own_copies_on_the_team_store
     assert held == [("desktop",)]
     found = search(synced_home.replace(model="none"), "topic7", mode="bm25")
     assert found.health.store == "team" and found.hits[0].path == "notes/n07.md"
+
+
+def test_the_hnsw_indexes_are_built_with_the_set_parameters_and_older_ones_are_rebuilt(team):
+    """``team init`` builds each model's HNSW index with m and ef_construction set; migration 4 rebuilds an index
+    made before (pgvector's defaults), under the same name, and running the migrations again changes nothing."""
+    import psycopg
+
+    from indexer.store.pg_schema import HNSW_EF_CONSTRUCTION, HNSW_M
+    from indexer.store.postgres import migrate
+
+    def definitions(conn):
+        return dict(conn.execute("SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'memsearch'"
+                                 " AND indexname LIKE 'vectors_hnsw_%' ORDER BY indexname").fetchall())
+
+    built = f"m='{HNSW_M}', ef_construction='{HNSW_EF_CONSTRUCTION}'"
+    with psycopg.connect(team.admin_url, autocommit=True) as admin:
+        made = definitions(admin)
+        assert len(made) == 2 and all(built in d for d in made.values()), made
+        name, current = next(iter(made.items()))
+        admin.execute(f"DROP INDEX memsearch.{name}")
+        admin.execute(current.replace(f" WITH ({built})", ""))  # as an older team init made it
+        admin.execute("DELETE FROM memsearch.schema_version WHERE version >= 4")
+        assert built not in definitions(admin)[name]
+        assert migrate(admin) >= 4
+        assert definitions(admin) == made
+        assert migrate(admin) >= 4 and definitions(admin) == made
