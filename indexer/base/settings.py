@@ -66,8 +66,8 @@ class Settings:
     candidates: int = 50
     #: the team store (PostgreSQL): the HNSW index's search width (pgvector's ``hnsw.ef_search``); wider finds more
     #: of the exact nearest vectors, slower (``python -m scripts.bench --backend postgres`` prints the curve: recall@10
-    #: at 10k chunks 0.89 at pgvector's default 40, 0.97 at 200, 0.99 at 400; at 100k 0.79 / 0.90 / 0.94, a few ms
-    #: more). SQLite's vector search is exact and ignores it.
+    #: at 100k chunks, over the graph :mod:`indexer.store.pg_schema` builds, 0.84 at pgvector's default 40, 0.96 at
+    #: 200, 0.98 at 400, a few ms more). SQLite's vector search is exact and ignores it.
     ef_search: int = 400
     dedup_threshold: float = 0.8
     #: hybrid fusion: ``score`` (min-max scores, ``bm25_share`` to BM25) or ``rrf`` (ranks, weights, ``rrf_k``)

@@ -35,16 +35,15 @@ class VectorMatrix:
         norms[norms == 0] = 1.0
         added = added / norms[:, None]
         have = len(self.ids)
-        if have == 0 or self._rows.shape[1] != added.shape[1]:
-            self._rows, have = added, 0  # the first load: exactly its size
-            self.ids = np.zeros(0, dtype=np.int64)
-        elif have + len(rows) > len(self._rows):
-            # an eighth more room: a warm server embedding a prompt at a time copies its matrix rarely, and holds
-            # little more than the vectors
-            grown = np.empty((have + len(rows) + max(1024, have // 8), added.shape[1]), dtype=np.float32)
-            grown[:have] = self.matrix
-            self._rows = grown
-        if self._rows is not added:
+        if not have or self._rows.shape[1] != added.shape[1]:  # the first load: exactly its size
+            self._rows, have, self.ids = added, 0, np.zeros(0, dtype=np.int64)
+        else:
+            if have + len(rows) > len(self._rows):
+                # an eighth more room: a warm server embedding a prompt at a time copies its matrix rarely, and
+                # holds little more than the vectors
+                grown = np.empty((have + len(rows) + max(1024, have // 8), added.shape[1]), dtype=np.float32)
+                grown[:have] = self.matrix
+                self._rows = grown
             self._rows[have:have + len(rows)] = added
         self.matrix = self._rows[:have + len(rows)]
         self.ids = np.concatenate([self.ids, np.array([r[0] for r in rows], dtype=np.int64)])

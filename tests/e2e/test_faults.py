@@ -333,12 +333,17 @@ def _damage(db: Path, how: str) -> None:
             f.write(b"this is not an SQLite header at all")
 
 
-@pytest.mark.parametrize("how", ["page", "truncated", "header"])
-def test_a_damaged_index_is_said_in_one_line_and_index_rebuilds_it(home, how):
+def _index_notes_to_damage(home):
+    """An index of 41 notes, the one about the ledger export among them: large enough for damage in its middle."""
     write(home / "notes" / "exports.md", "# Exports\n\nThe nightly ledger export retries three times.\n")
     for i in range(40):
         write(home / "notes" / f"n{i}.md", f"# Note {i}\n\n" + f"filler words about topic {i} " * 60 + "\n")
     assert _cli("index").returncode == 0
+
+
+@pytest.mark.parametrize("how", ["page", "truncated", "header"])
+def test_a_damaged_index_is_said_in_one_line_and_index_rebuilds_it(home, how):
+    _index_notes_to_damage(home)
     _damage(home / ".memsearch" / "index.db", how)
     for command in (["search", "ledger export"], ["status"]):
         result = _cli(*command)
@@ -357,10 +362,7 @@ def test_a_damaged_index_is_said_in_one_line_and_index_rebuilds_it(home, how):
 
 @pytest.mark.parametrize("how", ["page", "header"])
 def test_index_full_replaces_a_damaged_index(home, how):
-    write(home / "notes" / "exports.md", "# Exports\n\nThe nightly ledger export retries three times.\n")
-    for i in range(40):
-        write(home / "notes" / f"n{i}.md", f"# Note {i}\n\n" + f"filler words about topic {i} " * 60 + "\n")
-    assert _cli("index").returncode == 0
+    _index_notes_to_damage(home)
     _damage(home / ".memsearch" / "index.db", how)
     result = _cli("index", "--full")
     assert result.returncode == 0, result.stderr
