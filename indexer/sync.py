@@ -31,15 +31,19 @@ from typing import TYPE_CHECKING
 from indexer.base.dburl import mask_url
 from indexer.base.settings import Settings
 from indexer.status import open_existing
-from indexer.store import ChunkRow
+from indexer.store import ChunkRow, SourceState
 from indexer.store.local import SqliteStore
 from indexer.team import TeamUnavailable, open_team
 
 if TYPE_CHECKING:
     from indexer.store.postgres import PgStore
 
-#: Vectors per round trip.
-VECTOR_BATCH = 256
+#: Vectors per transaction.
+VECTOR_BATCH = 1024
+#: Connections sending vectors at once (the team store's pool holds 4).
+VECTOR_WRITERS = 2
+#: Chunks (and sources) per transaction: the sources are sent together until they hold about this many.
+SOURCE_BATCH = 2000
 #: The kinds a member may share (the database refuses a shared event).
 SHAREABLE = ("note", "fact")
 #: The team store's meta key holding the ``share`` globs of the last sync.
@@ -144,14 +148,24 @@ def _push(local: SqliteStore, team: PgStore, settings: Settings, target: str, ma
     sent = unchanged = deleted = added = removed = 0
     sharing = ",".join(settings.share)
     resend = team.get_meta(SHARE_META) != sharing  # `share` changed since the last sync: re-mark every source
+    batch: list[tuple[SourceState, list[ChunkRow]]] = []
+    size = 0
     for path, state in sorted(local.sources().items()):
         key = machine_key(machine, path)
         wanted = replace(state, path=key)
         if ours.pop(key, None) == wanted and not resend:
             unchanged += 1
             continue
-        a, r = team.replace_source(wanted, _rows(local, settings, path))
-        sent, added, removed = sent + 1, added + a, removed + r
+        rows = _rows(local, settings, path)
+        batch.append((wanted, rows))
+        size += len(rows) + 1
+        if size >= SOURCE_BATCH:
+            a, r = team.replace_sources(batch)
+            sent, added, removed = sent + len(batch), added + a, removed + r
+            batch, size = [], 0
+    if batch:
+        a, r = team.replace_sources(batch)
+        sent, added, removed = sent + len(batch), added + a, removed + r
     for key in sorted(ours):  # sources this machine no longer has
         removed += team.delete_source(key)
         deleted += 1
@@ -169,14 +183,24 @@ def _push(local: SqliteStore, team: PgStore, settings: Settings, target: str, ma
 
 
 def _push_vectors(local: SqliteStore, team: PgStore, model: str) -> tuple[int, int]:
-    """Send the local vectors of the hashes the team store lacks; returns (sent, still pending)."""
-    wanted = [p.hash for p in team.pending_embeddings(model)]
+    """Send the local vectors of the hashes the team store lacks; returns (sent, still pending). The local index
+    is read here, in the caller's thread; the batches go to the team store over :data:`VECTOR_WRITERS`
+    connections at once (each batch its own transaction), since keeping the HNSW graph up to date per inserted
+    vector is the server's costliest part of a sync and one connection keeps one server core busy."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    wanted = team.pending_hashes(model)
     sent = 0
-    for i in range(0, len(wanted), VECTOR_BATCH):
-        part = wanted[i : i + VECTOR_BATCH]
-        found: dict[str, bytes | None] = dict(local.stored_vectors(model, part))
-        # content the model gave no vector for (CJK for an English-only model) is sent as such: no longer pending
-        found.update(dict.fromkeys(local.unrepresentable(model, [h for h in part if h not in found])))
-        if found:
-            sent += team.put_embeddings(model, list(found.items()))
-    return sent, len(team.pending_embeddings(model))
+    with ThreadPoolExecutor(max_workers=VECTOR_WRITERS, thread_name_prefix="memsearch-sync") as writers:
+        running = []
+        for i in range(0, len(wanted), VECTOR_BATCH):
+            part = wanted[i : i + VECTOR_BATCH]
+            found: dict[str, bytes | None] = dict(local.stored_vectors(model, part))
+            # content the model gave no vector for (CJK for an English-only model) is sent as such: no longer pending
+            found.update(dict.fromkeys(local.unrepresentable(model, [h for h in part if h not in found])))
+            if found:
+                running.append(writers.submit(team.put_embeddings, model, list(found.items())))
+            if len(running) >= 2 * VECTOR_WRITERS:  # bounded: the local vectors are read as fast as they are sent
+                sent += running.pop(0).result()
+        sent += sum(f.result() for f in running)
+    return sent, len(team.pending_hashes(model))

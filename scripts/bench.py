@@ -84,6 +84,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--pg-url", default=None,
                    help="with --backend postgres: an administrator's URL of the server to use (a fresh database is "
                         "made per size); default: a throwaway local server (scripts/pg_local.py)")
+    p.add_argument("--pg-sync", choices=("maintained", "index-after", "both"), default="maintained",
+                   help="with --backend postgres: sync into a store with the HNSW index (kept up to date per insert, "
+                        "what a member's sync pays), or without it and the index built after (the administrator's "
+                        "first import: `team init --defer-vector-index`), or both (searches run on the second)")
     p.add_argument("--keep-pg", action="store_true", help="keep the benchmark's databases on --pg-url")
     p.add_argument("--out", default=str(REPO / "bench-results"))
     p.add_argument("--work", default=None, help="cache of corpora and indexes (default <out>/work)")

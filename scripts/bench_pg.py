@@ -8,7 +8,10 @@ an administrator's URL):
   :func:`indexer.sync.sync` of the cached SQLite index with vectors, timed: what a member's first ``memsearch
   index`` pays on top of local indexing (chunks, their tsvectors, the HNSW index kept up to date per insert, the
   vectors taken from the local index, never recomputed). ``chunks/s`` counts chunks synced per wall second; the
-  end-to-end rate is local indexing and the sync one after the other;
+  end-to-end rate is local indexing and the sync one after the other. With ``--pg-sync index-after`` the
+  administrator's first-import path instead: ``team init --defer-vector-index``, the sync, then ``team init``
+  again, which builds the HNSW index in one pass (timed apart; ``chunks/s`` counts both); ``both`` measures the
+  two, in two databases, and searches the second;
 - **search latency** (bm25, vector, hybrid; excluding query embedding, and hybrid including it) through
   :func:`search_engine.search.search` on an open :class:`~indexer.store.postgres.PgStore`, as the warm server
   searches, with ``ef_search`` from the setting;
@@ -37,7 +40,9 @@ from scripts.stats import summary, time_each
 #: ``ef_search`` values of the recall curve (the setting's value is always measured too).
 EF_CURVE = (10, 40, 100, 200, 400)
 #: The throwaway server's settings: a real server's durability (fsync on), memory for the corpus.
-SERVER_OPTIONS = {"shared_buffers": "1GB", "maintenance_work_mem": "512MB", "max_connections": "20",
+#: ``maintenance_work_mem`` is what the one-pass HNSW build may hold in memory (a cap: 100k vectors take ~0.2 GB,
+#: 1M ~2.5 GB); a graph larger than it is built on disk, much slower.
+SERVER_OPTIONS = {"shared_buffers": "1GB", "maintenance_work_mem": "3GB", "max_connections": "20",
                   "max_wal_size": "4GB"}
 
 
@@ -64,6 +69,40 @@ def _exact_by_hash(db: Path, model: str) -> tuple[list[str], np.ndarray]:
     return [str(r[0]) for r in rows], mat / np.linalg.norm(mat, axis=1, keepdims=True)
 
 
+def _timed_sync(server: Server, database: str, root: Path, db: Path, emb, n: int, *,
+                index_after: bool) -> tuple[dict, str, str]:
+    """A fresh team database, and the timed sync of the local index ``db`` into it; with ``index_after``, the HNSW
+    index is left out and built afterwards (timed apart). Returns (the record, the admin's URL, the member's)."""
+    from indexer.base.settings import resolve_settings
+    from indexer.store.postgres import PgStore, apply_team_init
+    from indexer.sync import sync
+
+    admin_url, url = server.fresh_database(database, None if index_after else emb.model_id, emb.dim)
+    settings = resolve_settings(root, db_path=db, db_url=url)
+    how = "then the HNSW index built in one pass" if index_after else "the HNSW index kept up to date"
+    log(f"  postgres: sync of the {n:,}-chunk index into an empty team store ({how})")
+    team = PgStore(url, max_size=4, timeout=30)
+    try:
+        c0, t0 = cpu_seconds(), time.perf_counter()
+        report = sync(settings, team=team, machine="bench")
+        wall, cpu = time.perf_counter() - t0, cpu_seconds() - c0
+    finally:
+        team.close()
+    record = {"seconds": wall, "client_cpu_seconds": cpu, "chunks": report.chunks_added,
+              "sources": report.sources_sent, "vectors": report.vectors_sent,
+              "vectors_pending": report.vectors_pending, "chunks_per_s": report.chunks_added / wall}
+    log(f"  {report.chunks_added:,} chunks, {report.vectors_sent:,} vectors in {wall:.1f}s "
+        f"({report.chunks_added / wall:,.0f} chunks/s)")
+    if index_after:
+        t0 = time.perf_counter()
+        apply_team_init(admin_url, [], [(emb.model_id, emb.dim)])
+        build = time.perf_counter() - t0
+        record.update(sync_seconds=wall, index_build_seconds=build, seconds=wall + build,
+                      chunks_per_s=report.chunks_added / (wall + build))
+        log(f"  HNSW index built in {build:.1f}s: {record['chunks_per_s']:,.0f} chunks/s with the sync")
+    return record, admin_url, url
+
+
 def pg_section(args, server: Server, n: int, root: Path, db: Path, emb, queries: list[str]) -> dict:
     from indexer.base.settings import resolve_settings
     from indexer.store.postgres import PgStore
@@ -74,22 +113,22 @@ def pg_section(args, server: Server, n: int, root: Path, db: Path, emb, queries:
     from search_engine.search import search
 
     out: dict = {"server": "local throwaway" if server.local else "--pg-url",
-                 "server_options": SERVER_OPTIONS if server.local else None}
+                 "server_options": SERVER_OPTIONS if server.local else None, "sync_mode": args.pg_sync}
     database = f"memsearch_bench_{n}"
-    admin_url, url = server.fresh_database(database, emb.model_id, emb.dim)
+    if args.pg_sync == "both":  # the HNSW index kept up to date per insert, in a database of its own
+        out["sync_maintained"] = _timed_sync(server, f"{database}_maintained", root, db, emb, n, index_after=False)[0]
+        server.drop_database(f"{database}_maintained")
+    after = args.pg_sync != "maintained"
+    record, admin_url, url = _timed_sync(server, database, root, db, emb, n, index_after=after)
+    out["sync"] = record
+    if after:
+        out["sync_index_after"] = record
+    else:
+        out["sync_maintained"] = record
     settings = resolve_settings(root, db_path=db, db_url=url)
     out["ef_search"] = settings.ef_search
     team = PgStore(url, max_size=4, timeout=30)
     try:
-        log(f"  postgres: sync of the {n:,}-chunk index into an empty team store")
-        c0, t0 = cpu_seconds(), time.perf_counter()
-        report = sync(settings, team=team, machine="bench")
-        wall, cpu = time.perf_counter() - t0, cpu_seconds() - c0
-        out["sync"] = {"seconds": wall, "client_cpu_seconds": cpu, "chunks": report.chunks_added,
-                       "sources": report.sources_sent, "vectors": report.vectors_sent,
-                       "vectors_pending": report.vectors_pending, "chunks_per_s": report.chunks_added / wall}
-        log(f"  {report.chunks_added:,} chunks, {report.vectors_sent:,} vectors in {wall:.1f}s "
-            f"({report.chunks_added / wall:,.0f} chunks/s)")
         t0 = time.perf_counter()
         again = sync(settings, team=team, machine="bench")
         out["sync_noop"] = {"seconds": time.perf_counter() - t0, "sources_unchanged": again.sources_unchanged,
@@ -174,7 +213,13 @@ def print_backends(res: dict) -> None:
         row("index BM25 only (local), chunks/s", bm["chunks_per_s"], None, ",.0f")
         row("index with vectors (local), chunks/s" + (" *" if emb.get("cached") else ""),
             emb.get("chunks_per_s"), None, ",.0f")
-        row("sync to the team store, chunks/s", None, pg["sync"]["chunks_per_s"], ",.0f")
+        kept, after = pg.get("sync_maintained"), pg.get("sync_index_after")
+        if kept:
+            row("sync, HNSW index kept up to date, chunks/s", None, kept["chunks_per_s"], ",.0f")
+        if after:
+            row("sync, then the HNSW index built, chunks/s", None, after["chunks_per_s"], ",.0f")
+            split = f"{after['sync_seconds']:.0f} / {after['index_build_seconds']:.0f}"
+            print(f"  {'  the sync alone / the index build, s':48}{'-':>14}{split:>14}")
         local = emb.get("chunks_per_s")
         end = 1 / (1 / local + 1 / pg["sync"]["chunks_per_s"]) if local else None
         row("index + sync, end to end, chunks/s", local, end, ",.0f")

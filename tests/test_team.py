@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 
 import pytest
 
@@ -215,16 +216,22 @@ def _wait_for(predicate, timeout: float = 30.0) -> None:
         time.sleep(0.05)
 
 
+#: ``memsearch sync`` sending one source per transaction (a sync sends a few thousand chunks per transaction; these
+#: notes are a few chunks each), so a sync stopped on one source has committed the ones before it.
+ONE_SOURCE_PER_TRANSACTION = ("import sys, indexer.sync; indexer.sync.SOURCE_BATCH = 1; sys.argv[0] = 'memsearch'; "
+                              "from search_engine.cli.console import main; main()")
+
+
 def _blocked_sync(settings, admin_url: str, locked: str):
-    """Start ``memsearch sync`` while the superuser holds the row of source ``locked``: the sync sends the
-    sources before it (in path order), then waits on that row. Returns (the sync process, the admin connection
-    holding the lock)."""
+    """Start ``memsearch sync`` (one source per transaction) while the superuser holds the row of source
+    ``locked``: the sync sends the sources before it (in path order), then waits on that row. Returns (the sync
+    process, the admin connection holding the lock)."""
     from indexer.sync import machine_key, machine_name
 
     admin = psycopg.connect(admin_url)
     admin.execute("SELECT 1 FROM memsearch.sources WHERE path = %s FOR UPDATE",
                   (machine_key(machine_name(), locked),))
-    proc = subprocess.Popen([MEMSEARCH, "sync"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    proc = subprocess.Popen([sys.executable, "-c", ONE_SOURCE_PER_TRANSACTION, "sync"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "MEMSEARCH_HOME": str(settings.home)})
 
     def waiting() -> bool:

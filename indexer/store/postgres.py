@@ -217,27 +217,8 @@ class PgStore:
     @staticmethod
     def _write(conn: psycopg.Connection, source: SourceState, chunks: Sequence[ChunkRow]) -> int:
         """Record ``source`` and add ``chunks`` (uids already held are skipped) in the caller's transaction."""
-        conn.execute(
-            f"INSERT INTO {SCHEMA}.sources(path, source, mtime_ns, size, content_hash, consumed, head_hash)"
-            " VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (owner, path) DO UPDATE SET"
-            " source = excluded.source, mtime_ns = excluded.mtime_ns, size = excluded.size,"
-            " content_hash = excluded.content_hash, consumed = excluded.consumed,"
-            " head_hash = excluded.head_hash, indexed_at = now()",
-            (source.path, source.source, source.mtime_ns, source.size, source.content_hash, source.consumed,
-             source.head_hash))
-        with conn.cursor() as cur:  # executemany pipelines the rows: one round trip, not one per chunk
-            cur.executemany(
-                f"INSERT INTO {SCHEMA}.chunks(scope, uid, hash, source, path, seq, kind, category, title,"
-                " text, line_start, line_end, event_id, ts, session_id, project, status, speaker, fts)"
-                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,"
-                " setweight(to_tsvector('english', %s), 'A') || setweight(to_tsvector('english', %s), 'B')"
-                " || setweight(to_tsvector('english', %s), 'D')) ON CONFLICT (owner, source, uid) DO NOTHING",
-                [(c.scope, c.uid, c.hash, source.path, c.path, c.seq, c.kind, c.category, c.title, c.text,
-                  c.line_start, c.line_end, c.event_id, c.ts, c.session_id, c.project, c.status, c.speaker,
-                  index_form(fts_title(c.kind, c.title, c.ts)), index_form(c.text), index_form(c.context))
-                 for c in chunks])
-            added = max(cur.rowcount, 0) if chunks else 0
-        return added
+        _upsert_sources(conn, [source])
+        return _copy_chunks(conn, [(source.path, c) for c in chunks])
 
     def replace_source(self, source: SourceState, chunks: Sequence[ChunkRow]) -> tuple[int, int]:
         """Make the connecting member's copy of ``source`` hold exactly ``chunks``, in one transaction: chunks of
@@ -245,20 +226,38 @@ class PgStore:
         lacks are sent (an event log that grew sends its new events, not the whole log); a chunk held with another
         scope gets the one given. Returns (added, removed).
         What ``memsearch sync`` sends per source: a sync stopped anywhere leaves each source as it was or as it is."""
-        wanted = {c.uid: c.scope for c in chunks}
+        return self.replace_sources([(source, chunks)])
+
+    def replace_sources(self, items: Sequence[tuple[SourceState, Sequence[ChunkRow]]]) -> tuple[int, int]:
+        """:meth:`replace_source` for several sources in one transaction (all of them, or none, are replaced):
+        what is held is read in one query, the deletions and scope changes are one statement each, and the new
+        chunks go in with one binary ``COPY`` into a staging table and one ``INSERT … SELECT``, so a sync makes
+        a few round trips per batch of sources rather than several per source. Returns (added, removed)."""
+        if not items:
+            return 0, 0
+        paths = [source.path for source, _ in items]
         self._counts.clear()
         with self.pool.connection() as conn, conn.transaction():
-            held = dict(conn.execute(
-                f"SELECT uid, scope FROM {SCHEMA}.chunks WHERE owner = current_user AND source = %s", (source.path,)))
+            held: dict[tuple[str, str], str] = {(r[0], r[1]): r[2] for r in conn.execute(
+                f"SELECT source, uid, scope FROM {SCHEMA}.chunks WHERE owner = current_user AND source = ANY(%s)",
+                (paths,))}
+            wanted = {(source.path, c.uid): c.scope for source, chunks in items for c in chunks}
             gone = sorted(set(held) - set(wanted))
-            removed = conn.execute(f"DELETE FROM {SCHEMA}.chunks WHERE owner = current_user AND source = %s"
-                                   " AND uid = ANY(%s)", (source.path, gone)).rowcount if gone else 0
-            for scope in ("private", "shared"):  # a source shared or unshared since it was sent
-                moved = sorted(u for u, s in wanted.items() if u in held and held[u] != s and s == scope)
-                if moved:
-                    conn.execute(f"UPDATE {SCHEMA}.chunks SET scope = %s WHERE owner = current_user AND source = %s"
-                                 " AND uid = ANY(%s)", (scope, source.path, moved))
-            added = self._write(conn, source, [c for c in chunks if c.uid not in held])
+            removed = 0
+            if gone:
+                removed = conn.execute(
+                    f"DELETE FROM {SCHEMA}.chunks c USING unnest(%s::text[], %s::text[]) AS g(source, uid)"
+                    " WHERE c.owner = current_user AND c.source = g.source AND c.uid = g.uid",
+                    ([g[0] for g in gone], [g[1] for g in gone])).rowcount
+            moved = sorted(k for k, scope in wanted.items() if k in held and held[k] != scope)
+            if moved:  # a source shared or unshared since it was sent
+                conn.execute(
+                    f"UPDATE {SCHEMA}.chunks c SET scope = g.scope FROM unnest(%s::text[], %s::text[], %s::text[])"
+                    " AS g(source, uid, scope) WHERE c.owner = current_user AND c.source = g.source AND c.uid = g.uid",
+                    ([k[0] for k in moved], [k[1] for k in moved], [wanted[k] for k in moved]))
+            _upsert_sources(conn, [source for source, _ in items])
+            added = _copy_chunks(conn, [(source.path, c) for source, chunks in items for c in chunks
+                                        if (source.path, c.uid) not in held])
         return added, removed
 
     def delete_source(self, path: str) -> int:
@@ -293,16 +292,32 @@ class PgStore:
         rows = sorted((r for r in rows if r[5] > after), key=lambda r: r[5])
         return [PendingText(*r) for r in rows[:limit]]
 
+    def pending_hashes(self, model: str) -> list[str]:
+        """The content hashes :meth:`pending_embeddings` lists, without their texts (what a sync asks for: it sends
+        vectors the local index holds, it does not embed)."""
+        with self.pool.connection() as conn:
+            rows = conn.execute(
+                f"SELECT c.hash FROM {SCHEMA}.chunks c WHERE NOT EXISTS (SELECT 1 FROM {SCHEMA}.vectors v"
+                " WHERE v.hash = c.hash AND v.model = %s) GROUP BY c.hash ORDER BY min(c.id)", (model,)).fetchall()
+        return [r[0] for r in rows]
+
     def put_embeddings(self, model: str, vectors: Sequence[tuple[str, Sequence[float] | None]]) -> int:
+        """Binary ``COPY`` of the vectors into a staging table, then one ``INSERT … SELECT`` (a (hash, model)
+        held already is skipped; row-level security checks each row as it would a plain insert)."""
         if not vectors:
             return 0
         self._counts.clear()
-        with self.pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
-            cur.executemany(f"INSERT INTO {SCHEMA}.vectors(hash, model, embedding) VALUES (%s, %s, %s)"
-                            " ON CONFLICT (hash, model) DO NOTHING",
-                            [(h, model, None if vec is None else _as_vector(vec)) for h, vec in vectors])
-            added = max(cur.rowcount, 0)
-        return added
+        with self.pool.connection() as conn, conn.transaction():
+            conn.execute(_STAGE_VECTORS_SQL)
+            with conn.cursor() as cur:
+                with cur.copy(f"COPY {_STAGE_VECTORS}(hash, embedding) FROM STDIN (FORMAT BINARY)") as copy:
+                    copy.set_types(["text", "vector"])
+                    for h, vec in vectors:
+                        copy.write_row((h, None if vec is None else _as_vector(vec)))
+                added = cur.execute(f"INSERT INTO {SCHEMA}.vectors(hash, model, embedding) SELECT hash, %s,"
+                                    f" embedding FROM {_STAGE_VECTORS} ON CONFLICT (hash, model) DO NOTHING",
+                                    (model,)).rowcount
+        return max(added, 0)
 
     def vector_candidates(self, vector: Sequence[float], model: str, filters: FilterSpec, limit: int,
                           *, ef_search: int = 40) -> list[Scored]:
@@ -478,6 +493,59 @@ class PgStore:
             else:
                 conn.execute(f"INSERT INTO {SCHEMA}.meta(key, value) VALUES (%s, %s)"
                              " ON CONFLICT (owner, key) DO UPDATE SET value = excluded.value", (key, value))
+
+
+#: Per-connection staging tables of the binary ``COPY`` writes: temporary (each connection has its own), emptied
+#: at every commit, created once per connection.
+_STAGE_CHUNKS = "memsearch_stage_chunks"
+_STAGE_VECTORS = "memsearch_stage_vectors"
+_STAGED_CHUNK_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("scope", "text"), ("uid", "text"), ("hash", "text"), ("source", "text"), ("path", "text"), ("seq", "int4"),
+    ("kind", "text"), ("category", "text"), ("title", "text"), ("text", "text"), ("line_start", "int4"),
+    ("line_end", "int4"), ("event_id", "text"), ("ts", "text"), ("session_id", "text"), ("project", "text"),
+    ("status", "text"), ("speaker", "text"), ("fts_title", "text"), ("fts_text", "text"), ("fts_context", "text"))
+_STAGE_CHUNKS_SQL = (f"CREATE TEMP TABLE IF NOT EXISTS {_STAGE_CHUNKS}("
+                     + ", ".join(f"{name} {kind}" for name, kind in _STAGED_CHUNK_COLUMNS) + ") ON COMMIT DELETE ROWS")
+_STAGE_VECTORS_SQL = (f"CREATE TEMP TABLE IF NOT EXISTS {_STAGE_VECTORS}(hash text, embedding vector)"
+                      " ON COMMIT DELETE ROWS")
+_CHUNK_COLUMNS = ", ".join(name for name, _ in _STAGED_CHUNK_COLUMNS[:18])
+
+
+def _upsert_sources(conn: psycopg.Connection, sources: Sequence[SourceState]) -> None:
+    """Record the connecting member's ``sources`` (one statement, in the caller's transaction)."""
+    conn.execute(
+        f"INSERT INTO {SCHEMA}.sources(path, source, mtime_ns, size, content_hash, consumed, head_hash)"
+        " SELECT * FROM unnest(%s::text[], %s::text[], %s::int8[], %s::int8[], %s::text[], %s::int8[], %s::text[])"
+        " ON CONFLICT (owner, path) DO UPDATE SET"
+        " source = excluded.source, mtime_ns = excluded.mtime_ns, size = excluded.size,"
+        " content_hash = excluded.content_hash, consumed = excluded.consumed,"
+        " head_hash = excluded.head_hash, indexed_at = now()",
+        [[s.path for s in sources], [s.source for s in sources], [s.mtime_ns for s in sources],
+         [s.size for s in sources], [s.content_hash for s in sources], [s.consumed for s in sources],
+         [s.head_hash for s in sources]])
+
+
+def _copy_chunks(conn: psycopg.Connection, rows: Sequence[tuple[str, ChunkRow]]) -> int:
+    """Add ``(source path, chunk)`` rows in the caller's transaction: a binary ``COPY`` into the staging table,
+    then one ``INSERT … SELECT`` that builds the tsvectors on the server; a uid the source holds already is
+    skipped. Returns the chunks added."""
+    if not rows:
+        return 0
+    conn.execute(_STAGE_CHUNKS_SQL)
+    with conn.cursor() as cur:
+        with cur.copy(f"COPY {_STAGE_CHUNKS} FROM STDIN (FORMAT BINARY)") as copy:
+            copy.set_types([kind for _, kind in _STAGED_CHUNK_COLUMNS])
+            for path, c in rows:
+                copy.write_row((c.scope, c.uid, c.hash, path, c.path, c.seq, c.kind, c.category, c.title, c.text,
+                                c.line_start, c.line_end, c.event_id, c.ts, c.session_id, c.project, c.status,
+                                c.speaker, index_form(fts_title(c.kind, c.title, c.ts)), index_form(c.text),
+                                index_form(c.context)))
+        added = cur.execute(
+            f"INSERT INTO {SCHEMA}.chunks({_CHUNK_COLUMNS}, fts) SELECT {_CHUNK_COLUMNS},"
+            " setweight(to_tsvector('english', fts_title), 'A') || setweight(to_tsvector('english', fts_text), 'B')"
+            f" || setweight(to_tsvector('english', fts_context), 'D') FROM {_STAGE_CHUNKS}"
+            " ON CONFLICT (owner, source, uid) DO NOTHING").rowcount
+    return max(added, 0)
 
 
 def apply_team_init(admin_url: str, members: Sequence[str], vector_models: Sequence[tuple[str, int]] = ()) -> int:

@@ -447,6 +447,10 @@ def team_init(
     = False,
     admin_url: Annotated[Optional[str], typer.Option(
         "--admin-url", envvar="MEMSEARCH_ADMIN_URL", help="A superuser's postgresql:// URL (for --apply).")] = None,
+    defer_vector_index: Annotated[bool, typer.Option(
+        "--defer-vector-index", help="Leave out the HNSW index, for a first import of large memories: the members' "
+        "first syncs then skip its upkeep, and init run again without this flag builds it in one pass (several times "
+        "faster; searches meanwhile compute exact distances).")] = False,
 ) -> None:
     """Print (or --apply) the administrator's SQL: pgvector, the schema, row-level security, one role per member."""
     from indexer.base.embedder import BUNDLED_DIM, BUNDLED_ID
@@ -454,7 +458,7 @@ def team_init(
     from indexer.store.pg_schema import check_role, mask_url, team_init_sql
 
     members = [check_role(m) for m in member or []]
-    models = [(BUNDLED_ID, BUNDLED_DIM)]
+    models = [] if defer_vector_index else [(BUNDLED_ID, BUNDLED_DIM)]
     if not apply:
         sys.stdout.write(team_init_sql(members, models))
         return
