@@ -15,6 +15,9 @@ gets a copy of it, source by source, through the :class:`indexer.store.Store` op
   computed again here), or as ``None`` where the model gave none; a hash the local index has not embedded yet stays
   pending.
 
+A sync that completes clears the memo of a failed connection (:func:`indexer.team.recent_failure`), so searches
+use the team store again at once rather than when the memo expires.
+
 Stopped anywhere (kill -9, the server going away), every source on the team store is as it was before the sync
 or as it is locally, and the next sync sends what is left; writes are idempotent, so nothing is duplicated.
 
@@ -33,7 +36,7 @@ from indexer.base.settings import Settings
 from indexer.status import open_existing
 from indexer.store import ChunkRow, SourceState
 from indexer.store.local import SqliteStore
-from indexer.team import TeamUnavailable, open_team
+from indexer.team import TeamUnavailable, forget_failure, open_team
 
 if TYPE_CHECKING:
     from indexer.store.postgres import PgStore
@@ -97,7 +100,9 @@ def sync(settings: Settings, team: PgStore | None = None, machine: str | None = 
         if conn is None:  # deleted meanwhile
             return SyncReport(target, machine, note="the local index was never built: run `memsearch index`")
         local = SqliteStore(conn, settings.db_path)
-        return _push(local, team, settings, target, machine)
+        report = _push(local, team, settings, target, machine)
+        forget_failure(settings)  # the database answers: searches need not wait out the memo of a failure
+        return report
     except StoreUnavailable as exc:
         raise TeamUnavailable(str(exc)) from None
     except _driver_errors() as exc:

@@ -1,5 +1,6 @@
-"""The team database of the ``db_url`` setting, opened in one place (:func:`open_team`), and what ``memsearch
-status`` says of it (:func:`team_status`). Filling it is :mod:`indexer.sync`; search reads it through
+"""The team database of the ``db_url`` setting, opened in one place (:func:`open_team`), what ``memsearch
+status`` says of it (:func:`team_status`), and the memo of a failed connection (:func:`recent_failure`), which
+search writes and reads and a successful sync clears. Filling it is :mod:`indexer.sync`; search reads it through
 :mod:`search_engine.reading`.
 """
 
@@ -9,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from indexer.base.dburl import mask_url
 from indexer.base.errors import MemsearchError, UsageError
+from indexer.base.paths import TEAM_UNREACHABLE
 from indexer.base.settings import Settings
 
 if TYPE_CHECKING:
@@ -16,6 +18,10 @@ if TYPE_CHECKING:
 
 #: Seconds to wait for the team database before saying it cannot be reached.
 CONNECT_TIMEOUT = 5.0
+#: After a failed connection, searches read the local index at once for this many seconds instead of waiting for
+#: the server again: every process of the memory root (each prompt hook is a new one, and a host that drops packets
+#: costs libpq's 2 s minimum connect timeout), through the state file :data:`~indexer.base.paths.TEAM_UNREACHABLE`.
+TEAM_RETRY = 30.0
 
 
 class TeamUnavailable(MemsearchError):
@@ -57,3 +63,46 @@ def team_status(settings: Settings, model: str | None, timeout: float = 2.0) -> 
                 "last_synced": team.get_meta("last_indexed")}
     finally:
         team.close()
+
+
+def recent_failure(settings: Settings) -> str | None:
+    """Why the team database of ``settings`` could not be reached, if a process of this memory root failed to
+    within the last :data:`TEAM_RETRY` seconds (the memo names the database by fingerprint, never by its URL)."""
+    import json
+    import time
+
+    from indexer.base.dburl import fingerprint
+
+    try:
+        memo = json.loads((settings.state_dir / TEAM_UNREACHABLE).read_bytes())
+        at, reason = float(memo["at"]), str(memo["reason"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if memo.get("team") != fingerprint(settings.db_url) or not 0 <= time.time() - at < TEAM_RETRY:
+        return None
+    return reason[:MEMO_REASON_CHARS]
+
+
+#: The longest reason kept in the memo (one line of a driver error, the URL masked).
+MEMO_REASON_CHARS = 400
+
+
+def remember_failure(settings: Settings, reason: str) -> None:
+    import json
+    import time
+
+    from indexer.base.dburl import fingerprint
+    from indexer.base.private import write_private
+
+    memo = {"team": fingerprint(settings.db_url), "at": time.time(), "reason": reason[:MEMO_REASON_CHARS]}
+    try:
+        write_private(settings.state_dir / TEAM_UNREACHABLE, json.dumps(memo).encode())
+    except OSError:  # a read-only memory root: each search waits for the database, as without the memo
+        pass
+
+
+def forget_failure(settings: Settings) -> None:
+    try:
+        (settings.state_dir / TEAM_UNREACHABLE).unlink(missing_ok=True)
+    except OSError:
+        pass

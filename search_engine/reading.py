@@ -10,11 +10,11 @@ from contextlib import contextmanager
 from typing import Any
 
 from indexer.base.errors import MemsearchError
-from indexer.base.paths import TEAM_UNREACHABLE
 from indexer.base.settings import Settings
 from indexer.status import open_existing
 from indexer.store import Store, sqlite
 from indexer.store.local import SqliteStore
+from indexer.team import TEAM_RETRY as TEAM_RETRY  # re-exported: the warm server imports it here
 
 
 def open_store(settings: Settings) -> SqliteStore | None:
@@ -42,17 +42,12 @@ def reading(settings: Settings, store: Store | None = None) -> Iterator[Any]:
 #: Seconds a search waits for the team database before it reads the local index instead (libpq counts whole
 #: seconds, and waits at least 2).
 TEAM_TIMEOUT = 1.0
-#: After a failed connection, searches read the local index at once for this many seconds instead of waiting for
-#: the server again: every process of the memory root (each prompt hook is a new one, and a host that drops packets
-#: costs libpq's 2 s minimum connect timeout), through the state file :data:`~indexer.base.paths.TEAM_UNREACHABLE`.
-TEAM_RETRY = 30.0
-
-
 def open_team_for_search(settings: Settings, max_size: int = 2) -> tuple[Any, str | None]:
     """The team store of ``settings.db_url`` (its :class:`~indexer.store.postgres.PgStore`, a pool of up to
     ``max_size`` connections) and None, or None and why it cannot be used (unreachable, refused, another schema, the
-    team extra missing): one line, password masked. Not tried again within :data:`TEAM_RETRY` seconds of a failure."""
-    from indexer.team import open_team
+    team extra missing): one line, password masked. Not tried again within :data:`~indexer.team.TEAM_RETRY` seconds of a
+    failure (the memo of :func:`indexer.team.recent_failure`)."""
+    from indexer.team import forget_failure, open_team, recent_failure, remember_failure
 
     remembered = recent_failure(settings)
     if remembered is not None:
@@ -64,49 +59,6 @@ def open_team_for_search(settings: Settings, max_size: int = 2) -> tuple[Any, st
         return None, str(exc)
     forget_failure(settings)
     return team, None
-
-
-def recent_failure(settings: Settings) -> str | None:
-    """Why the team database of ``settings`` could not be reached, if a process of this memory root failed to
-    within the last :data:`TEAM_RETRY` seconds (the memo names the database by fingerprint, never by its URL)."""
-    import json
-    import time
-
-    from indexer.base.dburl import fingerprint
-
-    try:
-        memo = json.loads((settings.state_dir / TEAM_UNREACHABLE).read_bytes())
-        at, reason = float(memo["at"]), str(memo["reason"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    if memo.get("team") != fingerprint(settings.db_url) or not 0 <= time.time() - at < TEAM_RETRY:
-        return None
-    return reason[:MEMO_REASON_CHARS]
-
-
-#: The longest reason kept in the memo (one line of a driver error, the URL masked).
-MEMO_REASON_CHARS = 400
-
-
-def remember_failure(settings: Settings, reason: str) -> None:
-    import json
-    import time
-
-    from indexer.base.dburl import fingerprint
-    from indexer.base.private import write_private
-
-    memo = {"team": fingerprint(settings.db_url), "at": time.time(), "reason": reason[:MEMO_REASON_CHARS]}
-    try:
-        write_private(settings.state_dir / TEAM_UNREACHABLE, json.dumps(memo).encode())
-    except OSError:  # a read-only memory root: each search waits for the database, as without the memo
-        pass
-
-
-def forget_failure(settings: Settings) -> None:
-    try:
-        (settings.state_dir / TEAM_UNREACHABLE).unlink(missing_ok=True)
-    except OSError:
-        pass
 
 
 def team_errors() -> tuple[type[BaseException], ...]:

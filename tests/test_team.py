@@ -507,7 +507,6 @@ def test_content_the_model_gave_no_vector_is_not_left_pending_on_the_team_store(
 
 def test_a_long_lived_process_does_not_wait_for_an_unreachable_team_database_on_every_search(synced_home, monkeypatch):
     import indexer.team
-    from search_engine import reading
     from search_engine.search import search
 
     tries = []
@@ -517,9 +516,25 @@ def test_a_long_lived_process_does_not_wait_for_an_unreachable_team_database_on_
     first, second = (search(settings, "topic7", mode="bm25") for _ in range(2))
     assert len(tries) == 1 and first.health.store_reason == second.health.store_reason
     assert second.hits[0].path == "notes/n07.md"
-    monkeypatch.setattr(reading, "TEAM_RETRY", 0.0)  # the retry period over: it tries again
+    monkeypatch.setattr(indexer.team, "TEAM_RETRY", 0.0)  # the retry period over: it tries again
     search(settings, "topic7", mode="bm25")
     assert len(tries) == 2
+
+
+def test_a_successful_sync_clears_the_memo_of_a_failed_connection(synced_home, team):
+    from indexer.base.paths import TEAM_UNREACHABLE
+    from indexer.sync import sync
+    from indexer.team import recent_failure, remember_failure
+    from search_engine.search import search
+
+    settings = synced_home.replace(model="none")
+    remember_failure(settings, "cannot reach the team database (a moment ago)")
+    assert recent_failure(settings) is not None
+    meanwhile = search(settings, "topic7", mode="bm25")
+    assert meanwhile.health.store == "local" and "a moment ago" in meanwhile.health.store_reason
+    sync(settings)
+    assert recent_failure(settings) is None and not (settings.state_dir / TEAM_UNREACHABLE).exists()
+    assert search(settings, "topic7", mode="bm25").health.store == "team"
 
 
 def test_the_warm_server_answers_from_the_team_store_and_only_for_the_same_database(synced_home, team, tmp_path,
