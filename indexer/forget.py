@@ -10,6 +10,8 @@
   a summary's own text was selected);
 - **notes of the user** (anything else) are never edited: a tombstone (:mod:`indexer.tombstones`) hides the
   chunks while the file stays byte for byte the same, and the report says which lines to edit;
+- **the team database** (``db_url``): the member's own chunks with those ids, from every machine of theirs (row-level
+  security keeps everyone else's); when it cannot be reached, the next ``memsearch sync`` removes them first;
 - **the index**: chunks, their FTS rows and orphaned vectors are deleted with ``secure_delete`` on, the FTS index
   is merged (``optimize``) so no segment keeps the old terms, the WAL is checkpointed and truncated, and
   ``VACUUM`` runs when asked. A warm server sees the rows gone at its next read and reloads its vector matrix
@@ -42,6 +44,7 @@ from indexer.scan import scan
 from indexer.store.local import SqliteStore
 from indexer.store.sqlite_upkeep import StoredChunk
 from indexer.summaries import build_summary, is_generated, summary_path
+from indexer.team import forget_on_team
 
 LOCK_TIMEOUT = 30.0
 SNIPPET = 160
@@ -168,6 +171,8 @@ def apply_forget(settings: Settings, plan: ForgetPlan, *, vacuum: bool = False) 
     except LockTimeout:
         raise MemsearchError(f"an index run held {settings.state_dir / WRITER_LOCK} for {LOCK_TIMEOUT:.0f}s; "
                              "nothing was forgotten: try again") from None
+    # the team database (db_url): the member's own copies of these chunks, from every machine of theirs
+    team_removed, team_note = forget_on_team(settings, [i.id for i in plan.items])
     report = ForgetReport(
         chunks_removed=counts["chunks"],
         events_removed=counts["events"],
@@ -184,11 +189,13 @@ def apply_forget(settings: Settings, plan: ForgetPlan, *, vacuum: bool = False) 
         seconds=round(time.perf_counter() - started, 3),
         ids=tuple(i.id for i in plan.items),
         wal_truncated=counts["wal_truncated"] if "wal_truncated" in counts else True,
+        team_removed=team_removed,
+        team_note=team_note,
     )
     _log(settings, f"forgot chunks={report.chunks_removed} events={report.events_removed} "
                    f"archived_events={report.archived_events_removed} tombstones={report.tombstones_added} "
                    f"summaries_rewritten={report.summaries_rewritten} summaries_deleted={report.summaries_deleted} "
-                   f"vacuum={vacuum} ids={','.join(report.ids)}")
+                   f"vacuum={vacuum} team_removed={report.team_removed} ids={','.join(report.ids)}")
     return report
 
 

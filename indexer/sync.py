@@ -36,7 +36,7 @@ from indexer.base.settings import Settings
 from indexer.status import open_existing
 from indexer.store import ChunkRow, SourceState
 from indexer.store.local import SqliteStore
-from indexer.team import TeamUnavailable, forget_failure, open_team
+from indexer.team import TeamUnavailable, clear_pending_forgets, forget_failure, open_team, pending_forgets
 
 if TYPE_CHECKING:
     from indexer.store.postgres import PgStore
@@ -148,6 +148,10 @@ def _rows(local: SqliteStore, settings: Settings, path: str) -> list[ChunkRow]:
 
 
 def _push(local: SqliteStore, team: PgStore, settings: Settings, target: str, machine: str) -> SyncReport:
+    forgotten = pending_forgets(settings)
+    if forgotten:  # what `forget` could not remove from the team store when it ran
+        team.delete_uids(forgotten)
+        clear_pending_forgets(settings)
     prefix = machine_key(machine, "")
     ours = {path: state for path, state in team.sources().items() if path.startswith(prefix)}
     sent = unchanged = deleted = added = removed = 0

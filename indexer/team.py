@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from indexer.base.dburl import mask_url
 from indexer.base.errors import MemsearchError, UsageError
-from indexer.base.paths import TEAM_UNREACHABLE
+from indexer.base.paths import TEAM_FORGET, TEAM_UNREACHABLE
 from indexer.base.settings import Settings
 
 if TYPE_CHECKING:
@@ -106,3 +106,59 @@ def forget_failure(settings: Settings) -> None:
         (settings.state_dir / TEAM_UNREACHABLE).unlink(missing_ok=True)
     except OSError:
         pass
+
+
+def forget_on_team(settings: Settings, uids: list[str]) -> tuple[int | None, str | None]:
+    """Remove the member's own chunks with ids ``uids`` from the team database (``memsearch forget``; row-level
+    security lets a member delete only their own rows). When it cannot be reached, the ids are kept in the state
+    file :data:`~indexer.base.paths.TEAM_FORGET` and the next sync removes them first. Returns (chunks removed, or
+    None without ``db_url`` or when not reached; None or why they are still there, in one line)."""
+    if settings.db_url is None or not uids:
+        return None, None
+    try:
+        team = open_team(settings)
+    except MemsearchError as exc:
+        _keep_pending(settings, uids)
+        return None, f"{exc}: the team database still holds them; the next `memsearch sync` removes them there"
+    try:
+        return team.delete_uids(uids), None
+    except _team_errors() as exc:
+        _keep_pending(settings, uids)
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        return None, (f"the team database {mask_url(settings.db_url)} failed ({first}): it still holds them; "
+                      "the next `memsearch sync` removes them there")
+    finally:
+        team.close()
+
+
+def pending_forgets(settings: Settings) -> list[str]:
+    """The chunk ids ``forget`` could not remove from the team database yet."""
+    import json
+
+    try:
+        found = json.loads((settings.state_dir / TEAM_FORGET).read_bytes())
+    except (OSError, ValueError):
+        return []
+    return [str(u) for u in found] if isinstance(found, list) else []
+
+
+def clear_pending_forgets(settings: Settings) -> None:
+    (settings.state_dir / TEAM_FORGET).unlink(missing_ok=True)
+
+
+def _keep_pending(settings: Settings, uids: list[str]) -> None:
+    import json
+
+    from indexer.base.private import write_private
+
+    every = sorted(set(pending_forgets(settings)) | set(uids))
+    write_private(settings.state_dir / TEAM_FORGET, json.dumps(every).encode())
+
+
+def _team_errors() -> tuple[type[BaseException], ...]:
+    import psycopg
+    import psycopg_pool
+
+    from indexer.store.postgres import StoreUnavailable
+
+    return psycopg.Error, psycopg_pool.PoolTimeout, StoreUnavailable

@@ -1,6 +1,8 @@
 """Seeing what the memory holds without guessing a query: ``memsearch sessions``, ``recent`` and ``stats``.
 
-All three read the index (never the model), so they answer in milliseconds and never load fastembed. Events are
+All three read the index search reads (never the model), so they answer in milliseconds and never load fastembed:
+with ``db_url`` set, what the member sees on the team store (the local index when it cannot be reached; ``stats``
+says so). Events are
 counted once each, however many chunks a long one was split into.
 
 >>> from indexer.base.settings import resolve_settings
@@ -12,16 +14,18 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
+from dataclasses import replace
 
 from indexer import tombstones
 from indexer.base.errors import UsageError
 from indexer.base.settings import Settings
 from indexer.base.types import Hit, PrivacyStats, SessionInfo, Stats, StorageEntry
 from indexer.privacy import kinds as marker_kinds
+from indexer.store import Store
 from indexer.store.local import SqliteStore
 from indexer.summaries import summary_path
 from search_engine.hits import make_hit
-from search_engine.reading import open_store
+from search_engine.reading import read_configured
 
 MAX_RECENT = 1000
 
@@ -37,10 +41,9 @@ def list_sessions(settings: Settings, *, project: str | None = None, limit: int 
     real prompt."""
     if limit is not None and limit < 1:
         raise UsageError("--limit must be at least 1")
-    store = open_store(settings)
-    if store is None:
-        return []
-    try:
+    def read(store: Store | None) -> tuple[dict[str, dict], list[str], dict[str, str]]:
+        if store is None:
+            return {}, [], {}
         sessions: dict[str, dict] = {}
         for sid, category, n, first, last, proj in store.session_event_counts(project):
             s = sessions.setdefault(sid, {"counts": {}, "first": first, "last": last, "project": proj})
@@ -51,9 +54,9 @@ def list_sessions(settings: Settings, *, project: str | None = None, limit: int 
         order = sorted(sessions, key=lambda sid: (sessions[sid]["last"] or "", sid), reverse=True)
         if limit is not None:
             order = order[:limit]
-        openings = _first_prompts(store, order)
-    finally:
-        store.close()
+        return sessions, order, _first_prompts(store, order)
+
+    (sessions, order, openings), _ = read_configured(settings, read)
     out = []
     for sid in order:
         s = sessions[sid]
@@ -67,7 +70,7 @@ def list_sessions(settings: Settings, *, project: str | None = None, limit: int 
     return out
 
 
-def _first_prompts(store: SqliteStore, sessions: list[str]) -> dict[str, str]:
+def _first_prompts(store: Store, sessions: list[str]) -> dict[str, str]:
     found: dict[str, str] = {}
     for sid, text in store.session_prompts(sessions):
         if sid not in found and _opening(text):
@@ -83,13 +86,8 @@ def recent(
     fact, event) or an event type (prompt, response, tool, …). Superseded, archived and retired items are left out."""
     if not 1 <= limit <= MAX_RECENT:
         raise UsageError(f"--limit must be between 1 and {MAX_RECENT}")
-    store = open_store(settings)
-    if store is None:
-        return []
-    try:
-        rows = store.recent_rows(session=session, type=type, project=project, limit=limit)
-    finally:
-        store.close()
+    rows, _ = read_configured(settings, lambda store: [] if store is None else store.recent_rows(
+        session=session, type=type, project=project, limit=limit))
     return [make_hit(row) for row in rows]
 
 
@@ -100,25 +98,27 @@ def stats(settings: Settings) -> Stats:
 
     storage = _storage(settings)
     hidden = tombstones.load(settings.state_dir).count
-    store = open_store(settings)
-    if store is None:
-        return Stats(0, {}, {}, 0, 0, {}, 0, storage, PrivacyStats(0, {}, 0, 0), hidden, None)
-    try:
+    choice = resolve_model(settings)
+
+    def read(store: Store | None) -> Stats | None:
+        if store is None:
+            return None
         by_type, by_day, sessions = store.event_counts()
-        choice = resolve_model(settings)
         counts = store.health(choice.model_id if choice.available else None)
-        privacy = _privacy(store)
-        last = store.get_meta("last_indexed")
-    finally:
-        store.close()
-    return Stats(
-        events=sum(by_type.values()), events_by_type=by_type, events_by_day=by_day, sessions=sessions,
-        chunks=sum(counts.by_kind.values()), chunks_by_kind=dict(counts.by_kind),
-        pending_embeddings=counts.pending_embeddings, storage=storage, privacy=privacy, tombstones=hidden, last_indexed=last,
-    )
+        return Stats(
+            events=sum(by_type.values()), events_by_type=by_type, events_by_day=by_day, sessions=sessions,
+            chunks=sum(counts.by_kind.values()), chunks_by_kind=dict(counts.by_kind),
+            pending_embeddings=counts.pending_embeddings, storage=storage, privacy=_privacy(store),
+            tombstones=hidden, last_indexed=store.get_meta("last_indexed"),
+            store="local" if isinstance(store, SqliteStore) else "team")
+
+    found, note = read_configured(settings, read)
+    if found is None:
+        found = Stats(0, {}, {}, 0, 0, {}, 0, storage, PrivacyStats(0, {}, 0, 0), hidden, None)
+    return replace(found, note=note) if note else found
 
 
-def _privacy(store: SqliteStore) -> PrivacyStats:
+def _privacy(store: Store) -> PrivacyStats:
     """Markers counted in the indexed text, once per event (the overlap between a long event's chunks would
     count a marker twice) or note chunk; session summaries are left out, since they repeat their events."""
     private, chunks, sessions = 0, 0, set()

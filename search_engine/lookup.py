@@ -1,31 +1,36 @@
-"""Reading single chunks by id: ``memsearch show``."""
+"""Reading single chunks by id: ``memsearch show``, ``timeline`` (and MCP ``get``), from the index search reads:
+the team store when ``db_url`` is set (the local index when it cannot be reached, and the view says so)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from dataclasses import replace
+from typing import TypeVar
 
 from indexer.base.errors import NotFound, UsageError
 from indexer.base.settings import Settings
 from indexer.base.types import ChunkView, ForgetSelector, Hit, Timeline
-from indexer.store import HitRow
-from indexer.store.local import SqliteStore
+from indexer.store import HitRow, Store
 from search_engine.hits import make_hit
-from search_engine.reading import reading
+from search_engine.reading import read_configured
 
 MIN_PREFIX = 4
+T = TypeVar("T")
 
 
-@contextmanager
-def _open(settings: Settings) -> Iterator[SqliteStore]:
-    """The index, read under :func:`indexer.store.sqlite.damage_guard` and closed after."""
-    with reading(settings) as store:
+def _read(settings: Settings, read: Callable[[Store], T]) -> tuple[T, str | None]:
+    """``read(store)`` on the index search reads (the team store with ``db_url``, else or when it fails the local
+    one: :func:`search_engine.reading.read_configured`), and why the local one answered instead of the team's."""
+
+    def checked(store: Store | None) -> T:
         if store is None:
             raise NotFound("the index was never built; run `memsearch index` first")
-        yield store
+        return read(store)
+
+    return read_configured(settings, checked)
 
 
-def _find(store: SqliteStore, ident: str) -> tuple[HitRow, str, int]:
+def _find(store: Store, ident: str) -> tuple[HitRow, str, int]:
     """The row of the chunk whose id is ``ident`` or starts with it (unambiguously), plus its file and seq."""
     ident = ident.strip().lower()
     if len(ident) < MIN_PREFIX or len(ident) > 32 or not all(c in "0123456789abcdef" for c in ident):
@@ -40,7 +45,7 @@ def _find(store: SqliteStore, ident: str) -> tuple[HitRow, str, int]:
 
 def get_many(settings: Settings, idents: list[str]) -> list[Hit]:
     """Full chunks for several ids (unknown ones are skipped)."""
-    with _open(settings) as store:
+    def read(store: Store) -> list[Hit]:
         out = []
         for ident in idents:
             try:
@@ -49,24 +54,32 @@ def get_many(settings: Settings, idents: list[str]) -> list[Hit]:
                 continue
         return out
 
+    return _read(settings, read)[0]
+
 
 def timeline(settings: Settings, ident: str, window: int = 5) -> Timeline:
     """The ``window`` chunks before and after a chunk in time. With a session, its own session's chunks;
     otherwise everything dated."""
     if not 1 <= window <= 100:
         raise UsageError("--window must be between 1 and 100")
-    with _open(settings) as store:
+    def read(store: Store) -> Timeline:
         row = _find(store, ident)[0]
         before, after = store.around(row, window)
         return Timeline(make_hit(row), tuple(make_hit(r) for r in before), tuple(make_hit(r) for r in after))
 
+    view, note = _read(settings, read)
+    return replace(view, note=note) if note else view
+
 
 def show(settings: Settings, ident: str) -> ChunkView:
     """The chunk whose id is ``ident`` (or starts with it, when that is unambiguous), with its neighbours."""
-    with _open(settings) as store:
+    def read(store: Store) -> ChunkView:
         row, file, seq = _find(store, ident)
         prev, nxt, count = store.neighbours(file, seq)
         return ChunkView(make_hit(row), prev, nxt, count)
+
+    view, note = _read(settings, read)
+    return replace(view, note=note) if note else view
 
 
 def matching(settings: Settings, selector: ForgetSelector) -> list[str] | None:

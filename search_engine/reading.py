@@ -5,9 +5,9 @@ or with ``db_url`` set the team's PostgreSQL (:func:`open_team_for_search`, whic
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 from indexer.base.errors import MemsearchError
 from indexer.base.settings import Settings
@@ -15,6 +15,8 @@ from indexer.status import open_existing
 from indexer.store import Store, sqlite
 from indexer.store.local import SqliteStore
 from indexer.team import TEAM_RETRY as TEAM_RETRY  # re-exported: the warm server imports it here
+
+T = TypeVar("T")
 
 
 def open_store(settings: Settings) -> SqliteStore | None:
@@ -59,6 +61,25 @@ def open_team_for_search(settings: Settings, max_size: int = 2) -> tuple[Any, st
         return None, str(exc)
     forget_failure(settings)
     return team, None
+
+
+def read_configured(settings: Settings, read: Callable[[Any], T]) -> tuple[T, str | None]:
+    """``read(store)`` on the index search reads (``show``, ``timeline``, ``recent``, ``sessions``, ``stats`` and
+    the standing context use it): with ``db_url`` the team store (a connection of its own, closed after); when that
+    cannot be reached or fails mid-way, the local one (None when it was never built), and why, in one line.
+    Returns (what ``read`` returned, None or that reason)."""
+    reason = None
+    if settings.db_url is not None:
+        team, reason = open_team_for_search(settings, max_size=1)
+        if team is not None:
+            try:
+                return read(team), None
+            except team_errors() as exc:  # the server went away mid-read: the local index answers
+                reason = f"the team database failed ({one_line(exc)})"
+            finally:
+                team.close()
+    with reading(settings) as store:
+        return read(store), (None if reason is None else f"{reason}: read the local index")
 
 
 def team_errors() -> tuple[type[BaseException], ...]:

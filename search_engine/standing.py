@@ -9,8 +9,9 @@ goes through the privacy filter first (it is read from the file, not from the in
 from __future__ import annotations
 
 from indexer.base.settings import Settings
+from indexer.store import Store
 from search_engine.context import CHARS_PER_TOKEN, HEADER, compact, escape, sanitize
-from search_engine.reading import open_store
+from search_engine.reading import read_configured
 
 #: Each part's share of the budget; what one leaves unused goes to the next.
 SHARES = (("memory", 0.4), ("summary", 0.35), ("facts", 0.25))
@@ -33,18 +34,16 @@ def _memory_md(settings: Settings) -> str | None:
 
 
 def _project_parts(settings: Settings, project: str | None) -> tuple[tuple[str, str, str] | None, list[tuple]]:
-    """(the latest session summary of ``project``: id, source, text) and its active facts (id, date, text)."""
+    """(the latest session summary of ``project``: id, source, text) and its active facts (id, date, text), from
+    the index search reads (with ``db_url``, the member's own and what others shared on the team store)."""
     if not project:
         return None, []
-    store = open_store(settings)
-    if store is None:
-        return None, []
-    try:
-        summary = store.latest_session_summary(project)
-        facts = store.active_facts(project, MAX_FACTS)
-    finally:
-        store.close()
-    return summary, facts
+    def read(store: Store | None) -> tuple[tuple[str, str, str] | None, list[tuple]]:
+        if store is None:
+            return None, []
+        return store.latest_session_summary(project), store.active_facts(project, MAX_FACTS)
+
+    return read_configured(settings, read)[0]
 
 
 def standing_context(settings: Settings, project: str | None, *, budget_tokens: int | None = None) -> str:

@@ -537,6 +537,47 @@ def test_a_successful_sync_clears_the_memo_of_a_failed_connection(synced_home, t
     assert search(settings, "topic7", mode="bm25").health.store == "team"
 
 
+def test_show_timeline_stats_and_forget_use_the_team_store(synced_home, team, tmp_path):
+    from indexer.base.paths import TEAM_FORGET
+    from indexer.base.types import ForgetSelector
+    from indexer.forget import apply_forget, plan_forget
+    from indexer.sync import sync
+    from search_engine.browse import recent, stats
+    from search_engine.lookup import show, timeline
+
+    sync(synced_home)
+    chunks = local_rows(synced_home)[0]
+    note = next(uid for uid, (file, _, _) in chunks.items() if file.endswith("n07.md"))
+    event = next(uid for uid, (file, _, text) in chunks.items() if text == "event 1 about the deploy")
+    other = tmp_path / "second-machine"  # the same member elsewhere: nothing indexed there
+    other.mkdir()
+    elsewhere = resolve_settings(other, db_url=team.urls["alice"], model="none")
+    view = show(elsewhere, note[:8])
+    assert view.chunk.id == note and view.chunk.path == "notes/n07.md" and view.note is None
+    around = timeline(elsewhere, event)
+    assert [h.text for h in around.before + (around.center,) + around.after] == [
+        f"event {i} about the deploy" for i in range(3)]
+    counted = stats(elsewhere)
+    assert (counted.store, counted.events, counted.sessions, counted.chunks) == ("team", 3, 1, len(chunks))
+    assert {h.id for h in recent(elsewhere, type="prompt")} == {u for u, c in chunks.items() if "events" in c[0]}
+    down = synced_home.replace(db_url=CLOSED, model="none")  # unreachable: the local index answers, and says so
+    assert show(down, note).note.endswith(": read the local index")
+    assert stats(down).store == "local" and stats(down).note
+
+    report = apply_forget(synced_home, plan_forget(synced_home, ForgetSelector(ids=(note,))))
+    assert report.team_removed == 1 and report.team_note is None
+    assert note not in team_rows(team.admin_url)[0]
+    later = next(uid for uid, (file, _, _) in chunks.items() if file.endswith("n08.md"))
+    report = apply_forget(down, plan_forget(down, ForgetSelector(ids=(later,))))
+    assert report.team_removed is None and "the next `memsearch sync` removes them" in report.team_note
+    assert later in team_rows(team.admin_url)[0]  # still there…
+    sync(synced_home)
+    remote = team_rows(team.admin_url)[0]
+    assert note not in remote and later not in remote  # …until the next sync
+    assert not (synced_home.state_dir / TEAM_FORGET).exists()
+    assert set(remote) == set(local_rows(synced_home)[0])
+
+
 def test_the_warm_server_answers_from_the_team_store_and_only_for_the_same_database(synced_home, team, tmp_path,
                                                                                     monkeypatch):
     import time

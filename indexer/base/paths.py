@@ -45,6 +45,9 @@ SUMMARY_QUEUE_WORK = "summary-queue.*.work"
 #: The team database (``db_url``) that could not be reached lately, when, and why (JSON): searches read the local
 #: index at once until the retry period is over, instead of each waiting out the connect timeout.
 TEAM_UNREACHABLE = "team-unreachable.json"
+#: Chunk ids ``forget`` removed locally but could not remove from the team database (JSON list): the next sync
+#: removes them there first.
+TEAM_FORGET = "team-forget.json"
 #: Events lost to a full disk or a read-only root (a count reserved in advance).
 LOST_EVENTS = "lost-events"
 #: Forgotten notes' tombstones (hashes and line ranges only).

@@ -143,6 +143,7 @@ class ChunkView:
     previous_id: str | None
     next_id: str | None
     source_chunks: int
+    note: str | None = None  # why the local index answered although a team database is set
 
 
 @dataclass(frozen=True)
@@ -152,6 +153,7 @@ class Timeline:
     center: Hit
     before: tuple[Hit, ...]
     after: tuple[Hit, ...]
+    note: str | None = None  # why the local index answered although a team database is set
 
 
 @dataclass(frozen=True)
@@ -291,6 +293,8 @@ class Stats:
     privacy: PrivacyStats
     tombstones: int  # user-note chunks hidden by ``forget`` until their file changes
     last_indexed: str | None
+    store: str = "local"  # "team": the counts are what the member sees on the team database
+    note: str | None = None  # why the local index answered although a team database is set
 
 
 @dataclass(frozen=True)
@@ -376,3 +380,5 @@ class ForgetReport:
     seconds: float
     ids: tuple[str, ...] = ()
     wal_truncated: bool = True  # False: a reader kept the WAL busy; its old pages go at the next checkpoint
+    team_removed: int | None = None  # chunks removed from the team database (None: no db_url, or not reached)
+    team_note: str | None = None  # why the team database still holds them (the next sync removes them)

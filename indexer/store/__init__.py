@@ -24,6 +24,9 @@ The contract, for any backend:
   Both return chunk ids, best first, ties by id; :meth:`Store.fetch_hits` turns ids into rows.
 - **Visibility**: a backend shared by several people returns only what the connecting member may see; every
   operation above is subject to it, so the layers above need no notion of members.
+- **Browsing** (``show``, ``timeline``, ``recent``, ``sessions``, ``stats``, the standing context) reads visible
+  rows by id prefix, place in a source, time, session and project; :meth:`Store.delete_uids` is ``forget`` on a
+  store the member does not own the files of (the team store): only the writer's own rows go.
 - :meth:`Store.health` counts what :class:`indexer.base.types.Health` reports (no pending content without a
   model); :meth:`Store.get_meta` / :meth:`Store.set_meta` keep small per-index strings (``last_indexed``,
   ``chunker``, ``vector_model``).
@@ -38,7 +41,7 @@ its upkeep methods (delete chunks by id, FTS merge, VACUUM, checkpoint, integrit
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, runtime_checkable
 
@@ -234,6 +237,58 @@ class Store(Protocol):
 
     def fetch_hits(self, ids: Sequence[int]) -> dict[int, HitRow]:
         """The visible rows of ``ids`` (ids that do not exist or are not visible are absent)."""
+        ...
+
+    # browsing: show, timeline, recent, sessions, stats and the standing context read these
+
+    def find_uid_prefix(self, prefix: str, limit: int = 2) -> list[tuple[HitRow, str, int]]:
+        """Up to ``limit`` visible chunks whose id starts with ``prefix`` (lower-case hex; one per id), each with
+        its source as the store names it (what :meth:`neighbours` takes) and its place in it."""
+        ...
+
+    def neighbours(self, file: str, seq: int) -> tuple[str | None, str | None, int]:
+        """The ids of the visible chunks before and after place ``seq`` of source ``file``, and its count."""
+        ...
+
+    def around(self, center: HitRow, window: int) -> tuple[list[HitRow], list[HitRow]]:
+        """The ``window`` visible chunks before and after ``center`` in time (ts, then id), oldest first: of its
+        session when it has one, else of everything dated."""
+        ...
+
+    def recent_rows(self, *, session: str | None = None, type: str | None = None, project: str | None = None,
+                    limit: int = 20) -> list[HitRow]:
+        """The latest visible items, newest first, one per event; ``type`` a kind or an event type."""
+        ...
+
+    def session_event_counts(self, project: str | None = None) -> list[tuple[str, str, int, str | None, str | None,
+                                                                             str | None]]:
+        """``(session, event type, events, first ts, last ts, project)`` per session and type."""
+        ...
+
+    def session_prompts(self, sessions: Sequence[str]) -> Iterator[tuple[str, str]]:
+        """``(session, prompt text)`` of ``sessions``' prompts, each session's in time order."""
+        ...
+
+    def event_counts(self) -> tuple[dict[str, int], dict[str, int], int]:
+        """Visible events (once each) by type and by day, and how many sessions they belong to."""
+        ...
+
+    def redacted_texts(self) -> Iterator[tuple[str, str, str | None, str | None, str]]:
+        """``(kind, source, event id, session, text)`` of visible chunks holding a redaction marker (session
+        summaries left out), in source order."""
+        ...
+
+    def latest_session_summary(self, project: str) -> tuple[str, str, str] | None:
+        """``(first chunk id, path, whole text)`` of ``project``'s most recent session summary."""
+        ...
+
+    def active_facts(self, project: str, limit: int) -> list[tuple[str, str | None, str]]:
+        """``(id, ts, text)`` of ``project``'s active facts, newest first."""
+        ...
+
+    def delete_uids(self, uids: Sequence[str]) -> int:
+        """Delete the connecting writer's own chunks with these ids, in one transaction (on a shared store,
+        never another member's); returns how many were removed."""
         ...
 
     def health(self, model: str | None) -> StoreHealth:

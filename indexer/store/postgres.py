@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import psycopg
@@ -457,6 +457,140 @@ class PgStore:
             rows = conn.execute(f"SELECT {_HIT_COLUMNS} FROM {SCHEMA}.chunks WHERE id = ANY(%s)",
                                 (list(ids),)).fetchall()
         return {r[0]: HitRow(*r) for r in rows}
+
+    # -- browsing (show, timeline, recent, sessions, stats, the standing context) --------------------------------
+
+    def find_uid_prefix(self, prefix: str, limit: int = 2) -> list[tuple[HitRow, str, int]]:
+        """Up to ``limit`` chunk ids starting with ``prefix``, each with its source (``owner:source``, the team
+        store's name of a file: two members' machines may hold the same path) and its place in it. The same id
+        held by several sources (one member's two machines) is one answer: the member's own copy first."""
+        with self.pool.connection() as conn:
+            rows = conn.execute(
+                f"SELECT * FROM (SELECT DISTINCT ON (uid) {_HIT_COLUMNS}, source, seq FROM {SCHEMA}.chunks"
+                " WHERE uid >= %s AND uid < %s ORDER BY uid, owner <> current_user, id) u ORDER BY uid LIMIT %s",
+                (prefix, prefix + "g", limit)).fetchall()
+        return [(HitRow(*r[:-2]), f"{r[14]}:{r[-2]}", r[-1]) for r in rows]
+
+    def neighbours(self, file: str, seq: int) -> tuple[str | None, str | None, int]:
+        """The ids of the visible chunks before and after place ``seq`` of ``file`` (as
+        :meth:`find_uid_prefix` names it), and how many visible chunks it has."""
+        owner, _, source = file.partition(":")
+        where = f"FROM {SCHEMA}.chunks WHERE owner = %s AND source = %s"
+        with self.pool.connection() as conn:
+            prev = conn.execute(f"SELECT uid {where} AND seq < %s ORDER BY seq DESC LIMIT 1",
+                                (owner, source, seq)).fetchone()
+            nxt = conn.execute(f"SELECT uid {where} AND seq > %s ORDER BY seq LIMIT 1", (owner, source, seq)).fetchone()
+            count = _one_row(conn.execute(f"SELECT count(*) {where}", (owner, source)))[0]
+        return prev and prev[0], nxt and nxt[0], count
+
+    def around(self, center: HitRow, window: int) -> tuple[list[HitRow], list[HitRow]]:
+        """The ``window`` visible chunks before and after ``center`` in time (by ts, then id), oldest first: of
+        its session when it has one, else of everything dated."""
+        ts = center.ts or ""
+        scope, params = ("session_id = %s", [center.session_id]) if center.session_id else ("ts IS NOT NULL", [])
+        with self.pool.connection() as conn:
+            before = conn.execute(
+                f"SELECT {_HIT_COLUMNS} FROM {SCHEMA}.chunks WHERE {scope} AND (ts < %s OR (ts = %s AND id < %s))"
+                " ORDER BY ts DESC, id DESC LIMIT %s", [*params, ts, ts, center.id, window]).fetchall()
+            after = conn.execute(
+                f"SELECT {_HIT_COLUMNS} FROM {SCHEMA}.chunks WHERE {scope} AND (ts > %s OR (ts = %s AND id > %s))"
+                " ORDER BY ts, id LIMIT %s", [*params, ts, ts, center.id, window]).fetchall()
+        return [HitRow(*r) for r in reversed(before)], [HitRow(*r) for r in after]
+
+    def recent_rows(self, *, session: str | None = None, type: str | None = None, project: str | None = None,
+                    limit: int = 20) -> list[HitRow]:
+        """The latest visible items, newest first, one per event (a long event's first chunk). ``type`` is a kind
+        or an event type (a category)."""
+        from indexer.base.types import KINDS
+
+        conds = ["coalesce(status, '') <> ALL(%s)", "(kind <> 'event' OR seq %% 1000 = 0)"]
+        params: list[Any] = [list(HIDDEN_STATUSES)]
+        for column, value in (("session_id", session), ("project", project)):
+            if value is not None:
+                conds.append(f"{column} = %s")
+                params.append(value)
+        if type is not None:
+            conds.append("kind = %s" if type in KINDS else "category = %s")
+            params.append(type)
+        with self.pool.connection() as conn:
+            rows = conn.execute(
+                f"SELECT {_HIT_COLUMNS} FROM {SCHEMA}.chunks WHERE {' AND '.join(conds)}"
+                " ORDER BY ts IS NULL, ts DESC, id DESC LIMIT %s", [*params, limit]).fetchall()
+        return [HitRow(*r) for r in rows]
+
+    def session_event_counts(self, project: str | None = None) -> list[tuple[str, str, int, str | None, str | None,
+                                                                             str | None]]:
+        """``(session, event type, events, first ts, last ts, project)`` per session and type; with ``project``,
+        the sessions that have an event of it."""
+        where, params = "kind = 'event' AND session_id IS NOT NULL", []
+        if project is not None:
+            where += f" AND session_id IN (SELECT session_id FROM {SCHEMA}.chunks WHERE kind = 'event' AND project = %s)"
+            params.append(project)
+        with self.pool.connection() as conn:
+            return [tuple(r) for r in conn.execute(
+                "SELECT session_id, category, count(DISTINCT coalesce(event_id, uid)), min(ts), max(ts), max(project)"
+                f" FROM {SCHEMA}.chunks WHERE {where} GROUP BY session_id, category", params)]
+
+    def session_prompts(self, sessions: Sequence[str]) -> Iterator[tuple[str, str]]:
+        """``(session, prompt text)`` of ``sessions``' prompts, each session's in time order."""
+        with self.pool.connection() as conn:
+            rows = conn.execute(f"SELECT session_id, text FROM {SCHEMA}.chunks WHERE kind = 'event' AND category ="
+                                " 'prompt' AND session_id = ANY(%s) ORDER BY ts, seq", (list(sessions),)).fetchall()
+        yield from (tuple(r) for r in rows)
+
+    def event_counts(self) -> tuple[dict[str, int], dict[str, int], int]:
+        """Visible events (once each, however many chunks) by type and by day, and the sessions they belong to."""
+        events = f"FROM {SCHEMA}.chunks WHERE kind = 'event'"
+        with self.pool.connection() as conn:
+            by_type = dict(conn.execute(f"SELECT category, count(DISTINCT coalesce(event_id, uid)) {events}"
+                                        " GROUP BY category ORDER BY category").fetchall())
+            by_day = dict(conn.execute(f"SELECT substr(ts, 1, 10) AS day, count(DISTINCT coalesce(event_id, uid))"
+                                       f" {events} AND ts IS NOT NULL GROUP BY day ORDER BY day").fetchall())
+            sessions = _one_row(conn.execute(f"SELECT count(DISTINCT session_id) {events}"))[0]
+        return by_type, by_day, sessions
+
+    def redacted_texts(self) -> Iterator[tuple[str, str, str | None, str | None, str]]:
+        """``(kind, source, event id, session, text)`` of visible chunks holding a redaction marker, session
+        summaries left out, in source order."""
+        with self.pool.connection() as conn:
+            rows = conn.execute(
+                f"SELECT kind, owner || ':' || source, event_id, session_id, text FROM {SCHEMA}.chunks"
+                " WHERE strpos(text, '[REDACTED:') > 0 AND NOT (kind = 'note' AND category = 'session')"
+                " ORDER BY owner, source, seq").fetchall()
+        yield from (tuple(r) for r in rows)
+
+    def latest_session_summary(self, project: str) -> tuple[str, str, str] | None:
+        """``(first chunk id, path, whole text)`` of ``project``'s most recent visible session summary note."""
+        with self.pool.connection() as conn:
+            row = conn.execute(
+                f"SELECT owner, source, path, min(uid) FROM {SCHEMA}.chunks WHERE kind = 'note' AND category ="
+                " 'session' AND project = %s GROUP BY owner, source, path ORDER BY max(ts) DESC NULLS LAST,"
+                " source DESC LIMIT 1", (project,)).fetchone()
+            if not row:
+                return None
+            texts = [t for (t,) in conn.execute(f"SELECT text FROM {SCHEMA}.chunks WHERE owner = %s AND source = %s"
+                                                " ORDER BY seq", (row[0], row[1]))]
+        return row[3], row[2], "\n".join(texts)
+
+    def active_facts(self, project: str, limit: int) -> list[tuple[str, str | None, str]]:
+        """``(id, ts, text)`` of ``project``'s visible active facts, newest first."""
+        with self.pool.connection() as conn:
+            return [tuple(r) for r in conn.execute(
+                f"SELECT uid, ts, text FROM {SCHEMA}.chunks WHERE kind = 'fact' AND project = %s AND"
+                " coalesce(status, 'active') = 'active' ORDER BY ts DESC NULLS LAST, id DESC LIMIT %s",
+                (project, limit))]
+
+    def delete_uids(self, uids: Sequence[str]) -> int:
+        """Delete the connecting member's own chunks with these ids (from every source of theirs that holds
+        them: ``memsearch forget`` on the team store), in one transaction; a shared chunk of another member is
+        never deleted (row-level security allows a member to delete only their own rows). Returns the chunks
+        removed. Their vectors stay (keyed by content, readable only where a visible chunk holds it)."""
+        if not uids:
+            return 0
+        self._counts.clear()
+        with self.pool.connection() as conn, conn.transaction():
+            return conn.execute(f"DELETE FROM {SCHEMA}.chunks WHERE owner = current_user AND uid = ANY(%s)",
+                                (list(uids),)).rowcount
 
     def health(self, model: str | None) -> StoreHealth:
         """The counts of what the member sees (cached for :data:`COUNTS_TTL` seconds)."""

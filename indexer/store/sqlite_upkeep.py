@@ -150,6 +150,11 @@ class SqliteUpkeep:
         return [StoredChunk(*r) for r in self.conn.execute(
             f"SELECT {_STORED_COLUMNS} FROM chunks WHERE {where} ORDER BY ts, id", params)]
 
+    def delete_uids(self, uids: Sequence[str]) -> int:
+        """Delete the chunks with these ids (:meth:`delete_chunks`); ``forget`` itself does more (the logs, the
+        turn context, tombstones)."""
+        return self.delete_chunks([r.id for r in self.stored_chunks(uids=list(uids))]) if uids else 0
+
     def delete_chunks(self, ids: Iterable[int]) -> int:
         """Delete chunks by row id with FTS5's secure delete on, so their terms leave the FTS index's segments
         too (not only the chunk rows); in the caller's transaction or one of its own."""

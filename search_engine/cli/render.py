@@ -142,6 +142,8 @@ def show_text(view: ChunkView) -> str:
             out.append(f"{label}: {value}")
     out.append(f"neighbours: previous {view.previous_id or '-'} · next {view.next_id or '-'}"
                f" ({view.source_chunks} chunks in this source)")
+    if view.note:
+        out.append(f"note: {view.note}")
     out.append("")
     out.append(h.text)
     return "\n".join(out)
@@ -195,7 +197,8 @@ def timeline_text(view: Timeline) -> str:
     def line(hit: Hit, mark: str) -> str:
         return f"{mark} {hit.ts or '?':<19}  {hit.id}  [{hit.kind}/{hit.category}] {_snippet(hit.title + ': ' + hit.text, 110)}"
 
-    return "\n".join([*(line(h, " ") for h in view.before), line(view.center, ">"), *(line(h, " ") for h in view.after)])
+    lines = [*(line(h, " ") for h in view.before), line(view.center, ">"), *(line(h, " ") for h in view.after)]
+    return "\n".join(lines + ([f"note: {view.note}"] if view.note else []))
 
 
 def maintain_text(report: MaintainReport) -> str:
@@ -307,6 +310,10 @@ def stats_text(s: Stats) -> str:
         days = list(s.events_by_day.items())[-14:]
         out.append("events by day: " + ", ".join(f"{d} {n}" for d, n in days))
     out.append("storage: " + ", ".join(f"{e.path} {e.bytes / 1e3:.1f} kB" for e in s.storage[:12]))
+    if s.store == "team":
+        out.insert(0, "index: the team database (what you see there: your chunks and what others shared)")
+    if s.note:
+        out.append(f"note: {s.note}")
     return "\n".join(out)
 
 
@@ -348,5 +355,9 @@ def forget_text(r: ForgetReport) -> str:
         for n in r.notes_to_edit:
             lines = f":{n.line_start}-{n.line_end}" if n.line_start is not None else ""
             out.append(f"  {_clean(n.path, 200)}{lines}")
+    if r.team_removed is not None:
+        out.append(f"team database: {r.team_removed} of your chunks removed")
+    if r.team_note:
+        out.append(f"warning: {r.team_note}")
     out.append(f"time: {r.seconds:.2f}s")
     return "\n".join(out)

@@ -336,3 +336,26 @@ def test_raw_queries_the_lexical_expression_and_the_vector_model(team):
     assert alice.vector_model() is None
     alice.set_meta("vector_model", MODEL)
     assert alice.vector_model() == MODEL
+
+
+def test_browsing_and_forget_see_and_touch_only_what_row_level_security_allows(team):
+    alice, bob = team.store("alice"), team.store("bob")
+    alice_writes_team_memory(alice)
+    bob.write_batch(source("/bob/notes/x.md"), [chunk("b-own", "bob's release notes", hash="H-bob")])
+    # bob finds alice's shared note by id, never her private note or her event
+    found = {uid: [(row.uid, row.owner) for row, _, _ in bob.find_uid_prefix(uid)] for uid in ("a-shared", "a-private",
+                                                                                          "a-event")}
+    assert found == {"a-shared": [("a-shared", "alice")], "a-private": [], "a-event": []}
+    ((_, file, seq),) = bob.find_uid_prefix("a-shared")
+    assert bob.neighbours(file, seq) == (None, None, 1)  # her private chunk of that file is not counted
+    ((_, file, seq),) = alice.find_uid_prefix("a-shared")
+    assert alice.neighbours(file, seq) == (None, None, 2)
+    assert bob.event_counts() == ({}, {}, 0) and alice.event_counts()[2] == 1
+    assert {r.uid for r in bob.recent_rows()} == {"b-own", "a-shared"}
+    # forget: bob cannot delete alice's rows, shared or not, through the store or raw SQL
+    assert bob.delete_uids(["a-shared", "a-private", "a-event"]) == 0
+    with psycopg.connect(team.urls["bob"], autocommit=True) as raw:
+        assert raw.execute("DELETE FROM memsearch.chunks WHERE uid = 'a-shared'").rowcount == 0
+    assert all(alice.find_uid_prefix(uid) for uid in ("a-shared", "a-private", "a-event"))
+    assert alice.delete_uids(["a-shared", "b-own"]) == 1  # her own one only
+    assert bob.find_uid_prefix("a-shared") == [] and [r.uid for r, _, _ in bob.find_uid_prefix("b-own")] == ["b-own"]

@@ -242,3 +242,82 @@ def test_fetch_hits_returns_the_rows_of_existing_ids_only(store):
     store.delete_source("/m/a.md")
     assert store.fetch_hits([hit_id]) == {}
     assert store.fetch_hits([]) == {}
+
+
+# -- browsing: show, timeline, recent, sessions, stats, the standing context, forget --------------------------------
+
+
+def _browsable(store) -> None:
+    """A note file of three chunks, a facts file, a session summary and one session's events (a long prompt in two
+    chunks, a response with a redacted span, a tool call)."""
+    store.write_batch(source("/m/a.md"), [chunk("aaaa01", "first part", seq=0), chunk("aaaa02", "second part", seq=1),
+                                          chunk("aaab03", "third part", seq=2)])
+    store.write_batch(source("/m/facts.md"), [
+        chunk("fa01", "deploys go through staging", kind="fact", project="shop", ts="2026-05-01T09:00:00", seq=0),
+        chunk("fa02", "the old rule", kind="fact", project="shop", status="superseded", ts="2026-05-02T09:00:00",
+              seq=1),
+        chunk("fa03", "tests run in CI", kind="fact", project="shop", ts="2026-05-03T09:00:00", seq=2)])
+    store.write_batch(source("/m/sessions/s1.md"), [
+        chunk("su01", "summary start", category="session", project="shop", ts="2026-05-01T11:00:00", seq=0),
+        chunk("su02", "summary end", category="session", project="shop", ts="2026-05-01T11:00:00", seq=1)])
+    event = dict(kind="event", session_id="s1", project="shop", path="events/d.jsonl")
+    store.write_batch(source("/m/events/d.jsonl", "events"), [
+        chunk("ev01", "please fix the export bug", category="prompt", event_id="e1", ts="2026-05-01T10:00:00",
+              seq=0, **event),
+        chunk("ev02", "and its tests", category="prompt", event_id="e1", ts="2026-05-01T10:00:00", seq=1, **event),
+        chunk("ev03", "the key was [REDACTED:aws-key] in the log", category="response", event_id="e2",
+              ts="2026-05-01T10:01:00", seq=1000, **event),
+        chunk("ev04", "ran pytest", category="tool", event_id="e3", ts="2026-05-01T10:02:00", seq=2000, **event)])
+
+
+def test_find_by_id_prefix_then_neighbours_and_time_around(store):
+    _browsable(store)
+    assert sorted(row.uid for row, _, _ in store.find_uid_prefix("aaaa", limit=5)) == ["aaaa01", "aaaa02"]
+    assert store.find_uid_prefix("ffff") == []
+    ((row, file, seq),) = store.find_uid_prefix("aaaa02")
+    assert (row.uid, row.text, seq) == ("aaaa02", "second part", 1)
+    assert store.neighbours(file, seq) == ("aaaa01", "aaab03", 3)
+    ((first, file, seq),) = store.find_uid_prefix("aaaa01")
+    assert store.neighbours(file, seq) == (None, "aaaa02", 3)
+    ((center, _, _),) = store.find_uid_prefix("ev03")
+    before, after = store.around(center, 1)  # its session's chunks, by time then id
+    assert [r.uid for r in before] == ["ev02"] and [r.uid for r in after] == ["ev04"]
+    before, _ = store.around(center, 5)
+    assert [r.uid for r in before] == ["ev01", "ev02"]
+
+
+def test_recent_sessions_and_event_counts(store):
+    _browsable(store)
+    assert [r.uid for r in store.recent_rows(limit=4)] == ["fa03", "su02", "su01", "ev04"]  # superseded left out
+    assert [r.uid for r in store.recent_rows(type="prompt")] == ["ev01"]  # one row per event
+    assert [r.uid for r in store.recent_rows(type="fact", project="shop")] == ["fa03", "fa01"]
+    assert store.recent_rows(session="nope") == []
+    counts = sorted(store.session_event_counts())
+    assert counts == [("s1", "prompt", 1, "2026-05-01T10:00:00", "2026-05-01T10:00:00", "shop"),
+                      ("s1", "response", 1, "2026-05-01T10:01:00", "2026-05-01T10:01:00", "shop"),
+                      ("s1", "tool", 1, "2026-05-01T10:02:00", "2026-05-01T10:02:00", "shop")]
+    assert store.session_event_counts("elsewhere") == []
+    assert list(store.session_prompts(["s1"])) == [("s1", "please fix the export bug"), ("s1", "and its tests")]
+    assert store.event_counts() == ({"prompt": 1, "response": 1, "tool": 1}, {"2026-05-01": 3}, 1)
+    ((kind, _, event_id, session, text),) = list(store.redacted_texts())
+    assert (kind, event_id, session) == ("event", "e2", "s1") and "[REDACTED:aws-key]" in text
+
+
+def test_the_standing_context_reads_the_latest_summary_and_the_active_facts(store):
+    _browsable(store)
+    uid, path, text = store.latest_session_summary("shop")
+    assert (uid, path, text) == ("su01", "n.md", "summary start\nsummary end")
+    assert store.latest_session_summary("elsewhere") is None
+    assert [f[0] for f in store.active_facts("shop", 10)] == ["fa03", "fa01"]
+    assert [f[0] for f in store.active_facts("shop", 1)] == ["fa03"]
+
+
+def test_delete_uids_removes_those_chunks_only(store):
+    _browsable(store)
+    before = store.health(None).chunks
+    assert store.delete_uids(["aaaa02", "ev03", "no-such-id"]) == 2
+    assert store.delete_uids([]) == 0
+    assert store.health(None).chunks == before - 2
+    assert store.find_uid_prefix("aaaa02") == [] and store.find_uid_prefix("ev03") == []
+    ((_, file, seq),) = store.find_uid_prefix("aaaa01")
+    assert store.neighbours(file, seq) == (None, "aaab03", 2)
