@@ -76,7 +76,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--raw-sample", type=int, default=2000,
                    help="texts for the raw fastembed reference when an index is first built (fresh builds use all)")
     p.add_argument("--rebuild", action="store_true", help="ignore cached indexes with vectors")
-    p.add_argument("--skip", default="", help="comma list of sections to skip: embed,search,warm,process,noop,variants,privacy,plot")
+    p.add_argument("--skip", default="", help="comma list of sections to skip: bm25,embed,search,warm,process,noop,variants,privacy,plot")
     p.add_argument("--profile", action="store_true", help="write cProfile reports to <out>/profiles/")
     p.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite",
                    help="postgres: also the team store on PostgreSQL + pgvector, next to SQLite's figures of the same "
@@ -201,22 +201,23 @@ def run_sizes(args, res: dict, emb, queries: list[str], exe, pg_server) -> None:
         r["corpus"]["seconds"] = time.perf_counter() - t0
         r["corpus"]["root"] = str(root)
 
-        log("  BM25-only index (fresh)")
-        from indexer.base.settings import resolve_settings as rs
+        if "bm25" not in args.skip:  # a fresh BM25-only index, timed (at 1M: ~10 min)
+            log("  BM25-only index (fresh)")
+            from indexer.base.settings import resolve_settings as rs
 
-        db_b = args.work / "db" / f"bm25-{n}.db"
-        remove_db(db_b)
-        b = timed_index(rs(root, db_path=db_b), None)
-        b["chunks_per_s"] = b["chunks"] / b["seconds"]
-        b["chunks_per_cpu_s"] = b["chunks"] / b["cpu_seconds"]
-        b["loadavg"] = os.getloadavg()[0]
-        b["db_bytes"] = db_bytes(db_b)
-        r["bm25_index"] = b
-        log(f"  {b['chunks']} chunks in {b['seconds']:.2f}s = {b['chunks_per_s']:.0f}/s")
-        if args.profile and n == (10000 if 10000 in args.sizes else min(args.sizes)):
+            db_b = args.work / "db" / f"bm25-{n}.db"
             remove_db(db_b)
-            profiled(args, f"index-bm25-{n}", lambda root=root, db_b=db_b: timed_index(rs(root, db_path=db_b), None))
-        remove_db(db_b)
+            b = timed_index(rs(root, db_path=db_b), None)
+            b["chunks_per_s"] = b["chunks"] / b["seconds"]
+            b["chunks_per_cpu_s"] = b["chunks"] / b["cpu_seconds"]
+            b["loadavg"] = os.getloadavg()[0]
+            b["db_bytes"] = db_bytes(db_b)
+            r["bm25_index"] = b
+            log(f"  {b['chunks']} chunks in {b['seconds']:.2f}s = {b['chunks_per_s']:.0f}/s")
+            if args.profile and n == (10000 if 10000 in args.sizes else min(args.sizes)):
+                remove_db(db_b)
+                profiled(args, f"index-bm25-{n}", lambda root=root, db_b=db_b: timed_index(rs(root, db_path=db_b), None))
+            remove_db(db_b)
 
         if "embed" not in args.skip:
             real = n <= args.embed_real_max

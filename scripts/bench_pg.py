@@ -209,8 +209,8 @@ def print_backends(res: dict) -> None:
             cell = [("-" if v is None else format(v, spec)) for v in (a, b)]
             print(f"  {label:48}{cell[0]:>14}{cell[1]:>14}")
 
-        bm = r["bm25_index"]
-        row("index BM25 only (local), chunks/s", bm["chunks_per_s"], None, ",.0f")
+        bm = r.get("bm25_index", {})
+        row("index BM25 only (local), chunks/s", bm.get("chunks_per_s"), None, ",.0f")
         row("index with vectors (local), chunks/s" + (" *" if emb.get("cached") else ""),
             emb.get("chunks_per_s"), None, ",.0f")
         kept, after = pg.get("sync_maintained"), pg.get("sync_index_after")
