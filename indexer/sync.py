@@ -6,14 +6,15 @@ gets a copy of it, source by source, through the :class:`indexer.store.Store` op
 - **Sources** are keyed on the team store by this machine's name and their path (``host:/abs/path``), so one
   member's two machines keep their own sources (a path that exists on both is two sources). A source whose
   recorded state (mtime, size, content hash, bytes consumed) differs from the team store's copy is sent again with
-  :meth:`~indexer.store.postgres.PgStore.replace_source`: one transaction that drops the chunks it no longer has and
-  adds only those the team store lacks (by uid). A source gone from the local index is deleted there.
+  :meth:`~indexer.store.postgres.PgStore.replace_sources`, together with others up to :data:`SOURCE_BATCH` chunks:
+  one transaction that drops the chunks they no longer have and adds only those the team store lacks (by uid;
+  a binary ``COPY`` and one ``INSERT … SELECT``). A source gone from the local index is deleted there.
 - **Sharing**: the notes and facts of a source matching a ``share`` glob go as ``shared`` (every member sees
   them), everything else as ``private``; a change of ``share`` re-marks every source at the next sync.
 - **Vectors** are keyed by (content hash, model), one per hash for the whole team: only the hashes the team store
   lists as pending for the local index's model are sent, taken from the vectors the local index holds (never
   computed again here), or as ``None`` where the model gave none; a hash the local index has not embedded yet stays
-  pending.
+  pending. Chunk ids ``forget`` could not remove from the team store when it ran are removed first.
 
 A sync that completes clears the memo of a failed connection (:func:`indexer.team.recent_failure`), so searches
 use the team store again at once rather than when the memo expires.
