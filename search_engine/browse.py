@@ -18,8 +18,9 @@ from dataclasses import replace
 
 from indexer import tombstones
 from indexer.base.errors import UsageError
+from indexer.base.reports import PrivacyStats, SessionInfo, Stats, StorageEntry
 from indexer.base.settings import Settings
-from indexer.base.types import Hit, PrivacyStats, SessionInfo, Stats, StorageEntry
+from indexer.base.types import Hit
 from indexer.privacy import kinds as marker_kinds
 from indexer.store import Store
 from indexer.store.local import SqliteStore

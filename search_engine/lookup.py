@@ -8,8 +8,9 @@ from dataclasses import replace
 from typing import TypeVar
 
 from indexer.base.errors import NotFound, UsageError
+from indexer.base.reports import ChunkView, ForgetSelector, Timeline
 from indexer.base.settings import Settings
-from indexer.base.types import ChunkView, ForgetSelector, Hit, Timeline
+from indexer.base.types import Hit
 from indexer.store import HitRow, Store
 from search_engine.hits import make_hit
 from search_engine.reading import read_configured
