@@ -539,7 +539,7 @@ def test_a_successful_sync_clears_the_memo_of_a_failed_connection(synced_home, t
 
 def test_show_timeline_stats_and_forget_use_the_team_store(synced_home, team, tmp_path):
     from indexer.base.paths import TEAM_FORGET
-    from indexer.base.types import ForgetSelector
+    from indexer.base.reports import ForgetSelector
     from indexer.forget import apply_forget, plan_forget
     from indexer.sync import sync
     from search_engine.browse import recent, stats
