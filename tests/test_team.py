@@ -521,6 +521,22 @@ def test_a_long_lived_process_does_not_wait_for_an_unreachable_team_database_on_
     assert len(tries) == 2
 
 
+def test_a_sync_in_many_small_batches_sends_everything_once(synced_home, team, monkeypatch):
+    """Several batches of sources per sync, and several vector batches in flight on two connections at once."""
+    import indexer.sync
+    from indexer.sync import sync
+
+    monkeypatch.setattr(indexer.sync, "SOURCE_BATCH", 5)
+    monkeypatch.setattr(indexer.sync, "VECTOR_BATCH", 3)
+    report = sync(synced_home)
+    chunks, vectors = local_rows(synced_home)
+    assert (report.sources_sent, report.chunks_added) == (31, len(chunks))
+    assert report.vectors_sent == len({h for _, h, _ in chunks.values()}) and report.vectors_pending == 0
+    assert_same_as_local(synced_home, team.admin_url)
+    again = sync(synced_home)
+    assert (again.sources_sent, again.chunks_added, again.vectors_sent) == (0, 0, 0)
+
+
 def test_a_successful_sync_clears_the_memo_of_a_failed_connection(synced_home, team):
     from indexer.base.paths import TEAM_UNREACHABLE
     from indexer.sync import sync
