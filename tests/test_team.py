@@ -579,6 +579,14 @@ def test_show_timeline_stats_and_forget_use_the_team_store(synced_home, team, tm
     down = synced_home.replace(db_url=CLOSED, model="none")  # unreachable: the local index answers, and says so
     assert show(down, note).note.endswith(": read the local index")
     assert stats(down).store == "local" and stats(down).note
+    env = {"MEMSEARCH_DB_URL": team.urls["alice"], "MEMSEARCH_MODEL": "none"}
+    shown = run("show", note, "--home", str(other), env=env)
+    assert shown.returncode == 0 and "notes/n07.md" in shown.stdout and "note:" not in shown.stdout
+    counted = run("stats", "--home", str(other), env=env)
+    assert counted.returncode == 0 and counted.stdout.startswith("index: the team database")
+    fallback = run("show", note, "--home", str(synced_home.home), env={**env, "MEMSEARCH_DB_URL": CLOSED})
+    assert fallback.returncode == 0 and "\nnote: cannot reach the team database" in fallback.stdout
+    assert "alice-pw" not in fallback.stdout + fallback.stderr
 
     report = apply_forget(synced_home, plan_forget(synced_home, ForgetSelector(ids=(note,))))
     assert report.team_removed == 1 and report.team_note is None
