@@ -228,13 +228,13 @@ class PgStore:
         with conn.cursor() as cur:  # executemany pipelines the rows: one round trip, not one per chunk
             cur.executemany(
                 f"INSERT INTO {SCHEMA}.chunks(scope, uid, hash, source, path, seq, kind, category, title,"
-                " text, line_start, line_end, event_id, ts, session_id, project, status, speaker, fts)"
-                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,"
+                " text, line_start, line_end, event_id, ts, session_id, project, status, speaker, reply_to, fts)"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,"
                 " setweight(to_tsvector('english', %s), 'A') || setweight(to_tsvector('english', %s), 'B')"
                 " || setweight(to_tsvector('english', %s), 'D')) ON CONFLICT (owner, source, uid) DO NOTHING",
                 [(c.scope, c.uid, c.hash, source.path, c.path, c.seq, c.kind, c.category, c.title, c.text,
                   c.line_start, c.line_end, c.event_id, c.ts, c.session_id, c.project, c.status, c.speaker,
-                  index_form(fts_title(c.kind, c.title, c.ts)), index_form(c.text), index_form(c.context))
+                  c.reply_to, index_form(fts_title(c.kind, c.title, c.ts)), index_form(c.text), index_form(c.context))
                  for c in chunks])
             added = max(cur.rowcount, 0) if chunks else 0
         return added
@@ -287,7 +287,8 @@ class PgStore:
     def pending_embeddings(self, model: str, limit: int | None = None, after: int = 0) -> list[PendingText]:
         with self.pool.connection() as conn:
             rows = conn.execute(
-                f"SELECT DISTINCT ON (c.hash) c.hash, c.title, c.text, c.speaker, c.ts, c.id FROM {SCHEMA}.chunks c"
+                f"SELECT DISTINCT ON (c.hash) c.hash, c.title, c.text, c.speaker, c.ts, c.id, c.reply_to"
+                f" FROM {SCHEMA}.chunks c"
                 f" WHERE NOT EXISTS (SELECT 1 FROM {SCHEMA}.vectors v WHERE v.hash = c.hash AND v.model = %s)"
                 " ORDER BY c.hash, c.id", (model,)).fetchall()
         rows = sorted((r for r in rows if r[5] > after), key=lambda r: r[5])
