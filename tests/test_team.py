@@ -95,26 +95,27 @@ def note_files(home, n: int, version: str = "v1") -> None:
 
 
 def local_rows(settings) -> tuple[dict[str, tuple], dict[str, bytes]]:
-    """The local index's chunks (uid -> source, hash, text) and its vectors (hash -> float32 bytes)."""
+    """The local index's chunks (uid -> source, hash, text, reply_to) and its vectors (hash -> float32 bytes)."""
     from indexer.store.local import SqliteStore
 
     with SqliteStore.open(settings.db_path, create=False) as local:
-        chunks = {c.uid: (c.file, c.hash, c.text) for c in local.stored_chunks()}
+        chunks = {c.uid: (c.file, c.hash, c.text, c.reply_to) for c in local.stored_chunks()}
         model = local.vector_model()
-        vectors = local.stored_vectors(model, sorted({h for _, h, _ in chunks.values()})) if model else {}
+        vectors = local.stored_vectors(model, sorted({c[1] for c in chunks.values()})) if model else {}
     return chunks, vectors
 
 
 def team_rows(admin_url: str, owner: str = "alice") -> tuple[dict[str, tuple], dict[str, bytes], list[str]]:
     """What the team store holds for ``owner`` (as the superuser, which row-level security does not filter):
-    chunks (uid -> source without the machine, hash, text), every vector, and the chunk uids (duplicates kept)."""
+    chunks (uid -> source without the machine, hash, text, reply_to), every vector, and the chunk uids (duplicates
+    kept)."""
     import numpy as np
 
     with psycopg.connect(admin_url) as conn:
-        rows = conn.execute("SELECT uid, source, hash, text FROM memsearch.chunks WHERE owner = %s",
+        rows = conn.execute("SELECT uid, source, hash, text, reply_to FROM memsearch.chunks WHERE owner = %s",
                             (owner,)).fetchall()
         vectors = conn.execute("SELECT hash, embedding::text FROM memsearch.vectors").fetchall()
-    chunks = {uid: (source.split(":", 1)[1], h, text) for uid, source, h, text in rows}
+    chunks = {uid: (source.split(":", 1)[1], h, text, reply) for uid, source, h, text, reply in rows}
     as_bytes = {h: np.asarray(json.loads(v), dtype=np.float32).tobytes() for h, v in vectors if v is not None}
     return chunks, as_bytes, [r[0] for r in rows]
 
@@ -173,6 +174,9 @@ def test_sync_sends_the_local_index_then_only_what_changed(synced_home, team, fa
     assert (third.sources_sent, third.sources_deleted) == (2, 1)
     assert third.chunks_added == 2 and third.vectors_sent == 2  # the new note chunk and the new event
     assert_same_as_local(settings, team.admin_url)
+    # the response carries the turn it replies to, with the hash (and so the vector) that goes with it
+    assert [c[3] for c in team_rows(team.admin_url)[0].values() if c[2] == "the deploy went out"] == [
+        "event 2 about the deploy"]
     # the team store ranks it: alice finds her rewritten note by its new words
     from search_engine.filters import Filters
     from search_engine.query import content_terms, terms
@@ -261,7 +265,7 @@ def test_a_sync_killed_mid_way_leaves_no_duplicates_and_the_next_one_completes(s
         _wait_for(lambda: not probe.execute("SELECT count(*) FROM pg_stat_activity WHERE usename = 'alice'")
                   .fetchone()[0])
     remote, _, uids = team_rows(team.admin_url)
-    texts = {source.rsplit("/", 1)[1]: text for source, _, text in remote.values() if "Detail" not in text}
+    texts = {source.rsplit("/", 1)[1]: text for source, _, text, _ in remote.values() if "Detail" not in text}
     assert "v2" in texts.get("n00.md", "") and "v1" in texts.get("n20.md", "")  # stopped half-way through
     assert len(uids) == len(set(uids))
 
