@@ -1,10 +1,13 @@
 """Incremental indexing against the real SQLite + FTS5 + sqlite-vec, with a fake embedder for speed."""
 
 import os
+import tempfile
 import time
+from pathlib import Path
 
 import orjson
 import xxhash
+from hypothesis import given, settings as hsettings, strategies as st
 
 from conftest import write
 from fake_embedder import FakeEmbedder
@@ -553,6 +556,30 @@ def test_the_reply_is_the_same_across_incremental_runs_a_hook_ingest_and_a_rebui
     assert index(settings, embedder=fake).chunks_embedded == 0
 
 
+@hsettings(max_examples=25, deadline=None)
+@given(turns=st.lists(st.tuples(st.sampled_from(["prompt", "response", "tool"]), st.sampled_from(["s1", "s2"]),
+                                st.integers(1, 3)), min_size=1, max_size=12),
+       cut=st.integers(0, 12))
+def test_replies_read_in_two_runs_are_those_of_one_pass(turns, cut):
+    """Property: however a conversation (two sessions interleaved, long events in several chunks, tool calls) is
+    split between two index runs, each event replies to what one full pass gives it."""
+    with tempfile.TemporaryDirectory() as tmp:  # a fresh memory root for every example
+        home = Path(tmp) / "memory"
+        settings = resolve_settings(home, model="none", chunk_chars=200, chunk_overlap=0)
+        lines = [_said(i, etype, f"w{i} " + f"t{i} filler words here. " * (9 * size - 8), session=session,
+                       ts=f"2026-11-20T10:{i:02d}:00")
+                 for i, (etype, session, size) in enumerate(turns)]
+        log = write(home / "events" / "2026-11-20.jsonl", "".join(lines[:cut]))
+        index(settings, embedder=None)
+        with log.open("a") as f:
+            f.write("".join(lines[cut:]))
+        index(settings, embedder=None)
+        incremental = _replies(settings)
+        index(settings, embedder=None, full=True)
+        assert _replies(settings) == incremental
+        assert all(len(r) == 1 for r in incremental.values())  # every chunk of an event: the same reply
+
+
 def test_no_unredacted_text_reaches_a_reply(home, settings, fake):
     """The reply is taken from events the privacy filter already redacted (in this run, or stored by an earlier
     one): a private span in a prompt is a marker in the reply of its response too."""
@@ -624,6 +651,25 @@ def test_an_upgraded_index_embeds_every_event_once_more_and_keeps_everything(hom
     again = Recording()  # run twice: no further work
     second = index(settings, embedder=again)
     assert (second.full, second.chunks_embedded, again.texts, second.chunks_added) == (False, 0, [], 0)
+    conn.close()
+
+
+def test_maintenance_upgrades_an_index_as_an_index_run_does(home, settings):
+    from indexer.maintain import maintain
+
+    write(home / "events" / "2026-11-20.jsonl", CONVERSATION)
+    write(home / "notes.md", "# Tokens\nTokens expire after an hour.\n")
+    index(settings, embedder=FakeEmbedder(dim=32))
+    _as_version_2(settings)
+    conn = store.connect(settings.db_path)
+    embed_pending(conn, Recording())
+    model = Recording()
+    report = maintain(settings, embedder=model)
+    assert report.ok and report.index.chunks_embedded == len(model.texts) > 0
+    assert all("(in reply to: " in t for t in model.texts)  # the events that answer a turn; the note kept its vector
+    assert _replies(settings)["e4"] == _replies(settings)["e5"] and status(settings)["rechunk_due"] is False
+    again = Recording()
+    assert maintain(settings, embedder=again).index.chunks_embedded == 0 and again.texts == []
     conn.close()
 
 
