@@ -13,7 +13,6 @@ from indexer.base.embedder import ModelChoice, resolve_model
 from indexer.base.errors import IndexCorrupt, MemsearchError
 from indexer.base.settings import Settings
 from indexer.base.types import Health
-from indexer.scan import chunker_signature
 from indexer.store import sqlite as store
 from indexer.store.local import SqliteStore, as_store
 
@@ -120,6 +119,8 @@ def _status(settings: Settings, choice: ModelChoice, conn: apsw.Connection | Non
         out.update(chunks=0, chunks_by_kind={}, files=0, pending_embeddings=0, not_embedded=0, last_indexed=None,
                    db_bytes=0, index_model=None, rechunk_due=False)
         return out
+    from indexer.scan import chunker_signature  # here: the hooks read health from this module, not the chunker
+
     local = as_store(conn)
     try:
         counts = local.health(None)
