@@ -35,11 +35,14 @@ from indexer.store.vector_matrix import VectorMatrix
 TITLE_WEIGHT = 1.0
 BODY_WEIGHT = 1.0
 CONTEXT_WEIGHT = 0.4
-#: An index whose chunk ids span at least this many runs each BM25 query as two halves of the id range at once, on
-#: its connection and a second one (FTS5 scores every match in C with the GIL released; the two lists' best merge
-#: into exactly the one list's best). Measured at 100k chunks, ~40 % of rows matching a query of common words:
-#: the halves cost ~8 % more CPU in all and take about half the time on two idle cores.
+#: An index whose chunk ids span at least this many runs each BM25 query as parts of the id range at once, one a
+#: core, on its connection and one more a part (FTS5 scores every match in C with the GIL released; the parts' best
+#: merge into exactly the one list's best). Measured at 100k chunks in two parts, on the bench's 200 queries: the
+#: larger half's CPU is 0.62x the one query's at p95 (21 vs 34 ms); all parts together cost ~15 % more CPU (each
+#: counts the query terms' documents again for bm25's idf).
 SPLIT_MIN_ROWS = 20_000
+#: The most parts a query is cut into (one a core).
+SPLIT_PARTS = 4
 #: The widest vec0 KNN asked for before the exact scan takes over.
 KNN_MAX = 4096
 HIT_COLUMNS = "id, uid, kind, category, title, text, path, line_start, line_end, ts, session_id, project, status, event_id"
@@ -171,44 +174,51 @@ class SqliteReader:
 
     def _bm25(self, expression: str, filters: FilterSpec, limit: int) -> list[Scored]:
         """Chunks matching ``expression`` by FTS5's bm25(), negated so that higher is better, best first (ties by
-        id). On a large index, the two halves of the id range at once (:data:`SPLIT_MIN_ROWS`)."""
-        halves = self._halves()
-        twin = self._twin() if halves is not None else None
-        if halves is None or twin is None:
+        id). On a large index, the parts of the id range at once, one a core (:data:`SPLIT_MIN_ROWS`)."""
+        parts = self._parts()
+        twins = [self._twin() for _ in parts[1:]]
+        if len(parts) < 2 or None in twins:
+            for twin in twins:
+                if twin is not None:
+                    twin.close()
             return _bm25_rows(self.conn, expression, filters, limit, None)
-        upper: list = []
+        found: list = [None] * len(parts)
 
-        def run_upper() -> None:
+        def run(i: int, twin: apsw.Connection) -> None:
             try:
-                upper.append(_bm25_rows(twin, expression, filters, limit, halves[1]))
+                found[i] = _bm25_rows(twin, expression, filters, limit, parts[i])
             except BaseException as exc:  # raised again in the caller's thread, below
-                upper.append(exc)
+                found[i] = exc
             finally:
                 twin.close()
 
-        worker = threading.Thread(target=run_upper, name="memsearch-bm25", daemon=True)
-        worker.start()
+        workers = [threading.Thread(target=run, args=(i, twin), name="memsearch-bm25", daemon=True)
+                   for i, twin in enumerate(twins, 1)]
+        for worker in workers:
+            worker.start()
         try:
-            lower = _bm25_rows(self.conn, expression, filters, limit, halves[0])
+            found[0] = _bm25_rows(self.conn, expression, filters, limit, parts[0])
         finally:
-            worker.join()
-        found = upper[0]
-        if isinstance(found, apsw.Error):  # the second connection could not read: this one reads that half too
-            found = _bm25_rows(self.conn, expression, filters, limit, halves[1])
-        elif isinstance(found, BaseException):
-            raise found
-        return sorted(lower + found, key=_best_first)[:limit]
+            for worker in workers:
+                worker.join()
+        merged: list[Scored] = []
+        for i, part in enumerate(found):
+            if isinstance(part, apsw.Error):  # a second connection could not read: this one reads that part too
+                part = _bm25_rows(self.conn, expression, filters, limit, parts[i])
+            elif isinstance(part, BaseException):
+                raise part
+            merged += part
+        return sorted(merged, key=_best_first)[:limit]
 
-    def _halves(self) -> tuple[tuple[int, int], tuple[int, int]] | None:
-        """The id range cut in two (``[lo, mid)``, ``[mid, hi]``), or None when one query is enough: a small
-        index, or a single core."""
-        if (os.cpu_count() or 1) < 2:
-            return None
+    def _parts(self) -> list[tuple[int, int]]:
+        """The id range cut in one part a core (at most :data:`SPLIT_PARTS`), each ``[lo, hi)``; one part (no
+        split) on a small index or a single core."""
+        cores = min(os.cpu_count() or 1, SPLIT_PARTS)
         lo, hi = next(iter(self.conn.execute("SELECT (SELECT min(id) FROM chunks), (SELECT max(id) FROM chunks)")))
-        if lo is None or hi - lo < self.split_min_rows:
-            return None
-        mid = (lo + hi + 1) // 2
-        return (lo, mid), (mid, hi + 1)
+        if cores < 2 or lo is None or hi - lo < self.split_min_rows:
+            return [(lo or 0, (hi or 0) + 1)]
+        cuts = [lo + (hi + 1 - lo) * i // cores for i in range(cores)] + [hi + 1]
+        return list(zip(cuts, cuts[1:]))
 
     def _twin(self) -> apsw.Connection | None:
         """A second connection to the index file, for reading only (one per query: it holds nothing open between

@@ -4,6 +4,7 @@ reference computed another way (every match scored, filtered and sorted in Pytho
 
 from __future__ import annotations
 
+import os
 import shutil
 
 import apsw
@@ -16,7 +17,7 @@ from indexer.base.types import HIDDEN_STATUSES
 from indexer.pipeline import index
 from indexer.store import HitRow, Scored, Store
 from indexer.store.local import SqliteStore
-from indexer.store.sqlite_read import CONTEXT_WEIGHT, fts5_query
+from indexer.store.sqlite_read import CONTEXT_WEIGHT, SPLIT_PARTS, fts5_query
 from search_engine.filters import Filters
 from search_engine.query import ParsedQuery, Term
 
@@ -183,12 +184,12 @@ def test_fetch_hits_and_reading_by_id_and_time(store):
         assert [r.ts <= center.ts for r in before] == [True] and [r.ts >= center.ts for r in after] == [True]
 
 
-# -- the BM25 list in two halves at once ------------------------------------------------------------------------
+# -- the BM25 list in parts at once ------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
 def split_pair(tmp_path_factory):
-    """The sample memory indexed once (BM25 only), opened twice: one store splits every query in two halves of the
-    id range, the other never does."""
+    """The sample memory indexed once (BM25 only), opened twice: one store cuts every query into parts of the id
+    range, the other never does."""
     from conftest import SAMPLE
     from indexer.base.settings import resolve_settings
 
@@ -209,16 +210,17 @@ SPLIT_FILTERS = (Filters(), Filters(kind="note"), Filters(kind="event", all_stat
 
 
 @given(data=st.data(), op=st.sampled_from(["AND", "OR"]), limit=st.sampled_from([1, 3, 50]),
-       filters=st.sampled_from(SPLIT_FILTERS))
+       filters=st.sampled_from(SPLIT_FILTERS), cores=st.sampled_from([2, 3, 4, 16]))
 @hsettings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-def test_the_two_halves_give_exactly_the_one_query_s_list(split_pair, data, op, limit, filters):
+def test_the_parts_give_exactly_the_one_query_s_list(split_pair, data, op, limit, filters, cores, monkeypatch):
     halves, whole, words = split_pair
-    assert halves._halves() is not None and whole._halves() is None
+    monkeypatch.setattr(os, "cpu_count", lambda: cores)
+    assert len(halves._parts()) == min(cores, SPLIT_PARTS) and len(whole._parts()) == 1
     terms = [Term(w) for w in data.draw(st.lists(st.sampled_from(words), min_size=1, max_size=5))]
     assert halves.lexical_top_k(terms, op, filters, limit) == whole.lexical_top_k(terms, op, filters, limit)
 
 
-def test_the_two_halves_rank_ties_by_id_and_survive_a_second_connection_that_cannot_read(split_pair, tmp_path,
+def test_the_parts_rank_ties_by_id_and_survive_a_second_connection_that_cannot_read(split_pair, tmp_path,
                                                                                        monkeypatch):
     halves, whole, _ = split_pair
     terms = [Term("the")]
