@@ -32,8 +32,8 @@ from indexer.base.errors import MemsearchError, NotFound, UsageError
 from indexer.base.locks import LockTimeout, file_lock
 from indexer.base.paths import EVENTS_DIR, FORGET_LOG, WRITER_LOCK
 from indexer.base.private import private_dirs
+from indexer.base.reports import ForgetItem, ForgetPlan, ForgetReport, ForgetSelector, NoteToEdit
 from indexer.base.settings import Settings
-from indexer.base.types import ForgetItem, ForgetPlan, ForgetReport, ForgetSelector, NoteToEdit
 from indexer.eventread import HEAD_BYTES, head_hash
 from indexer.logrewrite import archive_matches, blank_lines, replace_file, rewrite_archive
 from indexer.pipeline import ingest

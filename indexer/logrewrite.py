@@ -17,8 +17,8 @@ from pathlib import Path
 import orjson
 
 from indexer.base.private import write_private
+from indexer.base.reports import ForgetSelector
 from indexer.base.settings import Settings
-from indexer.base.types import ForgetSelector
 from indexer.maintain import ARCHIVE_DIR
 from indexer.sources import normalize_ts
 

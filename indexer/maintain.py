@@ -38,8 +38,8 @@ from indexer.base.errors import MemsearchError
 from indexer.base.locks import LockTimeout, file_lock
 from indexer.base.paths import EVENTS_DIR, WRITER_LOCK
 from indexer.base.private import private_dirs, write_private
+from indexer.base.reports import Expired, IndexCheck, MaintainReport
 from indexer.base.settings import Settings
-from indexer.base.types import Expired, IndexCheck, MaintainReport
 from indexer.privacy import FILTER_VERSION
 from indexer.rebuild import maintenance_lock, rebuild_locked
 from indexer.scrub import save_filter_version, scrub_sources, stored_filter_version

@@ -23,8 +23,8 @@ from indexer.base.errors import IndexCorrupt, MemsearchError
 from indexer.base.locks import LockTimeout, file_lock
 from indexer.base.paths import WRITER_LOCK
 from indexer.base.private import private_dirs
+from indexer.base.reports import IndexReport
 from indexer.base.settings import Settings
-from indexer.base.types import IndexReport
 from indexer.embedding import EMBED_WINDOW, embed_pending, pending_count, pending_estimate
 from indexer.scan import inside_sources, scan, source_roots
 from indexer.store import sqlite

@@ -31,8 +31,8 @@ from indexer.base.errors import IndexCorrupt, MemsearchError
 from indexer.base.locks import LockTimeout, file_lock
 from indexer.base.paths import BUILD_PREFIX, MAINTENANCE_LOCK, WRITER_LOCK
 from indexer.base.private import private_dirs
+from indexer.base.reports import IndexReport
 from indexer.base.settings import Settings
-from indexer.base.types import IndexReport
 from indexer.embedding import EMBED_WINDOW
 from indexer.scan import scan, source_roots
 from indexer.sources import Draft, discover

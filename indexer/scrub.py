@@ -38,8 +38,8 @@ from indexer.base.errors import MemsearchError
 from indexer.base.locks import LockTimeout, file_lock
 from indexer.base.paths import BUILD_PREFIX, EVENTS_DIR, PRIVACY_STATE, WRITER_LOCK
 from indexer.base.private import write_private
+from indexer.base.reports import ScrubReport
 from indexer.base.settings import Settings
-from indexer.base.types import ScrubReport
 from indexer.privacy import FILTER_VERSION, kinds, scrub
 from indexer.rebuild import maintenance_lock, rebuild_locked, remove_stale_builds
 from indexer.store.local import SqliteStore

@@ -119,7 +119,8 @@ def _status(settings: Settings, choice: ModelChoice, conn: apsw.Connection | Non
         out.update(chunks=0, chunks_by_kind={}, files=0, pending_embeddings=0, not_embedded=0, last_indexed=None,
                    db_bytes=0, index_model=None, rechunk_due=False)
         return out
-    from indexer.scan import chunker_signature  # here: the hooks read health from this module, not the chunker
+    # imported here: the hooks read health from this module and must not load the chunker
+    from indexer.scan import chunker_signature
 
     local = as_store(conn)
     try:

@@ -17,8 +17,8 @@ import xxhash
 
 from indexer import tombstones
 from indexer.base.chunktext import TURN_TYPES, Turn, content_hash, reply_of
+from indexer.base.reports import Skipped
 from indexer.base.settings import Settings
-from indexer.base.types import Skipped
 from indexer.eventread import HEAD_BYTES, head_hash, read_blocks, resume_offset
 from indexer.sources import MAX_FILE_BYTES, PARSERS, Draft, SourceError, decode, path_context
 from indexer.store import ChunkRow, SourceState

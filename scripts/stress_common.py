@@ -18,7 +18,7 @@ from pathlib import Path
 
 import orjson
 
-from indexer.base.types import IndexCheck
+from indexer.base.reports import IndexCheck
 from indexer.maintain import check_index
 from indexer.store import sqlite as store
 

@@ -15,8 +15,9 @@ from collections import defaultdict
 
 from indexer import tombstones
 from indexer.base.errors import UsageError
+from indexer.base.reports import PrivacyStats, SessionInfo, Stats, StorageEntry
 from indexer.base.settings import Settings
-from indexer.base.types import Hit, PrivacyStats, SessionInfo, Stats, StorageEntry
+from indexer.base.types import Hit
 from indexer.privacy import kinds as marker_kinds
 from indexer.store.local import SqliteStore
 from indexer.summaries import summary_path

@@ -6,8 +6,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from indexer.base.errors import NotFound, UsageError
+from indexer.base.reports import ChunkView, ForgetSelector, Timeline
 from indexer.base.settings import Settings
-from indexer.base.types import ChunkView, ForgetSelector, Hit, Timeline
+from indexer.base.types import Hit
 from indexer.store import HitRow
 from indexer.store.local import SqliteStore
 from search_engine.hits import make_hit

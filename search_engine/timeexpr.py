@@ -40,33 +40,51 @@ _DAY = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)?"
 _NUM = r"(?P<n>\d+|" + "|".join(sorted(NUMBERS, key=len, reverse=True)) + ")"
 _UNIT = r"(?P<unit>day|week|fortnight|month|year)s?"
 
-#: Words without which a query holds no time expression the grammar reads (with a digit): most queries stop here,
-#: and the patterns are compiled only when one does not.
-HINT_WORDS = frozenset(MONTHS) | frozenset(WEEKDAYS) | {
-    "yesterday", "today", "tonight", "morning", "afternoon", "evening", "ago", "week", "weekend", "month", "year"}
+_ON = frozenset({"on"})
+_NAMED_DAY = frozenset({"yesterday", "today", "tonight", "morning", "afternoon", "evening"})
+_RELATIVE_UNIT = frozenset({"week", "weekend", "month", "year"})
+#: Words without which a query holds no time expression the grammar reads (with a digit): most queries stop here.
+HINT_WORDS = frozenset(MONTHS) | frozenset(WEEKDAYS) | _NAMED_DAY | {"ago"} | _RELATIVE_UNIT
 _WORD_RE = re.compile(r"[a-z]+")
+#: The four characters outside ASCII that ``re.I`` matches to an ASCII letter (İ ı ſ K), as that letter: the words
+#: a query holds are read as the case-insensitive patterns see them.
+_ASCII_FOLD = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
+
+#: The grammar: (pattern, flags, resolver name, what the query must hold for it to match), tried in order; the first
+#: match wins, so the more specific forms come first. "What it must hold" is a digit (``DIGIT``) and/or one of a set
+#: of words: a pattern whose words are absent is skipped without being compiled, since compiling all of them costs
+#: a one-shot process (the prompt hook) ~10 ms.
+DIGIT = "digit"
+_MONTHS = frozenset(MONTHS)
+GRAMMAR: tuple[tuple[str, int, str, tuple], ...] = (
+    (r"\b(?P<y>(?:19|20)\d\d)-(?P<m>[01]\d)-(?P<d>[0-3]\d)\b", 0, "iso_day", (DIGIT,)),
+    (rf"\b{_DAY}\s+(?:of\s+)?{_MONTH},?\s+{_YEAR}\b", re.I, "day_month_year", (DIGIT, _MONTHS)),
+    (rf"\b{_MONTH}\s+{_DAY},?\s+{_YEAR}\b", re.I, "day_month_year", (DIGIT, _MONTHS)),
+    (rf"\bon\s+{_MONTH}\s+{_DAY}\b", re.I, "day_month", (DIGIT, _MONTHS, _ON)),
+    (rf"\bon\s+(?:the\s+)?{_DAY}\s+(?:of\s+)?{_MONTH}\b", re.I, "day_month", (DIGIT, _MONTHS, _ON)),
+    (r"\b(?P<y>(?:19|20)\d\d)-(?P<m>[01]\d)\b", 0, "iso_month", (DIGIT,)),
+    (rf"\b{_MONTH},?\s+(?:of\s+)?{_YEAR}\b", re.I, "month_year", (DIGIT, _MONTHS)),
+    (rf"\b(?:in|during|since|by|of|before|after|early|late|mid|throughout)\s+(?:the\s+year\s+)?{_YEAR}\b", re.I,
+     "year", (DIGIT,)),
+    (r"\b(?P<which>yesterday|today|tonight|this morning|this afternoon|this evening)\b", re.I, "named_day",
+     (_NAMED_DAY,)),
+    (rf"\b{_NUM}\s+{_UNIT}\s+ago\b", re.I, "ago", (frozenset({"ago"}),)),
+    (r"\b(?P<which>last|this|past|previous)\s+(?P<unit>week|weekend|month|year)\b", re.I, "relative",
+     (_RELATIVE_UNIT,)),
+    (r"\b(?:on|last|this|past)\s+(?P<weekday>monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b", re.I,
+     "weekday", (frozenset(WEEKDAYS),)),
+    (rf"\b(?:in|during|since|early|late|mid|of|last)\s+{_MONTH}\b(?!\s*\d)", re.I, "month", (_MONTHS,)),
+)
 
 
 @functools.cache
-def _patterns() -> list[tuple[re.Pattern[str], str]]:
-    """(pattern, resolver name), tried in order; the first match wins, so the more specific forms come first."""
-    return [
-        (re.compile(r"\b(?P<y>(?:19|20)\d\d)-(?P<m>[01]\d)-(?P<d>[0-3]\d)\b"), "iso_day"),
-        (re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH},?\s+{_YEAR}\b", re.I), "day_month_year"),
-        (re.compile(rf"\b{_MONTH}\s+{_DAY},?\s+{_YEAR}\b", re.I), "day_month_year"),
-        (re.compile(rf"\bon\s+{_MONTH}\s+{_DAY}\b", re.I), "day_month"),
-        (re.compile(rf"\bon\s+(?:the\s+)?{_DAY}\s+(?:of\s+)?{_MONTH}\b", re.I), "day_month"),
-        (re.compile(r"\b(?P<y>(?:19|20)\d\d)-(?P<m>[01]\d)\b"), "iso_month"),
-        (re.compile(rf"\b{_MONTH},?\s+(?:of\s+)?{_YEAR}\b", re.I), "month_year"),
-        (re.compile(rf"\b(?:in|during|since|by|of|before|after|early|late|mid|throughout)\s+(?:the\s+year\s+)?{_YEAR}\b",
-                    re.I), "year"),
-        (re.compile(r"\b(?P<which>yesterday|today|tonight|this morning|this afternoon|this evening)\b", re.I), "named_day"),
-        (re.compile(rf"\b{_NUM}\s+{_UNIT}\s+ago\b", re.I), "ago"),
-        (re.compile(r"\b(?P<which>last|this|past|previous)\s+(?P<unit>week|weekend|month|year)\b", re.I), "relative"),
-        (re.compile(r"\b(?:on|last|this|past)\s+(?P<weekday>monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b",
-                    re.I), "weekday"),
-        (re.compile(rf"\b(?:in|during|since|early|late|mid|of|last)\s+{_MONTH}\b(?!\s*\d)", re.I), "month"),
-    ]
+def _pattern(i: int) -> re.Pattern[str]:
+    source, flags, _, _ = GRAMMAR[i]
+    return re.compile(source, flags)
+
+
+def _may_match(needs: tuple, words: set[str], digit: bool) -> bool:
+    return all(digit if need == DIGIT else not need.isdisjoint(words) for need in needs)
 
 
 @dataclass(frozen=True)
@@ -83,13 +101,16 @@ class TimeWindow:
 
 def time_window(query: str, now: datetime | None = None) -> TimeWindow | None:
     """The first time expression of ``query`` as a window, or None."""
-    lowered = query.lower()
-    if not any(ch.isdigit() for ch in query) and HINT_WORDS.isdisjoint(_WORD_RE.findall(lowered)):
+    words = set(_WORD_RE.findall(query.translate(_ASCII_FOLD).lower()))
+    digit = any(ch.isdigit() for ch in query)
+    if not digit and HINT_WORDS.isdisjoint(words):
         return None
     now = now or datetime.now()
-    for pattern, kind in _patterns():
-        for m in pattern.finditer(query):
-            span = _resolve(kind, m, now.date())
+    for i, (_, _, kind, needs) in enumerate(GRAMMAR):
+        if not _may_match(needs, words, digit):
+            continue
+        for m in _pattern(i).finditer(query):
+            span = resolve(kind, m, now.date())
             if span is not None:
                 start, end = span
                 return TimeWindow(f"{start.isoformat()}T00:00:00", f"{end.isoformat()}T00:00:00", m.group(0))
@@ -104,7 +125,9 @@ def _next_month(day: date) -> date:
     return date(day.year + (day.month == 12), day.month % 12 + 1, 1)
 
 
-def _resolve(kind: str, m: re.Match, today: date) -> tuple[date, date] | None:
+def resolve(kind: str, m: re.Match, today: date) -> tuple[date, date] | None:
+    """``[start, end)`` of what a match of one of :data:`GRAMMAR`'s patterns names (its resolver ``kind``), seen
+    from ``today``; None when it names no day that exists."""
     g = m.groupdict()
     try:
         if kind == "iso_day":
@@ -147,8 +170,8 @@ def _resolve(kind: str, m: re.Match, today: date) -> tuple[date, date] | None:
             year = today.year if month <= today.month else today.year - 1
             start = _month_start(year, month)
             return start, _next_month(start)
-    except (ValueError, KeyError):
-        return None  # "31 February", an unknown word: no window
+    except (ValueError, KeyError, OverflowError):
+        return None  # "31 February", an unknown word, "5000 years ago" (before year 1): no window
     return None
 
 

@@ -10,13 +10,16 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import apsw
 
 from indexer.base.chunktext import fts_title
 from indexer.base.cjk import index_form
-from indexer.base.types import IndexCheck
 from indexer.store import ChunkRow, sqlite
+
+if TYPE_CHECKING:  # the prompt hook opens the store and never checks it: no report types on its path
+    from indexer.base.reports import IndexCheck
 
 _STORED_COLUMNS = ("id, uid, kind, category, title, text, path, line_start, line_end, event_id, ts, session_id,"
                    " project, file, seq, hash, status, speaker, reply_to")
@@ -272,6 +275,8 @@ class SqliteUpkeep:
             return conn.execute(sql).get
 
         has_vectors = self.has_vectors()
+        from indexer.base.reports import IndexCheck
+
         return IndexCheck(
             integrity=integrity,
             fts_integrity=fts_integrity,

@@ -26,8 +26,8 @@ from typing import cast
 
 from indexer.base.errors import MemsearchError, UsageError
 from indexer.base.paths import WEEKLY_LOG
+from indexer.base.reports import CronReport
 from indexer.base.settings import Settings
-from indexer.base.types import CronReport
 
 MARKER = "# memsearch weekly maintenance"
 DAYS = {"sun": 0, "mon": 1, "tue": 2, "wed": 3, "thu": 4, "fri": 5, "sat": 6}

@@ -347,7 +347,7 @@ def forget(
 ) -> None:
     """Forget memories for good: from the event logs, archives and summaries memsearch wrote, and the index.
     Your own notes are not edited: their chunks are hidden until the file changes, and you are told what to edit."""
-    from indexer.base.types import ForgetSelector
+    from indexer.base.reports import ForgetSelector
     from indexer.forget import apply_forget, plan_forget
     from search_engine.filters import parse_date
     from search_engine.lookup import matching

@@ -5,21 +5,19 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
-from indexer.base.types import (
+from indexer.base.reports import (
     ChunkView,
     CronReport,
     ForgetPlan,
     ForgetReport,
-    Health,
-    Hit,
     IndexReport,
     MaintainReport,
     ScrubReport,
-    SearchResult,
     SessionInfo,
     Stats,
     Timeline,
 )
+from indexer.base.types import Health, Hit, SearchResult
 
 SNIPPET_CHARS = 240
 

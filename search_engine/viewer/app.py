@@ -144,7 +144,7 @@ class Viewer:
         return self.page(request, "item.html", view=view, around=around)
 
     def forget_confirm(self, request: Request) -> Response:
-        from indexer.base.types import ForgetSelector
+        from indexer.base.reports import ForgetSelector
         from indexer.forget import plan_forget
         from search_engine.lookup import show
 
@@ -153,7 +153,7 @@ class Viewer:
         return self.page(request, "forget.html", view=view, plan=plan)
 
     def forget(self, request: Request) -> Response:
-        from indexer.base.types import ForgetSelector
+        from indexer.base.reports import ForgetSelector
         from indexer.forget import apply_forget, plan_forget
 
         form = request.scope["state"]["form"]

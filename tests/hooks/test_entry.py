@@ -58,7 +58,8 @@ def test_hook_start_up_stays_light(memory):
     probe = ("import sys, runpy; sys.argv = ['memsearch-hook', 'prompt']; "
              "from hooks.entry import main; main(); "
              "print(','.join(m for m in ('typer', 'fastembed', 'onnxruntime', 'numpy', 'rich', 'click', 'starlette', "
-             "'uvicorn', 'jinja2', 'indexer.pipeline', 'indexer.sources', 'indexer.chunker', 'zipfile') "
+             "'uvicorn', 'jinja2', 'indexer.pipeline', 'indexer.sources', 'indexer.chunker', 'zipfile', "
+             "'indexer.base.reports') "
              "if m in sys.modules), file=sys.stderr)")
     proc = subprocess.run([sys.executable, "-c", probe], input=json.dumps(prompt_payload("database locked export")),
                           capture_output=True, text=True, timeout=60)

@@ -18,8 +18,8 @@ from hypothesis import HealthCheck, given, settings as hsettings, strategies as 
 from conftest import MEMSEARCH, write
 from indexer import tombstones
 from indexer.base.errors import NotFound, UsageError
+from indexer.base.reports import ForgetSelector
 from indexer.base.settings import resolve_settings
-from indexer.base.types import ForgetSelector
 from indexer.eventlog import Event, append
 from indexer.forget import apply_forget, plan_forget
 from indexer.pipeline import index

@@ -1,3 +1,4 @@
+import re
 from datetime import datetime
 
 import orjson
@@ -9,7 +10,7 @@ from indexer.base.errors import UsageError
 from indexer.pipeline import index
 from search_engine.filters import parse_date
 from search_engine.search import search
-from search_engine.timeexpr import time_window
+from search_engine.timeexpr import GRAMMAR, resolve, time_window
 
 NOW = datetime(2026, 11, 23, 10, 0)  # a Monday
 
@@ -48,7 +49,7 @@ def test_time_expressions_become_windows(query, start, end):
 
 @pytest.mark.parametrize("query", [
     "retry policy for the ledger", "it may fail under load", "error 2023 in the parser", "port 8080",
-    "we may 2 times retry", "version 2.0.2023", "",
+    "we may 2 times retry", "version 2.0.2023", "", "the comet 5000 years ago", "2023 year ago",
 ])
 def test_no_window_without_a_time_expression(query):
     assert time_window(query, NOW) is None
@@ -58,6 +59,31 @@ def test_no_window_without_a_time_expression(query):
 def test_any_text_gives_a_window_or_none(text):
     window = time_window(text, NOW)
     assert window is None or window.start < window.end
+
+
+_FRAGMENTS = st.sampled_from([
+    "on", "the", "of", "in", "last", "this", "past", "since", "ago", "days", "weeks", "three", "a", "couple of",
+    "May", "may", "dec.", "Sept", "JULY", "Friday", "sunday", "yesterday", "this morning", "weekend", "month",
+    "year", "7", "7th", "31", "2023", "1999", "2023-05", "2023-05-07", ",", "-", "x", "é", "7july",
+    "on ſunday", "FRİDAY", "ıN", "\u212aa",  # what re.I matches to an ASCII letter
+])
+
+
+def _first_match_of_every_pattern(query: str):
+    """The grammar tried in full, every pattern compiled: what time_window answers must not differ from it."""
+    for source, flags, kind, _ in GRAMMAR:
+        for m in re.finditer(source, query, flags):
+            span = resolve(kind, m, NOW.date())
+            if span is not None:
+                return f"{span[0].isoformat()}T00:00:00", f"{span[1].isoformat()}T00:00:00", m.group(0)
+    return None
+
+
+@given(st.lists(_FRAGMENTS, max_size=8), st.sampled_from([" ", "  ", "\n"]))
+def test_skipping_patterns_by_their_words_changes_no_answer(parts, sep):
+    query = sep.join(parts)
+    window = time_window(query, NOW)
+    assert (window and (window.start, window.end, window.text)) == (_first_match_of_every_pattern(query) or None)
 
 
 def test_search_prefers_hits_inside_the_query_time_window(home, settings):
