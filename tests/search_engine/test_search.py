@@ -318,8 +318,8 @@ def test_hybrid_raises_events_by_the_evidence_of_their_session(home, real_embedd
 @pytest.mark.model
 def test_a_short_reply_is_found_by_the_vector_list_through_the_turn_it_answers(home, real_embedder):
     """A reply such as "Yes, this morning." says nothing of Lisbon; embedded with the question it answers (the real
-    model), it is the nearest of the replies to "did Jon book the Lisbon flights" (embedded alone, each right reply
-    ranks below another reply for its question)."""
+    model), it is the nearest of the replies to "did Jon book the Lisbon flights" (embedded alone, two of the three
+    right replies rank below another reply for their question)."""
     pairs = [("Do you still go running along the canal?", "Yes, twice a week."),
              ("Do you still play the piano?", "Only on Sundays now."),
              ("Did you finish painting the kitchen?", "Yes, last weekend."),
