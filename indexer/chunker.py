@@ -17,7 +17,8 @@ from dataclasses import dataclass
 
 #: Bump when chunking changes the text it produces (or what a chunk is embedded as), so indexes are rebuilt.
 #: 2: events are embedded as "{speaker} on {date}: {text}" and carry the previous turn as FTS context.
-CHUNKER_VERSION = "2"
+#: 3: events are embedded with the turn they reply to (so every event is embedded once more; notes are not).
+CHUNKER_VERSION = "3"
 FENCE_HARD_LIMIT = 4
 
 _HEADING_RE = re.compile(r"^[ ]{0,3}(#{1,6})[ \t]+(.*?)[ \t#]*$")

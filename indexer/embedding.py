@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import apsw
 
-from indexer.base.chunktext import embed_input
 from indexer.base.cjk import model_reads
 from indexer.base.embedder import Embedder
 from indexer.store.local import SqliteStore, as_store
@@ -45,7 +44,7 @@ def embed_pending(
         # query used).
         unread = [p for p in part if not model_reads(model, p.text)]
         read = [p for p in part if model_reads(model, p.text)]
-        vectors = embedder.embed_passages([embed_input(p.title, p.text, p.speaker, p.ts) for p in read]) if read \
+        vectors = embedder.embed_passages([p.input for p in read]) if read \
             else []
         store.put_embeddings(model, [(p.hash, None) for p in unread] + list(zip((p.hash for p in read), vectors)))
         done, after = done + len(part), part[-1].id

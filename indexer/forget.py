@@ -45,6 +45,7 @@ from indexer.store.local import SqliteStore
 from indexer.store.sqlite_upkeep import StoredChunk
 from indexer.summaries import build_summary, is_generated, summary_path
 from indexer.team import forget_on_team
+from indexer.writer import refresh_replies
 
 LOCK_TIMEOUT = 30.0
 SNIPPET = 160
@@ -241,6 +242,7 @@ def _apply_locked(settings: Settings, plan: ForgetPlan, vacuum: bool) -> dict:
         with store.transaction():
             store.delete_chunks(r.id for r in rows)
             store.refresh_turn_context(sessions)
+            refresh_replies(store, sessions)
             for file in logs:
                 _update_log_row(store, Path(file))
             epoch = int(store.get_meta("forget_epoch") or 0) + 1

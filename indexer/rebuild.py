@@ -26,7 +26,6 @@ from pathlib import Path
 
 import apsw
 
-from indexer.base.chunktext import embed_input
 from indexer.base.embedder import AUTO, Auto, Embedder, load_embedder, resolve_model
 from indexer.base.errors import IndexCorrupt, MemsearchError
 from indexer.base.locks import LockTimeout, file_lock
@@ -301,7 +300,7 @@ class _Vectors:
             vectors.update(self._old_vectors(list(vectors)))
             missing = [p for p in part if vectors[p.hash] is None]
             if missing and self.model is not None:
-                fresh = self.model.embed_passages([embed_input(p.title, p.text, p.speaker, p.ts) for p in missing])
+                fresh = self.model.embed_passages([p.input for p in missing])
                 vectors.update(zip((p.hash for p in missing), fresh))
                 embedded += len(missing)
             found = [(p.hash, vectors[p.hash]) for p in part if vectors[p.hash] is not None]

@@ -83,7 +83,9 @@ def not_embedded(index: SqliteStore | apsw.Connection) -> int:
 
 
 def status(settings: Settings) -> dict[str, Any]:
-    """Resolved paths and settings, the model, chunk counts by kind, pending embeddings, last index, sizes."""
+    """Resolved paths and settings, the model, chunk counts by kind, pending embeddings, last index, sizes;
+    ``rechunk_due``: the index was chunked by another chunker version or settings (an upgrade: events are now
+    embedded with the turn they reply to), which the next full ``memsearch index`` or ``maintain`` redoes."""
     choice = resolve_model(settings)
     conn = open_existing(settings)
     with store.damage_guard(settings.db_path):
@@ -115,8 +117,11 @@ def _status(settings: Settings, choice: ModelChoice, conn: apsw.Connection | Non
     out["lost_events"] = lost_events and {**lost_events, "note": lost.describe(lost_events)}
     if conn is None:
         out.update(chunks=0, chunks_by_kind={}, files=0, pending_embeddings=0, not_embedded=0, last_indexed=None,
-                   db_bytes=0, index_model=None)
+                   db_bytes=0, index_model=None, rechunk_due=False)
         return out
+    # imported here: the hooks read health from this module and must not load the chunker
+    from indexer.scan import chunker_signature
+
     local = as_store(conn)
     try:
         counts = local.health(None)
@@ -129,6 +134,7 @@ def _status(settings: Settings, choice: ModelChoice, conn: apsw.Connection | Non
             not_embedded=local.not_embedded(),
             last_indexed=h.last_indexed,
             index_model=local.get_meta("vector_model"),
+            rechunk_due=local.get_meta("chunker") not in (None, chunker_signature(settings)),
             db_bytes=sum(p.stat().st_size for p in settings.db_path.parent.glob(settings.db_path.name + "*")),
         )
     finally:

@@ -1,6 +1,10 @@
 """Writing one source into the index: a document re-chunked whole when its content changed, an event log from the
 byte offset where the last run stopped (:mod:`indexer.eventread`), the chunks a tombstone hides left out, and
-each event's turn context. :class:`SourceWriter` keeps the counts and the skipped sources of one run.
+each event's turn context and the turn it replies to. :class:`SourceWriter` keeps the counts and the skipped
+sources of one run.
+
+Both come from the events themselves, already redacted when they were parsed (or stored, when the turn before is
+in the index from an earlier run): nothing else enters them.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from pathlib import Path
 import xxhash
 
 from indexer import tombstones
-from indexer.base.chunktext import content_hash
+from indexer.base.chunktext import TURN_TYPES, Turn, content_hash, reply_of
 from indexer.base.reports import Skipped
 from indexer.base.settings import Settings
 from indexer.eventread import HEAD_BYTES, head_hash, read_blocks, resume_offset
@@ -37,6 +41,50 @@ def chunk_uid(rel: str, seq: int, h: str) -> str:
     return xxhash.xxh3_64_hexdigest(f"{rel}\0{seq}\0{h}".encode("utf-8", "surrogatepass"))[:12]
 
 
+class ReplyChain:
+    """What each event replies to, as the events of sessions are read in order (by time, then place).
+
+    ``earlier(session_id, ts)`` gives a session's latest turn from before what is read here (the index's, for the
+    first event of a session in a run), or None.
+    """
+
+    def __init__(self, earlier: Callable[[str, str | None], Turn | None]) -> None:
+        self.earlier = earlier
+        self.turns: dict[str, tuple[str | None, Turn | None]] = {}  # session id -> (event id, its latest turn)
+
+    def reply(self, session_id: str, ts: str | None, event_id: str | None, category: str, speaker: str | None,
+              text: str) -> str:
+        """The turn this event (or chunk of an event) replies to; a prompt or response becomes the session's
+        latest turn. Every chunk of a long event replies to the same turn; the first is the turn's text."""
+        if session_id in self.turns:
+            last_event, last = self.turns[session_id]
+        else:
+            last_event, last = None, self.earlier(session_id, ts)
+        if last is not None and last_event is not None and last_event == event_id:
+            return last.reply_to
+        reply = reply_of(last, speaker)
+        self.turns[session_id] = (event_id, Turn(speaker, text, reply)) if category in TURN_TYPES else (
+            last_event, last)
+        return reply
+
+
+def refresh_replies(store: SqliteStore, sessions: Iterable[str]) -> int:
+    """Recompute what the events of ``sessions`` reply to from the events the index still holds (after ``forget``
+    removed some: no text of theirs may stay in another chunk). A chunk whose reply changed gets it, and the hash
+    and id that go with it (so its new content is embedded, and a team store replaces its copy at the next sync).
+    Returns the chunks changed; in the caller's transaction."""
+    changed = []
+    for session in sorted(sessions):
+        chain = ReplyChain(lambda _session, _ts: None)
+        for c in store.stored_chunks(session=session, kind="event"):
+            reply = chain.reply(session, c.ts, c.event_id, c.category, c.speaker, c.text)
+            if reply != c.reply_to:
+                h = content_hash(c.title, c.text, c.speaker, c.ts, reply)
+                changed.append((c.id, reply, h, chunk_uid(c.path, c.seq, h)))
+    store.set_replies(changed)
+    return len(changed)
+
+
 class SourceWriter:
     """Writes sources into ``store`` for one run (``full``: re-read even what looks unchanged)."""
 
@@ -45,6 +93,7 @@ class SourceWriter:
         self.counts = dict.fromkeys(("scanned", "changed", "unchanged", "deleted", "added", "removed"), 0)
         self.skipped: list[Skipped] = []
         self.last_turn: dict[str, str] = {}  # session id -> its latest event chunk's text
+        self.replies = ReplyChain(store.latest_turn)
         self._stones: Tombstones | None = None
 
     @property
@@ -68,13 +117,26 @@ class SourceWriter:
         """The store's rows for ``drafts`` of the source shown as ``rel``, with their ids and turn context."""
         out = []
         for d in drafts:
-            h = content_hash(d.title, d.text, d.speaker, d.ts)
+            reply = self.reply_to(d)
+            h = content_hash(d.title, d.text, d.speaker, d.ts, reply)
             out.append(ChunkRow(
                 uid=chunk_uid(rel, d.seq, h), hash=h, kind=d.kind, text=d.text, path=rel, seq=d.seq,
                 category=d.category, title=d.title, line_start=d.line_start, line_end=d.line_end,
                 event_id=d.event_id, ts=d.ts, session_id=d.session_id, project=d.project, status=d.status,
-                speaker=d.speaker, context=self.context(d)))
+                speaker=d.speaker, context=self.context(d), reply_to=reply))
         return out
+
+    def reply_to(self, d: Draft) -> str:
+        """The turn event ``d`` replies to, shortened (:func:`~indexer.base.chunktext.reply_of`), embedded with it;
+        '' for notes and events outside a session.
+
+        The session's latest turn is this run's, or, for the first event of a session in a run (an incremental
+        run, a hook's ingest), the latest one already indexed: one index seek per session and run, as for
+        :meth:`context`.
+        """
+        if d.kind != "event" or not d.session_id:
+            return ""
+        return self.replies.reply(d.session_id, d.ts, d.event_id, d.category, d.speaker, d.text)
 
     def context(self, d: Draft) -> str:
         """The text of the turn before event ``d`` in its session, indexed as ``d``'s low-weight context column:

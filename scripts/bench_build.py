@@ -167,7 +167,7 @@ def chunk_texts(conn, limit: int | None = None) -> list[str]:
     """The texts the pipeline embeds (embed_input), in id order, evenly sampled down to ``limit``."""
     from indexer.base.chunktext import embed_input
 
-    rows = conn.execute("SELECT title, text, speaker, ts FROM chunks ORDER BY id").fetchall()
+    rows = conn.execute("SELECT title, text, speaker, ts, reply_to FROM chunks ORDER BY id").fetchall()
     if limit and len(rows) > limit:
         step = len(rows) / limit
         rows = [rows[int(i * step)] for i in range(limit)]

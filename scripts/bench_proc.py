@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import shlex
 import subprocess
 import tempfile
@@ -30,6 +31,9 @@ class ProcResult:
     returncode: int
     stdout: bytes
     stderr: bytes
+    #: user + system CPU of the process (and of GNU time around it, ~1 ms): unlike wall time, it barely moves with
+    #: the machine's load
+    cpu_seconds: float = 0.0
 
 
 TIME = "/usr/bin/time" if os.path.exists("/usr/bin/time") else None
@@ -61,18 +65,21 @@ def run_process(argv: list[str], *, stdin: bytes | None = None, env: dict[str, s
         # time to 50 ms steps; the timer kills a process that overruns instead
         killer = threading.Timer(timeout, proc.kill)
         killer.start()
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         try:
             proc.wait()
         finally:
             killer.cancel()
         seconds = time.perf_counter() - t0
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
         rss_kb = 0.0
         if TIME:
             text = Path(rss_file.name).read_text().strip().splitlines()
             rss_kb = float(text[-1]) if text and text[-1].strip().isdigit() else float("nan")
         out.seek(0)
         err.seek(0)
-        return ProcResult(seconds, rss_kb / 1024.0, proc.returncode, out.read(), err.read())
+        return ProcResult(seconds, rss_kb / 1024.0, proc.returncode, out.read(), err.read(), cpu)
 
 
 @dataclass
@@ -120,20 +127,25 @@ def measure_command(hook: HookCommand, queries: list[str], runs: int, env: dict[
     reported beside, as ``floor_ms``."""
     for q in queries[:warmup]:  # page cache, .pyc files
         run_process(hook.argv(q), stdin=hook.stdin(q), env=env)
-    secs, rss, failures, first_error = [], [], 0, None
+    secs, cpus, rss, failures, first_error = [], [], [], 0, None
     floor_secs: list[float] = []
+    floor_cpus: list[float] = []
     for i in range(runs):
         q = queries[i % len(queries)]
         if floor is not None:
-            floor_secs.append(run_process(floor.argv(q), env=env).seconds * 1000)
+            f = run_process(floor.argv(q), env=env)
+            floor_secs.append(f.seconds * 1000)
+            floor_cpus.append(f.cpu_seconds * 1000)
         r = run_process(hook.argv(q), stdin=hook.stdin(q), env=env)
         if r.returncode != 0:
             failures += 1
             first_error = first_error or r.stderr.decode(errors="replace")[-400:]
         secs.append(r.seconds * 1000)
+        cpus.append(r.cpu_seconds * 1000)
         rss.append(r.max_rss_mb)
     out = {"command": hook.name, "runs": runs, "failures": failures, "first_error": first_error,
-           "latency_ms": summary(secs), "max_rss_mb": max(rss), "rss_mb": summary(rss)}
+           "latency_ms": summary(secs), "cpu_ms": summary(cpus), "max_rss_mb": max(rss), "rss_mb": summary(rss)}
     if floor is not None:
         out["floor_ms"] = summary(floor_secs)
+        out["floor_cpu_ms"] = summary(floor_cpus)
     return out

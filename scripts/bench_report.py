@@ -85,8 +85,12 @@ def evaluate_targets(res: dict) -> list[dict]:
             def floor_row(label: str, m: dict, times: float, n=n) -> None:
                 if m.get("floor_ms"):
                     hook95, floor95 = m["latency_ms"]["p95"], m["floor_ms"]["p95"]
+                    cpu = ""
+                    if m.get("floor_cpu_ms"):  # the same pairs' CPU: what the machine's load does not move
+                        hc, fc = m["cpu_ms"]["p50"], m["floor_cpu_ms"]["p50"]
+                        cpu = f"; CPU p50 {hc / fc:.1f}x ({hc:.0f} vs {fc:.0f} ms)"
                     add(label, n, f"{hook95 / floor95:.1f}x ({hook95:.0f} vs {floor95:.0f} ms)", f"<= {times}x",
-                        hook95 <= times * floor95, 'floor: python -c "import json, socket", pair by pair')
+                        hook95 <= times * floor95, 'floor: python -c "import json, socket", pair by pair' + cpu)
 
             process_rows("CLI bm25 search p95 (cold process)", p["hook"], p["hook"]["command"], "CLI bm25 search peak RSS")
             if p.get("hook_plugged"):

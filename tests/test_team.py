@@ -96,26 +96,27 @@ def note_files(home, n: int, version: str = "v1") -> None:
 
 
 def local_rows(settings) -> tuple[dict[str, tuple], dict[str, bytes]]:
-    """The local index's chunks (uid -> source, hash, text) and its vectors (hash -> float32 bytes)."""
+    """The local index's chunks (uid -> source, hash, text, reply_to) and its vectors (hash -> float32 bytes)."""
     from indexer.store.local import SqliteStore
 
     with SqliteStore.open(settings.db_path, create=False) as local:
-        chunks = {c.uid: (c.file, c.hash, c.text) for c in local.stored_chunks()}
+        chunks = {c.uid: (c.file, c.hash, c.text, c.reply_to) for c in local.stored_chunks()}
         model = local.vector_model()
-        vectors = local.stored_vectors(model, sorted({h for _, h, _ in chunks.values()})) if model else {}
+        vectors = local.stored_vectors(model, sorted({c[1] for c in chunks.values()})) if model else {}
     return chunks, vectors
 
 
 def team_rows(admin_url: str, owner: str = "alice") -> tuple[dict[str, tuple], dict[str, bytes], list[str]]:
     """What the team store holds for ``owner`` (as the superuser, which row-level security does not filter):
-    chunks (uid -> source without the machine, hash, text), every vector, and the chunk uids (duplicates kept)."""
+    chunks (uid -> source without the machine, hash, text, reply_to), every vector, and the chunk uids (duplicates
+    kept)."""
     import numpy as np
 
     with psycopg.connect(admin_url) as conn:
-        rows = conn.execute("SELECT uid, source, hash, text FROM memsearch.chunks WHERE owner = %s",
+        rows = conn.execute("SELECT uid, source, hash, text, reply_to FROM memsearch.chunks WHERE owner = %s",
                             (owner,)).fetchall()
         vectors = conn.execute("SELECT hash, embedding::text FROM memsearch.vectors").fetchall()
-    chunks = {uid: (source.split(":", 1)[1], h, text) for uid, source, h, text in rows}
+    chunks = {uid: (source.split(":", 1)[1], h, text, reply) for uid, source, h, text, reply in rows}
     as_bytes = {h: np.asarray(json.loads(v), dtype=np.float32).tobytes() for h, v in vectors if v is not None}
     return chunks, as_bytes, [r[0] for r in rows]
 
@@ -174,6 +175,9 @@ def test_sync_sends_the_local_index_then_only_what_changed(synced_home, team, fa
     assert (third.sources_sent, third.sources_deleted) == (2, 1)
     assert third.chunks_added == 2 and third.vectors_sent == 2  # the new note chunk and the new event
     assert_same_as_local(settings, team.admin_url)
+    # the response carries the turn it replies to, with the hash (and so the vector) that goes with it
+    assert [c[3] for c in team_rows(team.admin_url)[0].values() if c[2] == "the deploy went out"] == [
+        "event 2 about the deploy"]
     # the team store ranks it: alice finds her rewritten note by its new words
     from search_engine.filters import Filters
     from search_engine.query import content_terms, terms
@@ -268,7 +272,7 @@ def test_a_sync_killed_mid_way_leaves_no_duplicates_and_the_next_one_completes(s
         _wait_for(lambda: not probe.execute("SELECT count(*) FROM pg_stat_activity WHERE usename = 'alice'")
                   .fetchone()[0])
     remote, _, uids = team_rows(team.admin_url)
-    texts = {source.rsplit("/", 1)[1]: text for source, _, text in remote.values() if "Detail" not in text}
+    texts = {source.rsplit("/", 1)[1]: text for source, _, text, _ in remote.values() if "Detail" not in text}
     assert "v2" in texts.get("n00.md", "") and "v1" in texts.get("n20.md", "")  # stopped half-way through
     assert len(uids) == len(set(uids))
 
@@ -531,7 +535,7 @@ def test_a_sync_in_many_small_batches_sends_everything_once(synced_home, team, m
     report = sync(synced_home)
     chunks, vectors = local_rows(synced_home)
     assert (report.sources_sent, report.chunks_added) == (31, len(chunks))
-    assert report.vectors_sent == len({h for _, h, _ in chunks.values()}) and report.vectors_pending == 0
+    assert report.vectors_sent == len({c[1] for c in chunks.values()}) and report.vectors_pending == 0
     assert_same_as_local(synced_home, team.admin_url)
     again = sync(synced_home)
     assert (again.sources_sent, again.chunks_added, again.vectors_sent) == (0, 0, 0)
@@ -563,8 +567,8 @@ def test_show_timeline_stats_and_forget_use_the_team_store(synced_home, team, tm
 
     sync(synced_home)
     chunks = local_rows(synced_home)[0]
-    note = next(uid for uid, (file, _, _) in chunks.items() if file.endswith("n07.md"))
-    event = next(uid for uid, (file, _, text) in chunks.items() if text == "event 1 about the deploy")
+    note = next(uid for uid, (file, *_) in chunks.items() if file.endswith("n07.md"))
+    event = next(uid for uid, (_, _, text, *_) in chunks.items() if text == "event 1 about the deploy")
     other = tmp_path / "second-machine"  # the same member elsewhere: nothing indexed there
     other.mkdir()
     elsewhere = resolve_settings(other, db_url=team.urls["alice"], model="none")
@@ -591,7 +595,7 @@ def test_show_timeline_stats_and_forget_use_the_team_store(synced_home, team, tm
     report = apply_forget(synced_home, plan_forget(synced_home, ForgetSelector(ids=(note,))))
     assert report.team_removed == 1 and report.team_note is None
     assert note not in team_rows(team.admin_url)[0]
-    later = next(uid for uid, (file, _, _) in chunks.items() if file.endswith("n08.md"))
+    later = next(uid for uid, (file, *_) in chunks.items() if file.endswith("n08.md"))
     report = apply_forget(down, plan_forget(down, ForgetSelector(ids=(later,))))
     assert report.team_removed is None and "the next `memsearch sync` removes them" in report.team_note
     assert later in team_rows(team.admin_url)[0]  # still there…

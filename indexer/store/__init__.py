@@ -45,6 +45,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, runtime_checkable
 
+from indexer.base.chunktext import embed_input
+
 Scope = Literal["private", "shared"]
 
 
@@ -53,7 +55,8 @@ class ChunkRow:
     """One chunk as the store keeps it: :class:`indexer.base.types.Chunk`'s columns plus what the writer derives.
 
     ``context`` is the text the lexical index also sees at low weight (an event's previous turn in its session);
-    ``scope`` is ``shared`` only for a note or fact from a source its owner marked shared (a store that has no
+    ``reply_to`` the turn an event replies to, shortened (:func:`indexer.base.chunktext.reply_of`): part of what
+    it is embedded as, and so of its ``hash``, never indexed for BM25; ``scope`` is ``shared`` only for a note or fact from a source its owner marked shared (a store that has no
     members ignores it).
     """
 
@@ -74,6 +77,7 @@ class ChunkRow:
     status: str | None = None
     speaker: str | None = None
     context: str = ""
+    reply_to: str = ""
     scope: Scope = "private"
 
 
@@ -102,6 +106,12 @@ class PendingText:
     speaker: str | None = None
     ts: str | None = None
     id: int = 0
+    reply_to: str = ""
+
+    @property
+    def input(self) -> str:
+        """What the model is given: :func:`indexer.base.chunktext.embed_input` of these fields."""
+        return embed_input(self.title, self.text, self.speaker, self.ts, self.reply_to)
 
 
 @dataclass(frozen=True)

@@ -164,9 +164,16 @@ DO $$ DECLARE ix record; BEGIN
 END $$;
 """
 
+#: Events are embedded with the turn they reply to, kept with the chunk (never in ``fts``). Rows sent before hold ''
+#: in it, which is what their hash was made of; a member's next sync replaces them (their uids changed with their
+#: hash) by rows that carry it.
+M005_REPLY_TO = f"""
+ALTER TABLE {SCHEMA}.chunks ADD COLUMN IF NOT EXISTS reply_to text NOT NULL DEFAULT '';
+"""
+
 #: (number, SQL). Each runs in its own transaction; the number is recorded after it.
 MIGRATIONS: list[tuple[int, str]] = [(1, M001_INITIAL), (2, M002_ROW_SECURITY), (3, M003_UID_PER_SOURCE),
-                                     (4, M004_HNSW_BUILD)]
+                                     (4, M004_HNSW_BUILD), (5, M005_REPLY_TO)]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 EXTENSION_SQL = "CREATE EXTENSION IF NOT EXISTS vector;"
 

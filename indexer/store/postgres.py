@@ -286,7 +286,8 @@ class PgStore:
     def pending_embeddings(self, model: str, limit: int | None = None, after: int = 0) -> list[PendingText]:
         with self.pool.connection() as conn:
             rows = conn.execute(
-                f"SELECT DISTINCT ON (c.hash) c.hash, c.title, c.text, c.speaker, c.ts, c.id FROM {SCHEMA}.chunks c"
+                f"SELECT DISTINCT ON (c.hash) c.hash, c.title, c.text, c.speaker, c.ts, c.id, c.reply_to"
+                f" FROM {SCHEMA}.chunks c"
                 f" WHERE NOT EXISTS (SELECT 1 FROM {SCHEMA}.vectors v WHERE v.hash = c.hash AND v.model = %s)"
                 " ORDER BY c.hash, c.id", (model,)).fetchall()
         rows = sorted((r for r in rows if r[5] > after), key=lambda r: r[5])
@@ -637,12 +638,13 @@ _STAGED_CHUNK_COLUMNS: tuple[tuple[str, str], ...] = (
     ("scope", "text"), ("uid", "text"), ("hash", "text"), ("source", "text"), ("path", "text"), ("seq", "int4"),
     ("kind", "text"), ("category", "text"), ("title", "text"), ("text", "text"), ("line_start", "int4"),
     ("line_end", "int4"), ("event_id", "text"), ("ts", "text"), ("session_id", "text"), ("project", "text"),
-    ("status", "text"), ("speaker", "text"), ("fts_title", "text"), ("fts_text", "text"), ("fts_context", "text"))
+    ("status", "text"), ("speaker", "text"), ("reply_to", "text"), ("fts_title", "text"), ("fts_text", "text"),
+    ("fts_context", "text"))
 _STAGE_CHUNKS_SQL = (f"CREATE TEMP TABLE IF NOT EXISTS {_STAGE_CHUNKS}("
                      + ", ".join(f"{name} {kind}" for name, kind in _STAGED_CHUNK_COLUMNS) + ") ON COMMIT DELETE ROWS")
 _STAGE_VECTORS_SQL = (f"CREATE TEMP TABLE IF NOT EXISTS {_STAGE_VECTORS}(hash text, embedding vector)"
                       " ON COMMIT DELETE ROWS")
-_CHUNK_COLUMNS = ", ".join(name for name, _ in _STAGED_CHUNK_COLUMNS[:18])
+_CHUNK_COLUMNS = ", ".join(name for name, _ in _STAGED_CHUNK_COLUMNS[:-3])
 
 
 def _upsert_sources(conn: psycopg.Connection, sources: Sequence[SourceState]) -> None:
@@ -672,8 +674,8 @@ def _copy_chunks(conn: psycopg.Connection, rows: Sequence[tuple[str, ChunkRow]])
             for path, c in rows:
                 copy.write_row((c.scope, c.uid, c.hash, path, c.path, c.seq, c.kind, c.category, c.title, c.text,
                                 c.line_start, c.line_end, c.event_id, c.ts, c.session_id, c.project, c.status,
-                                c.speaker, index_form(fts_title(c.kind, c.title, c.ts)), index_form(c.text),
-                                index_form(c.context)))
+                                c.speaker, c.reply_to, index_form(fts_title(c.kind, c.title, c.ts)),
+                                index_form(c.text), index_form(c.context)))
         added = cur.execute(
             f"INSERT INTO {SCHEMA}.chunks({_CHUNK_COLUMNS}, fts) SELECT {_CHUNK_COLUMNS},"
             " setweight(to_tsvector('english', fts_title), 'A') || setweight(to_tsvector('english', fts_text), 'B')"

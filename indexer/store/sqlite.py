@@ -174,7 +174,16 @@ def m002_turn_context(conn: apsw.Connection) -> None:
     )
 
 
-MIGRATIONS: list[Callable[[apsw.Connection], None]] = [m001_initial, m002_turn_context]
+def m003_reply_to(conn: apsw.Connection) -> None:
+    """Events are embedded with the turn they reply to (:func:`~indexer.base.chunktext.reply_of`), kept in a new
+    column, ``reply_to``. Existing chunks hold '' in it, which is what their hash and vector were made of, so the
+    index stays consistent; the events get their reply and their new hash when they are next re-chunked (the
+    chunker version changed with this migration: the next ``memsearch index`` or ``maintain`` does it), and each
+    is embedded once more. Notes and facts keep their hash and their vector."""
+    conn.execute("ALTER TABLE chunks ADD COLUMN reply_to TEXT NOT NULL DEFAULT ''")
+
+
+MIGRATIONS: list[Callable[[apsw.Connection], None]] = [m001_initial, m002_turn_context, m003_reply_to]
 
 
 def migrate(conn: apsw.Connection) -> int:

@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # the prompt hook opens the store and never checks it: no rep
     from indexer.base.reports import IndexCheck
 
 _STORED_COLUMNS = ("id, uid, kind, category, title, text, path, line_start, line_end, event_id, ts, session_id,"
-                   " project, file, seq, hash, status, speaker")
+                   " project, file, seq, hash, status, speaker, reply_to")
 #: Bound parameters per statement when a list of ids or hashes is sent in pieces (SQLite allows 32766).
 PIECE = 500
 
@@ -50,6 +50,7 @@ class StoredChunk:
     hash: str
     status: str | None = None
     speaker: str | None = None
+    reply_to: str = ""
 
 
 def marks(values: Sequence) -> str:
@@ -104,7 +105,7 @@ class SqliteUpkeep:
             " CASE WHEN c.kind = 'event' AND c.session_id IS NOT NULL THEN coalesce((SELECT p.text FROM chunks p"
             "  WHERE p.session_id = c.session_id AND p.kind = 'event' AND p.id <> c.id"
             "  AND (p.ts < c.ts OR (p.ts IS c.ts AND p.id < c.id)) ORDER BY p.ts DESC, p.id DESC LIMIT 1), '')"
-            " ELSE '' END"
+            " ELSE '' END, c.reply_to"
             " FROM chunks c WHERE c.file = ? ORDER BY c.seq", (path,))]
 
     # -- what forget selects and removes -------------------------------------------------------------------------
@@ -184,6 +185,13 @@ class SqliteUpkeep:
                     conn.execute("INSERT INTO chunks_fts(rowid, title, body, context) VALUES (?, ?, ?, ?)",
                                  (cid, index_form(fts_title(kind, title, ts)), index_form(text),
                                   index_form(context)))
+
+    def set_replies(self, changes: Iterable[tuple[int, str, str, str]]) -> None:
+        """Give chunks (row id) the turn they reply to, with the hash and uid that go with it: ``(id, reply_to,
+        hash, uid)`` each. Their FTS rows do not change (the reply is not indexed for BM25)."""
+        with self.transaction():
+            self.conn.executemany("UPDATE chunks SET reply_to = ?, hash = ?, uid = ? WHERE id = ?",
+                                  [(reply, h, uid, cid) for cid, reply, h, uid in changes])
 
     def session_of_source(self, path: str) -> str | None:
         """The session id the chunks of the source at ``path`` carry (a session summary's), if any."""

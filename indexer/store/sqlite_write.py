@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 
 import apsw
 
-from indexer.base.chunktext import fts_title
+from indexer.base.chunktext import TURN_TYPES, Turn, fts_title
 from indexer.base.cjk import index_form
 from indexer.store import ChunkRow, PendingText, SourceState, StoreHealth, sqlite
 from indexer.store.sqlite_upkeep import PIECE, SqliteUpkeep, marks
@@ -59,10 +59,10 @@ class SqliteWriter(SqliteUpkeep):
         for c in chunks:
             conn.execute(
                 "INSERT OR IGNORE INTO chunks(uid, hash, file, path, seq, kind, category, title, text, line_start,"
-                " line_end, event_id, ts, session_id, project, status, speaker)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                " line_end, event_id, ts, session_id, project, status, speaker, reply_to)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (c.uid, c.hash, file, c.path, c.seq, c.kind, c.category, c.title, c.text, c.line_start,
-                 c.line_end, c.event_id, c.ts, c.session_id, c.project, c.status, c.speaker),
+                 c.line_end, c.event_id, c.ts, c.session_id, c.project, c.status, c.speaker, c.reply_to),
             )
             if conn.changes():
                 conn.execute(
@@ -108,6 +108,20 @@ class SqliteWriter(SqliteUpkeep):
             " ORDER BY ts DESC, id DESC LIMIT 1", (session_id, ts, ts)).fetchone()
         return row[0] if row else ""
 
+    def latest_turn(self, session_id: str, ts: str | None) -> Turn | None:
+        """The latest turn (a prompt or response event) of ``session_id`` at or before ``ts``: its speaker, the
+        text of its first chunk and the turn it replied to (None when there is none). Two index seeks."""
+        row = self.conn.execute(
+            "SELECT file, event_id, speaker, reply_to FROM chunks WHERE session_id = ? AND kind = 'event'"
+            f" AND category IN ({marks(TURN_TYPES)}) AND (? IS NULL OR ts <= ?) ORDER BY ts DESC, id DESC LIMIT 1",
+            (session_id, *TURN_TYPES, ts, ts)).fetchone()
+        if row is None:
+            return None
+        file, event_id, speaker, reply = row
+        first = self.conn.execute("SELECT text FROM chunks WHERE file = ? AND event_id IS ? ORDER BY seq LIMIT 1",
+                                  (file, event_id)).get
+        return Turn(speaker, first if isinstance(first, str) else "", reply)
+
     def touch_source(self, path: str, mtime_ns: int, size: int, head_hash: str | None) -> None:
         """Record a new mtime, size and head hash for a source whose content kept its offsets (an event log that
         ``forget`` rewrote in place), so the next run goes on from where it was."""
@@ -126,7 +140,7 @@ class SqliteWriter(SqliteUpkeep):
         index probes per row (measured at 100k chunks: a window of 256 took 130 ms by grouping all chunks by
         hash, which a run paid once per window)."""
         rows = self.conn.execute(
-            "SELECT c.hash, c.title, c.text, c.speaker, c.ts, c.id FROM chunks c WHERE c.id > ?"
+            "SELECT c.hash, c.title, c.text, c.speaker, c.ts, c.id, c.reply_to FROM chunks c WHERE c.id > ?"
             " AND NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.hash = c.hash AND e.model = ?)"
             " AND NOT EXISTS (SELECT 1 FROM chunks o WHERE o.hash = c.hash AND o.id < c.id)"
             " ORDER BY c.id LIMIT ?",

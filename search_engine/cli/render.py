@@ -176,6 +176,9 @@ def status_text(info: dict[str, Any]) -> str:
             " (" + ", ".join(f"{k} {v}" for k, v in info["chunks_by_kind"].items()) + ")" if info["chunks_by_kind"] else ""),
         f"files: {info['files']}",
         f"awaiting embeddings: {info['pending_embeddings']}",
+        *(["catching up: the index predates this version's chunker (events are now embedded with the turn they "
+           "reply to); the next `memsearch index` or `memsearch maintain` re-chunks every source and embeds each "
+           "event once more, losing nothing"] if info.get("rechunk_due") else []),
         *([f"not embedded: {info['not_embedded']} (text the model cannot represent, such as CJK for an English-only "
            "model; found by BM25)"] if info.get("not_embedded") else []),
         f"index built with model: {info['index_model'] or '-'}",

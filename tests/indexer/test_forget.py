@@ -406,3 +406,36 @@ def test_a_forgotten_note_chunk_stays_hidden_when_a_newer_filter_masks_more_of_i
     index(settings, embedder=None, full=True)
     assert "rack 12" not in _texts(search(settings, "zanzibar rack", mode="bm25"))
     assert "tea" in _texts(search(settings, "unrelated tea", mode="bm25"))
+
+
+def test_a_forgotten_turn_leaves_the_reply_of_the_turn_after_it(home):
+    """The response was embedded with its prompt; once the prompt is forgotten, the response replies to the turn
+    before it (here none: the assistant's earlier turn opened the session): its reply, hash and id change, the old vector goes, the next run embeds it anew."""
+    from fake_embedder import FakeEmbedder
+    from indexer.store.local import SqliteStore
+
+    _log(home,
+         _event("we ship on fridays", "s1", "2026-11-18T08:00:00+00:00", "response"),
+         _event("is the quokka token rotated?", "s1", "2026-11-18T09:00:00+00:00"),
+         _event("yes, every night", "s1", "2026-11-18T09:01:00+00:00", "response"))
+    settings = resolve_settings(home, model="none")
+    fake = FakeEmbedder(dim=16)
+    index(settings, embedder=fake)
+
+    def answer():
+        store = SqliteStore.open(settings.db_path)
+        try:
+            [row] = [r for r in store.stored_chunks(kind="event") if r.text == "yes, every night"]
+            return row, store.pending_count(fake.model_id), store.drop_orphan_vectors()
+        finally:
+            store.close()
+
+    before, pending, _ = answer()
+    assert before.reply_to == "is the quokka token rotated?" and pending == 0
+    apply_forget(settings, _plan(settings, ForgetSelector(match="quokka token rotated", mode="bm25", limit=1)))
+    after, pending, orphans = answer()
+    assert after.reply_to == ""  # a response after a response answers what that one did: nothing here
+    assert (after.hash != before.hash, after.uid != before.uid, pending, orphans) == (True, True, 1, 0)
+    assert _files_holding(home, "quokka") == []
+    assert index(settings, embedder=fake).chunks_embedded == 1
+    assert answer()[1] == 0

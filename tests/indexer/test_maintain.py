@@ -403,7 +403,7 @@ def test_an_index_run_embedding_across_a_swap_stores_only_true_vectors(sample_ho
     index(settings, embedder=model)  # no KeyError, no vector stored under another chunk's hash
     conn = store.connect(settings.db_path)
     assert check_index(conn).ok
-    text_of = {r[0]: r[1:] for r in conn.execute("SELECT hash, title, text, speaker, ts FROM chunks")}
+    text_of = {r[0]: r[1:] for r in conn.execute("SELECT hash, title, text, speaker, ts, reply_to FROM chunks")}
     stored = conn.execute("SELECT e.hash, v.embedding FROM embeddings e JOIN vec_chunks v ON v.rowid = e.id").fetchall()
     from indexer.base.chunktext import embed_input
 

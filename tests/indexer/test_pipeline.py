@@ -1,18 +1,23 @@
 """Incremental indexing against the real SQLite + FTS5 + sqlite-vec, with a fake embedder for speed."""
 
 import os
+import tempfile
 import time
+from pathlib import Path
 
 import orjson
 import xxhash
+from hypothesis import given, settings as hsettings, strategies as st
 
 from conftest import write
 from fake_embedder import FakeEmbedder
-from indexer.base.chunktext import content_hash, embed_input
+from indexer.base.chunktext import REPLY_CHARS, content_hash, embed_input, shorten
 from indexer.base.settings import resolve_settings
+from indexer.chunker import CHUNKER_VERSION
 from indexer.maintain import check_index
-from indexer.pipeline import embed_pending, index, ingest
+from indexer.pipeline import embed_pending, index, ingest, pending_count
 from indexer.rebuild import rebuild
+from indexer.status import status
 from indexer.store import sqlite as store
 from search_engine.search import search
 
@@ -355,12 +360,14 @@ def test_events_are_embedded_with_speaker_and_date(home, settings):
     model = Recording()
     index(settings, embedder=model)
     assert "Caroline on 7 May 2023: I went to a support group." in model.texts
-    assert "user on 20 November 2026: What should I fix first?" in model.texts
-    assert "tool on 20 November 2026: Bash: pytest -q" in model.texts
+    # then the turn each replies to: a prompt the other speaker's turn before it, a tool observation its request
+    assert "user on 20 November 2026: What should I fix first?\n(in reply to: I went to a support group.)" in (
+        model.texts)
+    assert "tool on 20 November 2026: Bash: pytest -q\n(in reply to: What should I fix first?)" in model.texts
     assert "Trails\n# Trails\nhiking trails near the lake" in model.texts  # a note: title and text, as before
     conn = store.connect(settings.db_path)
-    for title, text, speaker, ts, h in conn.execute("SELECT title, text, speaker, ts, hash FROM chunks"):
-        assert h == xxhash.xxh3_128_hexdigest(embed_input(title, text, speaker, ts).encode())
+    for title, text, speaker, ts, reply, h in conn.execute("SELECT title, text, speaker, ts, reply_to, hash FROM chunks"):
+        assert h == xxhash.xxh3_128_hexdigest(embed_input(title, text, speaker, ts, reply).encode())
 
 
 def test_note_and_fact_hashes_are_those_of_version_1(sample_home, settings, fake):
@@ -411,7 +418,7 @@ def test_migration_from_version_1_refills_fts_with_context(tmp_path):
     path = tmp_path / "index.db"
     _v1_index(path)
     conn = store.connect(path)
-    assert conn.pragma("user_version") == len(store.MIGRATIONS) == 2
+    assert conn.pragma("user_version") == len(store.MIGRATIONS) == 3
     columns = [r[1] for r in conn.execute("PRAGMA table_info(chunks_fts)")]
     assert columns == ["title", "body", "context"]
     assert "speaker" in [r[1] for r in conn.execute("PRAGMA table_info(chunks)")]
@@ -447,12 +454,223 @@ def test_a_version_1_index_is_rechunked_by_the_next_full_scan_not_by_a_hook(home
     model = Recording()
     report = index(settings, embedder=model)
     assert report.full and "chunker settings changed" in report.model_note
-    assert store.get_meta(conn, "chunker").startswith("2:")
+    assert store.get_meta(conn, "chunker").startswith(CHUNKER_VERSION + ":")
     assert dict(conn.execute("SELECT event_id, speaker FROM chunks")) == {"e1": "Mel", "e2": "user", "e3": "user"}
-    assert sorted(model.texts) == ["Mel on 7 May 2023: alpha first", "user on 7 May 2023: bravo second",
-                                   "user on 7 May 2023: charlie third"]
+    assert sorted(model.texts) == ["Mel on 7 May 2023: alpha first",
+                                   "user on 7 May 2023: bravo second\n(in reply to: alpha first)",
+                                   "user on 7 May 2023: charlie third\n(in reply to: alpha first)"]
     assert conn.execute("SELECT count(*) FROM embeddings").fetchone()[0] == 3  # the old vectors were dropped
     assert check_index(conn).ok and check_index(conn).orphan_embeddings == 0
+
+
+# -- the turn an event replies to ---------------------------------------------------------------------------------
+
+def _said(i, etype, content, session="s1", ts="2026-11-20T10:00:00", **kw):
+    return orjson.dumps({"id": f"e{i}", "ts": ts, "session_id": session, "type": etype, "content": content,
+                         **kw}).decode() + "\n"
+
+
+def _replies(settings) -> dict[str, set[str]]:
+    """event id -> the reply_to of its chunks."""
+    conn = store.connect(settings.db_path)
+    try:
+        out: dict[str, set[str]] = {}
+        for event_id, reply in conn.execute("SELECT event_id, reply_to FROM chunks WHERE kind = 'event'"):
+            out.setdefault(event_id, set()).add(reply)
+        return out
+    finally:
+        conn.close()
+
+
+CONVERSATION = (
+    _said(1, "prompt", "Why does the login test fail?")
+    + _said(2, "tool", "Bash: pytest tests/test_login.py", tool_name="Bash")
+    + _said(3, "response", "The token expired: " + "the clock is mocked one hour ahead. " * 60)
+    + _said(4, "prompt", "Fix it.")
+    + _said(5, "prompt", "And add a test.")
+    + _said(6, "response", "Yes.")
+    + _said(7, "prompt", "Other session opener.", session="s2")
+    + _said(8, "response", "Yes.", session="s2")
+)
+
+
+def test_each_event_is_embedded_with_the_turn_it_replies_to(home, settings):
+    write(home / "events" / "2026-11-20.jsonl", CONVERSATION)
+    write(home / "notes.md", "# Tokens\nTokens expire after an hour.\n")
+    model = Recording()
+    index(settings, embedder=model)
+    long_reply = "The token expired: the clock is mocked one hour ahead. The clock is mocked"  # its first words
+    assert _replies(settings) == {
+        "e1": {""},  # a session's first turn replies to nothing
+        "e2": {"Why does the login test fail?"},  # a tool observation: the request it carries out
+        "e3": {"Why does the login test fail?"},  # a response: its prompt (every chunk of a long one)
+        "e4": {_shorten_of(settings, "e3")},  # a prompt: the response before it, shortened
+        "e5": {_shorten_of(settings, "e3")},  # a second prompt in a row answers the same turn
+        "e6": {"And add a test."},
+        "e7": {""}, "e8": {"Other session opener."},  # sessions never mix
+    }
+    assert _shorten_of(settings, "e3").startswith(long_reply[:50]) and _shorten_of(settings, "e3").endswith("…")
+    assert len(_shorten_of(settings, "e3")) <= REPLY_CHARS + 1
+    conn = store.connect(settings.db_path)
+    assert conn.execute("SELECT count(*) FROM chunks WHERE event_id = 'e3'").fetchone()[0] > 1
+    assert conn.execute("SELECT reply_to FROM chunks WHERE kind = 'note'").fetchall() == [("",)]
+    # the same words in two contexts are two contents, each with its own vector; the hash is of what is embedded
+    yes = dict(conn.execute("SELECT event_id, hash FROM chunks WHERE text = 'Yes.'"))
+    assert yes["e6"] != yes["e8"] and yes["e6"] == content_hash("response", "Yes.", "assistant",
+                                                                "2026-11-20T10:00:00", "And add a test.")
+    assert "assistant on 20 November 2026: Yes.\n(in reply to: And add a test.)" in model.texts
+    assert "assistant on 20 November 2026: Yes.\n(in reply to: Other session opener.)" in model.texts
+    assert conn.execute("SELECT count(*) FROM embeddings").fetchone()[0] == conn.execute(
+        "SELECT count(DISTINCT hash) FROM chunks").fetchone()[0]
+    # BM25 never matches an event by the words of the turn it replies to (only the low-weight context column,
+    # which holds the previous event's text, may)
+    assert [h.event_id for h in search(settings, "opener", mode="bm25").hits] == ["e7", "e8"]
+    assert conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH '{title body} : opener'"
+                        ).fetchone()[0] == 1
+
+
+def _shorten_of(settings, event_id: str) -> str:
+    conn = store.connect(settings.db_path)
+    try:
+        text = conn.execute("SELECT text FROM chunks WHERE event_id = ? ORDER BY seq LIMIT 1", (event_id,)).fetchone()[0]
+    finally:
+        conn.close()
+    return shorten(text)
+
+
+def test_the_reply_is_the_same_across_incremental_runs_a_hook_ingest_and_a_rebuild(home, settings, fake):
+    lines = CONVERSATION.splitlines(keepends=True)
+    log = write(home / "events" / "2026-11-20.jsonl", "".join(lines[:3]))
+    index(settings, embedder=fake)
+    with log.open("a") as f:
+        f.write("".join(lines[3:5]))
+    assert ingest(settings, [log])  # a hook's scoped run: the turn before comes from the index
+    with log.open("a") as f:
+        f.write("".join(lines[5:]))
+    index(settings, embedder=fake)
+    incremental = _replies(settings)
+    rebuild(settings, embedder=fake)
+    assert _replies(settings) == incremental
+    index(settings, embedder=fake, full=True)
+    assert _replies(settings) == incremental and incremental["e6"] == {"And add a test."}
+    assert index(settings, embedder=fake).chunks_embedded == 0
+
+
+@hsettings(max_examples=25, deadline=None)
+@given(turns=st.lists(st.tuples(st.sampled_from(["prompt", "response", "tool"]), st.sampled_from(["s1", "s2"]),
+                                st.integers(1, 3)), min_size=1, max_size=12),
+       cut=st.integers(0, 12))
+def test_replies_read_in_two_runs_are_those_of_one_pass(turns, cut):
+    """Property: however a conversation (two sessions interleaved, long events in several chunks, tool calls) is
+    split between two index runs, each event replies to what one full pass gives it."""
+    with tempfile.TemporaryDirectory() as tmp:  # a fresh memory root for every example
+        home = Path(tmp) / "memory"
+        settings = resolve_settings(home, model="none", chunk_chars=200, chunk_overlap=0)
+        lines = [_said(i, etype, f"w{i} " + f"t{i} filler words here. " * (9 * size - 8), session=session,
+                       ts=f"2026-11-20T10:{i:02d}:00")
+                 for i, (etype, session, size) in enumerate(turns)]
+        log = write(home / "events" / "2026-11-20.jsonl", "".join(lines[:cut]))
+        index(settings, embedder=None)
+        with log.open("a") as f:
+            f.write("".join(lines[cut:]))
+        index(settings, embedder=None)
+        incremental = _replies(settings)
+        index(settings, embedder=None, full=True)
+        assert _replies(settings) == incremental
+        assert all(len(r) == 1 for r in incremental.values())  # every chunk of an event: the same reply
+
+
+def test_no_unredacted_text_reaches_a_reply(home, settings, fake):
+    """The reply is taken from events the privacy filter already redacted (in this run, or stored by an earlier
+    one): a private span in a prompt is a marker in the reply of its response too."""
+    log = write(home / "events" / "2026-11-20.jsonl",
+                _said(1, "prompt", "My badge pin is <private>4417-alpha</private>, where do I use it?"))
+    index(settings, embedder=fake)
+    with log.open("a") as f:
+        f.write(_said(2, "response", "At the side door."))  # the prompt comes from the index this time
+    write(home / "events" / "2026-11-21.jsonl",
+          _said(3, "prompt", "Secret <private>zebra-99</private> here.", session="s3")
+          + _said(4, "response", "Noted.", session="s3"))  # the prompt comes from the same run
+    model = Recording()
+    index(settings, embedder=model)
+    replies = _replies(settings)
+    assert replies["e2"] == {"My badge pin is [REDACTED:private], where do I use it?"}
+    assert replies["e4"] == {"Secret [REDACTED:private] here."}
+    conn = store.connect(settings.db_path)
+    stored = " ".join(r[0] for r in conn.execute("SELECT reply_to FROM chunks"))
+    assert "4417" not in stored and "zebra" not in stored
+    assert not any("4417" in t or "zebra" in t for t in model.texts)
+
+
+def _as_version_2(settings) -> None:
+    """Turn the index back into what the previous release left: no reply_to column, user_version 2, chunker 2,
+    every hash of the old formula (no reply) and the vectors of those texts."""
+    conn = store.connect(settings.db_path)
+    with conn:
+        for cid, title, text, speaker, ts in conn.execute(
+                "SELECT id, title, text, speaker, ts FROM chunks").fetchall():
+            conn.execute("UPDATE chunks SET hash = ? WHERE id = ?", (content_hash(title, text, speaker, ts), cid))
+        conn.execute("ALTER TABLE chunks DROP COLUMN reply_to")
+        conn.execute("DELETE FROM vec_chunks")
+        conn.execute("DELETE FROM embeddings")
+        store.set_meta(conn, "chunker", "2:1200:200")
+        conn.pragma("user_version", 2)
+    conn.close()
+
+
+def test_an_upgraded_index_embeds_every_event_once_more_and_keeps_everything(home, settings):
+    write(home / "events" / "2026-11-20.jsonl", CONVERSATION)
+    write(home / "notes.md", "# Tokens\nTokens expire after an hour.\n")
+    index(settings, embedder=FakeEmbedder(dim=32))
+    _as_version_2(settings)
+    old = Recording()
+    conn = store.connect(settings.db_path)  # opening migrates: the column is there, '' where the old hash holds
+    assert conn.pragma("user_version") == len(store.MIGRATIONS) == 3
+    assert {r[0] for r in conn.execute("SELECT reply_to FROM chunks")} == {""}
+    embed_pending(conn, old)  # the vectors the previous release had made
+    assert check_index(conn).ok and len(old.texts) == conn.execute("SELECT count(*) FROM embeddings").fetchone()[0]
+    uids_before = {r[0] for r in conn.execute("SELECT uid FROM chunks WHERE kind = 'note'")}
+    assert status(settings)["rechunk_due"] is True
+    assert ingest(settings, [home / "events" / "2026-11-20.jsonl"])  # a hook leaves it to the full run
+    assert store.get_meta(conn, "chunker") == "2:1200:200"
+
+    model = Recording()
+    report = index(settings, embedder=model)
+    assert report.full and "chunker settings changed" in report.model_note
+    # each event that replies to a turn, once; a session's opener (nothing to reply to) and the note keep theirs
+    replying = conn.execute("SELECT count(DISTINCT hash) FROM chunks WHERE kind = 'event' AND reply_to <> ''").get
+    assert report.chunks_embedded == len(model.texts) == replying
+    assert all("(in reply to: " in t for t in model.texts)
+    assert not any(t.startswith("Tokens") for t in model.texts)
+    assert {r[0] for r in conn.execute("SELECT uid FROM chunks WHERE kind = 'note'")} == uids_before
+    assert conn.execute("SELECT count(DISTINCT event_id) FROM chunks").fetchone()[0] == 8  # nothing lost
+    assert _replies(settings)["e6"] == {"And add a test."}
+    assert check_index(conn).ok and check_index(conn).orphan_embeddings == 0
+    assert status(settings)["rechunk_due"] is False and pending_count(conn, model.model_id) == 0
+
+    again = Recording()  # run twice: no further work
+    second = index(settings, embedder=again)
+    assert (second.full, second.chunks_embedded, again.texts, second.chunks_added) == (False, 0, [], 0)
+    conn.close()
+
+
+def test_maintenance_upgrades_an_index_as_an_index_run_does(home, settings):
+    from indexer.maintain import maintain
+
+    write(home / "events" / "2026-11-20.jsonl", CONVERSATION)
+    write(home / "notes.md", "# Tokens\nTokens expire after an hour.\n")
+    index(settings, embedder=FakeEmbedder(dim=32))
+    _as_version_2(settings)
+    conn = store.connect(settings.db_path)
+    embed_pending(conn, Recording())
+    model = Recording()
+    report = maintain(settings, embedder=model)
+    assert report.ok and report.index.chunks_embedded == len(model.texts) > 0
+    assert all("(in reply to: " in t for t in model.texts)  # the events that answer a turn; the note kept its vector
+    assert _replies(settings)["e4"] == _replies(settings)["e5"] and status(settings)["rechunk_due"] is False
+    again = Recording()
+    assert maintain(settings, embedder=again).index.chunks_embedded == 0 and again.texts == []
+    conn.close()
 
 
 def test_an_event_is_found_by_its_date_a_note_is_not(home, settings, fake):

@@ -313,3 +313,26 @@ def test_hybrid_raises_events_by_the_evidence_of_their_session(home, real_embedd
     assert {h.event_id: h.score for h in raised} == pytest.approx(
         {eid: score + scale * evidence[session[eid]] for eid, score in base.items()}, abs=2e-6)  # scores: 6 digits
     assert search(settings, query, mode="bm25", k=50).hits[0].event_id == "s1"  # BM25 alone is not grouped
+
+
+@pytest.mark.model
+def test_a_short_reply_is_found_by_the_vector_list_through_the_turn_it_answers(home, real_embedder):
+    """A reply such as "Yes, this morning." says nothing of Lisbon; embedded with the question it answers (the real
+    model), it is the nearest of the replies to "did Jon book the Lisbon flights" (embedded alone, two of the three
+    right replies rank below another reply for their question)."""
+    pairs = [("Do you still go running along the canal?", "Yes, twice a week."),
+             ("Do you still play the piano?", "Only on Sundays now."),
+             ("Did you finish painting the kitchen?", "Yes, last weekend."),
+             ("Have you booked the flights to Lisbon?", "Yes, this morning.")]
+    lines = []
+    for i, (asked, answered) in enumerate(pairs):
+        for etype, speaker, text in (("prompt", "Mel", asked), ("response", "Jon", answered)):
+            lines.append(orjson.dumps({"id": f"{etype[0]}{i}", "ts": "2026-11-20T10:00:00", "type": etype,
+                                       "content": text, "session_id": f"s{i}", "metadata": {"speaker": speaker}}))
+    write(home / "events" / "2026-11-20.jsonl", b"\n".join(lines) + b"\n")
+    settings = resolve_settings(home)
+    index(settings, embedder=real_embedder)
+    for query, reply in (("Jon running by the canal", "r0"), ("when did Jon paint the kitchen", "r2"),
+                         ("did Jon book the Lisbon flights", "r3")):
+        hits = search(settings, query, mode="vector", k=8, embedder=real_embedder).hits
+        assert [h.event_id for h in hits if h.event_id.startswith("r")][0] == reply, query

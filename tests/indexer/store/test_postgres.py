@@ -19,7 +19,14 @@ from conftest import MEMSEARCH  # noqa: E402
 from indexer.base.embedder import BUNDLED_ID  # noqa: E402
 from indexer.base.errors import UsageError  # noqa: E402
 from indexer.store import ChunkRow, SourceState, Store  # noqa: E402
-from indexer.store.pg_schema import SCHEMA_VERSION, mask_url, team_init_sql  # noqa: E402
+from indexer.store.pg_schema import (  # noqa: E402
+    EXTENSION_SQL,
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    mask_url,
+    record_version_sql,
+    team_init_sql,
+)
 from indexer.store.postgres import PgStore, StoreUnavailable, apply_team_init, migrate, schema_version  # noqa: E402
 from search_engine.filters import Filters  # noqa: E402
 from search_engine.query import content_terms, terms  # noqa: E402
@@ -234,6 +241,40 @@ def test_migrations_and_the_admin_script_run_again_without_change(team, pg_serve
         assert admin.execute("SELECT count(*) FROM pg_policies WHERE schemaname = 'memsearch'").fetchone()[0] == (
             policies)
         assert schema_version(admin) == SCHEMA_VERSION
+
+
+def test_a_version_4_team_database_gains_reply_to_and_keeps_its_rows(pg_server):
+    """The schema before events carried the turn they reply to: its rows stay, with '' (what their hash was made
+    of), and a member's store opens on the upgraded database and writes and reads the new column."""
+    name = f"v4_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(pg_server.url(), autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    url = pg_server.url(database=name)
+    try:
+        with psycopg.connect(url, autocommit=True) as admin:
+            admin.execute(EXTENSION_SQL)
+            for number, text in MIGRATIONS[:4]:
+                admin.execute(text)
+                admin.execute(record_version_sql(number))
+            assert schema_version(admin) == 4
+            admin.execute("INSERT INTO memsearch.sources(path, source, mtime_ns, size) VALUES ('/e', 'events', 1, 1)")
+            admin.execute("INSERT INTO memsearch.chunks(uid, hash, source, path, seq, kind, text, fts)"
+                          " VALUES ('old', 'H0', '/e', 'e', 0, 'event', 'an older turn', ''::tsvector)")
+            assert migrate(admin) == SCHEMA_VERSION == 5
+            assert admin.execute("SELECT uid, reply_to FROM memsearch.chunks").fetchall() == [("old", "")]
+        store = PgStore(url)
+        try:
+            assert [(p.hash, p.reply_to) for p in store.pending_embeddings(MODEL)] == [("H0", "")]
+            store.write_batch(source("/f", "events"), [chunk("new", "Yes.", kind="event", hash="H1", speaker="Jon",
+                                                             reply_to="Still running?")])
+            pending = {p.hash: p for p in store.pending_embeddings(MODEL)}
+            assert pending["H1"].reply_to == "Still running?" and pending["H1"].input == (
+                "Jon: Yes.\n(in reply to: Still running?)")
+        finally:
+            store.close()
+    finally:
+        with psycopg.connect(pg_server.url(), autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
 
 
 def test_a_member_store_refuses_a_database_without_the_schema(pg_server):

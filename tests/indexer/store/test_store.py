@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from indexer.base.chunktext import embed_input
 from indexer.store import ChunkRow, SourceState, Store
 from search_engine.filters import Filters
 from search_engine.query import content_terms, terms
@@ -108,6 +109,21 @@ def test_pending_embeddings_is_one_row_per_content_hash_oldest_first(store):
     assert [p.hash for p in store.pending_embeddings(MODEL, limit=2, after=first[-1].id)] == ["H3"]
     assert [p.hash for p in store.pending_embeddings(MODEL, after=first[0].id)] == ["H2", "H3"]
     assert store.health(MODEL).pending_embeddings == 3
+
+
+def test_the_turn_an_event_replies_to_is_embedded_with_it_and_never_matched_lexically(store):
+    asked = "Do you still go running by the canal?"
+    store.write_batch(source("/m/e.jsonl", "events"), [
+        chunk("e1", "Yes, twice a week.", kind="event", hash="H1", speaker="Jon", ts="2023-05-07T10:00:00",
+              reply_to=asked),
+        chunk("e2", "Good for you.", kind="event", hash="H2", speaker="Mel", seq=1),
+    ])
+    first, second = store.pending_embeddings(MODEL)
+    assert (first.hash, first.reply_to, second.reply_to) == ("H1", asked, "")
+    assert first.input == embed_input("", "Yes, twice a week.", "Jon", "2023-05-07T10:00:00", asked)
+    assert first.input.endswith(f"(in reply to: {asked})") and second.input == "Mel: Good for you."
+    assert uids(store, lexical(store, "twice week")) == {"e1"}
+    assert lexical(store, "canal") == [] and lexical(store, "running") == []  # the other turn's words
 
 
 def test_put_embeddings_stores_each_hash_once_and_none_is_no_longer_pending(store):

@@ -188,3 +188,19 @@ def test_timeline_cli(memory):
                                      capture_output=True, text=True).stdout)
     assert [h["event_id"] for h in view["before"]] == ["e1", "e2"]
     assert view["after"][0]["event_id"] == "e4" and view["center"]["event_id"] == "e3"
+
+
+def test_status_says_an_upgraded_index_is_catching_up_until_the_next_index_run(home):
+    from indexer.store import sqlite as store
+
+    write(home / "events" / "2026-11-20.jsonl", '{"id":"e1","session_id":"s1","type":"prompt","content":"hi"}\n')
+    env = {"MEMSEARCH_MODEL": "none"}
+    run("index", env=env)
+    assert json.loads(run("status", "--json", env=env).stdout)["rechunk_due"] is False
+    conn = store.connect(home / ".memsearch" / "index.db")
+    store.set_meta(conn, "chunker", "2:1200:200")  # as the release before left it
+    conn.close()
+    assert json.loads(run("status", "--json", env=env).stdout)["rechunk_due"] is True
+    assert "catching up: the index predates this version's chunker" in run("status", env=env).stdout
+    assert "chunker settings changed" in run("index", env=env).stdout
+    assert "catching up" not in run("status", env=env).stdout
