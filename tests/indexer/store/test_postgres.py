@@ -322,6 +322,9 @@ def test_team_init_cli_prints_and_applies(pg_server):
     printed = subprocess.run([MEMSEARCH, "team", "init", "--member", "dave"], capture_output=True, text=True)
     assert printed.returncode == 0 and 'CREATE ROLE "dave" LOGIN' in printed.stdout
     assert "ENABLE ROW LEVEL SECURITY" in printed.stdout and "USING hnsw" in printed.stdout
+    deferred = subprocess.run([MEMSEARCH, "team", "init", "--defer-vector-index"], capture_output=True, text=True)
+    assert deferred.returncode == 0 and "ENABLE ROW LEVEL SECURITY" in deferred.stdout
+    assert "USING hnsw ((embedding" not in deferred.stdout  # the index the first import builds afterwards
     bad = subprocess.run([MEMSEARCH, "team", "init", "--member", "Robert'); DROP"], capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stderr.startswith("Error: invalid member name") and bad.stdout == ""
     name = f"cli_{uuid.uuid4().hex[:8]}"
