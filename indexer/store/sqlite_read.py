@@ -16,8 +16,6 @@ annotations do). One-value aggregates are read with ``Cursor.get``: they always 
 
 from __future__ import annotations
 
-import os
-import threading
 from array import array
 from collections.abc import Iterator, Sequence
 
@@ -35,14 +33,6 @@ from indexer.store.vector_matrix import VectorMatrix
 TITLE_WEIGHT = 1.0
 BODY_WEIGHT = 1.0
 CONTEXT_WEIGHT = 0.4
-#: An index whose chunk ids span at least this many runs each BM25 query as parts of the id range at once, one a
-#: core, on its connection and one more a part (FTS5 scores every match in C with the GIL released; the parts' best
-#: merge into exactly the one list's best). Measured at 100k chunks in two parts, on the bench's 200 queries: the
-#: larger half's CPU is 0.62x the one query's at p95 (21 vs 34 ms); all parts together cost ~15 % more CPU (each
-#: counts the query terms' documents again for bm25's idf).
-SPLIT_MIN_ROWS = 20_000
-#: The most parts a query is cut into (one a core).
-SPLIT_PARTS = 4
 #: The widest vec0 KNN asked for before the exact scan takes over.
 KNN_MAX = 4096
 HIT_COLUMNS = "id, uid, kind, category, title, text, path, line_start, line_end, ts, session_id, project, status, event_id"
@@ -111,47 +101,12 @@ def _as_blob(vector: bytes | Sequence[float]) -> bytes:
     return bytes(vector) if isinstance(vector, (bytes, bytearray, memoryview)) else array("f", vector).tobytes()
 
 
-def _best_first(scored: Scored) -> tuple[float, int]:
-    return -scored.score, scored.id
-
-
-def _bm25_rows(conn: apsw.Connection, expression: str, filters: FilterSpec, limit: int,
-               rows: tuple[int, int] | None) -> list[Scored]:
-    """:meth:`SqliteReader._bm25` on ``conn``, over the chunks whose id is in ``rows`` (``[lo, hi)``; None: all)."""
-    where, params = filter_sql(filters)
-    span, span_params = ("", []) if rows is None else (" AND rowid >= ? AND rowid < ?", list(rows))
-    if not filters.selective:
-        # Rank inside FTS5 first and join only the best few (joining every match before sorting cost 2.5x at
-        # 100k chunks); only the status filter can drop rows here, so a small overfetch nearly always suffices.
-        inner = limit * 2
-        sql = (
-            f"SELECT c.id, f.score FROM (SELECT rowid, {_SCORE} AS score FROM chunks_fts WHERE chunks_fts MATCH ?"
-            f"{span} ORDER BY score DESC, rowid LIMIT ?) AS f JOIN chunks c ON c.id = f.rowid WHERE {where}"
-            " ORDER BY f.score DESC, c.id LIMIT ?"
-        )
-        found = list(conn.execute(sql, [expression, *span_params, inner, *params, limit]))
-        if len(found) >= limit or conn.execute(
-            f"SELECT count(*) FROM (SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ?{span} LIMIT ?)",
-            [expression, *span_params, inner + 1],
-        ).get <= inner:
-            return [Scored(row[0], row[1]) for row in found]
-    span = span.replace("rowid", "chunks_fts.rowid")
-    sql = (
-        f"SELECT c.id, {_SCORE} AS score FROM chunks_fts "
-        f"JOIN chunks c ON c.id = chunks_fts.rowid WHERE chunks_fts MATCH ?{span} AND {where} "
-        f"ORDER BY score DESC, c.id LIMIT ?"
-    )
-    return [Scored(row[0], row[1]) for row in conn.execute(sql, [expression, *span_params, *params, limit])]
-
-
 class SqliteReader:
     """The reading half of :class:`indexer.store.local.SqliteStore`."""
 
     conn: apsw.Connection
     #: the warm server's in-memory copy of the vectors (:meth:`keep_vectors_in_memory`), else None: vec0's KNN
     matrix: VectorMatrix | None = None
-    #: see :data:`SPLIT_MIN_ROWS` (an instance may lower it: the tests split small indexes)
-    split_min_rows = SPLIT_MIN_ROWS
 
     # -- the BM25 list ------------------------------------------------------------------------------------------
 
@@ -173,65 +128,29 @@ class SqliteReader:
             raise UsageError(f"invalid FTS5 query {expression!r}: {reason}; drop --raw to search plain text") from None
 
     def _bm25(self, expression: str, filters: FilterSpec, limit: int) -> list[Scored]:
-        """Chunks matching ``expression`` by FTS5's bm25(), negated so that higher is better, best first (ties by
-        id). On a large index, the parts of the id range at once, one a core (:data:`SPLIT_MIN_ROWS`)."""
-        parts = self._parts()
-        twins = [self._twin() for _ in parts[1:]]
-        if len(parts) < 2 or None in twins:
-            for twin in twins:
-                if twin is not None:
-                    twin.close()
-            return _bm25_rows(self.conn, expression, filters, limit, None)
-        found: list = [None] * len(parts)
-
-        def run(i: int, twin: apsw.Connection) -> None:
-            try:
-                found[i] = _bm25_rows(twin, expression, filters, limit, parts[i])
-            except BaseException as exc:  # raised again in the caller's thread, below
-                found[i] = exc
-            finally:
-                twin.close()
-
-        workers = [threading.Thread(target=run, args=(i, twin), name="memsearch-bm25", daemon=True)
-                   for i, twin in enumerate(twins, 1)]
-        for worker in workers:
-            worker.start()
-        try:
-            found[0] = _bm25_rows(self.conn, expression, filters, limit, parts[0])
-        finally:
-            for worker in workers:
-                worker.join()
-        merged: list[Scored] = []
-        for i, part in enumerate(found):
-            if isinstance(part, apsw.Error):  # a second connection could not read: this one reads that part too
-                part = _bm25_rows(self.conn, expression, filters, limit, parts[i])
-            elif isinstance(part, BaseException):
-                raise part
-            merged += part
-        return sorted(merged, key=_best_first)[:limit]
-
-    def _parts(self) -> list[tuple[int, int]]:
-        """The id range cut in one part a core (at most :data:`SPLIT_PARTS`), each ``[lo, hi)``; one part (no
-        split) on a small index or a single core."""
-        cores = min(os.cpu_count() or 1, SPLIT_PARTS)
-        lo, hi = next(iter(self.conn.execute("SELECT (SELECT min(id) FROM chunks), (SELECT max(id) FROM chunks)")))
-        if cores < 2 or lo is None or hi - lo < self.split_min_rows:
-            return [(lo or 0, (hi or 0) + 1)]
-        cuts = [lo + (hi + 1 - lo) * i // cores for i in range(cores)] + [hi + 1]
-        return list(zip(cuts, cuts[1:]))
-
-    def _twin(self) -> apsw.Connection | None:
-        """A second connection to the index file, for reading only (one per query: it holds nothing open between
-        searches, so it never pins a ``-wal`` that was deleted), or None when the file cannot be opened twice (an
-        in-memory or immutable index)."""
-        if self.conn.filename in ("", ":memory:"):
-            return None
-        try:
-            twin = apsw.Connection(self.conn.filename, flags=apsw.SQLITE_OPEN_READONLY)
-            twin.set_busy_timeout(sqlite.BUSY_TIMEOUT_MS)
-            return twin
-        except apsw.Error:
-            return None
+        """Chunks matching ``expression`` by FTS5's bm25(), negated so that higher is better, best first."""
+        where, params = filter_sql(filters)
+        if not filters.selective:
+            # Rank inside FTS5 first and join only the best few (joining every match before sorting cost 2.5x at
+            # 100k chunks); only the status filter can drop rows here, so a small overfetch nearly always suffices.
+            inner = limit * 2
+            sql = (
+                f"SELECT c.id, f.score FROM (SELECT rowid, {_SCORE} AS score FROM chunks_fts WHERE chunks_fts MATCH ?"
+                f" ORDER BY score DESC LIMIT ?) AS f JOIN chunks c ON c.id = f.rowid WHERE {where}"
+                " ORDER BY f.score DESC LIMIT ?"
+            )
+            rows = list(self.conn.execute(sql, [expression, inner, *params, limit]))
+            if len(rows) >= limit or self.conn.execute(
+                "SELECT count(*) FROM (SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ? LIMIT ?)",
+                (expression, inner + 1),
+            ).get <= inner:
+                return [Scored(row[0], row[1]) for row in rows]
+        sql = (
+            f"SELECT c.id, {_SCORE} AS score FROM chunks_fts "
+            f"JOIN chunks c ON c.id = chunks_fts.rowid WHERE chunks_fts MATCH ? AND {where} "
+            f"ORDER BY score DESC LIMIT ?"
+        )
+        return [Scored(row[0], row[1]) for row in self.conn.execute(sql, [expression, *params, limit])]
 
     # -- the vector list ----------------------------------------------------------------------------------------
 

@@ -4,20 +4,15 @@ reference computed another way (every match scored, filtered and sorted in Pytho
 
 from __future__ import annotations
 
-import os
-import shutil
-
-import apsw
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
 
 from indexer.base.errors import UsageError
 from indexer.base.types import HIDDEN_STATUSES
 from indexer.pipeline import index
 from indexer.store import HitRow, Scored, Store
 from indexer.store.local import SqliteStore
-from indexer.store.sqlite_read import CONTEXT_WEIGHT, SPLIT_PARTS, fts5_query
+from indexer.store.sqlite_read import CONTEXT_WEIGHT, fts5_query
 from search_engine.filters import Filters
 from search_engine.query import ParsedQuery, Term
 
@@ -182,54 +177,3 @@ def test_fetch_hits_and_reading_by_id_and_time(store):
         center = store.fetch_hits([dated[1][0]])[dated[1][0]]
         before, after = store.around(center, 1)
         assert [r.ts <= center.ts for r in before] == [True] and [r.ts >= center.ts for r in after] == [True]
-
-
-# -- the BM25 list in parts at once ------------------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def split_pair(tmp_path_factory):
-    """The sample memory indexed once (BM25 only), opened twice: one store cuts every query into parts of the id
-    range, the other never does."""
-    from conftest import SAMPLE
-    from indexer.base.settings import resolve_settings
-
-    root = tmp_path_factory.mktemp("split") / "memory"
-    shutil.copytree(SAMPLE, root)
-    settings = resolve_settings(root, model="none")
-    index(settings, embedder=None)
-    halves, whole = SqliteStore.open(settings.db_path), SqliteStore.open(settings.db_path)
-    halves.split_min_rows, whole.split_min_rows = 0, 10 ** 12
-    words = sorted({w for (text,) in whole.conn.execute("SELECT text FROM chunks") for w in text.lower().split()
-                    if w.isalpha()})
-    yield halves, whole, words
-    halves.close()
-    whole.close()
-
-
-SPLIT_FILTERS = (Filters(), Filters(kind="note"), Filters(kind="event", all_status=True), Filters(category="fact"))
-
-
-@given(data=st.data(), op=st.sampled_from(["AND", "OR"]), limit=st.sampled_from([1, 3, 50]),
-       filters=st.sampled_from(SPLIT_FILTERS), cores=st.sampled_from([2, 3, 4, 16]))
-@hsettings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-def test_the_parts_give_exactly_the_one_query_s_list(split_pair, data, op, limit, filters, cores, monkeypatch):
-    halves, whole, words = split_pair
-    monkeypatch.setattr(os, "cpu_count", lambda: cores)
-    assert len(halves._parts()) == min(cores, SPLIT_PARTS) and len(whole._parts()) == 1
-    terms = [Term(w) for w in data.draw(st.lists(st.sampled_from(words), min_size=1, max_size=5))]
-    assert halves.lexical_top_k(terms, op, filters, limit) == whole.lexical_top_k(terms, op, filters, limit)
-
-
-def test_the_parts_rank_ties_by_id_and_survive_a_second_connection_that_cannot_read(split_pair, tmp_path,
-                                                                                       monkeypatch):
-    halves, whole, _ = split_pair
-    terms = [Term("the")]
-    want = whole.lexical_top_k(terms, "OR", Filters(all_status=True), 50)
-    assert len(want) > 3
-    assert want == sorted(want, key=lambda s: (-s.score, s.id))
-    empty = tmp_path / "other.db"
-    apsw.Connection(str(empty)).close()
-    monkeypatch.setattr(halves, "_twin", lambda: apsw.Connection(str(empty)))  # no chunks_fts there
-    assert halves.lexical_top_k(terms, "OR", Filters(all_status=True), 50) == want
-    with pytest.raises(UsageError):
-        halves.lexical_native('"unbalanced', Filters(), 5)
