@@ -100,7 +100,9 @@ def process_section(args, n: int, root: Path, db: Path, queries: list[str], exe:
                         env=dict(env, MEMSEARCH_DB=str(tmp_db)), timeout=3600)
         out["cli_index_bm25"] = {"seconds": r.seconds, "max_rss_mb": r.max_rss_mb, "returncode": r.returncode}
         if r.returncode == 0 and "embed" not in args.skip and n == min(args.sizes):
-            # with the model: one event file (~70 chunks) is enough to see the model's memory
+            # with the model: one event file (~70 chunks) is enough to see the model's memory; into an empty index,
+            # or the run would embed every chunk the BM25-only run above left pending (all 100k at --sizes 100000)
+            remove_db(tmp_db)
             first = sorted((root / "events").glob("*.jsonl"))[0]
             r2 = run_process([exe, "index", str(first), "--json", "--home", str(root)],
                              env=dict(env, MEMSEARCH_DB=str(tmp_db)), timeout=3600)

@@ -238,7 +238,8 @@ def plot(res: dict, path: Path) -> None:
     sizes = [n for n in res["sizes"] if res["sizes"][n].get("search")]
     if not sizes:
         return
-    xs = [res["sizes"][n]["bm25_index"]["chunks"] for n in sizes]
+    # the chunk count of the BM25-only index, or of the embedded one when that section was skipped (--skip bm25)
+    xs = [(res["sizes"][n].get("bm25_index") or res["sizes"][n]["embedded_index"]["index"])["chunks"] for n in sizes]
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 6.4))
 
     def series(getter):
