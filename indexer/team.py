@@ -6,11 +6,14 @@ search writes and reads and a successful sync clears. Filling it is :mod:`indexe
 
 from __future__ import annotations
 
+import json
+import time
 from typing import TYPE_CHECKING, Any
 
-from indexer.base.dburl import mask_url
+from indexer.base.dburl import fingerprint, mask_url
 from indexer.base.errors import MemsearchError, UsageError
 from indexer.base.paths import TEAM_FORGET, TEAM_UNREACHABLE
+from indexer.base.private import write_private
 from indexer.base.settings import Settings
 
 if TYPE_CHECKING:
@@ -22,6 +25,8 @@ CONNECT_TIMEOUT = 5.0
 #: the server again: every process of the memory root (each prompt hook is a new one, and a host that drops packets
 #: costs libpq's 2 s minimum connect timeout), through the state file :data:`~indexer.base.paths.TEAM_UNREACHABLE`.
 TEAM_RETRY = 30.0
+#: The longest reason kept in the memo (one line of a driver error, the URL masked).
+MEMO_REASON_CHARS = 400
 
 
 class TeamUnavailable(MemsearchError):
@@ -68,11 +73,6 @@ def team_status(settings: Settings, model: str | None, timeout: float = 2.0) -> 
 def recent_failure(settings: Settings) -> str | None:
     """Why the team database of ``settings`` could not be reached, if a process of this memory root failed to
     within the last :data:`TEAM_RETRY` seconds (the memo names the database by fingerprint, never by its URL)."""
-    import json
-    import time
-
-    from indexer.base.dburl import fingerprint
-
     try:
         memo = json.loads((settings.state_dir / TEAM_UNREACHABLE).read_bytes())
         at, reason = float(memo["at"]), str(memo["reason"])
@@ -83,17 +83,7 @@ def recent_failure(settings: Settings) -> str | None:
     return reason[:MEMO_REASON_CHARS]
 
 
-#: The longest reason kept in the memo (one line of a driver error, the URL masked).
-MEMO_REASON_CHARS = 400
-
-
 def remember_failure(settings: Settings, reason: str) -> None:
-    import json
-    import time
-
-    from indexer.base.dburl import fingerprint
-    from indexer.base.private import write_private
-
     memo = {"team": fingerprint(settings.db_url), "at": time.time(), "reason": reason[:MEMO_REASON_CHARS]}
     try:
         write_private(settings.state_dir / TEAM_UNREACHABLE, json.dumps(memo).encode())
@@ -102,10 +92,7 @@ def remember_failure(settings: Settings, reason: str) -> None:
 
 
 def forget_failure(settings: Settings) -> None:
-    try:
-        (settings.state_dir / TEAM_UNREACHABLE).unlink(missing_ok=True)
-    except OSError:
-        pass
+    _drop_state(settings, TEAM_UNREACHABLE)
 
 
 def forget_on_team(settings: Settings, uids: list[str]) -> tuple[int | None, str | None]:
@@ -118,23 +105,18 @@ def forget_on_team(settings: Settings, uids: list[str]) -> tuple[int | None, str
     try:
         team = open_team(settings)
     except MemsearchError as exc:
-        _keep_pending(settings, uids)
-        return None, f"{exc}: the team database still holds them; the next `memsearch sync` removes them there"
+        return None, f"{exc}: {_left_for_sync(settings, uids)}"
     try:
         return team.delete_uids(uids), None
     except _team_errors() as exc:
-        _keep_pending(settings, uids)
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        return None, (f"the team database {mask_url(settings.db_url)} failed ({first}): it still holds them; "
-                      "the next `memsearch sync` removes them there")
+        return None, f"the team database {mask_url(settings.db_url)} failed ({first}): {_left_for_sync(settings, uids)}"
     finally:
         team.close()
 
 
 def pending_forgets(settings: Settings) -> list[str]:
     """The chunk ids ``forget`` could not remove from the team database yet."""
-    import json
-
     try:
         found = json.loads((settings.state_dir / TEAM_FORGET).read_bytes())
     except (OSError, ValueError):
@@ -143,16 +125,25 @@ def pending_forgets(settings: Settings) -> list[str]:
 
 
 def clear_pending_forgets(settings: Settings) -> None:
-    (settings.state_dir / TEAM_FORGET).unlink(missing_ok=True)
+    _drop_state(settings, TEAM_FORGET)
 
 
-def _keep_pending(settings: Settings, uids: list[str]) -> None:
-    import json
-
-    from indexer.base.private import write_private
-
+def _left_for_sync(settings: Settings, uids: list[str]) -> str:
+    """Keep ``uids`` for the next sync to remove from the team database; what the user is told of them."""
     every = sorted(set(pending_forgets(settings)) | set(uids))
-    write_private(settings.state_dir / TEAM_FORGET, json.dumps(every).encode())
+    try:
+        write_private(settings.state_dir / TEAM_FORGET, json.dumps(every).encode())
+    except OSError as exc:
+        return (f"the team database still holds them, and they could not be noted for the next sync "
+                f"({exc.strerror or exc}): it keeps them")
+    return "the team database still holds them; the next `memsearch sync` removes them there"
+
+
+def _drop_state(settings: Settings, name: str) -> None:
+    try:
+        (settings.state_dir / name).unlink(missing_ok=True)
+    except OSError:  # a read-only memory root: the file stays, as it was written
+        pass
 
 
 def _team_errors() -> tuple[type[BaseException], ...]:

@@ -2,8 +2,7 @@
 
 All three read the index search reads (never the model), so they answer in milliseconds and never load fastembed:
 with ``db_url`` set, what the member sees on the team store (the local index when it cannot be reached; ``stats``
-says so). Events are
-counted once each, however many chunks a long one was split into.
+says so). Events are counted once each, however many chunks a long one was split into.
 
 >>> from indexer.base.settings import resolve_settings
 >>> list_sessions(resolve_settings("/tmp/memsearch-doctest-browse"))

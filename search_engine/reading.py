@@ -14,7 +14,6 @@ from indexer.base.settings import Settings
 from indexer.status import open_existing
 from indexer.store import Store, sqlite
 from indexer.store.local import SqliteStore
-from indexer.team import TEAM_RETRY as TEAM_RETRY  # re-exported: the warm server imports it here
 
 T = TypeVar("T")
 
@@ -47,8 +46,8 @@ TEAM_TIMEOUT = 1.0
 def open_team_for_search(settings: Settings, max_size: int = 2) -> tuple[Any, str | None]:
     """The team store of ``settings.db_url`` (its :class:`~indexer.store.postgres.PgStore`, a pool of up to
     ``max_size`` connections) and None, or None and why it cannot be used (unreachable, refused, another schema, the
-    team extra missing): one line, password masked. Not tried again within :data:`~indexer.team.TEAM_RETRY` seconds of a
-    failure (the memo of :func:`indexer.team.recent_failure`)."""
+    team extra missing): one line, password masked. Not tried again within :data:`~indexer.team.TEAM_RETRY`
+    seconds of a failure (the memo of :func:`indexer.team.recent_failure`)."""
     from indexer.team import forget_failure, open_team, recent_failure, remember_failure
 
     remembered = recent_failure(settings)

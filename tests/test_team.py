@@ -782,3 +782,29 @@ def test_the_hnsw_indexes_are_built_with_the_set_parameters_and_older_ones_are_r
         assert migrate(admin) >= 4
         assert definitions(admin) == made
         assert migrate(admin) >= 4 and definitions(admin) == made
+
+
+def test_forget_says_when_the_team_database_keeps_chunks_it_could_not_note_for_the_next_sync(home, monkeypatch):
+    """An unreachable team database: the ids wait for the next sync, and the report says so; when even that note
+    cannot be written, the report says that the team database keeps them (nothing is silently left)."""
+    import indexer.team
+    from indexer.team import TeamUnavailable, forget_on_team, pending_forgets
+
+    settings = resolve_settings(home, db_url="postgresql://alice:alice-pw@127.0.0.1:1/memsearch")
+
+    def unreachable(*args, **kwargs):
+        raise TeamUnavailable("cannot reach the team database postgresql://alice:***@127.0.0.1:1/memsearch")
+
+    monkeypatch.setattr(indexer.team, "open_team", unreachable)
+    removed, note = forget_on_team(settings, ["aaaa1111bbbb"])
+    assert removed is None and note.endswith("the next `memsearch sync` removes them there")
+    assert pending_forgets(settings) == ["aaaa1111bbbb"]
+
+    def read_only(*args, **kwargs):
+        raise OSError(30, "Read-only file system")
+
+    monkeypatch.setattr(indexer.team, "write_private", read_only)
+    removed, note = forget_on_team(settings, ["cccc2222dddd"])
+    assert removed is None and "could not be noted for the next sync (Read-only file system)" in note
+    assert "alice-pw" not in note and "\n" not in note
+    assert pending_forgets(settings) == ["aaaa1111bbbb"]

@@ -19,7 +19,7 @@ machine.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import xxhash
 
@@ -81,10 +81,9 @@ def shorten(text: str, limit: int = REPLY_CHARS) -> str:
     return flat[: cut if cut > limit // 2 else limit].rstrip() + "…"
 
 
-@dataclass(frozen=True)
-class Turn:
+class Turn(NamedTuple):
     """The latest turn of a session, as :func:`reply_of` needs it: who said it, its text (its first chunk's), and
-    the turn it replied to."""
+    the turn it replied to. A named tuple: the prompt hook's cold path imports this module."""
 
     speaker: str | None
     text: str

@@ -56,8 +56,8 @@ class ChunkRow:
 
     ``context`` is the text the lexical index also sees at low weight (an event's previous turn in its session);
     ``reply_to`` the turn an event replies to, shortened (:func:`indexer.base.chunktext.reply_of`): part of what
-    it is embedded as, and so of its ``hash``, never indexed for BM25; ``scope`` is ``shared`` only for a note or fact from a source its owner marked shared (a store that has no
-    members ignores it).
+    it is embedded as, and so of its ``hash``, never indexed for BM25; ``scope`` is ``shared`` only for a note or
+    fact from a source its owner marked shared (a store that has no members ignores it).
     """
 
     uid: str

@@ -37,7 +37,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from indexer.base.chunktext import fts_title
 from indexer.base.cjk import index_form, query_bigrams
 from indexer.base.errors import MemsearchError, UsageError
-from indexer.base.types import HIDDEN_STATUSES
+from indexer.base.types import HIDDEN_STATUSES, KINDS
 from indexer.store import (
     ChunkRow,
     FilterSpec,
@@ -502,8 +502,6 @@ class PgStore:
                     limit: int = 20) -> list[HitRow]:
         """The latest visible items, newest first, one per event (a long event's first chunk). ``type`` is a kind
         or an event type (a category)."""
-        from indexer.base.types import KINDS
-
         conds = ["coalesce(status, '') <> ALL(%s)", "(kind <> 'event' OR seq %% 1000 = 0)"]
         params: list[Any] = [list(HIDDEN_STATUSES)]
         for column, value in (("session_id", session), ("project", project)):

@@ -161,8 +161,8 @@ class SqliteReader:
 
     def keep_vectors_in_memory(self, model: str) -> VectorMatrix | None:
         """Hold the vectors of ``model`` in memory (:class:`VectorMatrix`, for a long-lived process), kept up to
-        date at each call (new vectors appended, loaded again after a rebuild or a forget); :meth:`vector_candidates` then ranks with it. None (and the
-        matrix dropped) while the index holds no vectors."""
+        date at each call (new vectors appended, loaded again after a rebuild or a forget); :meth:`vector_candidates`
+        then ranks with it. None (and the matrix dropped) while the index holds no vectors."""
         if self.matrix is not None and self.matrix.model_id == model and self.matrix.catch_up(self.conn):
             return self.matrix
         if not sqlite.vec_table_exists(self.conn):

@@ -45,11 +45,12 @@ from indexer.base.settings import Settings, resolve_settings, with_tuning
 from indexer.pipeline import embed_pending, ingest, pending_count, source_roots
 from indexer.store import sqlite as store
 from indexer.store.local import SqliteStore
+from indexer.team import TEAM_RETRY
 from search_engine.context import format_context
 from search_engine.embedding import QueryEmbedder
 from search_engine.filters import Filters
 from search_engine.query import ParsedQuery
-from search_engine.reading import TEAM_RETRY, open_team_for_search
+from search_engine.reading import open_team_for_search
 from search_engine.search import model_choice, result_health, search
 
 IDLE_TIMEOUT = 30 * 60
