@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from indexer.store import ChunkRow, SourceState
 from indexer.store.local import SqliteStore, as_store
