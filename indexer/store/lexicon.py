@@ -259,4 +259,4 @@ class Lexicon:
     def describe(self) -> dict[str, Any]:
         """What the lexicon holds, for ``memsearch serve --status`` and the bench."""
         return {"phrases": len(self.held), "postings": self.size, "mb": round(self.size * 16 / 2**20, 1),
-                "wanted": len(self.wanted)}
+                "wanted": len(self.wanted), "warming": self.warming}

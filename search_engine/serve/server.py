@@ -234,8 +234,10 @@ class Server:
         if op in ("ingest", "search"):
             self.connection()  # first: it lets go of a deleted -wal, which the ingest's own connection would trip on
         if op == "ping":
+            lexicon = self.index.lexicon if self.index is not None else None
             return {"ok": True, "pid": os.getpid(), "model": getattr(self.embedder, "model_id", None),
-                    "model_reason": self.model_reason, "home": str(self.settings.home)}
+                    "model_reason": self.model_reason, "home": str(self.settings.home),
+                    "lexicon": lexicon.describe() if lexicon is not None else None}
         if op == "stop":
             self.running = False
             return {"ok": True}
