@@ -39,8 +39,10 @@ B = 0.75
 #: Postings kept at most (16 bytes each: row id, weighted frequency, row length): at 100k chunks the words in 1,000
 #: rows or more hold ~8M postings, 75 % of all. Over it, the phrases with the fewest rows go first.
 BUDGET = 8_000_000
-#: The most common words :meth:`Lexicon.warm` reads, at most.
+#: The most common words :meth:`Lexicon.warm` reads, at most, and the chunks whose words it looks among for those
+#: that are not their own stem.
 COMMON_WORDS = 20_000
+SAMPLE = 5_000
 #: A search reads the postings of phrases not held yet when they hold at most this many rows together (~1 µs a
 #: row); above it, FTS5 ranks that search and the phrases are read while the server is idle.
 READ_INLINE = 5_000
@@ -73,6 +75,8 @@ class Lexicon:
         self.common: list[str] | None = None  # the most common words still to read (None: not listed yet)
         name, *args = tokenize.split()
         self._tokenizer = conn.fts5_tokenizer(name, args)
+        # the tokenizer a wrapper such as porter wraps, for the plain words of :meth:`_common_words`
+        self._words = conn.fts5_tokenizer(args[0], args[1:]) if name == "porter" and args else None
         self._found: list[tuple] = []
         conn.register_fts5_function("memsearch_postings", self._collect)
         conn.register_fts5_function("memsearch_totals", self._totals)
@@ -180,22 +184,43 @@ class Lexicon:
             self._same_rows(conn)
             top = self._top(conn)
             if self.common is None:
-                conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.memsearch_vocab USING "
-                             "fts5vocab(main, chunks_fts, row)")
-                words = [t for t, in conn.execute("SELECT term FROM temp.memsearch_vocab ORDER BY doc DESC LIMIT ?",
-                                                  (COMMON_WORDS,))]
-                self.common = [f'"{w}"' for w in reversed(words) if '"' not in w]  # popped from the end
+                self.common = self._common_words(conn)[::-1]  # popped from the end: the most common first
             while time.monotonic() < deadline and (self.wanted or (self.common and self.size < self.budget)):
                 if self.wanted:
                     key, phrase = self.wanted.popitem()
                 else:
                     phrase = self.common.pop()
                     key = self.key(phrase)
-                    if key != (False, (phrase[1:-1],)) or key in self.held:  # a word its own stem, not held yet
+                    if key in self.held:
                         continue
                 self._postings(conn, key, phrase, top)
         self._evict(set())
         return not self.warming
+
+    def _common_words(self, conn: apsw.Connection) -> list[str]:
+        """Phrases for the index's most common tokens, most common first. FTS5 lists tokens as stored, stemmed
+        ("diseas"); a phrase must be a word the tokenizer turns into the token ("disease"): a token that is its own
+        stem is one, the others are found among the words of a sample of the chunks."""
+        conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.memsearch_vocab USING fts5vocab(main, chunks_fts, row)")
+        tokens = [t for t, in conn.execute("SELECT term FROM temp.memsearch_vocab ORDER BY doc DESC LIMIT ?",
+                                           (COMMON_WORDS,)) if '"' not in t]
+        phrase = {t: f'"{t}"' for t in tokens if self.key(f'"{t}"') == (False, (t,))}
+        missing = set(tokens) - phrase.keys()
+        if missing and self._words is not None:
+            rows = conn.execute("SELECT count(*) FROM chunks").get
+            seen: set[str] = set()
+            for (text,) in conn.execute("SELECT text FROM chunks WHERE id % ? = 0 LIMIT ?",
+                                        (max(1, rows // SAMPLE), SAMPLE)):
+                for word in self._words(text.encode(), apsw.FTS5_TOKENIZE_DOCUMENT, None, include_offsets=False,
+                                        include_colocated=False):
+                    if not isinstance(word, str) or word in seen or '"' in word:
+                        continue
+                    seen.add(word)
+                    stems = self.key(f'"{word}"')[1]
+                    if len(stems) == 1 and stems[0] in missing:
+                        phrase[stems[0]] = f'"{word}"'
+                        missing.discard(stems[0])
+        return [phrase[t] for t in tokens if t in phrase]
 
     # -- ranking --------------------------------------------------------------------------------------------------
 
