@@ -86,6 +86,7 @@ def maintain(
             with _writer_lock(settings):
                 dropped = store.drop_orphan_vectors()
                 store.optimize_fts()
+                store.recount()
             t = step("optimize", t)
             vacuum_error = None
             try:

@@ -72,12 +72,13 @@ class IndexCheck:
     embeddings_without_vector: int
     vectors_without_embedding: int
     orphan_embeddings: int
+    miscounted: tuple[str, ...] = ()  # the counts the index keeps for health that differ from a recount
 
     @property
     def ok(self) -> bool:
         return (self.integrity == "ok" and self.fts_integrity == "ok" and not self.chunks_without_fts
                 and not self.fts_without_chunk and not self.embeddings_without_vector
-                and not self.vectors_without_embedding)
+                and not self.vectors_without_embedding and not self.miscounted)
 
 
 @dataclass(frozen=True)

@@ -183,7 +183,64 @@ def m003_reply_to(conn: apsw.Connection) -> None:
     conn.execute("ALTER TABLE chunks ADD COLUMN reply_to TEXT NOT NULL DEFAULT ''")
 
 
-MIGRATIONS: list[Callable[[apsw.Connection], None]] = [m001_initial, m002_turn_context, m003_reply_to]
+def m004_counts(conn: apsw.Connection) -> None:
+    """The counts every result's health carries, kept by triggers as rows change (``counts``: the chunks, their
+    distinct content hashes, the embeddings rows of each model), so reading them costs a lookup. Counted, they cost
+    a scan: at 100k chunks ``count(DISTINCT hash)`` held the warm server 17-50 ms after each prompt it indexed, and
+    ``count(*)`` a cold prompt hook 2-14 ms. A hash is counted while any chunk holds it (an index seek per row
+    written); the weekly ``maintain`` checks them against a recount and sets them from it. ``removed`` counts the
+    chunks deleted and the FTS rows rewritten, ever: the warm server's in-memory BM25 postings
+    (:mod:`indexer.store.lexicon`) are read anew when it moves."""
+    conn.execute(
+        """
+        CREATE TABLE counts(name TEXT PRIMARY KEY, n INTEGER NOT NULL) WITHOUT ROWID;
+        CREATE TRIGGER chunks_count_insert AFTER INSERT ON chunks BEGIN
+            UPDATE counts SET n = n + 1 WHERE name = 'chunks';
+            UPDATE counts SET n = n + 1 WHERE name = 'hashes'
+                AND NOT EXISTS (SELECT 1 FROM chunks WHERE hash = new.hash AND id != new.id);
+        END;
+        CREATE TRIGGER chunks_count_delete AFTER DELETE ON chunks BEGIN
+            UPDATE counts SET n = n - 1 WHERE name = 'chunks';
+            UPDATE counts SET n = n + 1 WHERE name = 'removed';
+            UPDATE counts SET n = n - 1 WHERE name = 'hashes'
+                AND NOT EXISTS (SELECT 1 FROM chunks WHERE hash = old.hash);
+        END;
+        CREATE TRIGGER chunks_count_rehash AFTER UPDATE OF hash ON chunks WHEN old.hash IS NOT new.hash BEGIN
+            UPDATE counts SET n = n - 1 WHERE name = 'hashes'
+                AND NOT EXISTS (SELECT 1 FROM chunks WHERE hash = old.hash);
+            UPDATE counts SET n = n + 1 WHERE name = 'hashes'
+                AND NOT EXISTS (SELECT 1 FROM chunks WHERE hash = new.hash AND id != new.id);
+        END;
+        CREATE TRIGGER embeddings_count_insert AFTER INSERT ON embeddings BEGIN
+            INSERT OR IGNORE INTO counts VALUES ('embeddings:' || new.model, 0);
+            UPDATE counts SET n = n + 1 WHERE name = 'embeddings:' || new.model;
+        END;
+        CREATE TRIGGER embeddings_count_delete AFTER DELETE ON embeddings BEGIN
+            UPDATE counts SET n = n - 1 WHERE name = 'embeddings:' || old.model;
+        END;
+        CREATE TRIGGER embeddings_count_model AFTER UPDATE OF model ON embeddings WHEN old.model IS NOT new.model
+        BEGIN
+            UPDATE counts SET n = n - 1 WHERE name = 'embeddings:' || old.model;
+            INSERT OR IGNORE INTO counts VALUES ('embeddings:' || new.model, 0);
+            UPDATE counts SET n = n + 1 WHERE name = 'embeddings:' || new.model;
+        END;
+        """
+    )
+    conn.execute("INSERT INTO counts VALUES ('removed', 0)")
+    conn.execute(RECOUNT)
+
+
+#: Sets the kept counts from a count of the rows (:func:`m004_counts`); ``removed`` is not a count of rows.
+RECOUNT = """
+    DELETE FROM counts WHERE name <> 'removed';
+    INSERT INTO counts VALUES ('chunks', (SELECT count(*) FROM chunks)),
+                              ('hashes', (SELECT count(DISTINCT hash) FROM chunks));
+    INSERT INTO counts SELECT 'embeddings:' || model, count(*) FROM embeddings GROUP BY model;
+"""
+
+
+MIGRATIONS: list[Callable[[apsw.Connection], None]] = [m001_initial, m002_turn_context, m003_reply_to,
+                                                       m004_counts]
 
 
 def migrate(conn: apsw.Connection) -> int:

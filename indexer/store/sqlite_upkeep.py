@@ -181,6 +181,7 @@ class SqliteUpkeep:
                     "SELECT id, kind, title, ts, text, lag(text, 1, '') OVER (ORDER BY ts, id) FROM chunks"
                     " WHERE kind = 'event' AND session_id = ?", (session,)))
                 for cid, kind, title, ts, text, context in rows:
+                    conn.execute("UPDATE counts SET n = n + 1 WHERE name = 'removed'")  # see m004_counts
                     conn.execute("DELETE FROM chunks_fts WHERE rowid = ?", (cid,))
                     conn.execute("INSERT INTO chunks_fts(rowid, title, body, context) VALUES (?, ?, ?, ?)",
                                  (cid, index_form(fts_title(kind, title, ts)), index_form(text),
@@ -268,13 +269,16 @@ class SqliteUpkeep:
     def check(self) -> IndexCheck:
         """SQLite's and FTS5's integrity checks, and whether the chunk, FTS and vector tables agree row for row."""
         conn = self.conn
-        integrity = "; ".join(row[0] for row in conn.execute("PRAGMA integrity_check(20)"))
         try:
             with self.transaction():
                 conn.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES('integrity-check', 0)")
             fts_integrity = "ok"
         except apsw.Error as exc:
             fts_integrity = f"{type(exc).__name__}: {exc}"
+        # after FTS5's own check, which reloads the table's structure: on a connection that read the table before
+        # another connection rewrote it (a full re-index), PRAGMA integrity_check alone reported "fts5: corruption
+        # found reading blob" where a fresh connection found none
+        integrity = "; ".join(row[0] for row in conn.execute("PRAGMA integrity_check(20)"))
 
         def one(sql: str) -> int:
             return conn.execute(sql).get
@@ -298,4 +302,20 @@ class SqliteUpkeep:
                 "SELECT count(*) FROM vec_chunks WHERE rowid NOT IN (SELECT id FROM embeddings)"
             ) if has_vectors else 0,
             orphan_embeddings=one("SELECT count(*) FROM embeddings WHERE hash NOT IN (SELECT hash FROM chunks)"),
+            miscounted=self._miscounted(),
         )
+
+    def recount(self) -> None:
+        """Set the kept counts from a count of the rows (the triggers keep them exact; a hand edit could not)."""
+        with self.transaction():
+            self.conn.execute(sqlite.RECOUNT)
+
+    def _miscounted(self) -> tuple[str, ...]:
+        """The kept counts (:func:`indexer.store.sqlite.m004_counts`) that differ from a recount, by name."""
+        counted = {"chunks": self.conn.execute("SELECT count(*) FROM chunks").get,
+                   "hashes": self.conn.execute("SELECT count(DISTINCT hash) FROM chunks").get}
+        counted |= {f"embeddings:{model}": n
+                    for model, n in self.conn.execute("SELECT model, count(*) FROM embeddings GROUP BY model")}
+        kept = {name: n for name, n in self.conn.execute("SELECT name, n FROM counts WHERE name <> 'removed'")
+                if n or name in counted}
+        return tuple(sorted(name for name in counted.keys() | kept.keys() if counted.get(name, 0) != kept.get(name, 0)))

@@ -418,7 +418,7 @@ def test_migration_from_version_1_refills_fts_with_context(tmp_path):
     path = tmp_path / "index.db"
     _v1_index(path)
     conn = store.connect(path)
-    assert conn.pragma("user_version") == len(store.MIGRATIONS) == 3
+    assert conn.pragma("user_version") == len(store.MIGRATIONS) == 4
     columns = [r[1] for r in conn.execute("PRAGMA table_info(chunks_fts)")]
     assert columns == ["title", "body", "context"]
     assert "speaker" in [r[1] for r in conn.execute("PRAGMA table_info(chunks)")]
@@ -611,6 +611,10 @@ def _as_version_2(settings) -> None:
                 "SELECT id, title, text, speaker, ts FROM chunks").fetchall():
             conn.execute("UPDATE chunks SET hash = ? WHERE id = ?", (content_hash(title, text, speaker, ts), cid))
         conn.execute("ALTER TABLE chunks DROP COLUMN reply_to")
+        for (trigger,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger' AND name LIKE '%count%'"
+                                       ).fetchall():  # and no kept counts (version 4)
+            conn.execute(f"DROP TRIGGER {trigger}")
+        conn.execute("DROP TABLE counts")
         conn.execute("DELETE FROM vec_chunks")
         conn.execute("DELETE FROM embeddings")
         store.set_meta(conn, "chunker", "2:1200:200")
@@ -625,7 +629,7 @@ def test_an_upgraded_index_embeds_every_event_once_more_and_keeps_everything(hom
     _as_version_2(settings)
     old = Recording()
     conn = store.connect(settings.db_path)  # opening migrates: the column is there, '' where the old hash holds
-    assert conn.pragma("user_version") == len(store.MIGRATIONS) == 3
+    assert conn.pragma("user_version") == len(store.MIGRATIONS) == 4
     assert {r[0] for r in conn.execute("SELECT reply_to FROM chunks")} == {""}
     embed_pending(conn, old)  # the vectors the previous release had made
     assert check_index(conn).ok and len(old.texts) == conn.execute("SELECT count(*) FROM embeddings").fetchone()[0]

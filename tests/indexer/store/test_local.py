@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, strategies as st
 
 from indexer.store import ChunkRow, SourceState
 from indexer.store.local import SqliteStore, as_store
@@ -173,3 +174,73 @@ def test_counts_for_status(local):
     before = local.state_version()
     local.set_meta("x", "1")
     assert local.state_version() != before
+
+
+# ---- the counts health reads are kept by triggers ---------------------------------------------------------------
+
+_WRITES = st.lists(st.one_of(
+    st.tuples(st.just("write"), st.sampled_from("abc"), st.lists(st.sampled_from(["H1", "H2", "H3", "H4"]),
+                                                                  max_size=4)),
+    st.tuples(st.just("delete"), st.sampled_from("abc"), st.none()),
+    st.tuples(st.just("embed"), st.sampled_from(["m1", "m2"]), st.lists(st.sampled_from(["H1", "H2", "H3", "H4"]),
+                                                                         max_size=3)),
+    st.tuples(st.just("rehash"), st.sampled_from(["H1", "H2", "H3", "H4"]), st.sampled_from(["H1", "H5"])),
+    st.tuples(st.just("drop orphans"), st.none(), st.none()),
+), max_size=12)
+
+
+@given(writes=_WRITES)
+def test_the_kept_counts_follow_every_write(tmp_path_factory, writes):
+    local = SqliteStore.open(tmp_path_factory.mktemp("counts") / "index.db")
+    try:
+        for op, what, hashes in writes:
+            if op == "write":  # a source's chunks replace its previous ones; hashes repeat across sources
+                local.write_batch(source(f"/m/{what}.md"), [chunk(f"{what}{i}", f"text {h}", hash=h, seq=i)
+                                                              for i, h in enumerate(hashes)])
+            elif op == "delete":
+                local.delete_source(f"/m/{what}.md")
+            elif op == "embed":  # a vector of another model replaces the index's vectors (and their rows)
+                local.put_embeddings(what, [(h, [0.1, 0.2, 0.3, 0.4]) for h in dict.fromkeys(hashes)])
+            elif op == "rehash":
+                with local.transaction():
+                    local.conn.execute("UPDATE chunks SET hash = ? WHERE hash = ?", (hashes, what))
+            else:
+                local.drop_orphan_vectors()
+            assert local.check().miscounted == ()
+            assert local.chunk_count() == local.conn.execute("SELECT count(*) FROM chunks").get
+            if not local.check().orphan_embeddings:
+                for model in ("m1", "m2"):
+                    assert local.pending_estimate(model) == local.pending_count(model)
+    finally:
+        local.close()
+
+
+def test_a_miscount_is_reported_and_the_recount_repairs_it(local):
+    local.write_batch(source("/m/a.md"), [chunk("a", "x", hash="H1"), chunk("b", "y", hash="H1", seq=1)])
+    assert (local.chunk_count(), local.pending_estimate(None)) == (2, 1)
+    with local.transaction():
+        local.conn.execute("UPDATE counts SET n = 7 WHERE name = 'hashes'")
+    assert local.check().miscounted == ("hashes",) and not local.check().ok
+    local.recount()
+    assert local.check().miscounted == () and local.pending_estimate(None) == 1
+
+
+def test_an_index_of_the_previous_version_gets_its_counts(tmp_path):
+    path = tmp_path / "index.db"
+    old = SqliteStore.open(path)
+    old.write_batch(source("/m/a.md"), [chunk("a", "x", hash="H1"), chunk("b", "y", hash="H2", seq=1),
+                                        chunk("c", "z", hash="H2", seq=2)])
+    old.put_embeddings("m", [("H1", [0.1, 0.2, 0.3, 0.4])])
+    with old.transaction():  # back to version 3: no counts
+        for trigger in ("chunks_count_insert", "chunks_count_delete", "chunks_count_rehash", "embeddings_count_insert",
+                        "embeddings_count_delete", "embeddings_count_model"):
+            old.conn.execute(f"DROP TRIGGER {trigger}")
+        old.conn.execute("DROP TABLE counts")
+        old.conn.pragma("user_version", 3)
+    old.close()
+    upgraded = SqliteStore.open(path)
+    try:
+        assert (upgraded.chunk_count(), upgraded.pending_estimate(None), upgraded.pending_estimate("m")) == (3, 2, 1)
+        assert upgraded.check().ok
+    finally:
+        upgraded.close()
