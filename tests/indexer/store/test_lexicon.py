@@ -100,3 +100,19 @@ def test_a_search_it_cannot_read_in_time_goes_to_fts5_and_its_words_are_read_whe
             (s.id, s.score) for s in first]
     finally:
         store.close()
+
+
+def test_warming_reads_the_common_words_also_when_their_token_is_not_a_word(tmp_path):
+    """FTS5 stores "diseas" for "disease", and "diseas" itself would be stemmed again: warming finds the word."""
+    store = SqliteStore.open(tmp_path / "index.db")
+    try:
+        store.write_batch(source("/m/a.md"), _rows("a", [["disease", "alpha"], ["diseases", "tests"], ["tests"]]))
+        lexicon = store.keep_lexicon_in_memory()
+        assert lexicon.key('"diseas"') != (False, ("diseas",))  # the premise
+        assert lexicon.warm(store.conn, 5.0)
+        assert {(False, ("diseas",)), (False, ("test",)), (False, ("alpha",))} <= set(lexicon.held)
+        lexicon.read_inline = 0  # nothing may be read during the search: held words only
+        got = store.lexical_top_k([Term("disease"), Term("tests")], "OR", Filters(), 5)
+        assert [s.id for s in got] and not lexicon.wanted
+    finally:
+        store.close()
