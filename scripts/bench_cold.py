@@ -17,7 +17,14 @@ import numpy as np
 
 from scripts.bench_build import RecycledEmbedder, db_bytes, emb_db_path, log, remove_db, timed_index
 from scripts.bench_corpus import CORPUS_VERSION, build_noop_corpus
-from scripts.bench_proc import cli_search_hook, interpreter_floor, measure_command, run_process, template_hook
+from scripts.bench_proc import (
+    cli_search_hook,
+    interpreter_floor,
+    measure_command,
+    run_process,
+    template_hook,
+    wait_until_warm,
+)
 from scripts.bench_profile import profiled
 from scripts.stats import summary
 
@@ -41,11 +48,14 @@ def warm_hook(exe: str, plugged, queries: list[str], runs: int, env: dict[str, s
                 raise RuntimeError("memsearch serve did not come up")
             time.sleep(0.1)
         ready_s = time.perf_counter() - started
+        warm = wait_until_warm(memsearch, env)
+        warm_s = time.perf_counter() - started
         result = measure_command(plugged, queries, runs, env, floor=interpreter_floor(sys.executable))
         through = measure_command(cli, queries, cli_runs, env, warmup=1) if cli is not None and cli_runs else None
         status = Path(f"/proc/{server.pid}/status").read_text()
         hwm = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM:"))
-        return result, {"ready_s": ready_s, "peak_rss_mb": hwm / 1024, "cli_search": through}
+        return result, {"ready_s": ready_s, "warm_s": warm_s, "lexicon": warm.get("lexicon"),
+                        "peak_rss_mb": hwm / 1024, "cli_search": through}
     finally:
         subprocess.run([memsearch, "serve", "--stop"], env=env, capture_output=True)
         server.wait(timeout=60)

@@ -209,6 +209,7 @@ def print_report(res: dict) -> None:
     row("warm hook peak RSS MB", lambda r: r["process"]["hook_warm"]["max_rss_mb"], ".0f")
     row("server peak RSS MB", lambda r: r["process"]["server"]["peak_rss_mb"], ".0f")
     row("server ready s (model + first ping)", lambda r: r["process"]["server"]["ready_s"], ".1f")
+    row("server warm s (BM25 postings read while idle)", lambda r: r["process"]["server"].get("warm_s", 0.0), ".1f")
     row("CLI search hybrid p50 ms (cold, loads model)", lambda r: r["process"]["cli_search_hybrid"]["latency_ms"]["p50"], ".0f")
     row("CLI search hybrid peak RSS MB", lambda r: r["process"]["cli_search_hybrid"]["max_rss_mb"], ".0f")
     row("CLI index --model none: s", lambda r: r["process"]["cli_index_bm25"]["seconds"], ".1f")
