@@ -61,7 +61,17 @@ def warm_hook(exe: str, plugged, queries: list[str], runs: int, env: dict[str, s
         server.wait(timeout=60)
 
 
+def restore_corpus(root: Path, scratch: Path) -> None:
+    """Put the cached corpus back in its place after the hooks wrote to a copy there (also after an interrupted
+    run: the corpus is then still in ``scratch/kept``)."""
+    if (scratch / "kept").is_dir():
+        shutil.rmtree(root, ignore_errors=True)
+        (scratch / "kept").rename(root)
+    shutil.rmtree(scratch, ignore_errors=True)
+
+
 def process_section(args, n: int, root: Path, db: Path, queries: list[str], exe: str) -> dict:
+    restore_corpus(root, args.work / "scratch")
     env = dict(os.environ, MEMSEARCH_DB=str(db), MEMSEARCH_HOME=str(root))
     out: dict = {}
     hook = cli_search_hook(exe, root, "bm25")
@@ -70,22 +80,29 @@ def process_section(args, n: int, root: Path, db: Path, queries: list[str], exe:
     out["hook"] = measure_command(hook, queries, args.hook_runs, env)
     if args.hook_cmd:
         # a real prompt hook records the prompt (appends to events/, ingests it): run it on a scratch copy so the
-        # cached corpus and index stay untouched
+        # cached corpus and index stay untouched. The copy takes the corpus's own path (the corpus is moved aside
+        # meanwhile): the index names its sources by path, and under another path the warm server would index
+        # every file again while idle, in the middle of the measurement
         scratch = args.work / "scratch"
         shutil.rmtree(scratch, ignore_errors=True)
-        shutil.copytree(root, scratch / "home", ignore=shutil.ignore_patterns(".memsearch"))
+        scratch.mkdir(parents=True)
         db_bytes(db)  # checkpoint so the copy is complete
         shutil.copy2(db, scratch / "index.db")
-        plugged = template_hook(args.hook_cmd, scratch / "home")
-        log(f"  plugged hook: {args.hook_runs} cold processes of `{plugged.name}` (on a scratch copy)")
-        penv = dict(env, MEMSEARCH_DB=str(scratch / "index.db"), MEMSEARCH_HOME=str(scratch / "home"))
-        out["hook_plugged"] = measure_command(plugged, queries, args.hook_runs, dict(penv, MEMSEARCH_NO_SERVER="1"),
-                                              floor=interpreter_floor(sys.executable))
-        log(f"  plugged hook through the warm server: {args.hook_runs} cold processes (server on the scratch copy)")
-        out["hook_warm"], out["server"] = warm_hook(exe, plugged, queries, args.hook_runs, penv,
-                                                    cli_search_hook(exe, scratch / "home", "hybrid"),
-                                                    args.hybrid_cli_runs and max(args.hybrid_cli_runs, 20))
-        shutil.rmtree(scratch, ignore_errors=True)
+        root.rename(scratch / "kept")
+        try:
+            shutil.copytree(scratch / "kept", root, ignore=shutil.ignore_patterns(".memsearch"))
+            plugged = template_hook(args.hook_cmd, root)
+            log(f"  plugged hook: {args.hook_runs} cold processes of `{plugged.name}` (on a scratch copy)")
+            penv = dict(env, MEMSEARCH_DB=str(scratch / "index.db"))
+            out["hook_plugged"] = measure_command(plugged, queries, args.hook_runs,
+                                                  dict(penv, MEMSEARCH_NO_SERVER="1"),
+                                                  floor=interpreter_floor(sys.executable))
+            log(f"  plugged hook through the warm server: {args.hook_runs} cold processes (server on the scratch copy)")
+            out["hook_warm"], out["server"] = warm_hook(exe, plugged, queries, args.hook_runs, penv,
+                                                        cli_search_hook(exe, root, "hybrid"),
+                                                        args.hybrid_cli_runs and max(args.hybrid_cli_runs, 20))
+        finally:
+            restore_corpus(root, scratch)
     if args.hybrid_cli_runs:
         log(f"  CLI hybrid search: {args.hybrid_cli_runs} cold processes")
         out["cli_search_hybrid"] = measure_command(cli_search_hook(exe, root, "hybrid"), queries,
