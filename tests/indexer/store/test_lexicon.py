@@ -116,3 +116,23 @@ def test_warming_reads_the_common_words_also_when_their_token_is_not_a_word(tmp_
         assert [s.id for s in got] and not lexicon.wanted
     finally:
         store.close()
+
+
+def test_with_the_lexicon_hidden_rows_crowding_the_top_still_leave_a_full_list(tmp_path):
+    path = tmp_path / "index.db"
+    writer, warm = SqliteStore.open(path), SqliteStore.open(path)
+    try:
+        writer.write_batch(source("/m/a.md"), _rows("a", [["tests"] * (10 - i) + ["alpha"] * i for i in range(10)]))
+        lexicon = warm.keep_lexicon_in_memory()
+        terms = [Term("tests")]
+        top = [s.id for s in writer.lexical_top_k(terms, "AND", Filters(), 4)]
+        with writer.transaction():
+            writer.conn.execute(f"UPDATE chunks SET status = 'superseded' WHERE id IN ({','.join('?' * 4)})", top)
+        got = warm.lexical_top_k(terms, "AND", Filters(), 2)  # the best 4 of the lexicon are all hidden
+        assert lexicon.held and _same(writer.lexical_top_k(terms, "AND", Filters(), 2), got) and len(got) == 2
+        assert not {s.id for s in got} & set(top)
+        shown = warm.lexical_top_k(terms, "AND", Filters(all_status=True), 2)
+        assert [s.id for s in shown] == top[:2]
+    finally:
+        writer.close()
+        warm.close()
