@@ -80,7 +80,7 @@ CREATE INDEX IF NOT EXISTS chunks_source ON {SCHEMA}.chunks(owner, source, seq);
 CREATE INDEX IF NOT EXISTS chunks_hash ON {SCHEMA}.chunks(hash);
 CREATE INDEX IF NOT EXISTS chunks_ts ON {SCHEMA}.chunks(ts);
 CREATE INDEX IF NOT EXISTS chunks_session ON {SCHEMA}.chunks(session_id, ts);
-CREATE INDEX IF NOT EXISTS chunks_fts ON {SCHEMA}.chunks USING gin(fts);
+-- the GIN index of fts is migration 6's (this one had the built-in operator class; 6 drops it where it was made)
 CREATE TABLE IF NOT EXISTS {SCHEMA}.vectors(
     hash text NOT NULL,
     model text NOT NULL,

@@ -450,7 +450,8 @@ class PgStore:
           :data:`CANDIDATES` (at least the rarest); among them the :data:`RESCORED` × ``limit`` with the highest
           sum of the idf of the terms they hold (an upper bound of their score, cheap to compute) get the
           ``ts_rank`` calls. A chunk holding only the query's common terms is not ranked when rarer terms fill the
-          list: their idf is what it would lose to.
+          list (their idf is what it would lose to); when they are too few to, up to :data:`CANDIDATES` chunks of
+          the other terms join the candidates (the first the index returns).
         - AND: every chunk holding all the terms, the :data:`RESCORED` × ``limit`` with the best single ``ts_rank``
           of the terms together rescored."""
         if op not in ("AND", "OR"):
@@ -467,26 +468,39 @@ class PgStore:
                 return []
             total, dfs = self.term_frequencies(conn, queries)
             idfs = [bm25_idf(total, df) for df in dfs]
+            where, params = _filter_sql(filters)
+            s = sql.Identifier(SCHEMA)
             if op == "AND":
                 found = " & ".join(f"({q})" for q in queries)
                 coarse: sql.Composable = sql.SQL("ts_rank(%s::float4[], c.fts, %s::tsquery, {})").format(
                     sql.Literal(LENGTH_NORMALIZATION))
                 coarse_args: list[Any] = [RANK_WEIGHTS, " | ".join(f"({q})" for q in queries)]
+                read = list(range(len(queries)))
             else:
-                found = " | ".join(f"({queries[i]})" for i in rarest_terms(dfs, CANDIDATES))
                 coarse = sql.SQL(" + ").join(sql.SQL("CASE WHEN c.fts @@ %s::tsquery THEN %s ELSE 0 END")
                                              for _ in queries)
                 coarse_args = [x for q, idf in zip(queries, idfs) for x in (q, idf)]
+                read = rarest_terms(dfs, CANDIDATES)
+                found = " | ".join(f"({queries[i]})" for i in read)
+            candidates = sql.SQL("SELECT c.id, c.fts, {coarse} AS coarse FROM {s}.chunks c"
+                                 " WHERE c.fts OPERATOR({s}.@@) %s::tsquery AND {w}").format(
+                coarse=coarse, s=s, w=where)
+            args: list[Any] = [*coarse_args, found, *params]
+            if op == "OR" and len(read) < len(queries) and sum(dfs[i] for i in read) < limit * RESCORED:
+                # the rare terms' chunks are too few to fill the list: at most CANDIDATES of the others' join them
+                rest = " | ".join(f"({q})" for i, q in enumerate(queries) if i not in read)
+                candidates = candidates + sql.SQL(
+                    " UNION ALL SELECT * FROM (SELECT c.id, c.fts, {coarse} AS coarse FROM {s}.chunks c"
+                    " WHERE c.fts OPERATOR({s}.@@) %s::tsquery AND NOT c.fts @@ %s::tsquery AND {w} LIMIT %s) AS more"
+                ).format(coarse=coarse, s=s, w=where)
+                args += [*coarse_args, rest, found, *params, CANDIDATES]
             score = sql.SQL(" + ").join(sql.SQL("%s * ts_rank(%s::float4[], top.fts, %s::tsquery, {})").format(
                 sql.Literal(LENGTH_NORMALIZATION)) for _ in queries)
-            where, params = _filter_sql(filters)
             query = sql.SQL(
-                "WITH top AS MATERIALIZED (SELECT c.id, c.fts, {coarse} AS coarse FROM {s}.chunks c"
-                " WHERE c.fts OPERATOR({s}.@@) %s::tsquery AND {w} ORDER BY coarse DESC, c.id LIMIT %s)"
+                "WITH top AS MATERIALIZED (SELECT * FROM ({candidates}) AS found ORDER BY coarse DESC, id LIMIT %s)"
                 " SELECT top.id, {score} AS score FROM top ORDER BY score DESC, top.id LIMIT %s"
-            ).format(s=sql.Identifier(SCHEMA), coarse=coarse, score=score, w=where)
-            args = [*coarse_args, found, *params, limit * RESCORED,
-                    *[x for q, idf in zip(queries, idfs) for x in (idf, RANK_WEIGHTS, q)], limit]
+            ).format(candidates=candidates, score=score)
+            args += [limit * RESCORED, *[x for q, idf in zip(queries, idfs) for x in (idf, RANK_WEIGHTS, q)], limit]
             rows = conn.execute(query, args).fetchall()
         return [Scored(r[0], float(r[1])) for r in rows]
 
