@@ -312,6 +312,13 @@ BEGIN
         {_chunk_counts_sql("SELECT owner, scope, kind, hash, fts, 1 AS d FROM new_rows"
                            " UNION ALL SELECT owner, scope, kind, hash, fts, -1 FROM old_rows")}
     END IF;
+    IF TG_OP <> 'INSERT' THEN  -- the rows of what the group no longer holds go (what stays at 0 would pile up)
+        DELETE FROM {SCHEMA}.hashes h USING (SELECT DISTINCT owner, scope, hash FROM old_rows) o
+            WHERE h.chunks = 0 AND h.owner = o.owner AND h.scope = o.scope AND h.hash = o.hash;
+        DELETE FROM {SCHEMA}.lexemes x USING (SELECT DISTINCT owner, scope, unnest(tsvector_to_array(fts)) AS lexeme
+                                              FROM old_rows) o
+            WHERE x.chunks = 0 AND x.lexeme = o.lexeme AND x.owner = o.owner AND x.scope = o.scope;
+    END IF;
     RETURN NULL;
 END $f$;
 CREATE OR REPLACE FUNCTION {SCHEMA}.keep_vector_counts() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER
