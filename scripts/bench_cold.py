@@ -17,7 +17,14 @@ import numpy as np
 
 from scripts.bench_build import RecycledEmbedder, db_bytes, emb_db_path, log, remove_db, timed_index
 from scripts.bench_corpus import CORPUS_VERSION, build_noop_corpus
-from scripts.bench_proc import cli_search_hook, interpreter_floor, measure_command, run_process, template_hook
+from scripts.bench_proc import (
+    cli_search_hook,
+    interpreter_floor,
+    measure_command,
+    run_process,
+    template_hook,
+    wait_until_warm,
+)
 from scripts.bench_profile import profiled
 from scripts.stats import summary
 
@@ -41,17 +48,30 @@ def warm_hook(exe: str, plugged, queries: list[str], runs: int, env: dict[str, s
                 raise RuntimeError("memsearch serve did not come up")
             time.sleep(0.1)
         ready_s = time.perf_counter() - started
+        warm = wait_until_warm(memsearch, env)
+        warm_s = time.perf_counter() - started
         result = measure_command(plugged, queries, runs, env, floor=interpreter_floor(sys.executable))
         through = measure_command(cli, queries, cli_runs, env, warmup=1) if cli is not None and cli_runs else None
         status = Path(f"/proc/{server.pid}/status").read_text()
         hwm = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM:"))
-        return result, {"ready_s": ready_s, "peak_rss_mb": hwm / 1024, "cli_search": through}
+        return result, {"ready_s": ready_s, "warm_s": warm_s, "lexicon": warm.get("lexicon"),
+                        "peak_rss_mb": hwm / 1024, "cli_search": through}
     finally:
         subprocess.run([memsearch, "serve", "--stop"], env=env, capture_output=True)
         server.wait(timeout=60)
 
 
+def restore_corpus(root: Path, scratch: Path) -> None:
+    """Put the cached corpus back in its place after the hooks wrote to a copy there (also after an interrupted
+    run: the corpus is then still in ``scratch/kept``)."""
+    if (scratch / "kept").is_dir():
+        shutil.rmtree(root, ignore_errors=True)
+        (scratch / "kept").rename(root)
+    shutil.rmtree(scratch, ignore_errors=True)
+
+
 def process_section(args, n: int, root: Path, db: Path, queries: list[str], exe: str) -> dict:
+    restore_corpus(root, args.work / "scratch")
     env = dict(os.environ, MEMSEARCH_DB=str(db), MEMSEARCH_HOME=str(root))
     out: dict = {}
     hook = cli_search_hook(exe, root, "bm25")
@@ -60,22 +80,29 @@ def process_section(args, n: int, root: Path, db: Path, queries: list[str], exe:
     out["hook"] = measure_command(hook, queries, args.hook_runs, env)
     if args.hook_cmd:
         # a real prompt hook records the prompt (appends to events/, ingests it): run it on a scratch copy so the
-        # cached corpus and index stay untouched
+        # cached corpus and index stay untouched. The copy takes the corpus's own path (the corpus is moved aside
+        # meanwhile): the index names its sources by path, and under another path the warm server would index
+        # every file again while idle, in the middle of the measurement
         scratch = args.work / "scratch"
         shutil.rmtree(scratch, ignore_errors=True)
-        shutil.copytree(root, scratch / "home", ignore=shutil.ignore_patterns(".memsearch"))
+        scratch.mkdir(parents=True)
         db_bytes(db)  # checkpoint so the copy is complete
         shutil.copy2(db, scratch / "index.db")
-        plugged = template_hook(args.hook_cmd, scratch / "home")
-        log(f"  plugged hook: {args.hook_runs} cold processes of `{plugged.name}` (on a scratch copy)")
-        penv = dict(env, MEMSEARCH_DB=str(scratch / "index.db"), MEMSEARCH_HOME=str(scratch / "home"))
-        out["hook_plugged"] = measure_command(plugged, queries, args.hook_runs, dict(penv, MEMSEARCH_NO_SERVER="1"),
-                                              floor=interpreter_floor(sys.executable))
-        log(f"  plugged hook through the warm server: {args.hook_runs} cold processes (server on the scratch copy)")
-        out["hook_warm"], out["server"] = warm_hook(exe, plugged, queries, args.hook_runs, penv,
-                                                    cli_search_hook(exe, scratch / "home", "hybrid"),
-                                                    args.hybrid_cli_runs and max(args.hybrid_cli_runs, 20))
-        shutil.rmtree(scratch, ignore_errors=True)
+        root.rename(scratch / "kept")
+        try:
+            shutil.copytree(scratch / "kept", root, ignore=shutil.ignore_patterns(".memsearch"))
+            plugged = template_hook(args.hook_cmd, root)
+            log(f"  plugged hook: {args.hook_runs} cold processes of `{plugged.name}` (on a scratch copy)")
+            penv = dict(env, MEMSEARCH_DB=str(scratch / "index.db"))
+            out["hook_plugged"] = measure_command(plugged, queries, args.hook_runs,
+                                                  dict(penv, MEMSEARCH_NO_SERVER="1"),
+                                                  floor=interpreter_floor(sys.executable))
+            log(f"  plugged hook through the warm server: {args.hook_runs} cold processes (server on the scratch copy)")
+            out["hook_warm"], out["server"] = warm_hook(exe, plugged, queries, args.hook_runs, penv,
+                                                        cli_search_hook(exe, root, "hybrid"),
+                                                        args.hybrid_cli_runs and max(args.hybrid_cli_runs, 20))
+        finally:
+            restore_corpus(root, scratch)
     if args.hybrid_cli_runs:
         log(f"  CLI hybrid search: {args.hybrid_cli_runs} cold processes")
         out["cli_search_hybrid"] = measure_command(cli_search_hook(exe, root, "hybrid"), queries,

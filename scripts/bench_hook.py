@@ -22,6 +22,7 @@ import sys
 import time
 from pathlib import Path
 
+from scripts.bench_proc import wait_until_warm
 from scripts.stats import percentile
 
 BIN = Path(sys.executable).parent
@@ -114,6 +115,7 @@ def main() -> int:
                               capture_output=True).returncode == 0:
                 break
             time.sleep(0.1)
+        wait_until_warm(str(BIN / "memsearch"), env)  # the model loaded and the BM25 postings read
         results.append(measure(env, prompts, "hybrid-warm"))
         rss_warm = peak_rss(env, prompts[0])
     finally:

@@ -149,3 +149,19 @@ def measure_command(hook: HookCommand, queries: list[str], runs: int, env: dict[
         out["floor_ms"] = summary(floor_secs)
         out["floor_cpu_ms"] = summary(floor_cpus)
     return out
+
+
+def wait_until_warm(memsearch: str, env: dict[str, str], timeout: float = 300.0) -> dict:
+    """Wait until the running ``memsearch serve`` answers and holds its BM25 postings (it reads them while idle,
+    and a ping is a request: asked every 3 s); what ``serve --status --json`` last said."""
+    deadline = time.monotonic() + timeout
+    status: dict = {}
+    while time.monotonic() < deadline:
+        out = subprocess.run([memsearch, "serve", "--status", "--json"], env=env, capture_output=True, text=True)
+        status = json.loads(out.stdout) if out.returncode == 0 and out.stdout.strip() else {}
+        lexicon = status.get("lexicon")
+        if "model" in status and (lexicon is None and status.get("model") is None or lexicon and
+                                   not lexicon.get("warming")):
+            return status
+        time.sleep(3.0)
+    return status

@@ -170,12 +170,17 @@ def print_report(res: dict) -> None:
     row("  warm: vector_ranking(top 10) p50 ms", lambda r: r["search"]["warm"]["vector_ranking_top10_ms"]["p50"], ".2f")
     row("  warm: matrix load s / MB", lambda r: f"{r['search']['warm']['matrix_load_s']:.2f}/"
         f"{r['search']['warm']['matrix_mb']:.0f}", "")
+    row("  warm: lexical_search(pool 50) p50 / p95 ms", lambda r: f"{r['search']['warm']['lexical_pool50_ms']['p50']:.2f}/"
+        f"{r['search']['warm']['lexical_pool50_ms']['p95']:.2f}", "")
+    row("  warm: BM25 postings read s (CPU s) / MB", lambda r: f"{r['search']['warm']['lexicon_warm_s']:.1f} "
+        f"({r['search']['warm']['lexicon_warm_cpu_s']:.1f})/{r['search']['warm']['lexicon']['mb']:.0f}", "")
     for mode in ("bm25", "vector", "hybrid"):
         row(f"{mode} search p50 CPU ms (calling thread, excl. embed)",
             lambda r, m=mode: r["search"]["modes"][m]["excl_embed_cpu_ms"]["p50"], ".2f")
     row("query embedding p50 ms", lambda r: r["search"]["query_embed_ms"]["p50"], ".2f")
     row("  health() p50 ms", lambda r: r["search"]["components"]["health_ms"]["p50"], ".2f")
-    row("  lexical_search(pool 50) p50 ms", lambda r: r["search"]["components"]["lexical_pool50_ms"]["p50"], ".2f")
+    row("  lexical_search(pool 50) p50 ms, FTS5", lambda r: r["search"]["components"]["lexical_pool50_ms"]["p50"],
+        ".2f")
     row("  vector_ranking(pool 50) p50 ms", lambda r: r["search"]["components"]["vector_ranking_pool50_ms"]["p50"], ".2f")
     row("  vector_ranking(top 10) p50 ms", lambda r: r["search"]["components"]["vector_ranking_top10_ms"]["p50"], ".2f")
     row("  vector_ranking(top 10) p50 CPU ms", lambda r: r["search"]["components"]["vector_ranking_top10_cpu_ms"]["p50"], ".2f")
@@ -204,6 +209,7 @@ def print_report(res: dict) -> None:
     row("warm hook peak RSS MB", lambda r: r["process"]["hook_warm"]["max_rss_mb"], ".0f")
     row("server peak RSS MB", lambda r: r["process"]["server"]["peak_rss_mb"], ".0f")
     row("server ready s (model + first ping)", lambda r: r["process"]["server"]["ready_s"], ".1f")
+    row("server warm s (BM25 postings read while idle)", lambda r: r["process"]["server"].get("warm_s", 0.0), ".1f")
     row("CLI search hybrid p50 ms (cold, loads model)", lambda r: r["process"]["cli_search_hybrid"]["latency_ms"]["p50"], ".0f")
     row("CLI search hybrid peak RSS MB", lambda r: r["process"]["cli_search_hybrid"]["max_rss_mb"], ".0f")
     row("CLI index --model none: s", lambda r: r["process"]["cli_index_bm25"]["seconds"], ".1f")

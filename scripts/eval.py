@@ -34,6 +34,7 @@ environment variables or ``--set name=value``.
 
     python -m scripts.eval                                   # everything, all modes
     python -m scripts.eval --datasets locomo --limit 100     # quick look
+    python -m scripts.eval --datasets locomo --half A        # choose a setting on half of the questions
     python -m scripts.eval --datasets locomo,scifact --dedup-curve
     MEMSEARCH_BM25_WEIGHT=1.5 python -m scripts.eval --datasets scifact --modes hybrid
 """
@@ -53,7 +54,7 @@ from typing import Any
 from indexer.base.embedder import load_embedder, resolve_model
 from indexer.base.errors import MemsearchError, ModelUnavailable
 from indexer.base.settings import resolve_settings
-from scripts.eval_data import CJK_SETS, limit_queries, load_dataset
+from scripts.eval_data import CJK_SETS, half_queries, limit_queries, load_dataset
 from scripts.eval_report import injection_targets, render, targets
 from scripts.eval_run import Runner, evaluate, evaluate_injection, log
 
@@ -89,6 +90,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         "injection (LoCoMo as a user's memory, through the prompt hook; see scripts/eval_injection.py)")
     p.add_argument("--modes", default=",".join(MODES), help="comma list of bm25, vector, hybrid")
     p.add_argument("--limit", type=int, default=None, help="at most N queries per dataset (spread evenly)")
+    p.add_argument("--half", choices=("A", "B"), default=None,
+                   help="only half of each dataset's questions (A: md5 of the question id even, B: odd), to choose a\n"
+                        "setting on one half and confirm it on the other")
     p.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSON results file (default eval-results/eval.json)")
     p.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the evaluation data folder")
     p.add_argument("--work", type=Path, default=None, help="where indexes are cached (default <out dir>/work)")
@@ -177,11 +181,11 @@ def main(argv: list[str] | None = None) -> int:
             t0 = time.perf_counter()
             if name == "injection":
                 results["injection"] = evaluate_injection(args.data, runner, args.fresh, args.limit, out_path.parent,
-                                                          dump)
+                                                          dump, args.half)
                 log(f"[{name}] done in {time.perf_counter() - t0:.1f}s")
                 continue
             ds = load_dataset(args.data, name)
-            ds.queries = limit_queries(ds.queries, args.limit)
+            ds.queries = limit_queries(half_queries(ds.queries, args.half), args.limit)
             curve = args.dedup_curve and name in ("locomo", "scifact")
             results["datasets"][name] = evaluate(ds, runner, modes, args.fresh, curve, args.k, dump)
             log(f"[{name}] done in {time.perf_counter() - t0:.1f}s")

@@ -4,6 +4,7 @@ with their questions, gold documents and the subsets each question belongs to.""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections import Counter, defaultdict
@@ -189,3 +190,12 @@ def limit_queries(queries: list[Query], limit: int | None) -> list[Query]:
         return queries
     step = len(queries) / limit
     return [queries[int(i * step)] for i in range(limit)]
+
+
+def half_queries(queries: list[Query], half: str | None) -> list[Query]:
+    """One half of the questions, for choosing a setting on one and confirming it on the other: ``A`` = those whose
+    id's md5 is even, ``B`` = odd (a split fixed by the ids alone, the same on every machine); None = all."""
+    if half is None:
+        return queries
+    want = "AB".index(half.upper())
+    return [q for q in queries if int(hashlib.md5(q.qid.encode()).hexdigest(), 16) % 2 == want]

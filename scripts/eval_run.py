@@ -21,7 +21,7 @@ from indexer.base.settings import Settings, resolve_settings
 from indexer.pipeline import index
 from indexer.store import sqlite as store
 from indexer.store.local import SqliteStore
-from scripts.eval_data import CJK_SETS, Dataset, Query, limit_queries, load_locomo
+from scripts.eval_data import CJK_SETS, Dataset, Query, half_queries, limit_queries, load_locomo
 from scripts.eval_metrics import mean_metrics, query_metrics, unique
 from scripts.stats import percentile
 from search_engine.search import search
@@ -290,14 +290,14 @@ def evaluate(ds: Dataset, runner: Runner, modes: list[str], fresh: bool, curve: 
 
 
 def evaluate_injection(data: Path, runner: Runner, fresh: bool, limit: int | None, out_dir: Path,
-                       dump: list | None) -> dict:
+                       dump: list | None, half: str | None = None) -> dict:
     """The injection section (see scripts/eval_injection.py): both hook paths, own and other memory, a mixed
     memory of two conversations as two projects, and the gate sweep with its plot."""
     from scripts import eval_injection as inj
     from search_engine.context import DEFAULT_GATE, GATE_SWEEP
 
     ds = load_locomo(data)
-    ds.queries = limit_queries(ds.queries, limit)
+    ds.queries = limit_queries(half_queries(ds.queries, half), limit)
     names = list(ds.roots)
     homes = {n: runner.build(ds, n, ds.roots[n], fresh)[0] for n in names}
     by_root: dict[str, list[Query]] = defaultdict(list)

@@ -16,7 +16,7 @@ class Scores:
     score: float = 0.0
     bm25_rank: int | None = None
     vector_rank: int | None = None
-    bm25_score: float | None = None  # FTS5 BM25, higher is better
+    bm25_score: float | None = None  # FTS5 BM25 (a CJK query: plus its overlap bonus), higher is better
     similarity: float | None = None  # cosine similarity to the query vector
 
 

@@ -23,7 +23,7 @@ from indexer.base.errors import ModelUnavailable, UsageError
 from indexer.base.settings import Settings
 from indexer.base.types import Explanation, Health, SearchResult
 from indexer.status import health
-from indexer.store import Store
+from indexer.store import HitRow, Store
 from indexer.store.local import SqliteStore
 from search_engine.embedding import EmbedderArg, QueryEmbedder
 from search_engine.filters import Filters
@@ -173,9 +173,10 @@ def _search(request: Request, store: Store | None) -> SearchResult:
     lexical_ids: list[int] = []
     bm25_scores: dict[int, float] = {}
     expression = None
+    rows: dict[int, HitRow] = {}
     if mode_used in ("hybrid", "bm25"):
         lexical = lexical_search(store, query, filters, pool, raw=request.raw)
-        lexical_ids, expression, bm25_scores = lexical.ids, lexical.expression, lexical.scores
+        lexical_ids, expression, bm25_scores, rows = lexical.ids, lexical.expression, lexical.scores, lexical.rows
     vector_ids: list[int] = []
     similarity: dict[int, float] = {}
     if wants_vectors:
@@ -196,7 +197,8 @@ def _search(request: Request, store: Store | None) -> SearchResult:
     else:
         rankings = [lexical_ids if mode_used != "vector" else [], vector_ids if mode_used != "bm25" else []]
         fusion = fuse_by_rank(rankings, k=settings.rrf_k, weights=[settings.bm25_weight, settings.vector_weight])
-    rows = store.fetch_hits([cid for cid, _ in fusion.ranked])
+    missing = [cid for cid, _ in fusion.ranked if cid not in rows]
+    rows = {**rows, **store.fetch_hits(missing)} if missing else rows
     fused = [(cid, score) for cid, score in fusion.ranked if cid in rows]
     raised: dict[int, float] = {}
     if mode_used == "hybrid" and settings.session_share:

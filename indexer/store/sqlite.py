@@ -188,7 +188,9 @@ def m004_counts(conn: apsw.Connection) -> None:
     distinct content hashes, the embeddings rows of each model), so reading them costs a lookup. Counted, they cost
     a scan: at 100k chunks ``count(DISTINCT hash)`` held the warm server 17-50 ms after each prompt it indexed, and
     ``count(*)`` a cold prompt hook 2-14 ms. A hash is counted while any chunk holds it (an index seek per row
-    written); the weekly ``maintain`` checks them against a recount and sets them from it."""
+    written); the weekly ``maintain`` checks them against a recount and sets them from it. ``removed`` counts the
+    chunks deleted and the FTS rows rewritten, ever: the warm server's in-memory BM25 postings
+    (:mod:`indexer.store.lexicon`) are read anew when it moves."""
     conn.execute(
         """
         CREATE TABLE counts(name TEXT PRIMARY KEY, n INTEGER NOT NULL) WITHOUT ROWID;
@@ -199,6 +201,7 @@ def m004_counts(conn: apsw.Connection) -> None:
         END;
         CREATE TRIGGER chunks_count_delete AFTER DELETE ON chunks BEGIN
             UPDATE counts SET n = n - 1 WHERE name = 'chunks';
+            UPDATE counts SET n = n + 1 WHERE name = 'removed';
             UPDATE counts SET n = n - 1 WHERE name = 'hashes'
                 AND NOT EXISTS (SELECT 1 FROM chunks WHERE hash = old.hash);
         END;
@@ -223,12 +226,13 @@ def m004_counts(conn: apsw.Connection) -> None:
         END;
         """
     )
+    conn.execute("INSERT INTO counts VALUES ('removed', 0)")
     conn.execute(RECOUNT)
 
 
-#: Sets the kept counts from a count of the rows (:func:`m004_counts`).
+#: Sets the kept counts from a count of the rows (:func:`m004_counts`); ``removed`` is not a count of rows.
 RECOUNT = """
-    DELETE FROM counts;
+    DELETE FROM counts WHERE name <> 'removed';
     INSERT INTO counts VALUES ('chunks', (SELECT count(*) FROM chunks)),
                               ('hashes', (SELECT count(DISTINCT hash) FROM chunks));
     INSERT INTO counts SELECT 'embeddings:' || model, count(*) FROM embeddings GROUP BY model;

@@ -25,6 +25,7 @@ from indexer.base.cjk import query_bigrams
 from indexer.base.errors import UsageError
 from indexer.base.types import HIDDEN_STATUSES, KINDS
 from indexer.store import FilterSpec, HitRow, QueryTerm, Scored, sqlite
+from indexer.store.lexicon import Lexicon
 from indexer.store.vector_matrix import VectorMatrix
 
 #: FTS5 column weights for bm25(): (title, body, context). The context column holds the previous turn of an event's
@@ -70,13 +71,20 @@ def _cjk_phrase(run: str) -> str:
     return '"' + " ".join(query_bigrams(run)) + '"'
 
 
-def fts5_term(term: QueryTerm) -> str:
-    """One term, quoted: a word as itself, a CJK run as its bigram phrase, ORed with its ``alt`` form."""
+def term_phrases(term: QueryTerm) -> list[str]:
+    """The FTS5 phrases that count for one term, quoted: a word as itself, a CJK run as its bigram phrase and
+    its ``alt`` form's."""
     if not term.cjk:
-        return f'"{term.text}"'
+        return [f'"{term.text}"']
     if term.alt:
-        return f"({_cjk_phrase(term.text)} OR {_cjk_phrase(term.alt)})"
-    return _cjk_phrase(term.text)
+        return [_cjk_phrase(term.text), _cjk_phrase(term.alt)]
+    return [_cjk_phrase(term.text)]
+
+
+def fts5_term(term: QueryTerm) -> str:
+    """One term as an FTS5 expression: its phrase, or its phrases ORed."""
+    phrases = term_phrases(term)
+    return phrases[0] if len(phrases) == 1 else f"({' OR '.join(phrases)})"
 
 
 def fts5_query(terms: Sequence[QueryTerm], op: str = "AND") -> str:
@@ -107,13 +115,45 @@ class SqliteReader:
     conn: apsw.Connection
     #: the warm server's in-memory copy of the vectors (:meth:`keep_vectors_in_memory`), else None: vec0's KNN
     matrix: VectorMatrix | None = None
+    #: the warm server's in-memory BM25 postings (:meth:`keep_lexicon_in_memory`), else None: FTS5 ranks
+    lexicon: Lexicon | None = None
 
     # -- the BM25 list ------------------------------------------------------------------------------------------
 
     def lexical_top_k(self, terms: Sequence[QueryTerm], op: str, filters: FilterSpec, limit: int) -> list[Scored]:
         if not terms:
             return []
+        if self.lexicon is not None and not filters.selective:
+            ranked = self._bm25_in_memory(self.lexicon, terms, op, filters, limit)
+            if ranked is not None:
+                return ranked
         return self._bm25(fts5_query(terms, op), filters, limit)
+
+    def keep_lexicon_in_memory(self) -> Lexicon:
+        """Rank the BM25 list from the postings of the phrases searches use, held in memory (:class:`Lexicon`,
+        for a long-lived process): the same scores as FTS5's bm25(), without visiting every matching row."""
+        if self.lexicon is None:
+            self.lexicon = Lexicon(self.conn, (TITLE_WEIGHT, BODY_WEIGHT, CONTEXT_WEIGHT), sqlite.FTS_TOKENIZE)
+        return self.lexicon
+
+    def _bm25_in_memory(self, lexicon: Lexicon, terms: Sequence[QueryTerm], op: str, filters: FilterSpec,
+                        limit: int) -> list[Scored] | None:
+        """:meth:`_bm25`'s first step from the lexicon: the best ``2 * limit`` rows, then the filters; None when the
+        lexicon cannot rank it now, or the filters dropped so many that the ranking must run with them inside
+        (FTS5 does both)."""
+        inner = limit * 2
+        ranked_here = lexicon.top(self.conn, [term_phrases(t) for t in terms], op, inner)
+        if ranked_here is None:
+            return None
+        best, matching = ranked_here
+        if not best:
+            return []
+        where, params = filter_sql(filters)
+        ids = [cid for cid, _ in best]
+        passing = {row[0] for row in self.conn.execute(
+            f"SELECT c.id FROM chunks c WHERE c.id IN ({','.join('?' * len(ids))}) AND {where}", [*ids, *params])}
+        ranked = [Scored(cid, score) for cid, score in best if cid in passing][:limit]
+        return ranked if len(ranked) >= limit or matching <= inner else None
 
     def lexical_expression(self, terms: Sequence[QueryTerm], op: str) -> str:
         """The FTS5 expression :meth:`lexical_top_k` runs for ``terms`` (shown by ``--explain`` and ``--json``)."""

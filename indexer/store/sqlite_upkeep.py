@@ -181,6 +181,7 @@ class SqliteUpkeep:
                     "SELECT id, kind, title, ts, text, lag(text, 1, '') OVER (ORDER BY ts, id) FROM chunks"
                     " WHERE kind = 'event' AND session_id = ?", (session,)))
                 for cid, kind, title, ts, text, context in rows:
+                    conn.execute("UPDATE counts SET n = n + 1 WHERE name = 'removed'")  # see m004_counts
                     conn.execute("DELETE FROM chunks_fts WHERE rowid = ?", (cid,))
                     conn.execute("INSERT INTO chunks_fts(rowid, title, body, context) VALUES (?, ?, ?, ?)",
                                  (cid, index_form(fts_title(kind, title, ts)), index_form(text),
@@ -315,5 +316,6 @@ class SqliteUpkeep:
                    "hashes": self.conn.execute("SELECT count(DISTINCT hash) FROM chunks").get}
         counted |= {f"embeddings:{model}": n
                     for model, n in self.conn.execute("SELECT model, count(*) FROM embeddings GROUP BY model")}
-        kept = {name: n for name, n in self.conn.execute("SELECT name, n FROM counts") if n or name in counted}
+        kept = {name: n for name, n in self.conn.execute("SELECT name, n FROM counts WHERE name <> 'removed'")
+                if n or name in counted}
         return tuple(sorted(name for name in counted.keys() | kept.keys() if counted.get(name, 0) != kept.get(name, 0)))

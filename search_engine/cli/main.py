@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -396,7 +396,8 @@ def serve(
         details = (is_running(settings, timeout=2.0) or {}) if pid is not None else {}
         info = {"running": pid is not None, **details, "pid": pid}
         text = "not running" if pid is None else (
-            f"running: pid {pid}, model {details.get('model') or 'none'}" if details
+            f"running: pid {pid}, model {details.get('model') or 'none'}" + _lexicon_line(details.get("lexicon"))
+            if details
             else f"running: pid {pid} (busy or starting: it did not answer a ping within 2 s)")
         emit(info, as_json, text)
         raise typer.Exit(0 if pid is not None else 3)
@@ -413,6 +414,14 @@ def serve(
     from search_engine.serve.server import run
 
     raise typer.Exit(run(settings, idle_timeout))
+
+
+def _lexicon_line(lexicon: Any) -> str:
+    """What ``serve --status`` says of the server's in-memory BM25 postings."""
+    if not isinstance(lexicon, dict):
+        return ""
+    state = "reading the most common words" if lexicon.get("warming") else "ready"
+    return f"; BM25 postings in memory: {lexicon.get('phrases')} words, {lexicon.get('mb')} MB ({state})"
 
 
 import_app = typer.Typer(help="Import existing data as memory.", no_args_is_help=True)

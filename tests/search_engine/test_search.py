@@ -8,8 +8,11 @@ from conftest import write
 from indexer.base.errors import ModelUnavailable, UsageError
 from indexer.base.settings import resolve_settings
 from indexer.pipeline import index
+from indexer.store.local import SqliteStore
+from indexer.store.sqlite import connect
 from indexer.store.sqlite_read import fts5_query
 from search_engine.filters import Filters, parse_date
+from search_engine.lexical import lexical_search
 from search_engine.query import ParsedQuery, content_terms, terms
 from search_engine.search import search
 
@@ -336,3 +339,27 @@ def test_a_short_reply_is_found_by_the_vector_list_through_the_turn_it_answers(h
                          ("did Jon book the Lisbon flights", "r3")):
         hits = search(settings, query, mode="vector", k=8, embedder=real_embedder).hits
         assert [h.event_id for h in hits if h.event_id.startswith("r")][0] == reply, query
+
+
+
+def test_a_cjk_query_ranks_first_the_text_that_holds_its_wording(home, settings, fake):
+    # Both notes hold the content words 梅雨 and 期間; BM25 prefers the short one that repeats them, but only the
+    # other holds the question's wording with its particles ("梅雨の期間は"), and it answers the question.
+    write(home / "repeat.md", "# 梅雨\n梅雨入り。梅雨明け。梅雨前線。期間中。\n")
+    write(home / "answer.md", "# 気候\n梅雨の期間はふつう1か月から1か月半程度である。降水量は年によって大きく変わり、"
+                              "九州では多く、関東では少ない。\n")
+    index(settings, embedder=fake)
+    question = ParsedQuery.parse("梅雨の期間はどのくらいか")
+    conn = connect(settings.db_path)
+    try:
+        index_store = SqliteStore(conn, settings.db_path)
+        by_bm25 = index_store.lexical_top_k(question.terms, "AND", Filters(), 10)
+        rows = index_store.fetch_hits([s.id for s in by_bm25])
+        assert [rows[s.id].path for s in by_bm25] == ["repeat.md", "answer.md"]  # BM25 alone
+        english = lexical_search(index_store, ParsedQuery.parse("rainy season"), Filters(), 10)
+        assert english.rows == {}  # no CJK: BM25's order, nothing re-read
+    finally:
+        conn.close()
+    result = search(settings, question, mode="bm25")
+    assert [h.path for h in result.hits] == ["answer.md", "repeat.md"]
+    assert result.hits[0].bm25_score > result.hits[1].bm25_score  # the list's score carries the bonus

@@ -208,7 +208,7 @@ def test_cli_search_asks_the_running_server_with_the_callers_settings(sample_hom
     import json
 
     from search_engine.filters import Filters
-    from search_engine.serve.client import remote_search
+    from search_engine.serve.client import is_running, remote_search
 
     subprocess.run([MEMSEARCH, "index"], check=True, capture_output=True, timeout=300)
     project = tmp_path / "proj"
@@ -233,6 +233,15 @@ def test_cli_search_asks_the_running_server_with_the_callers_settings(sample_hom
         assert wait_for(lambda: remote_search(settings, "deploy", mode="hybrid", k=3, filters=Filters()), 120)
         served = {(q, str(cwd)): cli(q, cwd) for q in queries for cwd in (tmp_path, project)}
         assert served == alone
+        # idle, the server reads the BM25 postings into memory; its lists are then ranked from them: the same
+        def lexicon() -> dict:
+            return (is_running(settings, 2.0) or {}).get("lexicon") or {"warming": True}
+
+        assert wait_for(lambda: not lexicon()["warming"], 90, step=3.0)  # a ping is a request: not idle after it
+        status = subprocess.run([MEMSEARCH, "serve", "--status"], capture_output=True, text=True, timeout=60).stdout
+        assert "BM25 postings in memory" in status and "(ready)" in status, status
+        assert {(q, str(cwd)): cli(q, cwd) for q in queries for cwd in (tmp_path, project)} == alone
+        assert lexicon()["phrases"] > 0
         other = resolve_settings(sample_home, model="none")
         assert remote_search(other, "deploy", mode="bm25", k=3, filters=Filters()) is None, "another model: local"
     finally:
