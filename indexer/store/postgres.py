@@ -6,9 +6,11 @@ adapters, PostgreSQL full-text search and pgvector's HNSW index.
 - **Lexical list**: ``chunks.fts`` is a ``tsvector`` built with the ``english`` configuration (stemming and
   stopwords) from the title (weight A), the body (B) and the context (D, an event's previous turn), each in
   :func:`indexer.base.cjk.index_form`, so a CJK run is indexed as its 2-character words, exactly as the SQLite index
-  does; a GIN index serves ``@@``. A query term becomes ``plainto_tsquery`` (a word) or ``phraseto_tsquery`` of
-  its bigrams (a CJK run), ANDed or ORed; ranked like BM25 (:meth:`PgStore.lexical_top_k`): each term's
-  ``ts_rank`` (the SQLite column weights, length-normalised) times its idf among the chunks the member sees.
+  does; a GIN index serves ``memsearch.@@`` (the built-in match declared leakproof, so that row-level security
+  lets the index answer a member's query: :data:`indexer.store.pg_schema.M006_LEAKPROOF_MATCH`). A query term
+  becomes ``plainto_tsquery`` (a word) or ``phraseto_tsquery`` of its bigrams (a CJK run), ANDed or ORed; ranked
+  like BM25 (:meth:`PgStore.lexical_top_k`): each term's ``ts_rank`` (the SQLite column weights, length-normalised)
+  times its idf among the chunks the member sees, from counts the database keeps (migration 7).
 - **Vector list**: one row per (content hash, model) in ``vectors``, whoever computed it, so a member reuses a
   vector another member's machine already paid for. A partial HNSW index (cosine) per model is made by
   :meth:`PgStore.ensure_vector_model` on ``embedding::vector(dim)``; each query sets ``hnsw.ef_search`` for its own
