@@ -152,8 +152,8 @@ def measure_command(hook: HookCommand, queries: list[str], runs: int, env: dict[
 
 
 def wait_until_warm(memsearch: str, env: dict[str, str], timeout: float = 300.0) -> dict:
-    """Wait until the running ``memsearch serve`` answers and holds its BM25 postings (it reads them while idle,
-    and a ping is a request: asked every 3 s); what ``serve --status --json`` last said."""
+    """Wait until the running ``memsearch serve`` answers and holds its BM25 postings (it reads them while idle;
+    asking is not use); what ``serve --status --json`` last said."""
     deadline = time.monotonic() + timeout
     status: dict = {}
     while time.monotonic() < deadline:

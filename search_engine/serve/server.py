@@ -386,9 +386,10 @@ class Server:
                 timeout = 0.0  # postings left to read: slice after slice while nothing else is asked
             if selector.select(timeout=timeout):
                 conn, _ = listener.accept()
-                self.last_request = time.monotonic()
+                before, self.last_request = self.last_request, time.monotonic()
                 with conn:
-                    self._answer(conn)
+                    if self._answer(conn) == "ping":  # `serve --status` is not use: idle time goes on
+                        self.last_request = before
                 busy_until_idle = True
                 self._push_if_due()
                 continue
@@ -411,12 +412,14 @@ class Server:
         except Exception as exc:  # a push must never take the server down
             _log(self.settings, f"push not started: {type(exc).__name__}: {exc}")
 
-    def _answer(self, conn: socket.socket) -> None:
+    def _answer(self, conn: socket.socket) -> str | None:
+        """Answer one request; its op (None when refused or unreadable)."""
         if _peer_uid(conn) not in (os.getuid(), None):
             conn.sendall(b'{"ok": false, "error": "refused: not the owner"}\n')
-            return
+            return None
         conn.settimeout(2.0)
         data = b""
+        request: object = None
         try:
             while b"\n" not in data and len(data) < MAX_REQUEST:
                 chunk = conn.recv(65536)
@@ -424,7 +427,7 @@ class Server:
                     break
                 data += chunk
             if b"\n" in data and _hung_up(conn):
-                return  # the client (a hook past its deadline) gave up waiting: the work would be wasted
+                return None  # the client (a hook past its deadline) gave up waiting: the work would be wasted
             request = orjson.loads(data.split(b"\n", 1)[0] or b"{}")
             answer = self.handle(request if isinstance(request, dict) else {})
         except (orjson.JSONDecodeError, OSError) as exc:
@@ -443,6 +446,8 @@ class Server:
         except Exception as exc:  # the answer is out; a failure here must not take the server down either
             _log(self.settings, f"work after a reply failed: {type(exc).__name__}: {exc}")
             self.after_reply = []
+        op = request.get("op") if isinstance(request, dict) else None
+        return op if isinstance(op, str) else None
 
 
 def run(settings: Settings, idle_timeout: float = IDLE_TIMEOUT) -> int:

@@ -204,6 +204,26 @@ def test_status_and_stop_trust_the_lock_not_a_ping(sample_home):
             server.kill()
 
 
+def test_asking_for_the_status_is_not_use_the_idle_server_still_exits(sample_home):
+    server = subprocess.Popen([MEMSEARCH, "serve", "--idle-timeout", "4"], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, env={**os.environ, "MEMSEARCH_MODEL": "none"})
+    try:
+        settings = resolve_settings(sample_home)
+        from search_engine.serve.client import is_running, request
+
+        assert wait_for(lambda: is_running(settings, 2.0), 30)
+        started = time.monotonic()
+        while server.poll() is None and time.monotonic() - started < 30:
+            is_running(settings, 2.0)  # a ping every half second
+            time.sleep(0.5)
+        assert server.poll() == 0, "a server asked only for its status exits when idle"
+        assert 4 <= time.monotonic() - started < 30
+        assert request(settings, {"op": "ping"}, timeout=1.0) is None
+    finally:
+        if server.poll() is None:
+            server.kill()
+
+
 def test_cli_search_asks_the_running_server_with_the_callers_settings(sample_home, tmp_path):
     import json
 
@@ -237,7 +257,7 @@ def test_cli_search_asks_the_running_server_with_the_callers_settings(sample_hom
         def lexicon() -> dict:
             return (is_running(settings, 2.0) or {}).get("lexicon") or {"warming": True}
 
-        assert wait_for(lambda: not lexicon()["warming"], 90, step=3.0)  # a ping is a request: not idle after it
+        assert wait_for(lambda: not lexicon()["warming"], 90, step=0.5)
         status = subprocess.run([MEMSEARCH, "serve", "--status"], capture_output=True, text=True, timeout=60).stdout
         assert "BM25 postings in memory" in status and "(ready)" in status, status
         assert {(q, str(cwd)): cli(q, cwd) for q in queries for cwd in (tmp_path, project)} == alone
