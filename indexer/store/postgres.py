@@ -6,9 +6,11 @@ adapters, PostgreSQL full-text search and pgvector's HNSW index.
 - **Lexical list**: ``chunks.fts`` is a ``tsvector`` built with the ``english`` configuration (stemming and
   stopwords) from the title (weight A), the body (B) and the context (D, an event's previous turn), each in
   :func:`indexer.base.cjk.index_form`, so a CJK run is indexed as its 2-character words, exactly as the SQLite index
-  does; a GIN index serves ``@@``. A query term becomes ``plainto_tsquery`` (a word) or ``phraseto_tsquery`` of
-  its bigrams (a CJK run), ANDed or ORed; ranked like BM25 (:meth:`PgStore.lexical_top_k`): each term's
-  ``ts_rank`` (the SQLite column weights, length-normalised) times its idf among the chunks the member sees.
+  does; a GIN index serves ``memsearch.@@`` (the built-in match declared leakproof, so that row-level security
+  lets the index answer a member's query: :data:`indexer.store.pg_schema.M006_LEAKPROOF_MATCH`). A query term
+  becomes ``plainto_tsquery`` (a word) or ``phraseto_tsquery`` of its bigrams (a CJK run), ANDed or ORed; ranked
+  like BM25 (:meth:`PgStore.lexical_top_k`): each term's ``ts_rank`` (the SQLite column weights, length-normalised)
+  times its idf among the chunks the member sees, from counts the database keeps (migration 7).
 - **Vector list**: one row per (content hash, model) in ``vectors``, whoever computed it, so a member reuses a
   vector another member's machine already paid for. A partial HNSW index (cosine) per model is made by
   :meth:`PgStore.ensure_vector_model` on ``embedding::vector(dim)``; each query sets ``hnsw.ef_search`` for its own
@@ -25,6 +27,8 @@ reached. The indexing pipeline itself writes only the local index.
 from __future__ import annotations
 
 import logging
+import math
+import re
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -51,6 +55,7 @@ from indexer.store import (
 from indexer.store.pg_schema import (
     EXTENSION_SQL,
     MIGRATIONS,
+    RECOUNT_SQL,
     SCHEMA,
     SCHEMA_VERSION,
     mask_url,
@@ -69,10 +74,15 @@ EF_SEARCH_RANGE = (1, 1000)
 #: ``ts_rank``'s normalization of the lexical list: 1 divides a term's rank by 1 + log(the chunk's length).
 LENGTH_NORMALIZATION = 1
 #: The lexical list scores with ``ts_rank`` only the ``limit`` × this chunks of the highest sum of the idf of the
-#: terms they hold (an upper bound of their score, cheap to compute for every match).
+#: terms they hold (an upper bound of their score, cheap to compute for every candidate).
 RESCORED = 4
-#: Seconds a store reuses its counts (health, vectors of a model) before asking the server again; its own writes
-#: clear them at once. Each is a scan of the member's visible rows (~10-100 ms at 100k chunks), too much per search.
+#: An OR query's candidates are the chunks holding its rarest terms, as many terms as keep the sum of their
+#: document frequencies within this (at least one term): the rows the query reads and ranks, whatever the size
+#: of the store.
+CANDIDATES = 5000
+#: Seconds a store reuses its counts (health, vectors of a model, chunks) before asking the server again; its own
+#: writes clear them at once. They are the kept counts of migration 7 (a few rows, ~1 ms), so this spares searches
+#: round trips more than work.
 COUNTS_TTL = 10.0
 KNN_MAX = 4096
 _HIT_COLUMNS = ("id, uid, kind, category, title, text, path, line_start, line_end, ts, session_id, project, "
@@ -166,6 +176,66 @@ def tsquery_sql(terms: Sequence[QueryTerm], op: str) -> tuple[sql.Composable, li
         parts.append(sql.SQL("(") + sql.SQL(" || ").join(pieces) + sql.SQL(")"))
     joiner = sql.SQL(" && " if op == "AND" else " || ")
     return joiner.join(parts), params
+
+
+def bm25_idf(total: int, df: int) -> float:
+    """BM25's idf of a term held by ``df`` of ``total`` chunks: ``ln(1 + (N - df + 0.5) / (df + 0.5))`` (never
+    negative, as in Lucene and SQLite's FTS5), with ``N`` at least ``df``.
+
+    >>> round(bm25_idf(100, 1), 3), round(bm25_idf(100, 100), 3)
+    (4.21, 0.005)
+    """
+    n = max(total, df)
+    return math.log(1 + (n - df + 0.5) / (df + 0.5))
+
+
+def rarest_terms(dfs: Sequence[int], budget: int) -> list[int]:
+    """The indexes of the terms an OR query reads the chunks of: the rarest first (by ``df``, then place), as many as
+    keep the sum of their ``df`` within ``budget``, and at least the rarest one; in query order.
+
+    >>> rarest_terms([900, 20, 4000, 300], 1500)
+    [0, 1, 3]
+    >>> rarest_terms([9000, 7000], 1500)
+    [1]
+    """
+    chosen: list[int] = []
+    spent = 0
+    for i in sorted(range(len(dfs)), key=lambda i: (dfs[i], i)):
+        if chosen and spent + dfs[i] > budget:
+            break
+        chosen.append(i)
+        spent += dfs[i]
+    return sorted(chosen)
+
+
+_TSQUERY_TOKEN = re.compile(r"'((?:[^'\\]|''|\\.)*)'(:[*A-D]+)?|([|()])|[^'|()]+")
+
+
+def tsquery_lexemes(text: str) -> list[list[tuple[str, bool]]]:
+    """The lexemes of a tsquery as the server prints it, as alternatives (split at the ``|`` outside any parentheses)
+    of lexemes that must all be held, each with whether it is a prefix (``:*``).
+
+    >>> tsquery_lexemes("'covid-19' & 'covid' & '19'")
+    [[('covid-19', False), ('covid', False), ('19', False)]]
+    >>> tsquery_lexemes("'大学' <-> '学習' | '京':*")
+    [[('大学', False), ('学習', False)], [('京', True)]]
+    >>> tsquery_lexemes("'it''s'")
+    [[("it's", False)]]
+    """
+    alternatives: list[list[tuple[str, bool]]] = [[]]
+    depth = 0
+    for m in _TSQUERY_TOKEN.finditer(text):
+        lexeme, marks, op = m.group(1), m.group(2), m.group(3)
+        if lexeme is not None:
+            value = re.sub(r"\\(.)", r"\1", lexeme.replace("''", "'"))
+            alternatives[-1].append((value, bool(marks and "*" in marks)))
+        elif op == "(":
+            depth += 1
+        elif op == ")":
+            depth -= 1
+        elif op == "|" and depth == 0:
+            alternatives.append([])
+    return [alt for alt in alternatives if alt]
 
 
 class PgStore:
@@ -332,8 +402,9 @@ class PgStore:
                 return self._exact(conn, q, dim, model, where, params, limit)
             conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(int(ef_search))))
             conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
-            total = self._cached(("vectors", model), lambda: _one_row(conn.execute(
-                f"SELECT count(*) FROM {SCHEMA}.vectors WHERE model = %s AND embedding IS NOT NULL", (model,)))[0])
+            # the visible contents with a vector (kept counts): at least the vectors the member can find
+            total = int(self._cached(("vectors", model), lambda: _one_row(conn.execute(
+                f"SELECT coalesce(sum(vectors), 0) FROM {SCHEMA}.contents WHERE model = %s", (model,)))[0]))
             k = min(total, max(limit * 2, 64))
             while k:
                 found = conn.execute(self.knn_sql(dim, where), [q, model, q, min(k, KNN_MAX), *params, limit])
@@ -371,11 +442,20 @@ class PgStore:
     def lexical_top_k(self, terms: Sequence[QueryTerm], op: str, filters: FilterSpec, limit: int) -> list[Scored]:
         """Chunks matching all (AND) or any (OR) of ``terms``, best first, scored like BM25 from the engine's parts:
         each term's ``ts_rank`` (its tf part: saturating in the term's occurrences, the column weights, divided by
-        1 + log of the chunk's length) times its idf, ``ln(1 + (N - df + 0.5) / (df + 0.5))``, with ``df`` counted
-        among the chunks the member sees (the ones matching any term, in the same query) and ``N`` their total.
-        ``ts_rank`` alone has no idf: a chunk full of the query's common words would outrank one holding its rare
-        one. Only the :data:`RESCORED` × ``limit`` matches with the highest idf sum of the terms they hold get the
-        ``ts_rank`` calls (one per term: the costly part)."""
+        1 + log of the chunk's length) times its idf, ``ln(1 + (N - df + 0.5) / (df + 0.5))``, with ``df`` and
+        ``N`` among the chunks the member sees (kept counts: :meth:`term_frequencies`). ``ts_rank`` alone has no
+        idf: a chunk full of the query's common words would outrank one holding its rare one.
+
+        Only some matches are scored, all found through the GIN index (:data:`CANDIDATES`, :data:`RESCORED`):
+
+        - OR: the chunks holding the rarest terms, as many terms as keep their summed ``df`` within
+          :data:`CANDIDATES` (at least the rarest); among them the :data:`RESCORED` × ``limit`` with the highest
+          sum of the idf of the terms they hold (an upper bound of their score, cheap to compute) get the
+          ``ts_rank`` calls. A chunk holding only the query's common terms is not ranked when rarer terms fill the
+          list (their idf is what it would lose to); when they are too few to, up to :data:`CANDIDATES` chunks of
+          the other terms join the candidates (the first the index returns).
+        - AND: every chunk holding all the terms, the :data:`RESCORED` × ``limit`` with the best single ``ts_rank``
+          of the terms together rescored."""
         if op not in ("AND", "OR"):
             raise ValueError(op)
         if not terms:
@@ -388,34 +468,66 @@ class PgStore:
             queries = [t for t in texts if t]
             if not queries or (op == "AND" and len(queries) < len(texts)):
                 return []
-            total = self._cached(("chunks",), lambda: _one_row(conn.execute(
-                f"SELECT count(*) FROM {SCHEMA}.chunks"))[0])
-            where, params = _filter_sql(filters, alias="m")
-            n = len(queries)
-            terms_sql = [sql.Identifier(f"t{i}") for i in range(n)]
-            df = sql.SQL(", ").join(sql.SQL("count(*) FILTER (WHERE m.fts @@ %s::tsquery) AS {}").format(t)
-                                    for t in terms_sql)
-            idf = sql.SQL(", ").join(sql.SQL("ln(1 + (greatest(%s, d.{t}) - d.{t} + 0.5) / (d.{t} + 0.5)) AS {t}").format(
-                t=t) for t in terms_sql)
-            coarse = sql.SQL(" + ").join(sql.SQL("CASE WHEN m.fts @@ %s::tsquery THEN i.{} ELSE 0 END").format(t)
-                                         for t in terms_sql)
-            score = sql.SQL(" + ").join(sql.SQL("i.{} * ts_rank(%s::float4[], top.fts, %s::tsquery, {})").format(
-                t, sql.Literal(LENGTH_NORMALIZATION)) for t in terms_sql)
+            total, dfs = self.term_frequencies(conn, queries)
+            idfs = [bm25_idf(total, df) for df in dfs]
+            where, params = _filter_sql(filters)
+            s = sql.Identifier(SCHEMA)
+            if op == "AND":
+                found = " & ".join(f"({q})" for q in queries)
+                coarse: sql.Composable = sql.SQL("ts_rank(%s::float4[], c.fts, %s::tsquery, {})").format(
+                    sql.Literal(LENGTH_NORMALIZATION))
+                coarse_args: list[Any] = [RANK_WEIGHTS, " | ".join(f"({q})" for q in queries)]
+                read = list(range(len(queries)))
+            else:
+                coarse = sql.SQL(" + ").join(sql.SQL("CASE WHEN c.fts @@ %s::tsquery THEN %s ELSE 0 END")
+                                             for _ in queries)
+                coarse_args = [x for q, idf in zip(queries, idfs) for x in (q, idf)]
+                read = rarest_terms(dfs, CANDIDATES)
+                found = " | ".join(f"({queries[i]})" for i in read)
+            candidates = sql.SQL("SELECT c.id, c.fts, {coarse} AS coarse FROM {s}.chunks c"
+                                 " WHERE c.fts OPERATOR({s}.@@) %s::tsquery AND {w}").format(
+                coarse=coarse, s=s, w=where)
+            args: list[Any] = [*coarse_args, found, *params]
+            if op == "OR" and len(read) < len(queries) and sum(dfs[i] for i in read) < limit * RESCORED:
+                # the rare terms' chunks are too few to fill the list: at most CANDIDATES of the others' join them
+                rest = " | ".join(f"({q})" for i, q in enumerate(queries) if i not in read)
+                candidates = candidates + sql.SQL(
+                    " UNION ALL SELECT * FROM (SELECT c.id, c.fts, {coarse} AS coarse FROM {s}.chunks c"
+                    " WHERE c.fts OPERATOR({s}.@@) %s::tsquery AND NOT c.fts @@ %s::tsquery AND {w} LIMIT %s) AS more"
+                ).format(coarse=coarse, s=s, w=where)
+                args += [*coarse_args, rest, found, *params, CANDIDATES]
+            score = sql.SQL(" + ").join(sql.SQL("%s * ts_rank(%s::float4[], top.fts, %s::tsquery, {})").format(
+                sql.Literal(LENGTH_NORMALIZATION)) for _ in queries)
             query = sql.SQL(
-                "WITH m AS MATERIALIZED (SELECT c.id, c.fts, c.kind, c.category, c.session_id, c.project, c.ts,"
-                " c.status FROM {s}.chunks c WHERE c.fts @@ %s::tsquery),"
-                " d AS MATERIALIZED (SELECT {df} FROM m), i AS MATERIALIZED (SELECT {idf} FROM d),"
-                " top AS MATERIALIZED (SELECT m.id, m.fts, {coarse} AS coarse FROM m, i WHERE m.fts @@ %s::tsquery"
-                " AND {w} ORDER BY coarse DESC, m.id LIMIT %s)"
-                " SELECT top.id, {score} AS score FROM top, i ORDER BY score DESC, top.id LIMIT %s"
-            ).format(s=sql.Identifier(SCHEMA), df=df, idf=idf, coarse=coarse, score=score, w=where)
-            joiner = " & " if op == "AND" else " | "
-            args: list[Any] = [" | ".join(f"({q})" for q in queries), *queries, *[total] * n, *queries,
-                               joiner.join(f"({q})" for q in queries), *params, limit * RESCORED, limit]
-            for q in queries:
-                args[-1:-1] = [RANK_WEIGHTS, q]
+                "WITH top AS MATERIALIZED (SELECT * FROM ({candidates}) AS found ORDER BY coarse DESC, id LIMIT %s)"
+                " SELECT top.id, {score} AS score FROM top ORDER BY score DESC, top.id LIMIT %s"
+            ).format(candidates=candidates, score=score)
+            args += [limit * RESCORED, *[x for q, idf in zip(queries, idfs) for x in (idf, RANK_WEIGHTS, q)], limit]
             rows = conn.execute(query, args).fetchall()
         return [Scored(r[0], float(r[1])) for r in rows]
+
+    def term_frequencies(self, conn: psycopg.Connection, queries: Sequence[str]) -> tuple[int, list[int]]:
+        """(N, each query's df): the chunks the member sees, and of them how many hold each of ``queries`` (one
+        term's tsquery text each), from the kept counts of :mod:`indexer.store.pg_schema` (migration 7) instead of
+        a count of the matches. A term of several lexemes (a compound word, a CJK phrase) counts as its rarest
+        lexeme, a prefix as all the lexemes it starts (at most N): estimates from above, as a ``df`` for an idf
+        needs to be."""
+        parsed = [tsquery_lexemes(q) for q in queries]
+        exact = sorted({lex for alts in parsed for alt in alts for lex, prefix in alt if not prefix})
+        prefixes = sorted({lex for alts in parsed for alt in alts for lex, prefix in alt if prefix})
+        total = int(self._cached(("chunks",), lambda: _one_row(conn.execute(
+            f"SELECT coalesce(sum(chunks), 0) FROM {SCHEMA}.counts"))[0]))
+        df: dict[tuple[str, bool], int] = {}
+        if exact:
+            df.update(((lex, False), int(n)) for lex, n in conn.execute(
+                f"SELECT lexeme, sum(chunks) FROM {SCHEMA}.lexemes WHERE lexeme = ANY(%s) GROUP BY lexeme",
+                (exact,)))
+        for prefix in prefixes:
+            df[(prefix, True)] = int(_one_row(conn.execute(
+                f"SELECT coalesce(sum(chunks), 0) FROM {SCHEMA}.lexemes WHERE lexeme >= %s AND lexeme < %s",
+                (prefix, prefix + "\U0010ffff")))[0])
+        return total, [min(total, sum(min((df.get(x, 0) for x in alt), default=0) for alt in alts))
+                       for alts in parsed]
 
     def lexical_expression(self, terms: Sequence[QueryTerm], op: str) -> str:
         """The tsquery :meth:`lexical_top_k` builds, written out with its terms (for ``--explain``)."""
@@ -436,7 +548,7 @@ class PgStore:
         where, params = _filter_sql(filters)
         query = sql.SQL(
             "WITH q AS (SELECT to_tsquery('english', %s) AS q) SELECT c.id, ts_rank(%s::float4[], c.fts, q.q) AS score"
-            " FROM {s}.chunks c, q WHERE c.fts @@ q.q AND {w} ORDER BY score DESC, c.id LIMIT %s"
+            " FROM {s}.chunks c, q WHERE c.fts OPERATOR({s}.@@) q.q AND {w} ORDER BY score DESC, c.id LIMIT %s"
         ).format(s=sql.Identifier(SCHEMA), w=where)
         try:
             with self.pool.connection() as conn:
@@ -582,34 +694,43 @@ class PgStore:
     def delete_uids(self, uids: Sequence[str]) -> int:
         """Delete the connecting member's own chunks with these ids (from every source of theirs that holds
         them: ``memsearch forget`` on the team store), in one transaction; a shared chunk of another member is
-        never deleted (row-level security allows a member to delete only their own rows). Returns the chunks
-        removed. Their vectors stay (keyed by content, readable only where a visible chunk holds it)."""
+        never deleted (row-level security allows a member to delete only their own rows). The vectors of the
+        content no chunk holds any more go in the same transaction (the schema's ``drop_orphan_vectors``: a vector
+        another member's chunk still uses stays). Returns the chunks removed."""
         if not uids:
             return 0
         self._counts.clear()
         with self.pool.connection() as conn, conn.transaction():
-            return conn.execute(f"DELETE FROM {SCHEMA}.chunks WHERE owner = current_user AND uid = ANY(%s)",
-                                (list(uids),)).rowcount
+            hashes = [r[0] for r in conn.execute(
+                f"DELETE FROM {SCHEMA}.chunks WHERE owner = current_user AND uid = ANY(%s) RETURNING hash",
+                (list(uids),))]
+            if hashes:
+                conn.execute(f"SELECT {SCHEMA}.drop_orphan_vectors(%s)", (sorted(set(hashes)),))
+            return len(hashes)
 
     def health(self, model: str | None) -> StoreHealth:
         """The counts of what the member sees (cached for :data:`COUNTS_TTL` seconds)."""
         return self._cached(("health", model), lambda: self._health(model))
 
     def _health(self, model: str | None) -> StoreHealth:
+        """From the kept counts (migration 7), a few rows whatever the size of the store: content awaiting a vector
+        is the distinct contents the member sees less those with a vector of ``model``."""
+        by_kind: dict[str, int] = {}
+        own = others = 0
         with self.pool.connection() as conn:
-            by_kind = dict(conn.execute(f"SELECT kind, count(*) FROM {SCHEMA}.chunks GROUP BY kind ORDER BY kind"))
-            own, others = _one_row(conn.execute(
-                f"SELECT count(*) FILTER (WHERE owner = current_user), count(*) FILTER (WHERE owner <> current_user)"
-                f" FROM {SCHEMA}.chunks"))
+            for kind, mine, n in conn.execute(f"SELECT kind, owner = current_user, sum(chunks) FROM {SCHEMA}.counts"
+                                              " GROUP BY 1, 2 ORDER BY 1, 2"):
+                if n:
+                    by_kind[kind] = by_kind.get(kind, 0) + int(n)
+                    own, others = (own + int(n), others) if mine else (own, others + int(n))
             sources = _one_row(conn.execute(f"SELECT count(*) FROM {SCHEMA}.sources"))[0]
             vectors = pending = 0
             if model is not None:
-                vectors = _one_row(conn.execute(f"SELECT count(*) FROM {SCHEMA}.vectors WHERE model = %s AND"
-                                                " embedding IS NOT NULL", (model,)))[0]
-                pending = _one_row(conn.execute(
-                    f"SELECT count(DISTINCT c.hash) FROM {SCHEMA}.chunks c WHERE NOT EXISTS"
-                    f" (SELECT 1 FROM {SCHEMA}.vectors v WHERE v.hash = c.hash AND v.model = %s)",
-                    (model,)))[0]
+                contents, held, vectors = (int(x) for x in _one_row(conn.execute(
+                    "SELECT coalesce(sum(hashes) FILTER (WHERE model = ''), 0),"
+                    " coalesce(sum(hashes) FILTER (WHERE model = %s), 0),"
+                    f" coalesce(sum(vectors) FILTER (WHERE model = %s), 0) FROM {SCHEMA}.contents", (model, model))))
+                pending = max(0, contents - held)
         return StoreHealth(chunks=own + others, by_kind=by_kind, sources=sources, pending_embeddings=pending,
                            vectors=vectors, own_chunks=own, shared_by_others=others)
 
@@ -692,6 +813,8 @@ def apply_team_init(admin_url: str, members: Sequence[str], vector_models: Seque
     try:
         with conn:
             version = migrate(conn)
+            with conn.transaction():  # the kept counts set from the rows again (a repair, should they drift)
+                conn.execute(RECOUNT_SQL)
             for model, dim in vector_models:
                 conn.execute(vector_index_sql(model, dim))
             for name in dict.fromkeys(members):

@@ -260,8 +260,11 @@ def test_a_version_4_team_database_gains_reply_to_and_keeps_its_rows(pg_server):
             admin.execute("INSERT INTO memsearch.sources(path, source, mtime_ns, size) VALUES ('/e', 'events', 1, 1)")
             admin.execute("INSERT INTO memsearch.chunks(uid, hash, source, path, seq, kind, text, fts)"
                           " VALUES ('old', 'H0', '/e', 'e', 0, 'event', 'an older turn', ''::tsvector)")
-            assert migrate(admin) == SCHEMA_VERSION == 5
+            assert migrate(admin) == SCHEMA_VERSION
             assert admin.execute("SELECT uid, reply_to FROM memsearch.chunks").fetchall() == [("old", "")]
+            # migration 7 starts the kept counts from the rows already there
+            assert admin.execute("SELECT owner, scope, kind, chunks FROM memsearch.counts").fetchall() == [
+                ("postgres", "private", "event", 1)]
         store = PgStore(url)
         try:
             assert [(p.hash, p.reply_to) for p in store.pending_embeddings(MODEL)] == [("H0", "")]
@@ -403,3 +406,113 @@ def test_browsing_and_forget_see_and_touch_only_what_row_level_security_allows(t
     assert all(alice.find_uid_prefix(uid) for uid in ("a-shared", "a-private", "a-event"))
     assert alice.delete_uids(["a-shared", "b-own"]) == 1  # her own one only
     assert bob.find_uid_prefix("a-shared") == [] and [r.uid for r, _, _ in bob.find_uid_prefix("b-own")] == ["b-own"]
+
+
+def kept_counts(conn: psycopg.Connection) -> dict[str, list[tuple]]:
+    """The kept counts; of ``counts`` and ``contents`` the rows not at 0 (a group's rows stay when it empties)."""
+    return {table: conn.execute(f"SELECT * FROM memsearch.{table} WHERE {nonzero} ORDER BY 1, 2, 3").fetchall()
+            for table, nonzero in (("counts", "chunks <> 0"), ("lexemes", "true"), ("hashes", "true"),
+                                   ("contents", "hashes <> 0 OR vectors <> 0"))}
+
+
+def test_the_kept_counts_stay_what_a_recount_of_the_rows_gives(team):
+    """Writes, deletes, scope changes, vectors and forgets by two members (the same content in both, shared and
+    private): the counts the triggers keep equal the ones computed from the rows."""
+    from indexer.store.pg_schema import RECOUNT_SQL
+
+    alice, bob = team.store("alice"), team.store("bob")
+    rng = np.random.default_rng(11)
+    alice_writes_team_memory(alice)
+    bob.write_batch(source("/bob/notes/same.md"), [
+        chunk("b-same", "the release checklist: run migrations before deploy", hash="H-shared", scope="shared"),
+        chunk("b-twice", "the release checklist: run migrations before deploy", hash="H-shared", seq=1),
+        chunk("b-own", "bob's deploy notes", hash="H-bob", seq=2)])
+    alice.put_embeddings(MODEL, [("H-shared", random_unit(rng, 1)[0]), ("H-event", None)])
+    bob.put_embeddings(MODEL, [("H-bob", random_unit(rng, 1)[0])])
+    alice.replace_source(source("/alice/notes/deploy.md"), [  # un-shared, one chunk gone, one new
+        chunk("a-shared", "the release checklist: run migrations before deploy", hash="H-shared"),
+        chunk("a-new", "a new line about the deploy window", hash="H-new", seq=1)])
+    bob.delete_uids(["b-twice"])
+    alice.delete_source("/alice/events/s1.jsonl")
+    with psycopg.connect(team.admin_url) as admin:
+        kept = kept_counts(admin)
+        with admin.transaction(force_rollback=True):
+            admin.execute(RECOUNT_SQL)
+            assert kept_counts(admin) == kept
+    assert kept["counts"] == [("alice", "private", "note", 2), ("bob", "private", "note", 1),
+                              ("bob", "shared", "note", 1)]
+    assert bob.health(MODEL).pending_embeddings == 0 and alice.health(MODEL).pending_embeddings == 1  # H-new
+    # H-shared is in alice's private group and bob's shared one: alice counts it in each (bob: H-shared, H-bob)
+    assert (alice.health(MODEL).vectors, bob.health(MODEL).vectors) == (2, 2)
+
+
+def test_member_search_reads_the_gin_index_and_row_level_security_still_filters(team):
+    alice, bob = team.store("alice"), team.store("bob")
+    alice_writes_team_memory(alice)
+    with psycopg.connect(team.urls["bob"]) as conn:
+        conn.execute("SET enable_seqscan = off")  # a 3-row table: say which plans the member's query may use
+        plan = "\n".join(r[0] for r in conn.execute(
+            "EXPLAIN SELECT id FROM memsearch.chunks WHERE fts OPERATOR(memsearch.@@) 'releas'::tsquery"))
+        assert "Index Cond" in plan and "chunks_fts_match" in plan
+        plan = "\n".join(r[0] for r in conn.execute(  # the built-in @@ cannot go before the policy's condition
+            "EXPLAIN SELECT id FROM memsearch.chunks WHERE fts @@ 'releas'::tsquery"))
+        assert "Index Cond" not in plan
+        assert conn.execute("SELECT uid FROM memsearch.chunks WHERE fts OPERATOR(memsearch.@@) 'releas'::tsquery"
+                            ).fetchall() == [("a-shared",)]
+    # document frequencies among the chunks each member sees: bob sees one of alice's three "release" chunks
+    with alice.pool.connection() as conn:
+        assert alice.term_frequencies(conn, ["'releas'", "'password' & 'rotat'", "'zzz'"]) == (3, [3, 1, 0])
+    with bob.pool.connection() as conn:
+        assert bob.term_frequencies(conn, ["'releas'", "'password' & 'rotat'"]) == (1, [1, 0])
+    assert uids(bob, lexical(bob, "release password", op="OR")) == {"a-shared"}
+
+
+def test_lexical_or_reads_the_rarest_terms_and_ranks_by_idf(team, monkeypatch):
+    """An OR query's candidates are the chunks of its rarest terms within the budget, the rare term's holders
+    first; the chunks of the common term join them only when those are too few to fill the list, and then at most
+    the budget of them."""
+    import indexer.store.postgres as pg
+
+    alice = team.store("alice")
+    rows = [chunk(f"common{i}", f"the pipeline step {i} ran", seq=i) for i in range(30)]
+    rows += [chunk("rare", "the flamingo pipeline", seq=30), chunk("rare-only", "a flamingo", seq=31)]
+    alice.write_batch(source("/m/p.md"), rows)
+    everything = {f"common{i}" for i in range(30)} | {"rare", "rare-only"}
+    ranked = lexical(alice, "flamingo pipeline", op="OR", limit=50)
+    assert uids(alice, ranked) == everything and uids(alice, ranked[:2]) == {"rare", "rare-only"}
+    monkeypatch.setattr(pg, "CANDIDATES", 10)  # the common term's 31 chunks exceed it
+    capped = lexical(alice, "flamingo pipeline", op="OR", limit=50)  # 2 rare ones cannot fill 50: 10 others join
+    assert capped[:2] == ranked[:2] and len(capped) == 12 and uids(alice, capped[2:]) < everything
+    monkeypatch.setattr(pg, "RESCORED", 1)  # 2 candidates for a list of 2: the common term's chunks are not read
+    assert lexical(alice, "flamingo pipeline", op="OR", limit=2) == ranked[:2]
+
+
+def test_forget_drops_the_vectors_no_chunk_holds_and_never_one_another_member_uses(team):
+    """bob's forget of his copy of alice's content keeps the vector her chunks use; alice's forget of content no
+    one else holds removes its vector; a member cannot call the cleanup on a vector that is still used, nor delete
+    vectors with raw SQL."""
+    alice, bob = team.store("alice"), team.store("bob")
+    rng = np.random.default_rng(4)
+    alice_writes_team_memory(alice)
+    bob.write_batch(source("/bob/notes/copy.md"), [
+        chunk("b-copy", "the release checklist: run migrations before deploy", hash="H-shared"),
+        chunk("b-only", "bob's own thought", hash="H-bob", seq=1)])
+    alice.put_embeddings(MODEL, [(h, random_unit(rng, 1)[0]) for h in ("H-shared", "H-private", "H-event")])
+    bob.put_embeddings(MODEL, [("H-bob", random_unit(rng, 1)[0])])
+
+    def vectors() -> set[str]:
+        with psycopg.connect(team.admin_url) as admin:
+            return {r[0] for r in admin.execute("SELECT hash FROM memsearch.vectors")}
+
+    assert vectors() == {"H-shared", "H-private", "H-event", "H-bob"}
+    assert bob.delete_uids(["b-copy", "b-only"]) == 2
+    assert vectors() == {"H-shared", "H-private", "H-event"}  # H-shared: alice's note still holds it
+    with psycopg.connect(team.urls["bob"], autocommit=True) as raw:
+        assert raw.execute("SELECT memsearch.drop_orphan_vectors(ARRAY['H-shared', 'H-private', 'H-event'])"
+                           ).fetchone()[0] == 0
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            raw.execute("DELETE FROM memsearch.vectors")
+    assert alice.delete_uids(["a-private", "a-event"]) == 2
+    assert vectors() == {"H-shared"}
+    assert alice.delete_uids(["a-shared"]) == 1 and vectors() == set()
+    assert alice.health(MODEL).vectors == 0
