@@ -313,12 +313,12 @@ class PgStore:
                 (paths,))}
             wanted = {(source.path, c.uid): c.scope for source, chunks in items for c in chunks}
             gone = sorted(set(held) - set(wanted))
-            dropped: list[str] = []
+            removed = 0
             if gone:
-                dropped = [r[0] for r in conn.execute(
+                removed = conn.execute(
                     f"DELETE FROM {SCHEMA}.chunks c USING unnest(%s::text[], %s::text[]) AS g(source, uid)"
-                    " WHERE c.owner = current_user AND c.source = g.source AND c.uid = g.uid RETURNING c.hash",
-                    ([g[0] for g in gone], [g[1] for g in gone]))]
+                    " WHERE c.owner = current_user AND c.source = g.source AND c.uid = g.uid",
+                    ([g[0] for g in gone], [g[1] for g in gone])).rowcount
             moved = sorted(k for k, scope in wanted.items() if k in held and held[k] != scope)
             if moved:  # a source shared or unshared since it was sent
                 conn.execute(
@@ -328,19 +328,15 @@ class PgStore:
             _upsert_sources(conn, [source for source, _ in items])
             added = _copy_chunks(conn, [(source.path, c) for source, chunks in items for c in chunks
                                         if (source.path, c.uid) not in held])
-            _drop_orphan_vectors(conn, dropped)  # after the new chunks: content that came back keeps its vector
-        return added, len(dropped)
+        return added, removed
 
     def delete_source(self, path: str) -> int:
-        """Delete the member's chunks of the source at ``path`` and the vectors of content no chunk holds any more
-        (as a forget does), in one transaction; returns the chunks removed."""
         self._counts.clear()
         with self.pool.connection() as conn, conn.transaction():
-            dropped = [r[0] for r in conn.execute(
-                f"DELETE FROM {SCHEMA}.chunks WHERE owner = current_user AND source = %s RETURNING hash", (path,))]
+            removed = conn.execute(f"DELETE FROM {SCHEMA}.chunks WHERE owner = current_user AND source = %s",
+                                   (path,)).rowcount
             conn.execute(f"DELETE FROM {SCHEMA}.sources WHERE path = %s", (path,))
-            _drop_orphan_vectors(conn, dropped)
-            return len(dropped)
+            return removed
 
     def sources(self) -> dict[str, SourceState]:
         with self.pool.connection() as conn:
@@ -708,7 +704,8 @@ class PgStore:
             hashes = [r[0] for r in conn.execute(
                 f"DELETE FROM {SCHEMA}.chunks WHERE owner = current_user AND uid = ANY(%s) RETURNING hash",
                 (list(uids),))]
-            _drop_orphan_vectors(conn, hashes)
+            if hashes:
+                conn.execute(f"SELECT {SCHEMA}.drop_orphan_vectors(%s)", (sorted(set(hashes)),))
             return len(hashes)
 
     def health(self, model: str | None) -> StoreHealth:
@@ -781,14 +778,6 @@ def _upsert_sources(conn: psycopg.Connection, sources: Sequence[SourceState]) ->
         [[s.path for s in sources], [s.source for s in sources], [s.mtime_ns for s in sources],
          [s.size for s in sources], [s.content_hash for s in sources], [s.consumed for s in sources],
          [s.head_hash for s in sources]])
-
-
-def _drop_orphan_vectors(conn: psycopg.Connection, hashes: Sequence[str]) -> None:
-    """Delete the vectors of these content hashes that no chunk holds any more, in the caller's transaction (the
-    schema's ``drop_orphan_vectors``, run with the administrator's rights: a vector another member's chunk still
-    uses stays)."""
-    if hashes:
-        conn.execute(f"SELECT {SCHEMA}.drop_orphan_vectors(%s)", (sorted(set(hashes)),))
 
 
 def _copy_chunks(conn: psycopg.Connection, rows: Sequence[tuple[str, ChunkRow]]) -> int:

@@ -516,29 +516,3 @@ def test_forget_drops_the_vectors_no_chunk_holds_and_never_one_another_member_us
     assert vectors() == {"H-shared"}
     assert alice.delete_uids(["a-shared"]) == 1 and vectors() == set()
     assert alice.health(MODEL).vectors == 0
-
-
-def test_a_source_replaced_or_deleted_by_a_sync_takes_the_vectors_no_chunk_holds_with_it(team):
-    """What a sync removes (an edited note's old chunks, a deleted source) leaves no vector behind on the team
-    store, as a forget does; content that comes back in the same replacement, or that another member holds,
-    keeps its vector."""
-    alice, bob = team.store("alice"), team.store("bob")
-    rng = np.random.default_rng(5)
-    alice.write_batch(source("/m/n.md"), [chunk("n1", "kept paragraph", hash="H-kept"),
-                                          chunk("n2", "old paragraph", hash="H-old", seq=1)])
-    alice.write_batch(source("/m/gone.md"), [chunk("g1", "a note deleted later", hash="H-gone"),
-                                             chunk("g2", "held by bob too", hash="H-both", seq=1)])
-    bob.write_batch(source("/bob/copy.md"), [chunk("b1", "held by bob too", hash="H-both")])
-    alice.put_embeddings(MODEL, [(h, random_unit(rng, 1)[0]) for h in ("H-kept", "H-old", "H-gone", "H-both")])
-
-    def vectors() -> set[str]:
-        with psycopg.connect(team.admin_url) as admin:
-            return {r[0] for r in admin.execute("SELECT hash FROM memsearch.vectors")}
-
-    # the note edited: its second paragraph changed, the first came back under a new uid (moved)
-    assert alice.replace_source(source("/m/n.md"), [chunk("n1b", "kept paragraph", hash="H-kept", seq=1),
-                                                     chunk("n3", "new paragraph", hash="H-new", seq=2)]) == (2, 2)
-    assert vectors() == {"H-kept", "H-gone", "H-both"}
-    assert alice.delete_source("/m/gone.md") == 2
-    assert vectors() == {"H-kept", "H-both"}  # H-both: bob's copy still holds it
-    assert alice.health(MODEL).vectors == 1  # H-kept: the vector of bob's private copy is not hers to see
