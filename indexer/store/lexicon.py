@@ -239,7 +239,8 @@ class Lexicon:
 
         if op not in ("AND", "OR"):
             raise ValueError(op)
-        order = [(self.key(phrase), phrase) for group in groups for phrase in group]
+        keyed = [[(self.key(phrase), phrase) for phrase in group] for group in groups]
+        order = [pair for group in keyed for pair in group]
         with conn:  # one read transaction: the totals, the top row id and the postings agree
             self._same_rows(conn)
             totals = self._run(conn, "SELECT memsearch_totals(chunks_fts) FROM chunks_fts LIMIT 1", ())
@@ -271,10 +272,10 @@ class Lexicon:
                 matching[p.ids] = True
         else:
             matching = np.ones(top + 1, dtype=bool)
-            for group in groups:
+            for group_keys in keyed:
                 has = np.zeros(top + 1, dtype=bool)
-                for phrase in group:
-                    has[held[self.key(phrase)].ids] = True
+                for key, _ in group_keys:
+                    has[held[key].ids] = True
                 matching &= has
         ids = np.flatnonzero(matching)
         found = scores[ids]

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
 import apsw
 
@@ -25,8 +26,10 @@ from indexer.base.cjk import query_bigrams
 from indexer.base.errors import UsageError
 from indexer.base.types import HIDDEN_STATUSES, KINDS
 from indexer.store import FilterSpec, HitRow, QueryTerm, Scored, sqlite
-from indexer.store.lexicon import Lexicon
 from indexer.store.vector_matrix import VectorMatrix
+
+if TYPE_CHECKING:  # the warm server's alone: a one-off process (the cold prompt hook) does not import it
+    from indexer.store.lexicon import Lexicon
 
 #: FTS5 column weights for bm25(): (title, body, context). The context column holds the previous turn of an event's
 #: session: low weight, so a turn's own words count most, but a short reply ("Yes, every Sunday") is still found by
@@ -133,6 +136,8 @@ class SqliteReader:
         """Rank the BM25 list from the postings of the phrases searches use, held in memory (:class:`Lexicon`,
         for a long-lived process): the same scores as FTS5's bm25(), without visiting every matching row."""
         if self.lexicon is None:
+            from indexer.store.lexicon import Lexicon
+
             self.lexicon = Lexicon(self.conn, (TITLE_WEIGHT, BODY_WEIGHT, CONTEXT_WEIGHT), sqlite.FTS_TOKENIZE)
         return self.lexicon
 

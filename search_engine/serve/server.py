@@ -359,17 +359,15 @@ class Server:
             self.vectors()  # refresh the in-memory copy now, while idle, not in the next request
         self.lexicon_warm()
 
-    def lexicon_warm(self) -> bool:
-        """Read BM25 postings into the lexicon for a moment (:meth:`indexer.store.lexicon.Lexicon.warm`); True
-        while some are left to read."""
+    def lexicon_warm(self) -> None:
+        """Read BM25 postings into the lexicon for a moment (:meth:`indexer.store.lexicon.Lexicon.warm`); the
+        serving loop asks its ``warming`` whether to come back at once."""
         if self.index is None:
-            return False
-        lexicon = self.index.keep_lexicon_in_memory()
+            return
         try:
-            return not lexicon.warm(self.index.conn, WARM_SLICE)
+            self.index.keep_lexicon_in_memory().warm(self.index.conn, WARM_SLICE)
         except apsw.Error as exc:
             _log(self.settings, f"lexicon not warmed: {exc}")
-            return False
 
     def serve(self, listener: socket.socket) -> None:
         selector = selectors.DefaultSelector()

@@ -59,7 +59,7 @@ def test_hook_start_up_stays_light(memory):
              "from hooks.entry import main; main(); "
              "print(','.join(m for m in ('typer', 'fastembed', 'onnxruntime', 'numpy', 'rich', 'click', 'starlette', "
              "'uvicorn', 'jinja2', 'indexer.pipeline', 'indexer.sources', 'indexer.chunker', 'zipfile', "
-             "'indexer.base.reports') "
+             "'indexer.base.reports', 'indexer.store.lexicon') "
              "if m in sys.modules), file=sys.stderr)")
     proc = subprocess.run([sys.executable, "-c", probe], input=json.dumps(prompt_payload("database locked export")),
                           capture_output=True, text=True, timeout=60)
