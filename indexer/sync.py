@@ -29,7 +29,7 @@ or as it is locally, and the next sync sends what is left; writes are idempotent
 from __future__ import annotations
 
 import socket
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from indexer.base.dburl import mask_url
@@ -145,7 +145,7 @@ def _rows(local: SqliteStore, settings: Settings, path: str) -> list[ChunkRow]:
     rows = local.chunk_rows(path)
     if not shared(settings, path):
         return rows
-    return [replace(r, scope="shared") if r.kind in SHAREABLE else r for r in rows]
+    return [r._replace(scope="shared") if r.kind in SHAREABLE else r for r in rows]
 
 
 def _push(local: SqliteStore, team: PgStore, settings: Settings, target: str, machine: str) -> SyncReport:
@@ -162,7 +162,7 @@ def _push(local: SqliteStore, team: PgStore, settings: Settings, target: str, ma
     size = 0
     for path, state in sorted(local.sources().items()):
         key = machine_key(machine, path)
-        wanted = replace(state, path=key)
+        wanted = state._replace(path=key)
         if ours.pop(key, None) == wanted and not resend:
             unchanged += 1
             continue

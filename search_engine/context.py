@@ -141,10 +141,9 @@ def relevant(query: ParsedQuery, hit: Hit, gate: Gate = DEFAULT_GATE, project: s
 def background(hits: Sequence[Hit]) -> float | None:
     """The median similarity of a result list (None without similarities: BM25 only).
 
-    >>> from dataclasses import replace
     >>> from indexer.base.types import Hit
     >>> hit = Hit("a1", "note", "", "", "", "a.md", None, None, None, None, None, None, 0.0, None, None)
-    >>> background([replace(hit, similarity=s) for s in (0.5, 0.2, None, 0.3)])
+    >>> background([hit._replace(similarity=s) for s in (0.5, 0.2, None, 0.3)])
     0.3
     """
     sims = sorted(h.similarity for h in hits if h.similarity is not None)

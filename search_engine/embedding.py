@@ -12,7 +12,7 @@ caller (the viewer) keeps one and pays for loading once.
 
 from __future__ import annotations
 
-import threading
+import _thread
 from typing import Literal, Union, cast
 
 from indexer.base.embedder import Embedder, ModelChoice, load_embedder, resolve_model
@@ -29,7 +29,7 @@ class QueryEmbedder:
 
     def __init__(self, settings: Settings, choice: ModelChoice, embedder: Embedder | None = None):
         self.settings, self.choice, self._embedder = settings, choice, embedder
-        self._lock = threading.Lock()
+        self._lock = _thread.allocate_lock()  # threading.Lock itself, without importing threading (~0.8 ms)
 
     @classmethod
     def resolve(cls, settings: Settings, embedder: EmbedderArg = "configured") -> QueryEmbedder:

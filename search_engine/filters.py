@@ -4,8 +4,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from datetime import date, timedelta
+from typing import NamedTuple
 
 from indexer.base.errors import UsageError
 from indexer.base.types import KINDS
@@ -22,6 +21,8 @@ def parse_date(value: str | None, *, end: bool = False) -> str | None:
     """
     if value is None or not value.strip():
         return None
+    from datetime import date, datetime, timedelta  # here: the prompt hook's filters take no dates
+
     text = value.strip().lower()
     today = date.today()
     m = _RELATIVE_RE.match(text)
@@ -35,16 +36,16 @@ def parse_date(value: str | None, *, end: bool = False) -> str | None:
             if len(text) == 10:
                 day = date.fromisoformat(text)
             else:
-                from datetime import datetime
-
                 return datetime.fromisoformat(value.strip()).strftime("%Y-%m-%dT%H:%M:%S")
         except ValueError:
             raise UsageError(f"invalid date {value!r}: use YYYY-MM-DD, an ISO timestamp, today, or 7d/2w/3m/1y") from None
     return f"{day.isoformat()}T23:59:59" if end else f"{day.isoformat()}T00:00:00"
 
 
-@dataclass(frozen=True)
-class Filters:
+class Filters(NamedTuple):
+    """What narrows a search. :meth:`build` makes them from what a user typed (dates read, the kind checked);
+    :func:`search_engine.search.search` checks the kind of any it is given (:meth:`checked`)."""
+
     kind: str | None = None
     category: str | None = None
     session: str | None = None
@@ -54,13 +55,15 @@ class Filters:
     all_status: bool = False
     exclude_session: str | None = None
 
-    def __post_init__(self) -> None:
+    def checked(self) -> Filters:
+        """These filters, once their kind is known to exist (else a :class:`UsageError` that names it)."""
         if self.kind is not None and self.kind not in KINDS:
             raise UsageError(f"invalid kind {self.kind!r}: use one of {', '.join(KINDS)}")
+        return self
 
     @classmethod
     def build(cls, *, since: str | None = None, until: str | None = None, **kw) -> Filters:
-        return cls(since=parse_date(since), until=parse_date(until, end=True), **kw)
+        return cls(since=parse_date(since), until=parse_date(until, end=True), **kw).checked()
 
     @property
     def selective(self) -> bool:

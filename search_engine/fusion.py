@@ -7,15 +7,13 @@ import math
 import re
 import sys
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Generic, NamedTuple, TypeVar
 
 K = TypeVar("K", bound=Hashable)
 _SPACE_RE = re.compile(r"\s+")
 
 
-@dataclass(frozen=True)
-class Fused(Generic[K]):
+class Fused(NamedTuple, Generic[K]):
     """A fused list and where each score came from: ``parts[key][i]`` is what input list ``i`` added to ``key``'s
     score (0.0 when the list does not hold it); ``normalised`` holds each list's scores as the fusion saw them
     (:func:`min_max` for :func:`fuse_by_score`; empty for rank fusion, which reads ranks only)."""
@@ -183,8 +181,7 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     return len(a & b) / len(a | b)
 
 
-@dataclass(frozen=True)
-class DedupDecision:
+class DedupDecision(NamedTuple):
     key: Hashable
     duplicate_of: Hashable
     similarity: float

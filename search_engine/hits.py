@@ -3,14 +3,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from indexer.base.types import Hit
 from indexer.store import HitRow
 
 
-@dataclass(frozen=True)
-class Scores:
+class Scores(NamedTuple):
     """Where a hit ranked: its fused score, its rank in each list and its score there (None: not in that list)."""
 
     score: float = 0.0

@@ -5,7 +5,8 @@ Korean is then re-ranked by how much of its own wording each candidate holds (:f
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import NamedTuple
 
 from indexer.base.cjk import CJK_RUN_RE
 from indexer.store import FilterSpec, HitRow, Store
@@ -22,12 +23,11 @@ from search_engine.query import ParsedQuery
 CJK_OVERLAP_WEIGHT = 10.0
 
 
-@dataclass(frozen=True)
-class LexicalResult:
+class LexicalResult(NamedTuple):
     ids: list[int]
     expression: str  # the query(s) the store actually ran, for --explain and --json
-    scores: dict[int, float] = field(default_factory=dict)  # BM25 (plus the CJK overlap bonus), higher is better
-    rows: dict[int, HitRow] = field(default_factory=dict)  # the candidates' rows when the re-ranking read them
+    scores: Mapping[int, float] = MappingProxyType({})  # BM25 (plus the CJK overlap bonus), higher is better
+    rows: Mapping[int, HitRow] = MappingProxyType({})  # the candidates' rows when the re-ranking read them
 
 
 def cjk_bigrams(text: str) -> frozenset[str]:

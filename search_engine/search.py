@@ -13,9 +13,8 @@ False
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from datetime import datetime
-from typing import cast
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, NamedTuple, cast
 
 from indexer.base.cjk import CJK_SHARE_LIMIT, cjk_share, english_only
 from indexer.base.embedder import ModelChoice
@@ -34,6 +33,9 @@ from search_engine.query import ParsedQuery
 from search_engine.reading import one_line, open_team_for_search, reading, team_errors
 from search_engine.timeexpr import time_window
 
+if TYPE_CHECKING:
+    from datetime import datetime
+
 MODES = ("hybrid", "bm25", "vector")
 CJK_QUERY_SHARE = CJK_SHARE_LIMIT
 MAX_K = 200
@@ -44,8 +46,7 @@ MAX_K = 200
 TIME_BOOST = 0.25
 
 
-@dataclass(frozen=True)
-class Request:
+class Request(NamedTuple):
     """One search as :func:`search` checked it: the parsed query, what to run and how, and with which model."""
 
     settings: Settings
@@ -118,7 +119,7 @@ def search(
     if not 1 <= k <= MAX_K:
         raise UsageError(f"-k must be between 1 and {MAX_K}")
     parsed = query if isinstance(query, ParsedQuery) else ParsedQuery.parse(query)
-    request = Request(settings, parsed, mode, k, filters or Filters(), raw, explain,
+    request = Request(settings, parsed, mode, k, Filters() if filters is None else filters.checked(), raw, explain,
                       QueryEmbedder.resolve(settings, embedder), now)
     if mode == "vector" and not request.choice.available:
         raise ModelUnavailable(f"--mode vector needs an embedding model: {request.choice.reason}")
@@ -139,7 +140,7 @@ def search(
                 team.close()
     with reading(settings) as index:
         result = _search(request, index)
-    return replace(result, health=replace(result.health, store_reason=f"{reason}: searched the local index"))
+    return result._replace(health=result.health._replace(store_reason=f"{reason}: searched the local index"))
 
 
 def _search(request: Request, store: Store | None) -> SearchResult:
@@ -171,9 +172,9 @@ def _search(request: Request, store: Store | None) -> SearchResult:
     # time (apsw raises ThreadingViolationError rather than wait).
     pending = _background().submit(embed) if wants_vectors and mode_used == "hybrid" else None
     lexical_ids: list[int] = []
-    bm25_scores: dict[int, float] = {}
+    bm25_scores: Mapping[int, float] = {}
     expression = None
-    rows: dict[int, HitRow] = {}
+    rows: Mapping[int, HitRow] = {}
     if mode_used in ("hybrid", "bm25"):
         lexical = lexical_search(store, query, filters, pool, raw=request.raw)
         lexical_ids, expression, bm25_scores, rows = lexical.ids, lexical.expression, lexical.scores, lexical.rows

@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:  # the functions that read a time import datetime: most queries name none (the hook saves ~1 ms)
+    from datetime import date, datetime
 
 MONTHS = {name: i for i, names in enumerate(
     (("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",), ("june", "jun"),
@@ -87,8 +89,7 @@ def _may_match(needs: tuple, words: set[str], digit: bool) -> bool:
     return all(digit if need == DIGIT else not need.isdisjoint(words) for need in needs)
 
 
-@dataclass(frozen=True)
-class TimeWindow:
+class TimeWindow(NamedTuple):
     """``[start, end)`` as local ISO timestamps, and the words of the query it was read from."""
 
     start: str
@@ -105,7 +106,10 @@ def time_window(query: str, now: datetime | None = None) -> TimeWindow | None:
     digit = any(ch.isdigit() for ch in query)
     if not digit and HINT_WORDS.isdisjoint(words):
         return None
-    now = now or datetime.now()
+    if now is None:
+        from datetime import datetime
+
+        now = datetime.now()
     for i, (_, _, kind, needs) in enumerate(GRAMMAR):
         if not _may_match(needs, words, digit):
             continue
@@ -118,16 +122,22 @@ def time_window(query: str, now: datetime | None = None) -> TimeWindow | None:
 
 
 def _month_start(year: int, month: int) -> date:
+    from datetime import date
+
     return date(year, month, 1)
 
 
 def _next_month(day: date) -> date:
+    from datetime import date
+
     return date(day.year + (day.month == 12), day.month % 12 + 1, 1)
 
 
 def resolve(kind: str, m: re.Match, today: date) -> tuple[date, date] | None:
     """``[start, end)`` of what a match of one of :data:`GRAMMAR`'s patterns names (its resolver ``kind``), seen
     from ``today``; None when it names no day that exists."""
+    from datetime import date, timedelta
+
     g = m.groupdict()
     try:
         if kind == "iso_day":
@@ -176,6 +186,8 @@ def resolve(kind: str, m: re.Match, today: date) -> tuple[date, date] | None:
 
 
 def _relative(which: str, unit: str, today: date) -> tuple[date, date]:
+    from datetime import date, timedelta
+
     current = which == "this"
     if unit in ("week", "weekend"):
         monday = today - timedelta(days=today.weekday())

@@ -21,8 +21,6 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import xxhash
-
 MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
           "November", "December")
 
@@ -59,6 +57,8 @@ def embed_input(title: str, text: str, speaker: str | None = None, ts: str | Non
 def content_hash(title: str, text: str, speaker: str | None = None, ts: str | None = None, reply_to: str = "") -> str:
     """xxh3-128 of :func:`embed_input`: a vector is computed once per distinct content and model, and the same
     words in reply to another turn are another content."""
+    import xxhash  # here: the read path (the prompt hook's) hashes nothing
+
     return xxhash.xxh3_128_hexdigest(embed_input(title, text, speaker, ts, reply_to).encode("utf-8", "surrogatepass"))
 
 

@@ -20,10 +20,9 @@ import importlib.util
 import os
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Protocol, cast
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol, cast
 
 from indexer.base.errors import ModelUnavailable
 from indexer.base.settings import Settings
@@ -49,8 +48,7 @@ class Embedder(Protocol):
     def embed_query(self, text: str) -> bytes: ...
 
 
-@dataclass(frozen=True)
-class ModelChoice:
+class ModelChoice(NamedTuple):
     """The model that would be used, found without importing anything heavy."""
 
     available: bool

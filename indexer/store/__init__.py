@@ -3,8 +3,8 @@
 A backend is a class that satisfies :class:`Store`: :class:`indexer.store.local.SqliteStore` (the local index,
 its writing half :mod:`indexer.store.sqlite_write` and its reading half :mod:`indexer.store.sqlite_read`, the
 file opened by :mod:`indexer.store.sqlite`) and :class:`indexer.store.postgres.PgStore` (a team's PostgreSQL +
-pgvector). The shapes it takes and returns are the frozen dataclasses below, so nothing above the store sees a
-connection, a cursor or SQL. ``tests/test_store_contract.py`` is the suite every backend passes.
+pgvector). The shapes it takes and returns are the named tuples below (the prompt hook reads through them: see
+:mod:`indexer.base.types`), so nothing above the store sees a connection, a cursor or SQL. ``tests/test_store_contract.py`` is the suite every backend passes.
 
 The contract, for any backend:
 
@@ -39,19 +39,19 @@ chunk holds at the end of a run, and its ``health`` estimates the pending count 
 its upkeep methods (delete chunks by id, FTS merge, VACUUM, checkpoint, integrity check).
 """
 
-from __future__ import annotations
+# Without ``from __future__ import annotations``: a named tuple checks its field annotations when it is built,
+# and each one written as a string is compiled then (~20 µs); the prompt hook builds these on every start.
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Literal, Protocol, runtime_checkable
+from types import MappingProxyType
+from typing import Literal, NamedTuple, Protocol, runtime_checkable
 
 from indexer.base.chunktext import embed_input
 
 Scope = Literal["private", "shared"]
 
 
-@dataclass(frozen=True)
-class ChunkRow:
+class ChunkRow(NamedTuple):
     """One chunk as the store keeps it: :class:`indexer.base.types.Chunk`'s columns plus what the writer derives.
 
     ``context`` is the text the lexical index also sees at low weight (an event's previous turn in its session);
@@ -81,8 +81,7 @@ class ChunkRow:
     scope: Scope = "private"
 
 
-@dataclass(frozen=True)
-class SourceState:
+class SourceState(NamedTuple):
     """What the indexer remembers of one source file to re-read only what changed (``consumed``: bytes of an
     append-only event log already indexed; ``head_hash``: a hash of its first bytes, to notice a rewrite)."""
 
@@ -95,8 +94,7 @@ class SourceState:
     head_hash: str | None = None
 
 
-@dataclass(frozen=True)
-class PendingText:
+class PendingText(NamedTuple):
     """Content to embed: its hash and the fields :func:`indexer.base.chunktext.embed_input` builds the text from;
     ``id`` is the chunk they were read from (the oldest holding the hash), what ``after`` reads on from."""
 
@@ -114,16 +112,14 @@ class PendingText:
         return embed_input(self.title, self.text, self.speaker, self.ts, self.reply_to)
 
 
-@dataclass(frozen=True)
-class Scored:
+class Scored(NamedTuple):
     """A chunk id and its score in one list: BM25-like relevance (higher is better) or cosine distance (lower)."""
 
     id: int
     score: float
 
 
-@dataclass(frozen=True)
-class HitRow:
+class HitRow(NamedTuple):
     """The columns a search hit is built from."""
 
     id: int
@@ -144,12 +140,11 @@ class HitRow:
     scope: Scope = "private"
 
 
-@dataclass(frozen=True)
-class StoreHealth:
+class StoreHealth(NamedTuple):
     """Counts over what the connecting member can see; ``own``/``shared_by_others`` split them on a team store."""
 
     chunks: int
-    by_kind: Mapping[str, int] = field(default_factory=dict)
+    by_kind: Mapping[str, int] = MappingProxyType({})
     sources: int = 0
     pending_embeddings: int = 0
     vectors: int = 0

@@ -97,17 +97,6 @@ def fts5_query(terms: Sequence[QueryTerm], op: str = "AND") -> str:
     return f" {op} ".join(fts5_term(t) for t in terms)
 
 
-_HIT_FIELDS = tuple(HIT_COLUMNS.split(", "))
-
-
-def _hit_row(row: tuple, _new=object.__new__) -> HitRow:
-    """``HitRow(*row)`` without the frozen dataclass's ``__init__``, which sets each of its 16 fields through
-    ``object.__setattr__``: a search builds one per candidate (measured: 2.1 -> 0.7 µs a row, 0.1 ms a search)."""
-    hit = _new(HitRow)
-    hit.__dict__.update(zip(_HIT_FIELDS, row), owner=None, scope="private")
-    return hit
-
-
 def _as_blob(vector: bytes | Sequence[float]) -> bytes:
     return bytes(vector) if isinstance(vector, (bytes, bytearray, memoryview)) else array("f", vector).tobytes()
 
@@ -275,7 +264,7 @@ class SqliteReader:
         if not ids:
             return {}
         marks = ",".join("?" * len(ids))
-        return {row[0]: _hit_row(row) for row in
+        return {row[0]: HitRow(*row) for row in
                 self.conn.execute(f"SELECT {HIT_COLUMNS} FROM chunks WHERE id IN ({marks})", list(ids))}
 
     def find_uid_prefix(self, prefix: str, limit: int = 2) -> list[tuple[HitRow, str, int]]:

@@ -9,8 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import apsw
 
@@ -27,8 +26,7 @@ _STORED_COLUMNS = ("id, uid, kind, category, title, text, path, line_start, line
 PIECE = 500
 
 
-@dataclass(frozen=True)
-class StoredChunk:
+class StoredChunk(NamedTuple):
     """A chunk as the local index holds it: its row id, the source it came from (``file``, absolute) and its
     place in it (``seq``); what ``forget`` lists and what a rebuild carries over from the old index."""
 

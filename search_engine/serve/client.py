@@ -65,12 +65,10 @@ def remote_search(settings: Settings, query: str, *, mode: str, k: int, filters:
     this memory root, it serves another index or model, or it does not answer in time (then search here)."""
     if server_pid(settings) is None:
         return None
-    import dataclasses
-
     from indexer.base.dburl import fingerprint
 
     answer = request(settings, {"op": "search", "query": query, "mode": mode, "k": k, "raw": raw, "explain": explain,
-                                "filters": dataclasses.asdict(filters), "settings": tuning(settings),
+                                "filters": filters._asdict(), "settings": tuning(settings),
                                 "db": str(settings.db_path), "model": settings.model,
                                 "model_dir": str(settings.model_dir) if settings.model_dir else None,
                                 "team": fingerprint(settings.db_url) or ""}, timeout)

@@ -12,7 +12,6 @@ one-line message, never a traceback.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Annotated
 
 from pydantic import Field
@@ -133,7 +132,7 @@ def build(settings: Settings):
                                                     "are skipped).")],
     ) -> list[dict]:
         """Step 3: the full items for these ids, with source path, lines, date, session and project."""
-        return [dataclasses.asdict(h) for h in get_many(settings, ids[:20])]
+        return [h._asdict() for h in get_many(settings, ids[:20])]
 
     @server.tool()
     @_tool_errors

@@ -20,7 +20,6 @@ the answer is ``{"ok": true, …}`` or ``{"ok": false, "error": "…"}``.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import selectors
 import signal
@@ -42,6 +41,7 @@ from indexer.base.locks import LockTimeout, file_lock
 from indexer.base.paths import SERVE_LOCK, SERVE_LOG, SERVE_PID, SERVE_SOCK, SERVE_STARTING
 from indexer.base.private import append_line, private_dirs
 from indexer.base.settings import Settings, resolve_settings, with_tuning
+from indexer.base.types import plain
 from indexer.pipeline import embed_pending, ingest, pending_count, pending_estimate, source_roots
 from indexer.store import sqlite as store
 from indexer.store.local import SqliteStore
@@ -255,7 +255,7 @@ class Server:
             if settings is None:
                 return {"ok": False, "error": "this server runs for another index or model"}
             filters = Filters(**{k: v for k, v in (request.get("filters") or {}).items()
-                                 if k in {f.name for f in dataclasses.fields(Filters)}})
+                                 if k in Filters._fields})
             self.vectors()
             team = self.team_store()
             result = search(
@@ -270,7 +270,7 @@ class Server:
             render = request.get("render")
             if render is not None:
                 return self.rendered(result.hits, str(request.get("query", "")), render)
-            return {"ok": True, "result": dataclasses.asdict(result)}
+            return {"ok": True, "result": plain(result)}
         return {"ok": False, "error": f"unknown op {op!r}"}
 
     @staticmethod

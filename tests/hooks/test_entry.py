@@ -54,12 +54,13 @@ def test_plugin_wrapper_runs_the_hook(memory):
 
 
 def test_hook_start_up_stays_light(memory):
-    """The cold path (no server) searches BM25 and imports none of the indexer, nor the model's packages."""
+    """The cold path (no server) searches BM25 and imports none of the indexer, nor the model's packages, nor
+    ``dataclasses`` (with ``inspect``), nor what only writing (``xxhash``) or a time in the query (``datetime``) needs."""
     probe = ("import sys, runpy; sys.argv = ['memsearch-hook', 'prompt']; "
              "from hooks.entry import main; main(); "
              "print(','.join(m for m in ('typer', 'fastembed', 'onnxruntime', 'numpy', 'rich', 'click', 'starlette', "
              "'uvicorn', 'jinja2', 'indexer.pipeline', 'indexer.sources', 'indexer.chunker', 'zipfile', "
-             "'indexer.base.reports', 'indexer.store.lexicon') "
+             "'indexer.base.reports', 'indexer.store.lexicon', 'dataclasses', 'inspect', 'xxhash', 'datetime') "
              "if m in sys.modules), file=sys.stderr)")
     proc = subprocess.run([sys.executable, "-c", probe], input=json.dumps(prompt_payload("database locked export")),
                           capture_output=True, text=True, timeout=60)

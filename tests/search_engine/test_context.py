@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from indexer.base.types import Hit
 from search_engine.context import DEFAULT_GATE, Gate, format_context, relevant
 from search_engine.query import ParsedQuery
@@ -20,7 +18,7 @@ def _hit(text: str, *, similarity: float | None = None, project: str | None = No
 def test_close_meaning_passes_without_shared_words():
     hit = _hit("the nightly job retries when sqlite reports contention", similarity=0.6)
     assert relevant(Q("why does the ledger export fail"), hit)
-    assert not relevant(Q("why does the ledger export fail"), replace(hit, similarity=0.3))
+    assert not relevant(Q("why does the ledger export fail"), hit._replace(similarity=0.3))
 
 
 def test_shared_words_need_some_closeness_when_the_similarity_is_known():
@@ -28,10 +26,10 @@ def test_shared_words_need_some_closeness_when_the_similarity_is_known():
     query = "ledger export failure"
     assert relevant(Q(query), hit)
     # the same words, but a meaning far from the prompt (below coverage_similarity): not injected
-    assert not relevant(Q(query), replace(hit, similarity=DEFAULT_GATE.coverage_similarity - 0.05))
+    assert not relevant(Q(query), hit._replace(similarity=DEFAULT_GATE.coverage_similarity - 0.05))
     # BM25 only (no similarity): the words decide alone
-    assert relevant(Q(query), replace(hit, similarity=None))
-    assert not relevant(Q("ledger reconciliation totals mismatch"), replace(hit, similarity=None))
+    assert relevant(Q(query), hit._replace(similarity=None))
+    assert not relevant(Q("ledger reconciliation totals mismatch"), hit._replace(similarity=None))
 
 
 def test_another_projects_hit_needs_the_stricter_bar():
@@ -39,9 +37,9 @@ def test_another_projects_hit_needs_the_stricter_bar():
     hit = _hit("unrelated words only", similarity=0.55, project="billing")
     assert relevant(Q("q about something"), hit, gate, project="billing")
     assert not relevant(Q("q about something"), hit, gate, project="frontend")
-    assert relevant(Q("q about something"), replace(hit, similarity=0.61), gate, project="frontend")
+    assert relevant(Q("q about something"), hit._replace(similarity=0.61), gate, project="frontend")
     # a hit of no project (a global note) is never foreign; nor is anything when the prompt's project is unknown
-    assert relevant(Q("q about something"), replace(hit, project=None), gate, project="frontend")
+    assert relevant(Q("q about something"), hit._replace(project=None), gate, project="frontend")
     assert relevant(Q("q about something"), hit, gate, project=None)
 
 
@@ -70,20 +68,20 @@ def test_a_clear_winner_of_both_lists_passes_below_the_absolute_bar():
     _, chosen = format_context(Q(query), [winner, *rest])
     assert [h.id for h in chosen] == ["w" * 12]
     # the same score does not stand out in a list where everything is about as close
-    flat = [replace(h, similarity=0.42) for h in rest]
+    flat = [h._replace(similarity=0.42) for h in rest]
     assert format_context(Q(query), [winner, *flat]) == ("", [])
     # nor does a hit only one list ranks near the top
-    assert format_context(Q(query), [replace(winner, bm25_rank=9), *rest]) == ("", [])
+    assert format_context(Q(query), [winner._replace(bm25_rank=9), *rest]) == ("", [])
 
 
 def test_block_never_shows_an_item_twice_and_titles_read_well():
     prompt = _hit("Make the nightly export resumable after a crash", similarity=0.8, uid="p" * 12)
-    prompt = replace(prompt, title="prompt · user")
+    prompt = prompt._replace(title="prompt · user")
     summary = Hit("s" * 12, "note", "session", "Session s1 > Prompts",
                   "## Prompts\n- Make the nightly export resumable after a crash\n- Run the tests", "sessions/s1.md",
                   10, 14, "2026-11-20T00:00:00", "s1", None, None, 0.4, 2, 2, None, None, 0.8)
-    tool = replace(_hit("Bash: pytest tests/test_export.py\n3 passed", similarity=0.8, uid="t" * 12),
-                   title="tool · Bash")
+    tool = _hit("Bash: pytest tests/test_export.py\n3 passed", similarity=0.8, uid="t" * 12)._replace(
+        title="tool · Bash")
     block, chosen = format_context(Q("nightly export resumable"), [prompt, summary, tool])
     assert [h.id for h in chosen] == ["p" * 12, "t" * 12]
     assert block.count("Make the nightly export resumable") == 1

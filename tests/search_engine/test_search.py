@@ -140,14 +140,16 @@ def test_excluding_a_session(indexed, fake):
     assert hits and all(h.session_id != "7f3c9a" for h in hits)
 
 
-def test_dates_and_bad_filters():
+def test_dates_and_bad_filters(indexed):
     assert parse_date("2026-01-05") == "2026-01-05T00:00:00"
     assert parse_date("2026-01-05T10:11:12") == "2026-01-05T10:11:12"
     assert parse_date("7d") < parse_date("today")
     with pytest.raises(UsageError, match="invalid date"):
         parse_date("last tuesday")
     with pytest.raises(UsageError, match="invalid kind"):
-        Filters(kind="memo")
+        Filters.build(kind="memo")
+    with pytest.raises(UsageError, match="invalid kind"):  # the warm server's request carries its filters as given
+        search(indexed, "retry", mode="bm25", filters=Filters(kind="memo"), embedder=None)
 
 
 def test_modes_and_ranks(indexed, fake):
