@@ -140,9 +140,16 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run() -> None:
-    """Console script: always exit 0."""
+    """Console script: always exit 0, and skip the interpreter's clean-up. By then the event is recorded, the
+    index closed and the output written; tearing down the modules a prompt imports would cost ~7 ms of CPU more
+    (measured in a new process: a tenth of the cold hook), for nothing the next process needs."""
     main()
-    sys.exit(0)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed or broken pipe: nothing more can be said there
+            pass
+    os._exit(0)
 
 
 if __name__ == "__main__":
