@@ -118,9 +118,10 @@ def _index(settings: Settings, paths, full: bool, embedder, progress, lock_timeo
         store.close()
 
 
-def ingest(settings: Settings, paths: list[Path], *, lock_timeout: float = 0.2) -> bool:
+def ingest(settings: Settings, paths: list[Path], *, lock_timeout: float = 0.2, vanished: bool = False) -> bool:
     """Index just ``paths`` for BM25, fast, for hooks: no embedding, no report. Returns False when another run
-    holds the writer lock (that run, or the next one, picks the sources up).
+    holds the writer lock (that run, or the next one, picks the sources up). ``vanished``: also drop recorded
+    sources elsewhere whose file is gone (:func:`indexer.scan.scan`; the warm server's rescan of every source).
 
     A path that is, or lies under, a symlink leading out of the memory root and the extra sources (a linked
     ``events/`` folder or log) is not read: ``memsearch index`` and the server refuse it too.
@@ -133,7 +134,7 @@ def ingest(settings: Settings, paths: list[Path], *, lock_timeout: float = 0.2) 
     store = SqliteStore.open(settings.db_path, io_wait=lock_timeout)  # a hook does not wait out a deleted -wal
     try:
         with file_lock(settings.state_dir / WRITER_LOCK, lock_timeout), sqlite.damage_guard(settings.db_path):
-            scan(settings, store, paths, False, None)
+            scan(settings, store, paths, False, None, vanished=vanished)
         return True
     except LockTimeout:
         return False

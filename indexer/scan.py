@@ -46,9 +46,14 @@ def chunker_signature(settings: Settings) -> str:
 
 
 def scan(settings: Settings, store: SqliteStore, paths: list[Path] | None, full: bool,
-         progress: Progress | None) -> tuple[SourceWriter, list[str]]:
+         progress: Progress | None, *, vanished: bool = False) -> tuple[SourceWriter, list[str]]:
     """Bring the chunks of the sources (all, or those under ``paths``) up to date; returns the run's writer
-    (counts, skipped sources) and notes for the report. The caller holds the writer lock."""
+    (counts, skipped sources) and notes for the report. The caller holds the writer lock.
+
+    ``vanished`` (a scoped scan of every source, the warm server's): the recorded sources outside ``paths`` whose
+    file no longer exists go too, as a whole scan removes them: a memory root moved elsewhere. Left, its events
+    would be found twice (the same turn indexed again at its new place, with another id when its reply context
+    differs) until the next whole scan."""
     chunker = chunker_signature(settings)
     notes: list[str] = []
     recorded = store.get_meta("chunker")
@@ -70,6 +75,8 @@ def scan(settings: Settings, store: SqliteStore, paths: list[Path] | None, full:
     # when the memory root moved. Its chunks must leave before the files that replace it arrive, because a chunk's
     # id comes from its path relative to the root and the same note at its new place would collide with them.
     gone = [k for k in known if k not in seen and (not paths or in_scope(k, scope))]
+    if paths and vanished:
+        gone += [k for k in store.sources() if k not in known and not in_scope(k, scope) and not os.path.lexists(k)]
     with WriteBatches(store, run.written) as batches:
         for key in gone:
             run.remove(key)

@@ -40,7 +40,12 @@ class SqliteWriter(SqliteUpkeep):
     def write_batch(self, source: SourceState, chunks: Sequence[ChunkRow]) -> int:
         """Record ``source`` and add ``chunks`` (uids already stored are skipped) in one transaction, or in the
         caller's open one; returns the number of chunks added. Each added chunk gets its FTS5 row: the title
-        (with an event's date), the body and the low-weight context, all in :func:`index_form`."""
+        (with an event's date), the body and the low-weight context, all in :func:`index_form`.
+
+        A uid another source holds moves to this one (a chunk's uid is its path under the memory root, its place
+        and its content, so only a copy of the same file elsewhere can hold it: a moved or copied memory root).
+        Left with the other source, it would go when that source goes, while this one, recorded as read, would
+        never be read again."""
         with self.transaction():
             self._upsert_source(source)
             return self._add_chunks(source.path, chunks)
@@ -71,6 +76,8 @@ class SqliteWriter(SqliteUpkeep):
                      index_form(c.context)),
                 )
                 added += 1
+            else:
+                conn.execute("UPDATE chunks SET file = ? WHERE uid = ? AND file <> ?", (file, c.uid, file))
         return added
 
     def delete_source(self, path: str) -> int:

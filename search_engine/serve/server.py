@@ -348,7 +348,7 @@ class Server:
         scanned = now - self.last_scan >= RESCAN_EVERY
         if scanned:
             self.last_scan = now
-            ingest(self.settings, source_roots(self.settings), lock_timeout=0)
+            ingest(self.settings, source_roots(self.settings), lock_timeout=0, vanished=True)
         conn = self.connection()
         # the kept counts' estimate at each idle moment; the exact count (a scan: ~130 ms at 100k chunks) with each
         # rescan, for content the estimate misses while orphan vectors are left

@@ -15,7 +15,7 @@ from indexer.base.chunktext import REPLY_CHARS, content_hash, embed_input, short
 from indexer.base.settings import resolve_settings
 from indexer.chunker import CHUNKER_VERSION
 from indexer.maintain import check_index
-from indexer.pipeline import embed_pending, index, ingest, pending_count
+from indexer.pipeline import embed_pending, index, ingest, pending_count, source_roots
 from indexer.rebuild import rebuild
 from indexer.status import status
 from indexer.store import sqlite as store
@@ -255,6 +255,58 @@ def test_a_moved_memory_root_is_reindexed_at_its_new_place(sample_home, settings
     index(again, embedder=fake)
     hits = search(again, "pelicans", mode="bm25", embedder=None).hits
     assert [h.path for h in hits] == ["daily/2026-11-21.md"]
+
+
+
+def _files_and_chunks(settings):
+    conn = store.connect(settings.db_path)
+    try:
+        files = dict(conn.execute("SELECT f.path, count(c.id) FROM files f LEFT JOIN chunks c ON c.file = f.path"
+                                  " GROUP BY f.path").fetchall())
+        return files, conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+    finally:
+        conn.close()
+
+
+def _moved(sample_home, settings, fake, monkeypatch, how):
+    first = index(settings, embedder=fake)
+    moved = sample_home.with_name("moved-memory")
+    how(sample_home, moved)
+    monkeypatch.setenv("MEMSEARCH_HOME", str(moved))
+    return first, moved, resolve_settings(moved)
+
+
+def test_a_root_moved_then_rescanned_by_the_server_loses_nothing_and_shows_nothing_twice(
+        sample_home, settings, fake, monkeypatch):
+    """The warm server's rescan (every source, scoped) runs before any whole scan: the old place's sources go at
+    once, and the whole scan after it still finds every chunk."""
+    first, moved, again = _moved(sample_home, settings, fake, monkeypatch, Path.rename)
+    assert ingest(again, source_roots(again), vanished=True)
+    files, chunks = _files_and_chunks(again)
+    assert chunks == first.chunks_added and all(p.startswith(str(moved) + "/") for p in files)
+    index(again, embedder=fake)
+    assert _files_and_chunks(again) == (files, chunks)
+    assert search(again, "pelicans OR export", mode="bm25", embedder=None).hits
+
+
+def test_a_root_copied_elsewhere_keeps_its_chunks_through_a_hook_ingest_and_a_whole_scan(
+        sample_home, settings, fake, monkeypatch):
+    """Another copy's sources still exist, so a scoped scan leaves them; the copy being read takes over the chunks
+    it shares with them (same path under the root, place and content) rather than being recorded as read with
+    none, and the whole scan that then drops the old copy's sources leaves every chunk in place."""
+    import shutil
+
+    first, moved, again = _moved(sample_home, settings, fake, monkeypatch,
+                                 lambda a, b: shutil.copytree(a, b, ignore=shutil.ignore_patterns(".memsearch")))
+    shutil.copytree(sample_home / ".memsearch", moved / ".memsearch")
+    assert ingest(again, source_roots(again))
+    files, chunks = _files_and_chunks(again)
+    assert chunks >= first.chunks_added
+    assert all(n == 0 for p, n in files.items() if p.startswith(str(sample_home) + "/"))
+    index(again, embedder=fake)
+    files, chunks = _files_and_chunks(again)
+    assert chunks == first.chunks_added and all(p.startswith(str(moved) + "/") for p in files)
+    assert search(again, "pelicans OR export", mode="bm25", embedder=None).hits
 
 
 # How events are indexed for retrieval: the previous turn as a low-weight FTS column, what an event is embedded
