@@ -4,7 +4,7 @@ other commands are in :mod:`indexer.base.reports`.
 The shapes of a search are named tuples, immutable like the frozen dataclasses of the reports: the prompt hook
 imports them on every prompt, and without a server its path imports no ``dataclasses``. Measured in a new process:
 ``dataclasses`` (with the ``inspect``, ``ast`` and ``dis`` it imports) and the 19 frozen dataclasses of that path
-cost ~15 ms of CPU, a fifth of the hook's; a named tuple is built in ~0.1 ms. :func:`to_json` serialises any of
+cost ~15 ms of CPU, a fifth of the hook's; a named tuple is built in ~0.15 ms. :func:`to_json` serialises any of
 them, dataclasses and named tuples (or lists of them), with orjson, so the ``--json`` output of every command has
 one stable shape; :func:`plain` gives the same as built-in values.
 """

@@ -4,7 +4,8 @@ A backend is a class that satisfies :class:`Store`: :class:`indexer.store.local.
 its writing half :mod:`indexer.store.sqlite_write` and its reading half :mod:`indexer.store.sqlite_read`, the
 file opened by :mod:`indexer.store.sqlite`) and :class:`indexer.store.postgres.PgStore` (a team's PostgreSQL +
 pgvector). The shapes it takes and returns are the named tuples below (the prompt hook reads through them: see
-:mod:`indexer.base.types`), so nothing above the store sees a connection, a cursor or SQL. ``tests/test_store_contract.py`` is the suite every backend passes.
+:mod:`indexer.base.types`), so nothing above the store sees a connection, a cursor or SQL.
+``tests/indexer/store/test_store.py`` is the suite every backend passes.
 
 The contract, for any backend:
 
