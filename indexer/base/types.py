@@ -9,8 +9,7 @@ them, dataclasses and named tuples (or lists of them), with orjson, so the ``--j
 one stable shape; :func:`plain` gives the same as built-in values.
 """
 
-# Without ``from __future__ import annotations``: a named tuple checks its field annotations when it is built,
-# and each one written as a string is compiled then (~20 µs); the prompt hook builds these on every start.
+from __future__ import annotations
 
 from pathlib import PurePath
 from typing import Any, NamedTuple
@@ -85,7 +84,7 @@ class SearchResult(NamedTuple):
     explain: tuple[Explanation, ...] | None = None
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "SearchResult":
+    def from_dict(cls, data: dict[str, Any]) -> SearchResult:
         """The result rebuilt from its JSON form (the warm server's answer), with the same nested types."""
         explain = data.get("explain")
         return cls(**{**data, "health": Health(**data["health"]), "hits": tuple(Hit(**h) for h in data["hits"]),

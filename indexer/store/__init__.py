@@ -40,8 +40,7 @@ chunk holds at the end of a run, and its ``health`` estimates the pending count 
 its upkeep methods (delete chunks by id, FTS merge, VACUUM, checkpoint, integrity check).
 """
 
-# Without ``from __future__ import annotations``: a named tuple checks its field annotations when it is built,
-# and each one written as a string is compiled then (~20 µs); the prompt hook builds these on every start.
+from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from types import MappingProxyType
