@@ -11,7 +11,7 @@ evaluation texts in ../shared/eval (see bench_corpus.py):
 - references in the same run: raw fastembed on the same texts and batch size, exact NumPy brute-force top-10
   over the same vectors, recall@10 of the product's vector search against it, a bare FTS5 query on the same
   table, and vector variants (vec0 bare SQL, mmap, binary and int8 quantization with float rescoring);
-- cold processes: the prompt hook (``python -m hooks.entry prompt``, on a scratch copy) BM25 cold and through a
+- cold processes: the prompt hook (``memsearch-hook prompt``, on a scratch copy) BM25 cold and through a
   running ``memsearch serve`` (hybrid warm), with the hook's and the server's peak RSS; ``memsearch search
   --mode bm25`` and hybrid as CLI processes; CLI index RSS; database size per 1,000 chunks;
 - the no-op reindex of 10,000 unchanged files.
@@ -65,8 +65,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--hook-cmd", default="auto",
                    help="prompt hook command line measured beside the stand-in `memsearch search Q --mode bm25 "
                         "--json` ({query}, {home} substituted; UserPromptSubmit JSON on stdin; run on a scratch "
-                        "copy of corpus and index). 'auto': `python -m hooks.entry prompt` when hooks/entry.py "
-                        "exists; 'none': the stand-in only")
+                        "copy of corpus and index). 'auto': this environment's `memsearch-hook prompt` (what "
+                        "`memsearch install` and the plugin's hooks/run.sh run); 'none': the stand-in only")
     p.add_argument("--noop-files", type=int, default=10000)
     p.add_argument("--noop-runs", type=int, default=5)
     p.add_argument("--embed-fresh-max", type=int, default=1000,
@@ -97,7 +97,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     args.out = Path(args.out).resolve()
     args.work = Path(args.work).resolve() if args.work else args.out / "work"
     if args.hook_cmd == "auto":
-        args.hook_cmd = f"{sys.executable} -m hooks.entry prompt" if (REPO / "hooks" / "entry.py").exists() else None
+        script = Path(sys.executable).with_name("memsearch-hook")  # what `memsearch install` and hooks/run.sh run
+        args.hook_cmd = f"{script} prompt" if script.exists() else None
     elif args.hook_cmd in ("none", ""):
         args.hook_cmd = None
     return args
