@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from indexer.base.cjk import CJK_RUN_RE
+from indexer.base.cjk import cjk_run_re
 from search_engine.timeexpr import time_window
 
 CJK_SETS = {
@@ -166,11 +166,11 @@ def load_squad_set(data: Path, name: str) -> Dataset:
 
 
 def _has_two_char_run(question: str) -> bool:
-    return any(len(m.group(0)) == 2 for m in CJK_RUN_RE.finditer(question))
+    return any(len(m.group(0)) == 2 for m in cjk_run_re().finditer(question))
 
 
 def _bigram_only(question: str, context: str) -> bool:
-    runs = [m.group(0) for m in CJK_RUN_RE.finditer(question)]
+    runs = [m.group(0) for m in cjk_run_re().finditer(question)]
     if any(r[i : i + 3] in context for r in runs for i in range(len(r) - 2)):
         return False
     return any(r[i : i + 2] in context for r in runs for i in range(len(r) - 1))

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import NamedTuple
 
-from indexer.base.cjk import CJK_RUN_RE
+from indexer.base.cjk import cjk_runs
 from indexer.store import FilterSpec, HitRow, Store
 from search_engine.query import ParsedQuery
 
@@ -36,7 +36,7 @@ def cjk_bigrams(text: str) -> frozenset[str]:
     >>> sorted(cjk_bigrams("梅雨の期間は? ok"))
     ['の期', '期間', '梅雨', '間は', '雨の']
     """
-    return frozenset(run[i : i + 2] for run in CJK_RUN_RE.findall(text) for i in range(len(run) - 1))
+    return frozenset(run[i : i + 2] for run in cjk_runs(text) for i in range(len(run) - 1))
 
 
 def overlap_bonus(grams: frozenset[str], text: str, weight: float = CJK_OVERLAP_WEIGHT) -> float:

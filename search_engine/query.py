@@ -17,26 +17,27 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from indexer.base.cjk import CJK_RUN_RE, query_bigrams
+from indexer.base.cjk import cjk_run_re, query_bigrams
 
 MAX_TERMS = 48
 #: A CJK run up to this long is taken as one word (a phrase); a longer one (a sentence: CJK has no spaces) as its
 #: bigrams, so AND can relax to OR and BM25 ranks by the bigrams' weights.
 CJK_WORD_CHARS = 3
 _WORD_RE = re.compile(r"[^\W_]+")
-_HIRAGANA_RE = re.compile("[\u3041-\u309f]+")
-_HANGUL_RE = re.compile("[\uac00-\ud7af]+")
-_KANA_RE = re.compile("[\u3041-\u30ff\uff66-\uff9f]")
+#: Patterns of CJK runs only, compiled (through re's cache) when a query holds one: most hold none.
+_HIRAGANA = "[\u3041-\u309f]+"
+_HANGUL = "[\uac00-\ud7af]+"
+_KANA = "[\u3041-\u30ff\uff66-\uff9f]"
 #: A Japanese run's script segments: hiragana, katakana (with its long-vowel mark; "・" separates words), the rest
 #: (kanji). Where the script changes, a word usually ends: Japanese writes content words in kanji or katakana and
 #: particles, endings and auxiliaries in hiragana.
-_SCRIPT_RE = re.compile("([\u3041-\u309f]+)|([\u30a0-\u30fa\u30fc-\u30ff\uff66-\uff9f]+)|(\u30fb+)|([^\u3041-\u30ff\uff66-\uff9f]+)")
+_SCRIPT = "([\u3041-\u309f]+)|([\u30a0-\u30fa\u30fc-\u30ff\uff66-\uff9f]+)|(\u30fb+)|([^\u3041-\u30ff\uff66-\uff9f]+)"
 #: One-character Japanese particles (case, topic, sentence-final, the copula な): after a kanji word they end it;
 #: another hiragana there is the word's own ending (okurigana: 起こる, 長い). A list of the language's grammar.
 JAPANESE_PARTICLES = frozenset("はがのをにでともへやかねよな")
 #: Interrogatives that head a question's kanji word (何人, 何年, 誰): the answer's text does not hold them.
 JAPANESE_INTERROGATIVES = "何誰"
-_HIRA, _KATA, _HAN = 1, 2, 4  # _SCRIPT_RE's groups (3: the "・" between katakana words)
+_HIRA, _KATA, _HAN = 1, 2, 4  # _SCRIPT's groups (3: the "・" between katakana words)
 _ASKED = 5  # a kanji word that an interrogative headed
 #: Korean particles (josa) and copula endings that attach to the end of a word, longest first. A general list of
 #: the language's grammar, not of any data set's words.
@@ -91,7 +92,7 @@ def terms(text: str, limit: int | None = MAX_TERMS) -> list[Term]:
     out: list[Term] = []
     seen: set[str] = set()
     pos = 0
-    for m in CJK_RUN_RE.finditer(text):
+    for m in () if text.isascii() else cjk_run_re().finditer(text):
         _words(text[pos : m.start()], out, seen)
         for term in _cjk_terms(m.group(0)):
             if term.text not in seen:
@@ -114,7 +115,7 @@ def _japanese_terms(run: str) -> list[Term]:
     without AND first measured the same or worse.
     """
     segments = []
-    for m in _SCRIPT_RE.finditer(run):
+    for m in re.finditer(_SCRIPT, run):
         seg, kind = m.group(0), m.lastindex or 0
         if kind == _HAN and seg[0] in JAPANESE_INTERROGATIVES:
             seg, kind = seg.lstrip(JAPANESE_INTERROGATIVES), _ASKED  # what is left is no longer joined to the left
@@ -144,8 +145,8 @@ def _cjk_terms(run: str) -> list[Term]:
     that may carry a particle: a short one also matches without it, a long one gives the bigrams of its stem only
     (measured on KorQuAD dev, BM25: recall@1 0.927 -> 0.947 with recall@5 0.996 -> 0.995; 879 of its 975 questions
     hold a word whose particle differs from the paragraph's)."""
-    stem = hangul_stem(run) if _HANGUL_RE.fullmatch(run) else None
-    if len(run) > 2 and _KANA_RE.search(run) and not _HIRAGANA_RE.fullmatch(run):
+    stem = hangul_stem(run) if re.fullmatch(_HANGUL, run) else None
+    if len(run) > 2 and re.search(_KANA, run) and not re.fullmatch(_HIRAGANA, run):
         words = _japanese_terms(run)
         if words:
             return words
@@ -180,7 +181,7 @@ def content_terms(all_terms: list[Term]) -> list[Term]:
 
 def _filler(term: Term) -> bool:
     if term.cjk:
-        return len(term.text) == 2 and _HIRAGANA_RE.fullmatch(term.text) is not None
+        return len(term.text) == 2 and re.fullmatch(_HIRAGANA, term.text) is not None
     return term.text in STOPWORDS
 
 

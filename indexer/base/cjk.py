@@ -14,6 +14,7 @@ both, with porter stemming for English words.
 
 from __future__ import annotations
 
+import functools
 import re
 
 _CJK_CLASS = (
@@ -28,7 +29,22 @@ _CJK_CLASS = (
     "\uff66-\uff9f"  # half-width Katakana
     "\U00020000-\U0003134f"
 )
-CJK_RUN_RE = re.compile(f"[{_CJK_CLASS}]+")
+
+
+@functools.cache
+def cjk_run_re() -> re.Pattern[str]:
+    """The pattern of a CJK run, compiled on first use: its class spans most of the BMP, ~1 ms to build, and a
+    process that meets only ASCII text (most prompts: the hook) never needs it."""
+    return re.compile(f"[{_CJK_CLASS}]+")
+
+
+def cjk_runs(text: str) -> list[str]:
+    """The CJK runs of ``text``, in order.
+
+    >>> cjk_runs("東京 deploy 한국")
+    ['東京', '한국']
+    """
+    return [] if text.isascii() else cjk_run_re().findall(text)
 
 
 #: Above this share of CJK letters, an English-only model's vector of a text is noise (measured on the CJK
@@ -43,8 +59,11 @@ def cjk_share(text: str) -> float:
     >>> cjk_share("東京 deploy")
     0.25
     """
+    if text.isascii():
+        return 0.0
     letters = [ch for ch in text if ch.isalpha()]
-    return sum(1 for ch in letters if CJK_RUN_RE.match(ch)) / len(letters) if letters else 0.0
+    run = cjk_run_re()
+    return sum(1 for ch in letters if run.match(ch)) / len(letters) if letters else 0.0
 
 
 def english_only(model_id: str | None) -> bool:
@@ -58,7 +77,7 @@ def model_reads(model_id: str | None, text: str) -> bool:
 
 
 def has_cjk(text: str) -> bool:
-    return CJK_RUN_RE.search(text) is not None
+    return not text.isascii() and cjk_run_re().search(text) is not None
 
 
 def query_bigrams(run: str) -> list[str]:
@@ -72,4 +91,4 @@ def index_form(text: str) -> str:
     """The text as the full-text index sees it: CJK runs replaced by their space-separated bigrams."""
     if not has_cjk(text):
         return text
-    return CJK_RUN_RE.sub(lambda m: " " + " ".join(query_bigrams(m.group(0))) + " ", text)
+    return cjk_run_re().sub(lambda m: " " + " ".join(query_bigrams(m.group(0))) + " ", text)
