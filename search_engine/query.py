@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from indexer.base.cjk import cjk_run_re, query_bigrams
+from indexer.base.cjk import cjk_run_re, may_hold_cjk, query_bigrams
 
 MAX_TERMS = 48
 #: A CJK run up to this long is taken as one word (a phrase); a longer one (a sentence: CJK has no spaces) as its
@@ -92,7 +92,7 @@ def terms(text: str, limit: int | None = MAX_TERMS) -> list[Term]:
     out: list[Term] = []
     seen: set[str] = set()
     pos = 0
-    for m in () if text.isascii() else cjk_run_re().finditer(text):
+    for m in cjk_run_re().finditer(text) if may_hold_cjk(text) else ():
         _words(text[pos : m.start()], out, seen)
         for term in _cjk_terms(m.group(0)):
             if term.text not in seen:

@@ -34,8 +34,18 @@ _CJK_CLASS = (
 @functools.cache
 def cjk_run_re() -> re.Pattern[str]:
     """The pattern of a CJK run, compiled on first use: its class spans most of the BMP, ~1 ms to build, and a
-    process that meets only ASCII text (most prompts: the hook) never needs it."""
+    process that meets no CJK text (most prompts and memories: the hook) never needs it (:func:`may_hold_cjk`)."""
     return re.compile(f"[{_CJK_CLASS}]+")
+
+
+def may_hold_cjk(text: str) -> bool:
+    """False when no character of ``text`` can be in a CJK range (none is below U+1100), found without the
+    pattern; True says only that one may be (typographic quotes are above U+1100 too).
+
+    >>> may_hold_cjk("café"), may_hold_cjk("東京"), may_hold_cjk("’quoted’")
+    (False, True, True)
+    """
+    return not text.isascii() and max(text) >= "\u1100"
 
 
 def cjk_runs(text: str) -> list[str]:
@@ -44,7 +54,7 @@ def cjk_runs(text: str) -> list[str]:
     >>> cjk_runs("東京 deploy 한국")
     ['東京', '한국']
     """
-    return [] if text.isascii() else cjk_run_re().findall(text)
+    return cjk_run_re().findall(text) if may_hold_cjk(text) else []
 
 
 #: Above this share of CJK letters, an English-only model's vector of a text is noise (measured on the CJK
@@ -59,7 +69,7 @@ def cjk_share(text: str) -> float:
     >>> cjk_share("東京 deploy")
     0.25
     """
-    if text.isascii():
+    if not may_hold_cjk(text):
         return 0.0
     letters = [ch for ch in text if ch.isalpha()]
     run = cjk_run_re()
@@ -77,7 +87,7 @@ def model_reads(model_id: str | None, text: str) -> bool:
 
 
 def has_cjk(text: str) -> bool:
-    return not text.isascii() and cjk_run_re().search(text) is not None
+    return may_hold_cjk(text) and cjk_run_re().search(text) is not None
 
 
 def query_bigrams(run: str) -> list[str]:
