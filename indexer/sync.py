@@ -14,7 +14,10 @@ gets a copy of it, source by source, through the :class:`indexer.store.Store` op
 - **Vectors** are keyed by (content hash, model), one per hash for the whole team: only the hashes the team store
   lists as pending for the local index's model are sent, taken from the vectors the local index holds (never
   computed again here), or as ``None`` where the model gave none; a hash the local index has not embedded yet stays
-  pending. Chunk ids ``forget`` could not remove from the team store when it ran are removed first.
+  pending. Chunk ids ``forget`` could not remove from the team store when it ran are removed first. Once every
+  source is written, the vectors of the content the sync removed and no chunk holds any more (anyone's) are
+  deleted, as a forget deletes them; content that only moved within the sync keeps its vector. A sync stopped
+  before that step leaves those vectors, unused, until a later sync removes more of the same content.
 
 A sync that completes clears the memo of a failed connection (:func:`indexer.team.recent_failure`), so searches
 use the team store again at once rather than when the memo expires.
@@ -156,6 +159,7 @@ def _push(local: SqliteStore, team: PgStore, settings: Settings, target: str, ma
     prefix = machine_key(machine, "")
     ours = {path: state for path, state in team.sources().items() if path.startswith(prefix)}
     sent = unchanged = deleted = added = removed = 0
+    gone: set[str] = set()  # the content of every chunk this sync removes: its vector may have no chunk left
     sharing = ",".join(settings.share)
     resend = team.get_meta(SHARE_META) != sharing  # `share` changed since the last sync: re-mark every source
     batch: list[tuple[SourceState, list[ChunkRow]]] = []
@@ -170,15 +174,18 @@ def _push(local: SqliteStore, team: PgStore, settings: Settings, target: str, ma
         batch.append((wanted, rows))
         size += len(rows) + 1
         if size >= SOURCE_BATCH:
-            a, r = team.replace_sources(batch)
+            a, r = team.replace_sources(batch, gone)
             sent, added, removed = sent + len(batch), added + a, removed + r
             batch, size = [], 0
     if batch:
-        a, r = team.replace_sources(batch)
+        a, r = team.replace_sources(batch, gone)
         sent, added, removed = sent + len(batch), added + a, removed + r
     for key in sorted(ours):  # sources this machine no longer has
-        removed += team.delete_source(key)
+        removed += team.delete_source(key, gone)
         deleted += 1
+    # once every chunk is written: content that only moved (a renamed file, an edited note's unchanged paragraph)
+    # is held again and keeps its vector
+    team.drop_orphan_vectors(gone)
     model = local.vector_model()
     vectors = pending = 0
     if model is not None:

@@ -188,6 +188,38 @@ def test_sync_sends_the_local_index_then_only_what_changed(synced_home, team, fa
     assert [h.path for h in found.values()] == ["notes/n03.md"]
 
 
+
+def test_a_sync_leaves_no_vector_that_no_chunk_holds_and_keeps_those_moved_or_held_by_another_member(
+        synced_home, team, fake):
+    """What a sync removes (a deleted note, a rewritten one's old paragraphs) takes its vectors with it once the
+    sync is done, as a forget does; a renamed note keeps its vectors (its content is held again, not sent again),
+    and so does content bob's chunk holds."""
+    from indexer.pipeline import index
+    from indexer.store import ChunkRow, SourceState
+    from indexer.sync import sync
+
+    settings, home = synced_home, synced_home.home
+    sync(settings)
+    before, _ = local_rows(settings)
+    on_team = set(team_rows(team.admin_url)[1])
+    deleted = {h for (path, h, _, _) in before.values() if path.endswith("/n04.md")}
+    rewritten = {h for (path, h, _, _) in before.values() if path.endswith("/n03.md")}
+    moved = {h for (path, h, _, _) in before.values() if path.endswith("/n05.md")}
+    shared_by_bob = sorted(deleted)[0]
+    team.store("bob").write_batch(SourceState(path="bob:/b/copy.md", source="notes", mtime_ns=1, size=1),
+                                  [ChunkRow(uid="b1", hash=shared_by_bob, kind="note", text="bob's copy", path="copy.md")])
+    (home / "notes" / "n04.md").unlink()
+    write(home / "notes" / "n03.md", "# Note 3\n\nRewritten entirely: the cache is warmed at start.\n")
+    (home / "notes" / "n05.md").rename(home / "notes" / "n05-renamed.md")
+    index(settings, embedder=fake)
+    report = sync(settings)
+    _, local_vectors = local_rows(settings)
+    _, remote_vectors, _ = team_rows(team.admin_url)
+    assert set(remote_vectors) == set(local_vectors) | {shared_by_bob}
+    assert moved <= set(remote_vectors) and not (rewritten | deleted) - moved - {shared_by_bob} & set(remote_vectors)
+    assert report.vectors_sent == len(set(local_vectors) - on_team) > 0  # the renamed note's were not sent again
+
+
 def test_sync_cli_summary_json_and_an_unreachable_database(synced_home, team):
     done = run("sync")
     assert done.returncode == 0, done.stderr

@@ -30,7 +30,7 @@ import logging
 import math
 import re
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import psycopg
@@ -298,11 +298,14 @@ class PgStore:
         What ``memsearch sync`` sends per source: a sync stopped anywhere leaves each source as it was or as it is."""
         return self.replace_sources([(source, chunks)])
 
-    def replace_sources(self, items: Sequence[tuple[SourceState, Sequence[ChunkRow]]]) -> tuple[int, int]:
+    def replace_sources(self, items: Sequence[tuple[SourceState, Sequence[ChunkRow]]],
+                        removed_hashes: set[str] | None = None) -> tuple[int, int]:
         """:meth:`replace_source` for several sources in one transaction (all of them, or none, are replaced):
         what is held is read in one query, the deletions and scope changes are one statement each, and the new
         chunks go in with one binary ``COPY`` into a staging table and one ``INSERT … SELECT``, so a sync makes
-        a few round trips per batch of sources rather than several per source. Returns (added, removed)."""
+        a few round trips per batch of sources rather than several per source. Returns (added, removed); the
+        content hashes of the removed chunks go into ``removed_hashes`` (a sync drops their vectors once it is
+        done: :meth:`drop_orphan_vectors`)."""
         if not items:
             return 0, 0
         paths = [source.path for source, _ in items]
@@ -315,10 +318,13 @@ class PgStore:
             gone = sorted(set(held) - set(wanted))
             removed = 0
             if gone:
-                removed = conn.execute(
+                hashes = [r[0] for r in conn.execute(
                     f"DELETE FROM {SCHEMA}.chunks c USING unnest(%s::text[], %s::text[]) AS g(source, uid)"
-                    " WHERE c.owner = current_user AND c.source = g.source AND c.uid = g.uid",
-                    ([g[0] for g in gone], [g[1] for g in gone])).rowcount
+                    " WHERE c.owner = current_user AND c.source = g.source AND c.uid = g.uid RETURNING c.hash",
+                    ([g[0] for g in gone], [g[1] for g in gone]))]
+                removed = len(hashes)
+                if removed_hashes is not None:
+                    removed_hashes.update(hashes)
             moved = sorted(k for k, scope in wanted.items() if k in held and held[k] != scope)
             if moved:  # a source shared or unshared since it was sent
                 conn.execute(
@@ -330,13 +336,30 @@ class PgStore:
                                         if (source.path, c.uid) not in held])
         return added, removed
 
-    def delete_source(self, path: str) -> int:
+    def delete_source(self, path: str, removed_hashes: set[str] | None = None) -> int:
+        """Delete the member's chunks of the source at ``path`` (their content hashes into ``removed_hashes``, as
+        :meth:`replace_sources`), in one transaction; returns the chunks removed."""
         self._counts.clear()
         with self.pool.connection() as conn, conn.transaction():
-            removed = conn.execute(f"DELETE FROM {SCHEMA}.chunks WHERE owner = current_user AND source = %s",
-                                   (path,)).rowcount
+            hashes = [r[0] for r in conn.execute(
+                f"DELETE FROM {SCHEMA}.chunks WHERE owner = current_user AND source = %s RETURNING hash", (path,))]
             conn.execute(f"DELETE FROM {SCHEMA}.sources WHERE path = %s", (path,))
-            return removed
+            if removed_hashes is not None:
+                removed_hashes.update(hashes)
+            return len(hashes)
+
+    def drop_orphan_vectors(self, hashes: Iterable[str]) -> int:
+        """Delete the vectors of these contents that no chunk holds any more, whoever's chunk that was (the
+        schema's ``drop_orphan_vectors``, with the administrator's rights: a vector another member's chunk, or this
+        member's other machine's, still uses stays). A sync calls it once its chunks are all written, so content
+        that only moved (a renamed file: its old source deleted, its new one written) keeps its vector. Returns
+        the vectors deleted."""
+        wanted = sorted(set(hashes))
+        if not wanted:
+            return 0
+        self._counts.clear()
+        with self.pool.connection() as conn, conn.transaction():
+            return int(_one_row(conn.execute(f"SELECT {SCHEMA}.drop_orphan_vectors(%s)", (wanted,)))[0])
 
     def sources(self) -> dict[str, SourceState]:
         with self.pool.connection() as conn:
