@@ -31,11 +31,15 @@ or as it is locally, and the next sync sends what is left; writes are idempotent
 
 from __future__ import annotations
 
+import json
 import socket
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from indexer.base.dburl import mask_url
+from indexer.base.dburl import fingerprint, mask_url
+from indexer.base.paths import TEAM_VECTORS
+from indexer.base.private import write_private
 from indexer.base.settings import Settings
 from indexer.status import open_existing
 from indexer.store import ChunkRow, SourceState
@@ -49,6 +53,9 @@ if TYPE_CHECKING:
 VECTOR_BATCH = 1024
 #: Connections sending vectors at once (the team store's pool holds 4).
 VECTOR_WRITERS = 2
+#: A sync that changed nothing still looks for content the team store lacks a vector for this often (seconds):
+#: what only an administrator could have taken away since (a vector a chunk of this member still holds).
+VECTOR_CHECK_EVERY = 24 * 3600
 #: Chunks (and sources) per transaction: the sources are sent together until they hold about this many.
 SOURCE_BATCH = 2000
 #: The kinds a member may share (the database refuses a shared event).
@@ -152,6 +159,7 @@ def _rows(local: SqliteStore, settings: Settings, path: str) -> list[ChunkRow]:
 
 
 def _push(local: SqliteStore, team: PgStore, settings: Settings, target: str, machine: str) -> SyncReport:
+    last_vectors = _take_vectors_mark(settings)  # put back only by a sync that gets to its vector step
     forgotten = pending_forgets(settings)
     if forgotten:  # what `forget` could not remove from the team store when it ran
         team.delete_uids(forgotten)
@@ -189,7 +197,14 @@ def _push(local: SqliteStore, team: PgStore, settings: Settings, target: str, ma
     model = local.vector_model()
     vectors = pending = 0
     if model is not None:
-        vectors, pending = _push_vectors(local, team, model)
+        mark = {"team": fingerprint(settings.db_url), "model": model, "local": local.vector_mark(model)}
+        synced_at = _synced_at(last_vectors, mark)
+        if not (sent or deleted or forgotten) and synced_at is not None:
+            pending = team.health(model).pending_embeddings  # the kept counts' figure, for the report
+            _put_vectors_mark(settings, mark, synced_at)
+        else:
+            vectors, pending = _push_vectors(local, team, model)
+            _put_vectors_mark(settings, mark, time.time())
     for key in META_KEYS:
         value = local.get_meta(key)
         if value is not None and team.get_meta(key) != value:
@@ -197,6 +212,39 @@ def _push(local: SqliteStore, team: PgStore, settings: Settings, target: str, ma
     if resend:
         team.set_meta(SHARE_META, sharing)
     return SyncReport(target, machine, sent, unchanged, deleted, added, removed, vectors, pending, model)
+
+
+def _take_vectors_mark(settings: Settings) -> dict | None:
+    """The record of the last sync whose vector step ran to its end (:data:`~indexer.base.paths.TEAM_VECTORS`),
+    removed: a sync stopped before its own vector step (after sending chunks, say) leaves none, so the next one
+    looks for missing vectors whatever it sends."""
+    path = settings.state_dir / TEAM_VECTORS
+    try:
+        last = json.loads(path.read_bytes())
+        path.unlink()
+        return last if isinstance(last, dict) else None
+    except (OSError, ValueError):
+        return None
+
+
+def _synced_at(last: dict | None, mark: dict) -> float | None:
+    """When that step ran, if with the same team database, model and local vectors as now and within
+    :data:`VECTOR_CHECK_EVERY`; else None. Then a sync that sent and removed nothing has no vector to send: every content of
+    this member's chunks was offered the local vectors it has, none of those changed, and a vector leaves the team
+    store only with the last chunk holding its content. Looking again is the costly part of a sync that changes
+    nothing (an anti-join of every visible chunk with the vectors: 30 s at 1M chunks)."""
+    try:
+        at = float(last["at"]) if last is not None and last["mark"] == mark else None
+    except (KeyError, TypeError, ValueError):
+        return None
+    return at if at is not None and 0 <= time.time() - at < VECTOR_CHECK_EVERY else None
+
+
+def _put_vectors_mark(settings: Settings, mark: dict, at: float) -> None:
+    try:
+        write_private(settings.state_dir / TEAM_VECTORS, json.dumps({"mark": mark, "at": at}).encode())
+    except OSError:  # a read-only memory root: the next sync looks again
+        pass
 
 
 def _push_vectors(local: SqliteStore, team: PgStore, model: str) -> tuple[int, int]:

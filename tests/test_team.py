@@ -220,6 +220,57 @@ def test_a_sync_leaves_no_vector_that_no_chunk_holds_and_keeps_those_moved_or_he
     assert report.vectors_sent == len(set(local_vectors) - on_team) > 0  # the renamed note's were not sent again
 
 
+
+def test_a_sync_that_changes_nothing_does_not_look_for_missing_vectors_unless_they_may_be(synced_home, team, fake,
+                                                                                          monkeypatch):
+    """The look for content the team store lacks a vector for (an anti-join of every visible chunk) is skipped by
+    a sync that sends and removes nothing while the local vectors are those the last complete vector step saw;
+    it runs again when they change (content embedded locally after the sync), when the last sync stopped before
+    its vector step (chunks sent, vectors not), and once a day whatever happened (a vector an administrator
+    removed comes back)."""
+    import indexer.sync as sync_module
+    from indexer.pipeline import index
+    from indexer.store.postgres import PgStore
+    from indexer.sync import sync
+
+    looked: list[str] = []
+    real = PgStore.pending_hashes
+    monkeypatch.setattr(PgStore, "pending_hashes", lambda self, model: looked.append(model) or real(self, model))
+    settings, home = synced_home, synced_home.home
+    sync(settings)
+    assert looked
+    looked.clear()
+    quiet = sync(settings)
+    assert not looked and quiet.vectors_sent == 0 and quiet.vectors_pending == 0 and quiet.sources_unchanged == 31
+
+    # a note indexed without its vector, sent; its vector made locally afterwards: the next sync sends it
+    write(home / "notes" / "late.md", "# Late\n\nA note embedded after it was synced.\n")
+    index(settings, embedder=None)
+    assert sync(settings).vectors_pending == 1 and looked
+    looked.clear()
+    index(settings, embedder=fake)  # the source unchanged: only its vector is new
+    assert sync(settings).vectors_sent == 1 and looked
+
+    # a sync that dies after sending chunks, before its vector step: the next one looks, though it sends nothing
+    write(home / "notes" / "cut.md", "# Cut\n\nSent by a sync that died before its vectors.\n")
+    index(settings, embedder=fake)
+    monkeypatch.setattr(sync_module, "_push_vectors", lambda *a: (_ for _ in ()).throw(KeyboardInterrupt()))
+    with pytest.raises(KeyboardInterrupt):
+        sync(settings)
+    monkeypatch.undo()
+    monkeypatch.setattr(PgStore, "pending_hashes", lambda self, model: looked.append(model) or real(self, model))
+    looked.clear()
+    resumed = sync(settings)
+    assert resumed.sources_sent == 0 and resumed.vectors_sent == 1 and resumed.vectors_pending == 0 and looked
+
+    # a vector removed by the administrator: back with the daily look
+    with psycopg.connect(team.admin_url, autocommit=True) as admin:
+        admin.execute("DELETE FROM memsearch.vectors WHERE hash = (SELECT hash FROM memsearch.vectors LIMIT 1)")
+    assert sync(settings).vectors_sent == 0
+    monkeypatch.setattr(sync_module, "VECTOR_CHECK_EVERY", 0)
+    assert sync(settings).vectors_sent == 1
+
+
 def test_sync_cli_summary_json_and_an_unreachable_database(synced_home, team):
     done = run("sync")
     assert done.returncode == 0, done.stderr

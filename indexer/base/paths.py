@@ -48,6 +48,9 @@ TEAM_UNREACHABLE = "team-unreachable.json"
 #: Chunk ids ``forget`` removed locally but could not remove from the team database (JSON list): the next sync
 #: removes them there first.
 TEAM_FORGET = "team-forget.json"
+#: The last sync whose vector step ran to its end (JSON): the team database (by fingerprint), the model, the local
+#: vectors then, and when; a sync that changes nothing skips looking for missing vectors while they still match.
+TEAM_VECTORS = "team-vectors.json"
 #: Events lost to a full disk or a read-only root (a count reserved in advance).
 LOST_EVENTS = "lost-events"
 #: Forgotten notes' tombstones (hashes and line ranges only).

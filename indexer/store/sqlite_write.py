@@ -268,6 +268,12 @@ class SqliteWriter(SqliteUpkeep):
             (model,),
         ).get
 
+    def vector_mark(self, model: str) -> str:
+        """Changes whenever the vectors of ``model`` do (one added, removed or replaced): the highest vector row
+        id and the kept count of ``model``'s vectors. Two index-only reads."""
+        top = self.conn.execute("SELECT max(id) FROM embeddings").get
+        return f"{top or 0}:{self.kept_count(f'embeddings:{model}')}"
+
     def pending_estimate(self, model: str | None) -> int:
         """What :meth:`pending_count` says, from two kept counts: distinct chunk hashes minus the embeddings rows of
         the model. Exact while no orphan vectors are left (every run that removes chunks drops them); it is what
