@@ -229,10 +229,10 @@ def _take_vectors_mark(settings: Settings) -> dict | None:
 
 def _synced_at(last: dict | None, mark: dict) -> float | None:
     """When that step ran, if with the same team database, model and local vectors as now and within
-    :data:`VECTOR_CHECK_EVERY`; else None. Then a sync that sent and removed nothing has no vector to send: every content of
-    this member's chunks was offered the local vectors it has, none of those changed, and a vector leaves the team
-    store only with the last chunk holding its content. Looking again is the costly part of a sync that changes
-    nothing (an anti-join of every visible chunk with the vectors: 30 s at 1M chunks)."""
+    :data:`VECTOR_CHECK_EVERY`; else None. Then a sync that sent and removed nothing has no vector to send: every
+    content of this member's chunks was offered the local vectors it has, none of those changed, and a vector
+    leaves the team store only with the last chunk holding its content. Looking again is the costly part of a sync
+    that changes nothing (an anti-join of every visible chunk with the vectors: 30 s at 1M chunks)."""
     try:
         at = float(last["at"]) if last is not None and last["mark"] == mark else None
     except (KeyError, TypeError, ValueError):
