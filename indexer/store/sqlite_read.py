@@ -140,14 +140,18 @@ class SqliteReader:
         if ranked_here is None:
             return None
         best, matching = ranked_here
+        ranked = self._passing(best, filters, limit)
+        return ranked if len(ranked) >= limit or matching <= inner else None
+
+    def _passing(self, best: Sequence[tuple[int, float]], filters: FilterSpec, limit: int) -> list[Scored]:
+        """The first ``limit`` of ``best`` (``(id, score)``, best first) whose chunks pass ``filters``."""
         if not best:
             return []
         where, params = filter_sql(filters)
-        ids = [cid for cid, _ in best]
+        ids = f"[{','.join(str(cid) for cid, _ in best)}]"
         passing = {row[0] for row in self.conn.execute(
-            f"SELECT c.id FROM chunks c WHERE c.id IN ({','.join('?' * len(ids))}) AND {where}", [*ids, *params])}
-        ranked = [Scored(cid, score) for cid, score in best if cid in passing][:limit]
-        return ranked if len(ranked) >= limit or matching <= inner else None
+            f"SELECT c.id FROM chunks c WHERE c.id IN (SELECT value FROM json_each(?)) AND {where}", [ids, *params])}
+        return [Scored(cid, score) for cid, score in best if cid in passing][:limit]
 
     def lexical_expression(self, terms: Sequence[QueryTerm], op: str) -> str:
         """The FTS5 expression :meth:`lexical_top_k` runs for ``terms`` (shown by ``--explain`` and ``--json``)."""
@@ -163,22 +167,18 @@ class SqliteReader:
 
     def _bm25(self, expression: str, filters: FilterSpec, limit: int) -> list[Scored]:
         """Chunks matching ``expression`` by FTS5's bm25(), negated so that higher is better, best first."""
-        where, params = filter_sql(filters)
         if not filters.selective:
-            # Rank inside FTS5 first and join only the best few (joining every match before sorting cost 2.5x at
-            # 100k chunks); only the status filter can drop rows here, so a small overfetch nearly always suffices.
+            # Rank inside FTS5 first and filter only the best few (joining every match before sorting cost 2.5x at
+            # 100k chunks); only the status filter can drop rows here, so a small overfetch nearly always suffices,
+            # and the row past it tells whether FTS5 had more to give.
             inner = limit * 2
-            sql = (
-                f"SELECT c.id, f.score FROM (SELECT rowid, {_SCORE} AS score FROM chunks_fts WHERE chunks_fts MATCH ?"
-                f" ORDER BY score DESC LIMIT ?) AS f JOIN chunks c ON c.id = f.rowid WHERE {where}"
-                " ORDER BY f.score DESC LIMIT ?"
-            )
-            rows = list(self.conn.execute(sql, [expression, inner, *params, limit]))
-            if len(rows) >= limit or self.conn.execute(
-                "SELECT count(*) FROM (SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ? LIMIT ?)",
-                (expression, inner + 1),
-            ).get <= inner:
-                return [Scored(row[0], row[1]) for row in rows]
+            best = list(self.conn.execute(
+                f"SELECT rowid, {_SCORE} AS score FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY score DESC LIMIT ?",
+                (expression, inner + 1)))
+            ranked = self._passing(best, filters, limit)
+            if len(ranked) >= limit or len(best) <= inner:
+                return ranked
+        where, params = filter_sql(filters)
         sql = (
             f"SELECT c.id, {_SCORE} AS score FROM chunks_fts "
             f"JOIN chunks c ON c.id = chunks_fts.rowid WHERE chunks_fts MATCH ? AND {where} "
