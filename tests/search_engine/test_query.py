@@ -63,3 +63,17 @@ def test_raw_queries_fail_only_as_usage_errors(query_index, text):
         assert isinstance(result.hits, tuple)
     except UsageError as exc:
         assert "\n" not in str(exc)
+
+
+def test_what_an_apostrophe_leaves_is_not_searched(home):
+    """The index splits "Maria's" into "maria" and "s": "s" alone, in most rows of a conversation, would bring in
+    every text holding "it's" or "that's" once Maria's own note runs out."""
+    (home / "notes").mkdir()
+    (home / "notes" / "garden.md").write_text("Maria's garden grows tomatoes.\n")
+    (home / "notes" / "weather.md").write_text("It's raining and that's cold; it's been a week.\n")
+    settings = resolve_settings(home, model="none")
+    index(settings, embedder=None)
+    assert [t.text for t in content_terms(terms("Where is Maria's garden? She didn't say; we'll see"))] == [
+        "maria", "garden", "say", "see"]
+    result = search(settings, "What does Maria's garden grow?", mode="bm25")
+    assert [hit.path.rsplit("/", 1)[-1] for hit in result.hits] == ["garden.md"]
