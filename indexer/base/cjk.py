@@ -38,14 +38,23 @@ def cjk_run_re() -> re.Pattern[str]:
     return re.compile(f"[{_CJK_CLASS}]+")
 
 
-def may_hold_cjk(text: str) -> bool:
-    """False when no character of ``text`` can be in a CJK range (none is below U+1100), found without the
-    pattern; True says only that one may be (typographic quotes are above U+1100 too).
+#: The UTF-8 forms of :data:`_CJK_CLASS`, by their first byte, and their second where the first is shared with
+#: other scripts: E1 84-87 (Jamo); E3-E9 (kana, compatibility Jamo, ideographs; E3 also holds CJK punctuation);
+#: EA A5 and EA B0-ED 9E (Hangul); EF A4-AB and EF BD-BE (compatibility ideographs, half-width katakana); F0 A0-B1
+#: (the supplementary ideographs). A byte pattern of 256 entries compiles in microseconds.
+_CJK_UTF8_RE = re.compile(rb"[\xe3-\xe9\xeb\xec]|\xe1[\x84-\x87]|\xea[\xa5\xb0-\xbf]|\xed[\x80-\x9e]"
+                          rb"|\xef[\xa4-\xab\xbd\xbe]|\xf0[\xa0-\xb1]")
 
-    >>> may_hold_cjk("café"), may_hold_cjk("東京"), may_hold_cjk("’quoted’")
-    (False, True, True)
+
+def may_hold_cjk(text: str) -> bool:
+    """False when no character of ``text`` is in a CJK range, found without the pattern (from the text's UTF-8
+    bytes); True says only that one may be (CJK punctuation passes too). Typographic quotes, dashes and emoji,
+    common in English memories, no longer cost the ~1 ms of building :func:`cjk_run_re`.
+
+    >>> may_hold_cjk("café"), may_hold_cjk("東京"), may_hold_cjk("’quoted’ — ok 🙂"), may_hold_cjk("「」")
+    (False, True, False, True)
     """
-    return not text.isascii() and max(text) >= "\u1100"
+    return not text.isascii() and _CJK_UTF8_RE.search(text.encode("utf-8", "surrogatepass")) is not None
 
 
 def cjk_runs(text: str) -> list[str]:

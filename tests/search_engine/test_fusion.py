@@ -303,3 +303,10 @@ def test_group_evidence_off_or_empty_is_the_input():
 def test_group_evidence_never_reorders_ungrouped_hits(scores, share):
     fused = sorted(((f"k{i}", s) for i, s in enumerate(scores)), key=lambda kv: -kv[1])
     assert [k for k, _ in group_evidence(fused, {}, share)] == [k for k, _ in fused]
+
+
+def test_the_regex_sampler_still_samples_cjk_text():
+    """A text without CJK is sampled by the Latin part of the rule alone; one with CJK by the whole rule (an empty
+    sample would stay exact, only slow: every pair compared in full)."""
+    korean, latin = regex_samples(["가나다라 마바사", "big dog"])
+    assert korean.bit_count() >= 2 and latin.bit_count() == 2

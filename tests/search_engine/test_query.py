@@ -1,5 +1,6 @@
 """search_engine.query: any text a user types becomes a valid FTS5 expression, and a raw query fails only as a usage error. Property tests over a real index."""
 
+import re
 import shutil
 
 import pytest
@@ -77,3 +78,14 @@ def test_what_an_apostrophe_leaves_is_not_searched(home):
         "maria", "garden", "say", "see"]
     result = search(settings, "What does Maria's garden grow?", mode="bm25")
     assert [hit.path.rsplit("/", 1)[-1] for hit in result.hits] == ["garden.md"]
+
+
+def test_the_byte_test_for_cjk_lets_every_cjk_character_through():
+    """``may_hold_cjk`` decides from UTF-8 bytes whether the CJK pattern is worth building: a character it turned
+    away would silently lose its CJK terms."""
+    from indexer.base.cjk import _CJK_CLASS, may_hold_cjk
+
+    one = re.compile(f"[{_CJK_CLASS}]")
+    missed = [hex(i) for i in range(0x80, 0x110000) if one.match(chr(i)) and not may_hold_cjk(chr(i))]
+    assert missed == []
+    assert not any(may_hold_cjk(c) for c in "’“”—–…•→€é🙂")
