@@ -60,7 +60,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--sizes", default="1000,10000,100000", help="corpus sizes in chunks, comma-separated")
     p.add_argument("--huge", action="store_true", help="also 1,000,000 chunks (recycled vectors)")
     p.add_argument("--queries", type=int, default=200, help="queries per latency measurement")
-    p.add_argument("--hook-runs", type=int, default=30, help="cold hook processes per size")
+    p.add_argument("--hook-runs", type=int, default=100,
+                   help="cold hook processes per size (a p95 of 30 runs is their second largest: one stall decides it)")
     p.add_argument("--hybrid-cli-runs", type=int, default=5, help="cold `memsearch search` hybrid processes per size")
     p.add_argument("--hook-cmd", default="auto",
                    help="prompt hook command line measured beside the stand-in `memsearch search Q --mode bm25 "
