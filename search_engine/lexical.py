@@ -4,13 +4,13 @@ Korean is then re-ranked by how much of its own wording each candidate holds (:f
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import NamedTuple
 
-from indexer.base.cjk import cjk_runs
+from indexer.base.cjk import cjk_runs, query_bigrams
 from indexer.store import FilterSpec, HitRow, Store
-from search_engine.query import ParsedQuery
+from search_engine.query import ParsedQuery, Term
 
 #: BM25 points a candidate gains when it holds every character bigram of the query's CJK text (a share of them:
 #: that share). The terms BM25 ranks by leave out particles and endings (の, は, される), which join the words the
@@ -61,6 +61,22 @@ def rerank_by_overlap(scores: Mapping[int, float], texts: Mapping[int, str], gra
     return sorted(rescored, key=lambda item: -item[1])
 
 
+def loosened(terms: Sequence[Term]) -> list[Term]:
+    """The terms with each CJK phrase of several bigrams split into its bigrams (each its own term, without
+    repeats); [] when there is none to split. What a query falls back on when it matched nothing at all.
+
+    >>> [t.text for t in loosened([Term("ラオス", cjk=True), Term("laos")])]
+    ['ラオ', 'オス', 'laos']
+    """
+    if not any(t.cjk and len(t.text) > 2 for t in terms):
+        return []
+    out: list[Term] = []
+    for t in terms:
+        pieces = [Term(g, cjk=True) for g in query_bigrams(t.text)] if t.cjk and len(t.text) > 2 else [t]
+        out.extend(p for p in pieces if p not in out)
+    return out
+
+
 def lexical_search(store: Store, query: ParsedQuery, filters: FilterSpec, limit: int, *,
                    raw: bool = False) -> LexicalResult:
     """AND of the query's content terms first; when that finds fewer than ``limit``, the OR of them follows
@@ -79,6 +95,10 @@ def lexical_search(store: Store, query: ParsedQuery, filters: FilterSpec, limit:
         ranked += [s for s in store.lexical_top_k(query.terms, "OR", filters, limit) if s.id not in seen][
             : limit - len(ranked)]
         expression = f"{expression} || {relaxed}"
+    loose = [] if ranked else loosened(query.terms)
+    if loose:  # no text holds any CJK word as written ("イギリスフランス" for "イギリス・フランス"): its pieces
+        ranked = store.lexical_top_k(loose, "OR", filters, limit)
+        expression = f"{expression} || {store.lexical_expression(loose, 'OR')}"
     grams = cjk_bigrams(query.text)
     if not grams or not ranked:
         return LexicalResult([s.id for s in ranked], expression, {s.id: s.score for s in ranked})

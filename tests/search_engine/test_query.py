@@ -89,3 +89,16 @@ def test_the_byte_test_for_cjk_lets_every_cjk_character_through():
     missed = [hex(i) for i in range(0x80, 0x110000) if one.match(chr(i)) and not may_hold_cjk(chr(i))]
     assert missed == []
     assert not any(may_hold_cjk(c) for c in "’“”—–…•→€é🙂")
+
+
+def test_a_cjk_word_no_text_holds_as_written_falls_back_on_its_pieces(home):
+    """"イギリスフランス" is one katakana run, held by no text as written: the query matched nothing at all, although
+    a note names both countries. With nothing found, its bigrams are searched one by one."""
+    (home / "notes").mkdir()
+    (home / "notes" / "europe.md").write_text("イギリスとフランスの関係について。\n")
+    (home / "notes" / "other.md").write_text("日本の首都は東京です。\n")
+    settings = resolve_settings(home, model="none")
+    index(settings, embedder=None)
+    result = search(settings, "イギリスフランスを何というか。", mode="bm25")
+    assert [hit.path.rsplit("/", 1)[-1] for hit in result.hits] == ["europe.md"]
+    assert search(settings, "ドイツ", mode="bm25").hits == ()  # a word with no piece anywhere still finds nothing
