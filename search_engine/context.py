@@ -37,6 +37,8 @@ _BLANKS_RE = re.compile(r"\n{3,}")
 def sanitize(text: str) -> str:
     """Drop control characters (newline and tab kept) and every format character (Unicode category Cf:
     zero-width, bidi overrides and isolates, tag characters, BOM)."""
+    if text.replace("\n", "").replace("\t", "").isprintable():  # none of those (nor Z* but " "): most texts, in C
+        return text
     return "".join(
         ch for ch in text
         if ch in "\n\t" or unicodedata.category(ch) not in ("Cc", "Cf", "Cs", "Co", "Cn")

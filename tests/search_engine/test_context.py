@@ -90,3 +90,19 @@ def test_block_never_shows_an_item_twice_and_titles_read_well():
     # the other way round: the summary first, then the event it quotes is left out
     _, chosen = format_context(Q("nightly export resumable"), [summary, prompt])
     assert [h.id for h in chosen] == ["s" * 12]
+
+
+def test_sanitize_drops_exactly_the_control_format_and_unassigned_characters_whatever_path_it_takes():
+    """Most texts hold none of them and are returned as they are (a check in C); the others are filtered by
+    category. Every code point, between two letters, comes out as the category rule says."""
+    import unicodedata
+
+    from search_engine.context import sanitize
+
+    def by_category(text: str) -> str:
+        return "".join(ch for ch in text if ch in "\n\t"
+                       or unicodedata.category(ch) not in ("Cc", "Cf", "Cs", "Co", "Cn"))
+
+    differ = [hex(i) for i in range(0x110000) if sanitize(f"a{chr(i)}b") != by_category(f"a{chr(i)}b")]
+    assert differ == []
+    assert sanitize("safe\u202e\u200bwords\x07\n\tkept\u00a0") == "safewords\n\tkept\u00a0"
