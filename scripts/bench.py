@@ -79,6 +79,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--rebuild", action="store_true", help="ignore cached indexes with vectors")
     p.add_argument("--skip", default="", help="comma list of sections to skip: bm25,embed,search,warm,process,noop,variants,privacy,plot")
     p.add_argument("--profile", action="store_true", help="write cProfile reports to <out>/profiles/")
+    p.add_argument("--scifact", action="store_true",
+                   help="also index the whole SciFact corpus with the model in its own process: its peak RSS against "
+                        "the 1 GB goal (tens of minutes on 2 cores; alone: python -m scripts.bench_scifact)")
     p.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite",
                    help="postgres: also the team store on PostgreSQL + pgvector, next to SQLite's figures of the same "
                         "run (see bench_pg.py; needs the team extra)")
@@ -257,6 +260,12 @@ def report(args, res: dict, emb, exe) -> int:
         res["privacy"] = privacy_section()
         for name, r in res["privacy"].items():
             log(f"  {name}: {r} " + ("ms" if name == "import_ms" else ""))
+    if args.scifact:
+        from scripts.bench_scifact import scifact_index
+
+        log("indexing the whole SciFact corpus with the model (`memsearch index`)")
+        res["scifact_index"] = scifact_index(args.work, exe)
+        log(f"  {res['scifact_index']}")
     res["meta"]["loadavg_end"] = os.getloadavg()[0]
     res["meta"]["finished"] = time.strftime("%Y-%m-%d %H:%M:%S")
     res["targets"] = evaluate_targets(res)
