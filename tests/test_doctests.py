@@ -8,7 +8,7 @@ import pytest
 MODULES = ["indexer.privacy", "indexer.chunker", "indexer.base.cjk", "indexer.base.locks", "indexer.base.types", "indexer.sources",
            "indexer.base.chunktext", "search_engine.fusion", "search_engine.filters", "search_engine.context",
            "search_engine.search", "indexer.transcripts", "indexer.base.private", "indexer.base.lost", "indexer.base.errors", "indexer.base.settings",
-           "search_engine.serve.mcp_server", "indexer.observations", "indexer.eventread", "indexer.store.sqlite_read",
+           "search_engine.serve.mcp_server", "search_engine.serve.server", "indexer.observations", "indexer.eventread", "indexer.store.sqlite_read",
            "search_engine.embedding", "search_engine.query"]
 
 

@@ -57,11 +57,33 @@ IDLE_TIMEOUT = 30 * 60
 IDLE_WORK_AFTER = 2.0  # seconds without a request before background work starts
 RESCAN_EVERY = 30.0
 WARM_SLICE = 0.05  # seconds of reading BM25 postings at a time while idle: a request waits at most that long
+#: Seconds of embedding at a time while idle: a prompt that comes meanwhile waits at most about that long, well
+#: inside the hook's 0.6 s wait for the server. The batch is sized from the model's measured time per chunk
+#: (:func:`idle_batch`): the bundled MiniLM embeds ~60 short turns a second, multilingual-e5-small ~7, and a long
+#: CJK paragraph alone can take most of a second.
+IDLE_EMBED_SECONDS = 0.25
+IDLE_EMBED_MAX = 32
 MAX_REQUEST = 1 << 20
 #: Seconds from the first change of the local index to its push to the team store (a burst goes in one sync).
 PUSH_AFTER = 3.0
 #: Connections of the team store's pool: a hybrid search's two lists run at once, and a push beside them.
 TEAM_POOL = 4
+
+
+def idle_batch(seconds_per_chunk: float | None) -> int:
+    """How many pending chunks one idle moment embeds: as many as fit in :data:`IDLE_EMBED_SECONDS` at the rate
+    measured so far (one at first), between 1 and :data:`IDLE_EMBED_MAX`.
+
+    >>> idle_batch(None), idle_batch(0.004), idle_batch(0.14), idle_batch(2.0)
+    (1, 32, 1, 1)
+    >>> idle_batch(0.02)
+    12
+    """
+    if seconds_per_chunk is None:
+        return 1
+    if seconds_per_chunk <= 0:
+        return IDLE_EMBED_MAX
+    return max(1, min(IDLE_EMBED_MAX, int(IDLE_EMBED_SECONDS / seconds_per_chunk)))
 
 
 def socket_path(settings: Settings) -> Path:
@@ -121,6 +143,8 @@ class Server:
         self.pushed: tuple[int, int] | None = None  # the local index's state_version() the last push started from
         self.push_due: float | None = None
         self.pusher: threading.Thread | None = None
+        self.embed_rate: float | None = None  # seconds per chunk of the idle embedding so far (a moving average)
+        self.embedding_due = False  # the last idle batch was full: more chunks may wait, so come back at once
 
     # -- lifecycle --------------------------------------------------------------------------------------------
     def load(self) -> None:
@@ -352,10 +376,17 @@ class Server:
         conn = self.connection()
         # the kept counts' estimate at each idle moment; the exact count (a scan: ~130 ms at 100k chunks) with each
         # rescan, for content the estimate misses while orphan vectors are left
+        self.embedding_due = False
         if conn is not None and self.embedder is not None and (
                 pending_estimate(conn, self.embedder.model_id)
                 or scanned and pending_count(conn, self.embedder.model_id)):
-            embed_pending(conn, self.embedder, batch=32, limit=32)
+            size = idle_batch(self.embed_rate)
+            started = time.monotonic()
+            done, _ = embed_pending(conn, self.embedder, batch=size, limit=size)
+            self.embedding_due = done >= size
+            if done:
+                rate = (time.monotonic() - started) / done
+                self.embed_rate = rate if self.embed_rate is None else 0.7 * self.embed_rate + 0.3 * rate
             self.vectors()  # refresh the in-memory copy now, while idle, not in the next request
         self.lexicon_warm()
 
@@ -379,9 +410,9 @@ class Server:
                 _log(self.settings, f"idle for {idle:.0f}s, exiting")
                 break
             timeout = 0.5 if idle >= IDLE_WORK_AFTER else min(0.5, max(0.05, IDLE_WORK_AFTER - idle))
-            if idle >= IDLE_WORK_AFTER and self.index is not None and self.index.lexicon is not None and (
-                    self.index.lexicon.warming):
-                timeout = 0.0  # postings left to read: slice after slice while nothing else is asked
+            if idle >= IDLE_WORK_AFTER and (self.embedding_due or self.index is not None and (
+                    self.index.lexicon is not None and self.index.lexicon.warming)):
+                timeout = 0.0  # chunks to embed or postings to read: slice after slice while nothing else is asked
             if selector.select(timeout=timeout):
                 conn, _ = listener.accept()
                 before, self.last_request = self.last_request, time.monotonic()

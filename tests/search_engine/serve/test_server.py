@@ -450,3 +450,43 @@ def test_server_checks_the_peer_uid(settings, monkeypatch):
         srv._answer(a)
         assert json.loads(b.recv(4096)) == {"ok": False, "error": "refused: not the owner"}
     assert srv.running  # the stop request of another user did nothing
+
+
+def test_idle_embedding_goes_a_few_chunks_at_a_time_for_a_slow_model(home, monkeypatch):
+    """While idle the server embeds pending chunks in batches sized to ~0.25 s of the model's measured time, so a
+    prompt that comes meanwhile is answered within the hook's wait even with a slow model; and it comes back at
+    once while chunks are left."""
+    from fake_embedder import FakeEmbedder
+    from indexer.pipeline import index
+    from search_engine.serve import server as server_module
+
+    for i in range(40):
+        (home / "notes").mkdir(exist_ok=True)
+        (home / "notes" / f"n{i}.md").write_text(f"# Note {i}\nthe deploy runbook, step {i} of the release\n")
+    index(resolve_settings(home, model="none"))
+
+    class Slow(FakeEmbedder):
+        def embed_passages(self, texts):
+            time.sleep(0.05 * len(texts))
+            return super().embed_passages(texts)
+
+    def batches(embedder) -> list[int]:
+        srv = server_module.Server(resolve_settings(home))
+        srv.embedder = embedder
+        sizes, due = [], []
+        for _ in range(60):
+            before = embedder.embedded
+            srv.idle_work()
+            if embedder.embedded == before:
+                break
+            sizes.append(embedder.embedded - before)
+            due.append(srv.embedding_due)
+        assert all(due[:-1])  # chunks were left after each batch but the last: the loop came back at once
+        assert not srv.embedding_due  # nothing left: the loop goes back to waiting
+        return sizes
+
+    slow = batches(Slow(model_id="slow"))
+    assert sum(slow) == 40 and slow[0] == 1
+    assert max(slow) <= 5  # 0.25 s at >= 0.05 s a chunk
+    fast = batches(FakeEmbedder(model_id="fast"))
+    assert sum(fast) == 40 and fast[0] == 1 and max(fast) > 5
