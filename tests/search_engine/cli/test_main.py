@@ -130,6 +130,9 @@ def test_status(indexed_cli):
     assert set(info["chunks_by_kind"]) == {"note", "fact", "event"}
     assert info["model"]["available"] and info["pending_embeddings"] == 0 and info["db_bytes"] > 0
     assert info["settings"]["model"]["from"] == "default"
+    assert info["not_embedded"] >= 1  # the sample's Japanese notes: the bundled model is English-only
+    shown = run("status").stdout
+    assert f"not embedded: {info['not_embedded']} (" in shown and 'model = "multilingual-e5-small" embeds' in shown
     text = run("status", env={"MEMSEARCH_MODEL": "none"}).stdout
     assert "model: none: embeddings disabled by MEMSEARCH_MODEL=none" in text and "[env]" in text
 
