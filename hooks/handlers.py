@@ -149,7 +149,7 @@ def prompt(payload: dict[str, Any]) -> str | None:
         from search_engine.context import format_context
 
         block, _ = format_context(found.query, found.hits, max_items=found.max_items, project=found.project,
-                                  token_budget=found.token_budget)
+                                  token_budget=found.token_budget, model=found.model)
     return _context_json("UserPromptSubmit", block) if block else None
 
 
@@ -174,6 +174,8 @@ class Recalled(NamedTuple):
     project: str | None
     max_items: int
     token_budget: int
+    #: the model whose similarities the hits carry (the server's, when it ran hybrid); None: BM25 hits
+    model: str | None = None
 
 
 def _asked(payload: dict[str, Any]) -> Asked | None:
@@ -240,9 +242,10 @@ def _recalled(asked: Asked, answer: dict[str, Any] | None, started: float) -> Re
     if answer is not None and isinstance(answer.get("result"), dict):
         from indexer.base.types import SearchResult
 
-        hits = list(SearchResult.from_dict(answer["result"]).hits)
-    else:
-        hits = _local_search(asked, query, started)
+        result = SearchResult.from_dict(answer["result"])
+        return Recalled(query, list(result.hits), asked.project, asked.max_items, asked.token_budget,
+                        result.health.model if result.mode_used != "bm25" else None)
+    hits = _local_search(asked, query, started)
     return Recalled(query, hits, asked.project, asked.max_items, asked.token_budget)
 
 

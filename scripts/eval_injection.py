@@ -164,14 +164,32 @@ def rates(rows: list[Asked], gate: Any) -> dict[str, float]:
     return out
 
 
-def sweep(rows: list[Asked], name: str, values: list[float]) -> list[dict]:
-    """Recall and false injection for each value of one gate parameter, the others at their defaults."""
+#: The gate's similarity bars: another model's gate sets them at its own level (:func:`sweep_values`).
+LEVELS = ("min_similarity", "coverage_similarity", "relative_floor")
+
+
+def sweep_values(gate: Any) -> dict[str, list[float]]:
+    """The values swept around ``gate``: :data:`search_engine.context.GATE_SWEEP`, each similarity bar's values
+    moved by the gate's distance from the default gate's bar, and the gate's own value always among them."""
+    from search_engine.context import DEFAULT_GATE, GATE_SWEEP
+
+    out = {}
+    for name, values in GATE_SWEEP.items():
+        shift = getattr(gate, name) - getattr(DEFAULT_GATE, name) if name in LEVELS else 0.0
+        out[name] = sorted({round(v + shift, 4) for v in values} | {getattr(gate, name)})
+    return out
+
+
+def sweep(rows: list[Asked], name: str, values: list[float], gate: Any = None) -> list[dict]:
+    """Recall and false injection for each value of one gate parameter, the others at ``gate``'s (default: the
+    bundled model's gate)."""
     from search_engine.context import DEFAULT_GATE
 
+    base = DEFAULT_GATE if gate is None else gate
     out = []
     for v in values:
         change: dict[str, Any] = {name: v}
-        out.append({name: v, **rates(rows, DEFAULT_GATE._replace(**change))})
+        out.append({name: v, **rates(rows, base._replace(**change))})
     return out
 
 
@@ -220,10 +238,23 @@ def plot(curves: dict[str, dict[str, list[dict]]], chosen: dict[str, float], out
 
 
 def dump(rows: list[Asked], out: Path) -> None:
-    """Per prompt: the candidates with the figures the gate reads (for studying the gate, not for tuning)."""
-    keys = ("id", "event_id", "project", "score", "bm25_rank", "vector_rank", "bm25_score", "similarity")
+    """Per prompt: the candidate hits, whole (``Hit(**hit)`` rebuilds one), so a gate can be studied offline with
+    :func:`rates` on :func:`load_dump`'s rows."""
     with out.open("w", encoding="utf-8") as f:
         for a in rows:
             f.write(json.dumps({"qid": a.qid, "memory": a.memory, "path": a.path, "query": a.query,
-                                "gold": sorted(a.gold), "project": a.project,
-                                "hits": [{k: getattr(h, k, None) for k in keys} for h in a.hits]}) + "\n")
+                                "gold": sorted(a.gold), "project": a.project, "max_items": a.max_items,
+                                "hits": [h._asdict() for h in a.hits]}, ensure_ascii=False) + "\n")
+
+
+def load_dump(path: Path) -> list[Asked]:
+    """The rows :func:`dump` wrote."""
+    from indexer.base.types import Hit
+
+    out = []
+    with path.open(encoding="utf-8") as f:
+        for line in f:
+            r = json.loads(line)
+            out.append(Asked(r["qid"], r["memory"], r["path"], r["query"], frozenset(r["gold"]), r["project"],
+                             [Hit(**h) for h in r["hits"]], r["max_items"]))
+    return out

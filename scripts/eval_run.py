@@ -294,7 +294,9 @@ def evaluate_injection(data: Path, runner: Runner, fresh: bool, limit: int | Non
     """The injection section (see scripts/eval_injection.py): both hook paths, own and other memory, a mixed
     memory of two conversations as two projects, and the gate sweep with its plot."""
     from scripts import eval_injection as inj
-    from search_engine.context import DEFAULT_GATE, GATE_SWEEP
+    from search_engine.context import gate_for
+
+    gate = gate_for(runner.embedder.model_id if runner.embedder is not None else None)
 
     ds = load_locomo(data)
     ds.queries = limit_queries(half_queries(ds.queries, half), limit)
@@ -320,20 +322,20 @@ def evaluate_injection(data: Path, runner: Runner, fresh: bool, limit: int | Non
             rows[path] += inj.ask_all(homes[n], asked, path, runner.cache_dir, log)
         rows[path] += inj.ask_all(mixed_home, [(q, "mixed", q.root) for q in by_root[a] + by_root[b]], path,
                                   runner.cache_dir, log)
-    out: dict[str, Any] = {"questions": len(ds.queries), "gate": DEFAULT_GATE._asdict(), "paths": {}}
+    out: dict[str, Any] = {"questions": len(ds.queries), "gate": gate._asdict(), "paths": {}}
     curves: dict[str, dict[str, list[dict]]] = {}
     for path, answers in rows.items():
         single = [r for r in answers if r.memory != "mixed"]
         both = [r for r in answers if r.memory == "mixed"]
-        curves[path] = {name: inj.sweep(both if name == "foreign_margin" else single, name, values)
-                        for name, values in GATE_SWEEP.items()}
+        curves[path] = {name: inj.sweep(both if name == "foreign_margin" else single, name, values, gate)
+                        for name, values in inj.sweep_values(gate).items()}
         out["paths"][path] = {
-            "chosen": inj.rates(single, DEFAULT_GATE),
+            "chosen": inj.rates(single, gate),
             "no_gate": inj.rates(single, False),
-            "mixed_memory": inj.rates(both, DEFAULT_GATE),
+            "mixed_memory": inj.rates(both, gate),
             "sweep": curves[path],
         }
-    png = inj.plot(curves, DEFAULT_GATE._asdict(), out_dir / "injection-gate.png")
+    png = inj.plot(curves, gate._asdict(), out_dir / "injection-gate.png")
     out["plot"] = str(png) if png else "matplotlib not installed (pip install -e '.[bench]')"
     if dump is not None:
         inj.dump([r for asked in rows.values() for r in asked], out_dir / "injection-candidates.jsonl")

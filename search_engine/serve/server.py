@@ -293,14 +293,16 @@ class Server:
                 self.drop_team(result.health.store_reason)
             render = request.get("render")
             if render is not None:
-                return self.rendered(result.hits, str(request.get("query", "")), render)
+                return self.rendered(result.hits, str(request.get("query", "")), render,
+                                     result.health.model if result.mode_used != "bm25" else None)
             return {"ok": True, "result": plain(result)}
         return {"ok": False, "error": f"unknown op {op!r}"}
 
     @staticmethod
-    def rendered(hits, query: str, render) -> dict:
+    def rendered(hits, query: str, render, model: str | None = None) -> dict:
         """The prompt hook's answer: the block to inject, through the same gate and format as its own cold path,
-        so the hook rebuilds no hits (``render`` = the hook's ``project``, ``max_items`` and ``token_budget``)."""
+        so the hook rebuilds no hits (``render`` = the hook's ``project``, ``max_items`` and ``token_budget``;
+        ``model``: the one whose similarities the hits carry, which chooses the gate)."""
         given = render if isinstance(render, dict) else {}
         project, max_items, budget = given.get("project"), given.get("max_items"), given.get("token_budget")
         if not (project is None or isinstance(project, str)) or not (
@@ -308,7 +310,7 @@ class Server:
             return {"ok": False, "error": "render needs project (a string or null), max_items and token_budget "
                                           "(integers >= 0)"}
         block, _ = format_context(ParsedQuery.parse(query), hits, max_items=max_items, project=project,
-                                  token_budget=budget)
+                                  token_budget=budget, model=model)
         return {"ok": True, "block": block}
 
     def request_settings(self, request: dict) -> Settings | None:

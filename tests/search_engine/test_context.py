@@ -106,3 +106,19 @@ def test_sanitize_drops_exactly_the_control_format_and_unassigned_characters_wha
     differ = [hex(i) for i in range(0x110000) if sanitize(f"a{chr(i)}b") != by_category(f"a{chr(i)}b")]
     assert differ == []
     assert sanitize("safe\u202e\u200bwords\x07\n\tkept\u00a0") == "safewords\n\tkept\u00a0"
+
+
+def test_the_gate_is_the_one_of_the_model_that_scored_the_hits():
+    from indexer.base.embedder import E5_NAME, resolve_model
+    from indexer.base.settings import resolve_settings
+    from search_engine.context import E5_GATE, gate_for
+
+    e5_id = resolve_model(resolve_settings("/tmp/memsearch-gate-test", model=E5_NAME)).model_id
+    assert gate_for(e5_id) is E5_GATE and gate_for(None) is DEFAULT_GATE and gate_for("all-MiniLM-L6-v2") is DEFAULT_GATE
+    # a hit as close as e5 finds any unrelated text: close enough for MiniLM's bar, far below e5's
+    hit = _hit("the nightly job retries when sqlite reports contention", similarity=0.8, bm25_rank=None,
+               vector_rank=1)
+    query = Q("why does the ledger export fail")
+    assert format_context(query, [hit])[1] == [hit]
+    assert format_context(query, [hit], model=e5_id) == ("", [])
+    assert format_context(query, [hit._replace(similarity=0.97)], model=e5_id)[1]

@@ -98,3 +98,45 @@ def test_switching_from_the_bundled_model_embeds_what_it_left_out(home, real_emb
     report = index(resolve_settings(home, model=E5_NAME), embedder=e5)
     assert "model changed" in report.model_note and report.chunks_pending == 0
     assert status(resolve_settings(home, model=E5_NAME))["not_embedded"] == 0
+
+
+def test_the_warm_server_gates_e5_hits_by_e5s_own_bars(home, e5, monkeypatch):
+    """E5's cosines are high for any two texts: through the bundled model's gate every hit of an unrelated prompt
+    would be injected. The server renders the prompt hook's block with the gate of the model that scored it."""
+    import os
+    import subprocess
+    import time
+
+    from conftest import MEMSEARCH
+    from search_engine.context import DEFAULT_GATE, E5_GATE
+    from search_engine.serve.client import request
+
+    for name, text in NOTES.items():
+        write(home / "notes" / name, text)
+    settings = resolve_settings(home, model=E5_NAME)
+    index(settings, embedder=e5)
+    monkeypatch.setenv("MEMSEARCH_MODEL", E5_NAME)
+    server = subprocess.Popen([MEMSEARCH, "serve", "--idle-timeout", "60"], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, env=dict(os.environ))
+    try:
+        deadline = time.monotonic() + 60
+        while request(settings, {"op": "ping"}, timeout=1.0) is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+
+        def ask(prompt: str) -> dict:
+            answer = request(settings, {"op": "search", "query": prompt, "k": 15, "mode": "hybrid",
+                                        "render": {"project": None, "max_items": 5, "token_budget": 1200}},
+                             timeout=30.0)
+            assert answer is not None and answer["ok"], answer
+            return answer
+
+        assert "昼寝" in ask("ペットはいつ寝ていますか")["block"]
+        unrelated = "How do I rotate the TLS certificate of the Kubernetes ingress controller?"
+        assert ask(unrelated)["block"] == ""
+        hits = search(settings, unrelated, embedder=e5, k=15).hits
+        # what the bundled model's bar would have let through: every hit is that "close" to the prompt
+        assert hits and min(h.similarity for h in hits) >= DEFAULT_GATE.min_similarity
+        assert max(h.similarity for h in hits) < E5_GATE.min_similarity
+    finally:
+        request(settings, {"op": "stop"}, timeout=2.0)
+        server.wait(timeout=30)
