@@ -465,10 +465,23 @@ def test_idle_embedding_goes_a_few_chunks_at_a_time_for_a_slow_model(home, monke
         (home / "notes" / f"n{i}.md").write_text(f"# Note {i}\nthe deploy runbook, step {i} of the release\n")
     index(resolve_settings(home, model="none"))
 
-    class Slow(FakeEmbedder):
+    class Clock:  # the server's clock, moved only by the model's work: the rates are exact, whatever the load
+        now = 1000.0
+
+        @classmethod
+        def monotonic(cls) -> float:
+            return cls.now
+
+    class Timed(FakeEmbedder):
+        def __init__(self, seconds_per_text: float, model_id: str):
+            super().__init__(model_id=model_id)
+            self.seconds = seconds_per_text
+
         def embed_passages(self, texts):
-            time.sleep(0.05 * len(texts))
+            Clock.now += self.seconds * len(texts)
             return super().embed_passages(texts)
+
+    monkeypatch.setattr(server_module, "time", Clock)
 
     def batches(embedder) -> list[int]:
         srv = server_module.Server(resolve_settings(home))
@@ -485,8 +498,7 @@ def test_idle_embedding_goes_a_few_chunks_at_a_time_for_a_slow_model(home, monke
         assert not srv.embedding_due  # nothing left: the loop goes back to waiting
         return sizes
 
-    slow = batches(Slow(model_id="slow"))
-    assert sum(slow) == 40 and slow[0] == 1
-    assert max(slow) <= 5  # 0.25 s at >= 0.05 s a chunk
-    fast = batches(FakeEmbedder(model_id="fast"))
-    assert sum(fast) == 40 and fast[0] == 1 and max(fast) > 5
+    slow = batches(Timed(0.05, "slow"))
+    assert sum(slow) == 40 and slow[0] == 1 and set(slow[1:-1]) == {5}  # 0.25 s at 0.05 s a chunk
+    fast = batches(Timed(0.01, "fast"))
+    assert sum(fast) == 40 and fast[:3] == [1, 25, 14]  # then all that is left (at most 32)
