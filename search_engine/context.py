@@ -129,6 +129,8 @@ def gate_for(model: str | None) -> Gate:
     (True, True)
     """
     return E5_GATE if model is not None and model.startswith(E5_PREFIX) else DEFAULT_GATE
+
+
 #: The values ``make eval`` sweeps for each gate parameter (the injection section's curves); ``foreign_margin``
 #: is swept on the mixed memory (two projects in one memory).
 GATE_SWEEP = {
