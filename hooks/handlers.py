@@ -244,7 +244,7 @@ def _recalled(asked: Asked, answer: dict[str, Any] | None, started: float) -> Re
 
         result = SearchResult.from_dict(answer["result"])
         return Recalled(query, list(result.hits), asked.project, asked.max_items, asked.token_budget,
-                        result.health.model if result.mode_used != "bm25" else None)
+                        result.similarity_model)
     hits = _local_search(asked, query, started)
     return Recalled(query, hits, asked.project, asked.max_items, asked.token_budget)
 

@@ -180,16 +180,12 @@ def sweep_values(gate: Any) -> dict[str, list[float]]:
     return out
 
 
-def sweep(rows: list[Asked], name: str, values: list[float], gate: Any = None) -> list[dict]:
-    """Recall and false injection for each value of one gate parameter, the others at ``gate``'s (default: the
-    bundled model's gate)."""
-    from search_engine.context import DEFAULT_GATE
-
-    base = DEFAULT_GATE if gate is None else gate
+def sweep(rows: list[Asked], name: str, values: list[float], gate: Any) -> list[dict]:
+    """Recall and false injection for each value of one gate parameter, the others at ``gate``'s."""
     out = []
     for v in values:
         change: dict[str, Any] = {name: v}
-        out.append({name: v, **rates(rows, base._replace(**change))})
+        out.append({name: v, **rates(rows, gate._replace(**change))})
     return out
 
 

@@ -83,6 +83,11 @@ class SearchResult(NamedTuple):
     lexical_query: str | None = None
     explain: tuple[Explanation, ...] | None = None
 
+    @property
+    def similarity_model(self) -> str | None:
+        """The model whose cosines the hits carry (it chooses the prompt hook's gate); None when BM25 answered."""
+        return self.health.model if self.mode_used != "bm25" else None
+
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SearchResult:
         """The result rebuilt from its JSON form (the warm server's answer), with the same nested types."""

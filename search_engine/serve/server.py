@@ -293,8 +293,7 @@ class Server:
                 self.drop_team(result.health.store_reason)
             render = request.get("render")
             if render is not None:
-                return self.rendered(result.hits, str(request.get("query", "")), render,
-                                     result.health.model if result.mode_used != "bm25" else None)
+                return self.rendered(result.hits, str(request.get("query", "")), render, result.similarity_model)
             return {"ok": True, "result": plain(result)}
         return {"ok": False, "error": f"unknown op {op!r}"}
 
