@@ -360,7 +360,7 @@ class PairEmbedder:
         self.model_id = choice.model_id or ""
         self.dim = BUNDLED_DIM + E5_DIM
         # MiniLM on one thread: ONNX Runtime's pool spins after each run and took the cores from e5's engine (a
-        # question's embedding 53-63 ms with both on their defaults, 25 ms so: MiniLM 7 ms alone, e5 17 ms)
+        # question's embedding 53-63 ms with both on their defaults, 25-30 ms so: MiniLM 7 ms alone, e5 17 ms)
         self.minilm = FastEmbedder(_bundled_choice(settings), settings.replace(threads=1))
         self.e5 = E5Embedder(_e5_choice(), settings)
 
