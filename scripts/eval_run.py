@@ -10,7 +10,7 @@ import shutil
 import sys
 import time
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -92,6 +92,9 @@ class Runner:
     model_note: str | None = None
     #: ``--backend postgres``: the server (scripts.pg_team.Server) whose team stores the questions are asked of
     pg: Any = None
+    #: the roots ``--fresh`` rebuilt in this run: a later section asking the same memory (injection after locomo)
+    #: reuses them instead of indexing them once more
+    rebuilt: set[Path] = field(default_factory=set)
 
     def settings(self, root: Path, **extra: Any) -> Settings:
         flags = {**self.overrides, **extra}
@@ -112,9 +115,11 @@ class Runner:
         base = self.work / ds.name / self.cache_key()
         root = base / root_name
         info_path = base / f"{root_name}.build.json"
-        if fresh and root.exists():
-            shutil.rmtree(root)
+        if fresh and root not in self.rebuilt:
+            if root.exists():
+                shutil.rmtree(root)
             info_path.unlink(missing_ok=True)
+            self.rebuilt.add(root)
         for rel, data in files.items():
             path = root / rel
             if path.is_file() and path.read_bytes() == data:

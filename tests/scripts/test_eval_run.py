@@ -1,4 +1,5 @@
-"""scripts.eval_run: what fusion buried and gained of its lists' top 10, on hand-made rankings."""
+"""scripts.eval_run: what fusion buried and gained of its lists' top 10, on hand-made rankings; `--fresh` rebuilding a
+memory root once per run."""
 
 from scripts.eval_data import Query
 from scripts.eval_run import buried_gained
@@ -20,3 +21,21 @@ def test_buried_and_gained_per_question():
                                              "questions_gained": 1}
     top10["hybrid"]["q1"] = ["x"]  # now no gold of q1 at all in hybrid's top 10, though both lists had one
     assert buried_gained(queries, top10)["questions_buried"] == 1
+
+
+def test_fresh_rebuilds_a_root_once_per_run(tmp_path):
+    """``--fresh`` with locomo and injection: the injection section asks the memories the locomo section has just
+    rebuilt, and reuses them (each is indexed once in the run, from nothing)."""
+    from scripts.eval_data import Dataset
+    from scripts.eval_run import Runner
+
+    files = {"notes/a.md": b"# A\nthe deploy runs on Tuesdays\n"}
+    ds = Dataset("tiny", "notes", {"r": files}, [], doc_of=lambda hit: hit.id)
+    runner = Runner(tmp_path / "work", tmp_path / "cache", {"model": "none"}, None)
+    root, first = runner.build(ds, "r", files, fresh=True)
+    assert first["chunks_added"] == 1
+    (root / "notes" / "stale.md").write_text("# Stale\nleft from an earlier run\n")
+    _, again = runner.build(ds, "r", files, fresh=True)  # the same run: the root is kept, not rebuilt
+    assert (root / "notes" / "stale.md").exists() and again["chunks"] == 2
+    _, later = Runner(tmp_path / "work", tmp_path / "cache", {"model": "none"}, None).build(ds, "r", files, fresh=True)
+    assert not (root / "notes" / "stale.md").exists() and later["chunks"] == 1  # a new run rebuilds from nothing
