@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from scripts.eval_data import CJK_SETS
+from scripts.eval_data import CJK_SETS, LOCOMO_CATEGORIES
 from scripts.eval_metrics import KS
 
 
@@ -125,7 +125,14 @@ def render(results: dict) -> str:
     return "\n".join(out)
 
 
+#: the LoCoMo group the multi-hop goal reads
+MULTI_HOP = f"cat1 {LOCOMO_CATEGORIES[1]}"
+
+
 def targets(ds: dict) -> list[dict]:
+    """The goals ``make eval`` checks, each with its value and whether it is met: LoCoMo dev hybrid turn recall@5
+    ≥ 0.70, session recall@5 ≥ 0.92 and multi-hop ≥ 0.45, fusion burying no more gold than it gains, SciFact, and
+    on each CJK set recall@5 ≥ 0.97 and never below the FTS5 trigram reference; dedup hides no gold."""
     checks: list[dict] = []
 
     def get(name: str, mode: str, metric: str) -> float | None:
@@ -137,10 +144,11 @@ def targets(ds: dict) -> list[dict]:
     headline = {"locomo": ["recall@5", "session_recall@5"], "scifact": ["ndcg@10"],
                 **{n: ["recall@5"] for n in CJK_SETS}}
     if "locomo" in ds:
-        v = get("locomo", "hybrid", "recall@5")
-        add("locomo hybrid turn R@5 >= 0.60", v, v is not None and v >= 0.60)
-        v = get("locomo", "hybrid", "session_recall@5")
-        add("locomo hybrid session R@5 >= 0.90", v, v is not None and v >= 0.90)
+        for label, metric, goal in (("turn R@5", "recall@5", 0.70), ("session R@5", "session_recall@5", 0.92)):
+            v = get("locomo", "hybrid", metric)
+            add(f"locomo hybrid {label} >= {goal:.2f}", v, v is not None and v >= goal)
+        multi = ds["locomo"].get("modes", {}).get("hybrid", {}).get("groups", {}).get(MULTI_HOP, {}).get("recall@5")
+        add("locomo hybrid multi-hop turn R@5 >= 0.45", multi, multi is not None and multi >= 0.45)
         for metric in ("recall@5", "session_recall@5"):
             h, b, ve = (get("locomo", m, metric) for m in ("hybrid", "bm25", "vector"))
             if h is not None and b is not None and ve is not None:
