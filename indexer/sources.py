@@ -23,6 +23,7 @@ from typing import Any
 
 import orjson
 
+from indexer.base.chunktext import ROLE_OF_TYPE
 from indexer.base.paths import CONFIG_NAME, STATE_DIR
 from indexer.chunker import parse_front_matter, split_markdown, split_plain
 from indexer.privacy import redact
@@ -338,10 +339,6 @@ def event_title(event: dict[str, Any]) -> str:
     meta = raw_meta if isinstance(raw_meta, dict) else {}
     parts = [str(event.get("type") or "event"), event.get("tool_name"), meta.get("speaker")]
     return " · ".join(str(p) for p in parts if p)
-
-
-#: What an event without a named speaker is attributed to, by its type.
-ROLE_OF_TYPE = {"prompt": "user", "response": "assistant"}
 
 
 def event_speaker(event: dict[str, Any]) -> str:

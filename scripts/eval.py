@@ -66,7 +66,7 @@ ALL_DATASETS = ("locomo", "scifact", *CJK_SETS, "injection")
 #: Index-changing settings: part of the cache key.
 INDEX_SETTINGS = ("chunk_chars", "chunk_overlap", "model", "model_dir")
 SEARCH_SETTINGS = ("bm25_weight", "vector_weight", "rrf_k", "candidates", "dedup_threshold", "fusion", "bm25_share",
-                   "session_share")
+                   "session_share", "speaker_share")
 
 
 def git_info() -> dict:

@@ -15,6 +15,7 @@ OR when that finds too little; the whole query is never one phrase.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import NamedTuple
 
 from indexer.base.cjk import cjk_run_re, may_hold_cjk, query_bigrams
@@ -189,6 +190,30 @@ def _filler(term: Term) -> bool:
     if term.cjk:
         return len(term.text) == 2 and re.fullmatch(_HIRAGANA, term.text) is not None
     return term.text in STOPWORDS
+
+
+def named_speakers(text: str, speakers: Iterable[str]) -> frozenset[str]:
+    """The speakers among ``speakers`` whom ``text`` names by their first name (a name's first word), as whole
+    words, case folded; a name written in CJK anywhere in the text (its words have no spaces between them, and a
+    Korean name takes a particle: "민수는" names 민수). "Mel" does not name "Melanie".
+
+    >>> sorted(named_speakers("What did melanie paint, and John's dog?", ["Melanie", "John Doe", "Mel", "Ann"]))
+    ['John Doe', 'Melanie']
+    >>> sorted(named_speakers("민수는 어디에 갔나요?", ["민수", "지영"]))
+    ['민수']
+    """
+    words = {w.casefold() for w in _WORD_RE.findall(text)}
+    named = set()
+    for speaker in speakers:
+        first = speaker.split(maxsplit=1)[0] if speaker.strip() else ""
+        if may_hold_cjk(first) and cjk_run_re().search(first):
+            if first in text:
+                named.add(speaker)
+            continue
+        parts = [w.casefold() for w in _WORD_RE.findall(first)]
+        if parts and all(p in words for p in parts):
+            named.add(speaker)
+    return frozenset(named)
 
 
 class ParsedQuery(NamedTuple):

@@ -2,8 +2,9 @@
 
 ``search()`` runs the BM25 list and the vector list over a candidate pool (at least ``settings.candidates`` each),
 fuses them (by min-max normalised scores, 60% BM25, by default; or weighted reciprocal rank fusion), raises an event
-by the best candidates of its session (``session_share``, :func:`~search_engine.fusion.group_evidence`), hides
-near-duplicates by character-trigram Jaccard and returns
+by the best candidates of its session (``session_share``, :func:`~search_engine.fusion.group_evidence`), raises
+the events of a speaker the query names (``speaker_share``) and those of a time it names, hides near-duplicates by
+character-trigram Jaccard and returns
 a :class:`SearchResult` that also says which mode actually ran, why, and how healthy the index is.
 
 >>> from indexer.base.settings import resolve_settings
@@ -16,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, NamedTuple, cast
 
+from indexer.base.chunktext import is_role
 from indexer.base.cjk import CJK_SHARE_LIMIT, cjk_share, english_only
 from indexer.base.embedder import ModelChoice
 from indexer.base.errors import ModelUnavailable, UsageError
@@ -29,7 +31,7 @@ from search_engine.filters import Filters
 from search_engine.fusion import Fused, boost, dedup, fuse_by_rank, fuse_by_score, group_evidence
 from search_engine.hits import Scores, make_hit
 from search_engine.lexical import lexical_search
-from search_engine.query import ParsedQuery
+from search_engine.query import ParsedQuery, named_speakers
 from search_engine.reading import one_line, open_team_for_search, reading, team_errors
 from search_engine.timeexpr import time_window
 
@@ -207,9 +209,18 @@ def _search(request: Request, store: Store | None) -> SearchResult:
         plain = dict(fused)
         fused = group_evidence(fused, sessions, settings.session_share)
         raised = {cid: score - plain[cid] for cid, score in fused}
+    boosted: dict[int, list[str]] = {}
+    named = set() if request.raw or not settings.speaker_share else _named_speakers(query.text, rows)
+    if named:
+        fused = boost(fused, named, settings.speaker_share)
+        for cid in named:
+            boosted.setdefault(cid, []).append(f"speaker {1 + settings.speaker_share:g}")
     window = None if request.raw or filters.since or filters.until else time_window(query.text, request.now)
     if window is not None:
-        fused = boost(fused, {cid for cid in rows if window.holds(rows[cid].ts)}, TIME_BOOST)
+        timely = {cid for cid in rows if window.holds(rows[cid].ts)}
+        fused = boost(fused, timely, TIME_BOOST)
+        for cid in timely:
+            boosted.setdefault(cid, []).append(f"time {1 + TIME_BOOST:g}")
     kept, hidden = dedup([(cid, rows[cid].text) for cid, _ in fused], settings.dedup_threshold, limit=request.k)
 
     bm25_rank = {cid: r for r, cid in enumerate(lexical_ids, start=1)}
@@ -235,10 +246,24 @@ def _search(request: Request, store: Store | None) -> SearchResult:
                 duplicate_of=uid[cast(int, hidden_of[cid].duplicate_of)] if cid in hidden_of else None,
                 similarity=hidden_of[cid].similarity if cid in hidden_of else None,
                 group_contribution=raised.get(cid, 0.0),
+                boosts=tuple(boosted.get(cid, ())),
             )
             for cid in [*kept, *hidden_of]
         )
     return SearchResult(query.text, mode, mode_used, reason, state, hits, len(hidden), expression, explanation)
+
+
+def _named_speakers(text: str, rows: Mapping[int, HitRow]) -> set[int]:
+    """The candidate events written by a speaker the query names (:func:`~search_engine.query.named_speakers`):
+    names their metadata carried, never a role (``user``, ``assistant``, ``tool``). A question about what someone
+    did is answered in their own words: on LoCoMo dev, 931 of the 968 gold turns of questions naming one speaker
+    are that speaker's, against 960 of the 3,390 places of hybrid's top 5 that went to the other speaker."""
+    speakers = {cid: row.speaker for cid, row in rows.items()
+                if row.kind == "event" and row.speaker and not is_role(row.speaker, row.category)}
+    if not speakers:
+        return set()
+    named = named_speakers(text, set(speakers.values()))
+    return {cid for cid, speaker in speakers.items() if speaker in named}
 
 
 _BACKGROUND = None

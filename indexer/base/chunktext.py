@@ -81,6 +81,21 @@ def shorten(text: str, limit: int = REPLY_CHARS) -> str:
     return flat[: cut if cut > limit // 2 else limit].rstrip() + "…"
 
 
+#: What an event without a named speaker is attributed to, by its type (any other type: the type itself, e.g.
+#: ``tool``): a role, not a name.
+ROLE_OF_TYPE = {"prompt": "user", "response": "assistant"}
+
+
+def is_role(speaker: str, category: str) -> bool:
+    """Whether an event's ``speaker`` is only the role its type gives it (``user``, ``assistant``, ``tool``…), not
+    a name its metadata carried.
+
+    >>> is_role("user", "prompt"), is_role("tool", "tool"), is_role("Caroline", "prompt")
+    (True, True, False)
+    """
+    return speaker == ROLE_OF_TYPE.get(category, category)
+
+
 class Turn(NamedTuple):
     """The latest turn of a session, as :func:`reply_of` needs it: who said it, its text (its first chunk's), and
     the turn it replied to. A named tuple: the prompt hook's cold path imports this module."""

@@ -32,7 +32,7 @@ DB_URL_REFUSED = ("db_url refused: the team database is set only in the memory r
                   "MEMSEARCH_DB_URL or --db-url, never by a project")
 #: What a project-level config may set: search tuning, never models, paths or retention.
 PROJECT_KEYS = frozenset({"rrf_k", "bm25_weight", "vector_weight", "candidates", "ef_search", "dedup_threshold",
-                          "fusion", "bm25_share", "session_share", "capture"})
+                          "fusion", "bm25_share", "session_share", "speaker_share", "capture"})
 
 
 class Settings:
@@ -77,6 +77,9 @@ class Settings:
     #: hybrid: a hit from an event session gains this share of the best score, in proportion to the evidence of its
     #: session (its three best candidates) against the best session's (0: off; see ``fusion.group_evidence``)
     session_share: float = 0.15
+    #: a query that names who wrote events (a speaker named in their metadata, not a role such as ``user``): that
+    #: speaker's events among the candidates score ``1 + speaker_share`` times as much (0: off; every mode)
+    speaker_share: float = 1.0
     #: texts per model call; the indexer hands the model windows of EMBED_WINDOW texts, sorted by length
     embed_batch: int = 16
     #: ``memsearch maintain``: event logs whose newest event is older than this many days leave the index (0: never).
@@ -289,6 +292,7 @@ _SPEC: dict[str, tuple[str, str, Any]] = {
     "fusion": ("MEMSEARCH_FUSION", "fusion", choice("score", "rrf")),
     "bm25_share": ("MEMSEARCH_BM25_SHARE", "bm25_share", number(0, 1)),
     "session_share": ("MEMSEARCH_SESSION_SHARE", "session_share", number(0, 1)),
+    "speaker_share": ("MEMSEARCH_SPEAKER_SHARE", "speaker_share", number(0, 10)),
     "embed_batch": ("MEMSEARCH_EMBED_BATCH", "embed_batch", integer(1, 4096)),
     "retention_days_event": ("MEMSEARCH_RETENTION_DAYS_EVENT", "retention_days_event", count),
     "archive": ("MEMSEARCH_ARCHIVE", "archive", boolean),

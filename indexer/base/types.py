@@ -58,8 +58,9 @@ class Hit(NamedTuple):
 
 class Explanation(NamedTuple):
     """Why one hit (or hidden duplicate) is where it is: each list's rank and its contribution to the fused score,
-    and what the evidence of its group added (hybrid, ``session_share``: an event's group is its session, any other
-    hit is a group of its own)."""
+    what the evidence of its group added (hybrid, ``session_share``: an event's group is its session, any other
+    hit is a group of its own), and the factors it was then multiplied by (``boosts``: its speaker is named in the
+    query, ``speaker 2``; its time is the one the query names, ``time 1.25``)."""
 
     id: str
     bm25_rank: int | None
@@ -70,6 +71,7 @@ class Explanation(NamedTuple):
     duplicate_of: str | None = None
     similarity: float | None = None
     group_contribution: float = 0.0
+    boosts: tuple[str, ...] = ()
 
 
 class SearchResult(NamedTuple):

@@ -136,6 +136,8 @@ class HitRow(NamedTuple):
     project: str | None
     status: str | None
     event_id: str | None
+    #: who wrote an event (its metadata's speaker, else its role: see :func:`indexer.sources.event_speaker`)
+    speaker: str | None = None
     owner: str | None = None
     scope: Scope = "private"
 

@@ -86,7 +86,7 @@ CANDIDATES = 5000
 COUNTS_TTL = 10.0
 KNN_MAX = 4096
 _HIT_COLUMNS = ("id, uid, kind, category, title, text, path, line_start, line_end, ts, session_id, project, "
-                "status, event_id, owner, scope")
+                "status, event_id, speaker, owner, scope")
 
 
 class StoreUnavailable(MemsearchError):
@@ -605,7 +605,7 @@ class PgStore:
                 f"SELECT * FROM (SELECT DISTINCT ON (uid) {_HIT_COLUMNS}, source, seq FROM {SCHEMA}.chunks"
                 " WHERE uid >= %s AND uid < %s ORDER BY uid, owner <> current_user, id) u ORDER BY uid LIMIT %s",
                 (prefix, prefix + "g", limit)).fetchall()
-        return [(HitRow(*r[:-2]), f"{r[14]}:{r[-2]}", r[-1]) for r in rows]
+        return [(row, f"{row.owner}:{r[-2]}", r[-1]) for r in rows for row in (HitRow(*r[:-2]),)]
 
     def neighbours(self, file: str, seq: int) -> tuple[str | None, str | None, int]:
         """The ids of the visible chunks before and after place ``seq`` of ``file`` (as

@@ -39,7 +39,8 @@ BODY_WEIGHT = 1.0
 CONTEXT_WEIGHT = 0.4
 #: The widest vec0 KNN asked for before the exact scan takes over.
 KNN_MAX = 4096
-HIT_COLUMNS = "id, uid, kind, category, title, text, path, line_start, line_end, ts, session_id, project, status, event_id"
+HIT_COLUMNS = ("id, uid, kind, category, title, text, path, line_start, line_end, ts, session_id, project, status, "
+               "event_id, speaker")
 _SCORE = f"-bm25(chunks_fts, {TITLE_WEIGHT}, {BODY_WEIGHT}, {CONTEXT_WEIGHT})"
 
 

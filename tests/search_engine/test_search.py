@@ -365,3 +365,48 @@ def test_a_cjk_query_ranks_first_the_text_that_holds_its_wording(home, settings,
     result = search(settings, question, mode="bm25")
     assert [h.path for h in result.hits] == ["answer.md", "repeat.md"]
     assert result.hits[0].bm25_score > result.hits[1].bm25_score  # the list's score carries the bonus
+
+
+def _two_speakers(home, named: bool = True):
+    turns = [("prompt", "Mel", "I paint by the lake most mornings now"),
+             ("response", "Jon", "Mel told me she would paint by the lake; the lake is where Mel likes to paint"),
+             ("prompt", "Mel", "The release of version two is planned for next Tuesday"),
+             ("response", "Jon", "Remember to rotate the database credentials before the audit"),
+             ("prompt", "Mel", "We planted basil between the rows of tomatoes"),
+             ("response", "Jon", "The train to the coast leaves at nine")]
+    lines = [orjson.dumps({"id": f"t{i}", "ts": f"2026-11-20T10:0{i}:00", "type": etype, "content": text,
+                           "session_id": "s1", **({"metadata": {"speaker": who}} if named else {})})
+             for i, (etype, who, text) in enumerate(turns)]
+    write(home / "events" / "2026-11-20.jsonl", b"\n".join(lines) + b"\n")
+    settings = resolve_settings(home)
+    index(settings, embedder=None)
+    return settings
+
+
+def test_a_named_speaker_s_own_turns_rise(home):
+    """A question naming who wrote events ("what does Mel paint") raises that speaker's events by ``1 +
+    speaker_share``: Mel's own turn overtakes Jon's, which repeats every word of the question (the real index,
+    BM25); ``--explain`` shows the factor, and ``speaker_share = 0`` keeps BM25's order."""
+    settings = _two_speakers(home)
+    query = "Where does Mel paint by the lake?"
+    plain = search(settings.replace(speaker_share=0.0), query, mode="bm25", k=5, explain=True)
+    assert [h.event_id for h in plain.hits[:2]] == ["t1", "t0"]
+    assert all(not e.boosts for e in plain.explain)
+    raised = search(settings, query, mode="bm25", k=5, explain=True)
+    order = [h.event_id for h in raised.hits]
+    assert order[0] == "t0" and order.index("t0") < order.index("t1")
+    score = {h.event_id: h.score for h in plain.hits}
+    assert {h.event_id: h.score for h in raised.hits} == pytest.approx(
+        {eid: s * (2 if eid in ("t0", "t2", "t4") else 1) for eid, s in score.items()}, abs=2e-6)
+    why = {h.event_id: e.boosts for h, e in zip(raised.hits, raised.explain)}
+    assert why["t0"] == ("speaker 2",) and why["t1"] == ()
+
+
+def test_a_role_is_not_a_name(home):
+    """Events without a named speaker are the user's and the assistant's: "the user" in a question is a word, not a
+    speaker named, and nothing is raised."""
+    settings = _two_speakers(home, named=False)
+    query = "Where does the user paint by the lake?"
+    found = search(settings, query, mode="bm25", k=5, explain=True)
+    assert [h.event_id for h in found.hits[:2]] == ["t1", "t0"]
+    assert all(not e.boosts for e in found.explain)

@@ -123,10 +123,12 @@ def test_vector_candidates_use_hnsw_with_ef_search_and_filter_inside(alice, team
 def test_fetch_hits_and_meta(team):
     alice, bob = team.store("alice"), team.store("bob")
     alice.write_batch(source("/m/a.md"), [chunk("a1", "text", title="T", line_start=3, line_end=9,
-                                                ts="2026-05-01T10:00:00", session_id="s1", project="p")])
+                                                ts="2026-05-01T10:00:00", session_id="s1", project="p", speaker="Mel")])
     [hit] = alice.fetch_hits([alice.lexical_top_k(terms("text"), "AND", Filters(), 1)[0].id, 999_999]).values()
-    assert (hit.uid, hit.title, hit.line_start, hit.line_end, hit.session_id, hit.project, hit.owner, hit.scope) == (
-        "a1", "T", 3, 9, "s1", "p", "alice", "private")
+    assert (hit.uid, hit.title, hit.line_start, hit.line_end, hit.session_id, hit.project, hit.speaker, hit.owner,
+            hit.scope) == ("a1", "T", 3, 9, "s1", "p", "Mel", "alice", "private")
+    [(row, where, _)] = alice.find_uid_prefix("a1")
+    assert (row.speaker, row.owner, where) == ("Mel", "alice", "alice:/m/a.md")
     assert alice.get_meta("last_indexed") is None
     alice.set_meta("last_indexed", "2026-05-01T10:00:00")
     alice.set_meta("last_indexed", "2026-05-02T10:00:00")
