@@ -236,6 +236,7 @@ def plot(curves: dict[str, dict[str, list[dict]]], chosen: dict[str, float], out
 def dump(rows: list[Asked], out: Path) -> None:
     """Per prompt: the candidate hits, whole (``Hit(**hit)`` rebuilds one), so a gate can be studied offline with
     :func:`rates` on :func:`load_dump`'s rows."""
+    out.parent.mkdir(parents=True, exist_ok=True)  # the results' folder: made once the section's numbers are in
     with out.open("w", encoding="utf-8") as f:
         for a in rows:
             f.write(json.dumps({"qid": a.qid, "memory": a.memory, "path": a.path, "query": a.query,

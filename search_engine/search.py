@@ -28,7 +28,7 @@ from indexer.store import HitRow, Store
 from indexer.store.local import SqliteStore
 from search_engine.embedding import EmbedderArg, QueryEmbedder
 from search_engine.filters import Filters
-from search_engine.fusion import Fused, boost, dedup, fuse_by_rank, fuse_by_score, group_evidence
+from search_engine.fusion import Fused, boost, dedup, fuse_by_rank, fuse_by_score, group_evidence, scale_to_best
 from search_engine.hits import Scores, make_hit
 from search_engine.lexical import lexical_search
 from search_engine.query import ParsedQuery, named_speakers
@@ -197,6 +197,8 @@ def _search(request: Request, store: Store | None) -> SearchResult:
     if mode_used == "hybrid" and settings.fusion == "score":
         fusion: Fused[int] = fuse_by_score({i: bm25_scores[i] for i in lexical_ids},
                                            {i: similarity.get(i, 0.0) for i in vector_ids}, alpha=settings.bm25_share)
+    elif mode_used == "bm25" and settings.fusion == "score":
+        fusion = scale_to_best({i: bm25_scores[i] for i in lexical_ids})
     else:
         rankings = [lexical_ids if mode_used != "vector" else [], vector_ids if mode_used != "bm25" else []]
         fusion = fuse_by_rank(rankings, k=settings.rrf_k, weights=[settings.bm25_weight, settings.vector_weight])

@@ -39,3 +39,18 @@ def test_fresh_rebuilds_a_root_once_per_run(tmp_path):
     assert (root / "notes" / "stale.md").exists() and again["chunks"] == 2
     _, later = Runner(tmp_path / "work", tmp_path / "cache", {"model": "none"}, None).build(ds, "r", files, fresh=True)
     assert not (root / "notes" / "stale.md").exists() and later["chunks"] == 1  # a new run rebuilds from nothing
+
+
+def test_the_injection_dump_makes_its_folder_and_reads_back(tmp_path):
+    """``--dump-queries`` with ``--out`` in a folder that does not exist yet: the injection section's candidates file
+    is written there (it raised FileNotFoundError at the end of a run), and it reads back the same."""
+    from indexer.base.types import Hit
+    from scripts.eval_injection import Asked, dump, load_dump
+
+    hit = Hit("a1", "event", "prompt", "prompt · Mel", "I paint by the lake", "events/d.jsonl", None, None,
+              "2026-11-20T10:00:00", "s1", "p", None, 0.5, 1, None, event_id="t0")
+    asked = Asked("conv#1", "own", "bm25", "where does Mel paint", frozenset({"t0"}), "p", [hit], 5)
+    out = tmp_path / "new" / "folder" / "injection-candidates.jsonl"
+    dump([asked], out)
+    [back] = load_dump(out)
+    assert (back.qid, back.gold, back.hits, back.max_items) == ("conv#1", frozenset({"t0"}), [hit], 5)
