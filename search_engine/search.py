@@ -28,7 +28,15 @@ from indexer.store import HitRow, Store
 from indexer.store.local import SqliteStore
 from search_engine.embedding import EmbedderArg, QueryEmbedder
 from search_engine.filters import Filters
-from search_engine.fusion import Fused, boost, dedup, fuse_by_rank, fuse_by_score, group_evidence, scale_to_best
+from search_engine.fusion import (
+    Fused,
+    boost,
+    dedup,
+    fuse_by_rank,
+    fuse_by_score,
+    group_evidence,
+    scale_to_best,
+)
 from search_engine.hits import Scores, make_hit
 from search_engine.lexical import lexical_search
 from search_engine.query import ParsedQuery, named_speakers
