@@ -96,7 +96,8 @@ def maintain(
             except apsw.Error as exc:
                 vacuum_error = f"vacuum failed: {type(exc).__name__}: {exc}"
             t = step("vacuum", t)
-            check = check_index(store)
+            with _writer_lock(settings):  # FTS5's check writes: hooks wait for it, not it for them
+                check = check_index(store)
             if vacuum_error:
                 check = _with_problem(check, vacuum_error)
             elif scrubbed is not None and not tally.problems:

@@ -15,6 +15,7 @@ import apsw
 
 from indexer.base.chunktext import fts_title
 from indexer.base.cjk import index_form
+from indexer.base.errors import MemsearchError
 from indexer.store import ChunkRow, sqlite
 
 if TYPE_CHECKING:  # the prompt hook opens the store and never checks it: no report types on its path
@@ -267,12 +268,20 @@ class SqliteUpkeep:
     def check(self) -> IndexCheck:
         """SQLite's and FTS5's integrity checks, and whether the chunk, FTS and vector tables agree row for row."""
         conn = self.conn
-        try:
-            with self.transaction():
-                conn.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES('integrity-check', 0)")
-            fts_integrity = "ok"
-        except apsw.Error as exc:
-            fts_integrity = f"{type(exc).__name__}: {exc}"
+        fts_integrity = "ok"
+        for attempt in range(3):
+            try:
+                with self.transaction():  # FTS5's 'integrity-check' is a write: it waits for other writers
+                    conn.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES('integrity-check', 0)")
+                break
+            except apsw.BusyError:  # another writer held the file past the busy timeout: no verdict, not damage
+                if attempt == 2:
+                    raise MemsearchError("the index stayed busy with another writer during its integrity check; "
+                                         "nothing was changed by the check: run it again") from None
+                time.sleep(0.5 * (attempt + 1))
+            except apsw.Error as exc:
+                fts_integrity = f"{type(exc).__name__}: {exc}"
+                break
         # after FTS5's own check, which reloads the table's structure: on a connection that read the table before
         # another connection rewrote it (a full re-index), PRAGMA integrity_check alone reported "fts5: corruption
         # found reading blob" where a fresh connection found none
