@@ -107,21 +107,22 @@ def fuse_by_score(bm25: dict[K, float], similarity: dict[K, float], alpha: float
 
 
 def scale_to_best(scores: dict[K, float]) -> Fused[K]:
-    """One list scored by its own scores over the best one's, ``s(d) / s_max`` (rank scores when the best is not
-    positive): how BM25 alone ranks. Unlike rank scores (``1 / (k + rank)``, nearly flat over a list), a boost then
+    """One ranked list (``scores`` best first, as the list ranks them; its order is kept, ties included) scored by
+    its own scores over the best one's, ``s(d) / s_max`` (rank scores when the best is not positive): how BM25
+    alone ranks. Unlike rank scores (``1 / (k + rank)``, nearly flat over a list), a boost then
     raises a hit by how well it matches and not past every better match: with the speaker rule, LoCoMo dev BM25
     turn recall@5 0.673 -> 0.682, and the prompt hook's BM25 path 0.584 -> 0.595 injected recall. Min-max instead
     gave 0.683 / 0.596, but its last candidate scores 0, which no boost raises (a time window then no longer lifted
     the dated hit of a small memory). The vector list alone keeps rank scores: scaled, it fell 0.531 -> 0.522 (its
-    cosines sit close together, and a time window then barely reorders them). Ties break by the key's ``repr``.
+    cosines sit close together, and a time window then barely reorders them).
 
-    >>> scale_to_best({"a": 2.0, "b": 4.0, "c": 3.0}).ranked
+    >>> scale_to_best({"b": 4.0, "c": 3.0, "a": 2.0}).ranked
     [('b', 1.0), ('c', 0.75), ('a', 0.5)]
     """
-    best = max(scores.values(), default=0.0)
+    best = next(iter(scores.values()), 0.0)
     if best <= 0:
-        return fuse_by_rank([sorted(scores, key=lambda key: (-scores[key], repr(key)))])
-    ranked = sorted(((key, s / best) for key, s in scores.items()), key=lambda kv: (-kv[1], repr(kv[0])))
+        return fuse_by_rank([list(scores)])
+    ranked = [(key, s / best) for key, s in scores.items()]
     return Fused(ranked, {key: (s, 0.0) for key, s in ranked})
 
 

@@ -219,18 +219,13 @@ def _search(request: Request, store: Store | None) -> SearchResult:
         plain = dict(fused)
         fused = group_evidence(fused, sessions, settings.session_share)
         raised = {cid: score - plain[cid] for cid, score in fused}
-    boosted: dict[int, list[str]] = {}
     named = set() if request.raw or not settings.speaker_share else _named_speakers(query.text, rows)
     if named:
         fused = boost(fused, named, settings.speaker_share)
-        for cid in named:
-            boosted.setdefault(cid, []).append(f"speaker {1 + settings.speaker_share:g}")
     window = None if request.raw or filters.since or filters.until else time_window(query.text, request.now)
-    if window is not None:
-        timely = {cid for cid in rows if window.holds(rows[cid].ts)}
+    timely = set() if window is None else {cid for cid in rows if window.holds(rows[cid].ts)}
+    if timely:
         fused = boost(fused, timely, TIME_BOOST)
-        for cid in timely:
-            boosted.setdefault(cid, []).append(f"time {1 + TIME_BOOST:g}")
     kept, hidden = dedup([(cid, rows[cid].text) for cid, _ in fused], settings.dedup_threshold, limit=request.k)
 
     bm25_rank = {cid: r for r, cid in enumerate(lexical_ids, start=1)}
@@ -256,7 +251,8 @@ def _search(request: Request, store: Store | None) -> SearchResult:
                 duplicate_of=uid[cast(int, hidden_of[cid].duplicate_of)] if cid in hidden_of else None,
                 similarity=hidden_of[cid].similarity if cid in hidden_of else None,
                 group_contribution=raised.get(cid, 0.0),
-                boosts=tuple(boosted.get(cid, ())),
+                boosts=tuple(factor for factor, raised_by in ((f"speaker {1 + settings.speaker_share:g}", named),
+                                                              (f"time {1 + TIME_BOOST:g}", timely)) if cid in raised_by),
             )
             for cid in [*kept, *hidden_of]
         )

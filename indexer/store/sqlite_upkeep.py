@@ -268,20 +268,15 @@ class SqliteUpkeep:
     def check(self) -> IndexCheck:
         """SQLite's and FTS5's integrity checks, and whether the chunk, FTS and vector tables agree row for row."""
         conn = self.conn
-        fts_integrity = "ok"
-        for attempt in range(3):
-            try:
-                with self.transaction():  # FTS5's 'integrity-check' is a write: it waits for other writers
-                    conn.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES('integrity-check', 0)")
-                break
-            except apsw.BusyError:  # another writer held the file past the busy timeout: no verdict, not damage
-                if attempt == 2:
-                    raise MemsearchError("the index stayed busy with another writer during its integrity check; "
-                                         "nothing was changed by the check: run it again") from None
-                time.sleep(0.5 * (attempt + 1))
-            except apsw.Error as exc:
-                fts_integrity = f"{type(exc).__name__}: {exc}"
-                break
+        try:
+            with self.transaction():  # FTS5's 'integrity-check' is a write: it waits for other writers
+                conn.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES('integrity-check', 0)")
+            fts_integrity = "ok"
+        except apsw.BusyError:  # another writer held the file past the busy timeout: no verdict, not damage
+            raise MemsearchError("the index stayed busy with another writer during its integrity check; nothing "
+                                 "was changed by the check: run it again") from None
+        except apsw.Error as exc:
+            fts_integrity = f"{type(exc).__name__}: {exc}"
         # after FTS5's own check, which reloads the table's structure: on a connection that read the table before
         # another connection rewrote it (a full re-index), PRAGMA integrity_check alone reported "fts5: corruption
         # found reading blob" where a fresh connection found none

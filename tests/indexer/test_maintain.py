@@ -461,14 +461,11 @@ def test_server_indexes_a_captured_prompt_right_after_its_answer(sample_home, mo
     assert server.after_reply == []
 
 
-def test_a_busy_index_is_not_reported_as_damaged(sample_home, settings, fake, monkeypatch):
+def test_a_busy_index_is_not_reported_as_damaged(sample_home, settings, fake):
     """FTS5's integrity check writes, so another writer holding the file past the busy timeout made it fail, and
-    ``maintain`` told the user to delete a sound index. Now the check waits and tries again; a file still busy
-    is a one-line error that changes nothing, and the check passes once the writer is done."""
-    from indexer.store import sqlite_upkeep
-
+    ``maintain`` told the user to delete a sound index. Now a file still busy after the busy timeout is a
+    one-line error that changes nothing, and the check passes once the writer is done."""
     index(settings, embedder=fake)
-    monkeypatch.setattr(sqlite_upkeep.time, "sleep", lambda s: None)
     checker = store.connect(settings.db_path)
     checker.set_busy_timeout(20)
     writer = store.connect(settings.db_path)
