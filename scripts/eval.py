@@ -10,6 +10,10 @@ mode (bm25, vector, hybrid):
   categories 1-4; gold = the evidence turns. Turn recall@1/5/10, session recall@1/5/10, MRR@10, nDCG@10,
   overall and per category, and what fusion kept of its two lists: the questions with a gold turn in the BM25 or
   vector top 10 but not in hybrid's (buried), and the other way (gained).
+- ``timeline``: temporal questions in the style of LongMemEval, written for memsearch (``scripts/eval_timeline.py``):
+  one user's event log of a year and a half where the same kinds of things recur and only the time a question names
+  ("last weekend", "in the summer of 2024", "two days before the concert") tells which one it means. Recall@1/5,
+  MRR@10, per form of time expression and by whether the event was told inside the time named or after it.
 - ``scifact``: BEIR SciFact, abstracts as notes (title as H1), 300 test queries; nDCG@10 (graded qrels),
   recall@1/5/10, MRR@10.
 - ``cjk`` (= ``cmrc2018,drcd,korquad,jsquad``): SQuAD-format sets, one note per paragraph, gold = the paragraph
@@ -62,7 +66,7 @@ REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = Path(os.environ.get("MEMSEARCH_EVAL_DATA") or REPO.parent / "shared" / "eval")
 DEFAULT_OUT = REPO / "eval-results" / "eval.json"
 MODES = ("bm25", "vector", "hybrid")
-ALL_DATASETS = ("locomo", "scifact", *CJK_SETS, "injection")
+ALL_DATASETS = ("locomo", "timeline", "scifact", *CJK_SETS, "injection")
 #: Index-changing settings: part of the cache key.
 INDEX_SETTINGS = ("chunk_chars", "chunk_overlap", "model", "model_dir")
 SEARCH_SETTINGS = ("bm25_weight", "vector_weight", "rrf_k", "candidates", "dedup_threshold", "fusion", "bm25_share",
@@ -85,8 +89,9 @@ def git_info() -> dict:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--datasets", default="locomo,scifact,cjk,injection",
-                   help="comma list of locomo, scifact, cjk (= cmrc2018,drcd,korquad,jsquad), single CJK sets, or\n"
+    p.add_argument("--datasets", default="locomo,timeline,scifact,cjk,injection",
+                   help="comma list of locomo, timeline (temporal questions on a user's memory; see\n"
+                        "scripts/eval_timeline.py), scifact, cjk (= cmrc2018,drcd,korquad,jsquad), single CJK sets, or\n"
                         "injection (LoCoMo as a user's memory, through the prompt hook; see scripts/eval_injection.py)")
     p.add_argument("--modes", default=",".join(MODES), help="comma list of bm25, vector, hybrid")
     p.add_argument("--limit", type=int, default=None, help="at most N queries per dataset (spread evenly)")

@@ -176,9 +176,21 @@ def _bigram_only(question: str, context: str) -> bool:
     return any(r[i : i + 2] in context for r in runs for i in range(len(r) - 1))
 
 
+def load_timeline() -> Dataset:
+    """The temporal questions written for memsearch (:mod:`scripts.eval_timeline`), on their own memory."""
+    from scripts import eval_timeline
+
+    built = eval_timeline.build()
+    queries = [Query(qid, text, gold, eval_timeline.PROJECT, groups) for qid, text, gold, groups in built.questions]
+    return Dataset("timeline", "events", {eval_timeline.PROJECT: eval_timeline.memory_files(built.events)}, queries,
+                   doc_of=lambda hit: hit.event_id or hit.id, asked_at={eval_timeline.PROJECT: eval_timeline.NOW})
+
+
 def load_dataset(data: Path, name: str) -> Dataset:
     if name == "locomo":
         return load_locomo(data)
+    if name == "timeline":
+        return load_timeline()
     if name == "scifact":
         return load_scifact(data)
     return load_squad_set(data, name)

@@ -57,6 +57,18 @@ def render(results: dict) -> str:
         out.append(table(["category", "mode", "n", "turn R@1", "R@5", "R@10", "sess R@5", "MRR@10", "nDCG@10"],
                          rows))
         out.append("")
+    if "timeline" in ds:
+        r = ds["timeline"]
+        out.append(f"Timeline: {r['queries']} temporal questions on one user's memory, {r['index']['chunks']} events, "
+                   f"k={r['fetch_k']}")
+        modes = list(r["modes"])
+        groups = sorted({g for v in r["modes"].values() for g in v["groups"]})
+        rows = [["all", r["queries"], *[r["modes"][m]["overall"][f"recall@{k}"] for m in modes for k in (1, 5)]]]
+        for g in groups:
+            gv = {m: r["modes"][m]["groups"].get(g, {}) for m in modes}
+            rows.append([g, gv[modes[0]].get("n", 0), *[gv[m].get(f"recall@{k}") for m in modes for k in (1, 5)]])
+        out.append(table(["time expression", "n", *[f"{m} R@{k}" for m in modes for k in (1, 5)]], rows))
+        out.append("")
     if "scifact" in ds:
         r = ds["scifact"]
         out.append(f"SciFact: {r['queries']} test queries, {r['documents']} abstracts, "

@@ -16,9 +16,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from indexer.base.cjk import cjk_run_re, may_hold_cjk, query_bigrams
+from search_engine.timeexpr import time_phrase
+
+if TYPE_CHECKING:
+    from datetime import datetime
 
 MAX_TERMS = 48
 #: A CJK run up to this long is taken as one word (a phrase); a longer one (a sentence: CJK has no spaces) as its
@@ -227,7 +231,25 @@ class ParsedQuery(NamedTuple):
 
     text: str
     terms: tuple[Term, ...]
+    #: The text without the words that name a time ("last week", "two days before the concert"), if it named one
+    #: and holds more than stopwords: what the vector list embeds (else ``text``). The lexical terms keep those
+    #: words: a conversation tells "last weekend" in the words the question uses.
+    topic: str = ""
+
+    @property
+    def embedded(self) -> str:
+        return self.topic or self.text
 
     @classmethod
-    def parse(cls, text: str) -> ParsedQuery:
-        return cls(text, tuple(content_terms(terms(text))))
+    def parse(cls, text: str, now: datetime | None = None) -> ParsedQuery:
+        """The content terms of ``text``, and its ``topic``: the text without the words that name a time
+        (:func:`~search_engine.timeexpr.time_phrase`), which search reads as a window instead.
+
+        >>> ParsedQuery.parse("which service did I deploy last week?").topic
+        'which service did I deploy ?'
+        """
+        phrase = time_phrase(text, now)
+        topic = " ".join(text.replace(phrase, " ", 1).split()) if phrase else ""
+        if topic and all(_filler(t) for t in terms(topic)):
+            topic = ""  # "what did I do yesterday": the time is all it asks about
+        return cls(text, tuple(content_terms(terms(text))), topic)

@@ -7,10 +7,11 @@ from hypothesis import given, settings as hsettings, strategies as st
 
 from conftest import write
 from indexer.base.errors import UsageError
+from indexer.base.settings import resolve_settings
 from indexer.pipeline import index
 from search_engine.filters import parse_date
 from search_engine.search import search
-from search_engine.timeexpr import GRAMMAR, resolve, time_window
+from search_engine.timeexpr import GRAMMAR, event_anchor, time_phrase, time_window, window_of
 
 NOW = datetime(2026, 11, 23, 10, 0)  # a Monday
 
@@ -39,6 +40,48 @@ NOW = datetime(2026, 11, 23, 10, 0)  # a Monday
     ("the call on March 3rd", "2026-03-03", "2026-03-04"),
     ("the call on the 3rd of December", "2025-12-03", "2025-12-04"),
     ("what happened on 31 February 2023", "2023-02-01", "2023-03-01"),  # no such day: its month
+    # relative forms
+    ("what did I fix the day before yesterday", "2026-11-21", "2026-11-22"),
+    ("what did we eat last night", "2026-11-22", "2026-11-24"),  # told late that evening or the next morning
+    ("the deploy the week before last", "2026-11-09", "2026-11-16"),
+    ("what did I ship in the past ten days", "2026-11-13", "2026-11-24"),
+    ("notes from the last couple of weeks", "2026-11-09", "2026-11-24"),
+    # open ranges
+    ("what changed since March", "2026-03-01", "2026-11-24"),
+    ("everything since 2025", "2025-01-01", "2026-11-24"),
+    ("incidents after May 2023", "2023-06-01", "2026-11-24"),
+    ("what did we use before June 2024", "1970-01-01", "2024-06-01"),
+    ("the old schema until March 2024", "1970-01-01", "2024-04-01"),
+    # ranges
+    ("the trips between May and July 2023", "2023-05-01", "2023-08-01"),
+    ("Where was John between August 11 and August 15 2023?", "2023-08-11", "2023-08-16"),
+    ("leave from 3 to 7 May 2023", "2023-05-03", "2023-05-08"),
+    ("budgets from 2021 to 2023", "2021-01-01", "2024-01-01"),
+    ("the freeze between November and February", "2025-11-01", "2026-03-01"),
+    # seasons, parts, quarters, weeks of a month
+    ("the offsite in the summer of 2022", "2022-06-01", "2022-09-01"),
+    ("what did we do last summer", "2026-06-01", "2026-09-01"),
+    ("plans for this winter", "2026-12-01", "2027-03-01"),
+    ("the outage last winter", "2025-12-01", "2026-03-01"),
+    ("the ski trip in winter 2024", "2023-12-01", "2024-03-01"),  # the winter whose January is in 2024
+    ("the reorg during the fall", "2026-09-01", "2026-12-01"),
+    ("the trip in early June", "2026-06-01", "2026-06-16"),
+    ("the migration in late 2022", "2022-09-01", "2023-01-01"),
+    ("a mid-2023 release", "2023-04-01", "2023-10-01"),
+    ("what shipped at the end of last year", "2025-11-01", "2026-01-01"),
+    ("the Q3 2023 roadmap", "2023-07-01", "2023-10-01"),
+    ("the first quarter of 2024", "2024-01-01", "2024-04-01"),
+    ("what did we ship last quarter", "2026-07-01", "2026-10-01"),
+    ("goals for this quarter", "2026-10-01", "2027-01-01"),
+    ("the last week of February 2024", "2024-02-23", "2024-03-01"),
+    ("Which country was Tim visiting in the second week of November?", "2026-11-08", "2026-11-15"),
+    # an offset from a date: the window reaches that date, on which what happened before is often told
+    ("Where was Tim in the week before 16 November 2023?", "2023-11-09", "2023-11-17"),
+    ("the puppy she got two weeks before August 11, 2023", "2023-07-25", "2023-08-12"),
+    ("on the Sunday before October 25, 2022", "2022-10-23", "2022-10-26"),
+    ("what did Maria do the weekend before 10 April 2023", "2023-04-08", "2023-04-11"),
+    ("three days after 2023-05-07", "2023-05-09", "2023-05-12"),
+    ("the day after 1 March 2024", "2024-03-02", "2024-03-03"),
 ])
 def test_time_expressions_become_windows(query, start, end):
     window = time_window(query, NOW)
@@ -50,6 +93,9 @@ def test_time_expressions_become_windows(query, start, end):
 @pytest.mark.parametrize("query", [
     "retry policy for the ledger", "it may fail under load", "error 2023 in the parser", "port 8080",
     "we may 2 times retry", "version 2.0.2023", "", "the comet 5000 years ago", "2023 year ago",
+    "between the two of us", "from the main branch", "the bug in the spring boot app", "late binding in python",
+    "an early return", "the end of the file", "fall back to the cache", "the first quarter of the test suite",
+    "two days before the concert",  # an offset from an event: see event_anchor
 ])
 def test_no_window_without_a_time_expression(query):
     assert time_window(query, NOW) is None
@@ -66,6 +112,8 @@ _FRAGMENTS = st.sampled_from([
     "May", "may", "dec.", "Sept", "JULY", "Friday", "sunday", "yesterday", "this morning", "weekend", "month",
     "year", "7", "7th", "31", "2023", "1999", "2023-05", "2023-05-07", ",", "-", "x", "é", "7july",
     "on ſunday", "FRİDAY", "ıN", "\u212aa",  # what re.I matches to an ASCII letter
+    "before", "after", "since", "until", "between", "from", "and", "to", "summer", "fall", "winter", "Q3",
+    "quarter", "first", "second", "week", "early", "mid-2023", "late", "end", "of the", "night", "few", "2022",
 ])
 
 
@@ -73,9 +121,9 @@ def _first_match_of_every_pattern(query: str):
     """The grammar tried in full, every pattern compiled: what time_window answers must not differ from it."""
     for source, flags, kind, _ in GRAMMAR:
         for m in re.finditer(source, query, flags):
-            span = resolve(kind, m, NOW.date())
+            span = window_of(kind, m, NOW.date())
             if span is not None:
-                return f"{span[0].isoformat()}T00:00:00", f"{span[1].isoformat()}T00:00:00", m.group(0)
+                return f"{span[0].isoformat()}T00:00:00", f"{span[1].isoformat()}T00:00:00", span[2]
     return None
 
 
@@ -84,6 +132,33 @@ def test_skipping_patterns_by_their_words_changes_no_answer(parts, sep):
     query = sep.join(parts)
     window = time_window(query, NOW)
     assert (window and (window.start, window.end, window.text)) == (_first_match_of_every_pattern(query) or None)
+
+
+@pytest.mark.parametrize("query, phrase, anchor_day, start, end", [
+    ("what did I buy two days before the concert?", "the concert", "2025-06-14", "2025-06-11", "2025-06-15"),
+    ("what did we decide a week after the offsite", "the offsite", "2025-09-18", "2025-09-24", "2025-09-27"),
+    ("what did we decide the week after the offsite", "the offsite", "2025-09-18", "2025-09-19", "2025-09-26"),
+    ("the day before my sister's visit", "my sister's visit", "2025-11-08", "2025-11-07", "2025-11-09"),
+    ("what did I read the weekend after the launch", "the launch", "2025-03-05", "2025-03-08", "2025-03-10"),
+])
+def test_an_offset_from_an_event_is_read_with_the_event_s_words(query, phrase, anchor_day, start, end):
+    from datetime import date
+
+    anchor = event_anchor(query)
+    assert anchor is not None and anchor.phrase == phrase and anchor.text in query
+    window = anchor.window(date.fromisoformat(anchor_day))
+    assert (window.start, window.end) == (f"{start}T00:00:00", f"{end}T00:00:00")
+    assert time_phrase(query) == anchor.text
+
+
+def test_the_time_words_are_left_out_of_what_the_vector_list_embeds():
+    from search_engine.query import ParsedQuery
+
+    parsed = ParsedQuery.parse("Which service did I deploy to production last week?", NOW)
+    assert parsed.embedded == "Which service did I deploy to production ?"
+    assert [t.text for t in parsed.terms] == ["service", "deploy", "production", "last", "week"]
+    assert ParsedQuery.parse("what did I do yesterday", NOW).embedded == "what did I do yesterday"
+    assert ParsedQuery.parse("retry policy", NOW).embedded == "retry policy"
 
 
 def test_search_prefers_hits_inside_the_query_time_window(home, settings):
@@ -118,3 +193,44 @@ def test_any_date_text_parses_or_is_a_usage_error(text):
         parse_date(text)
     except UsageError:
         pass
+
+
+FILLER = ("rotate the staging database password", "the export job timed out twice", "lunch with the design team",
+          "review the retry policy", "renew the TLS certificate", "the flaky login test again", "plan the sprint",
+          "book a dentist appointment", "the CI cache is cold", "write the quarterly summary")
+
+
+def _purchases(home, with_concert: bool = True):
+    lines = [orjson.dumps({"id": f"e{i}", "ts": f"{day}T18:00:00", "session_id": f"s{i}", "type": "prompt",
+                           "content": text}).decode()
+             for i, (day, text) in enumerate([
+                 ("2025-03-02", "I ordered new headphones for the office, the noise-cancelling kind."),
+                 ("2025-06-12", "For running I ordered new headphones: the old earbuds kept falling out on the long "
+                                "weekend runs along the river, and the left one stopped charging."),
+                 ("2025-09-20", "I ordered new headphones, the old ones broke again, noise-cancelling this time."),
+                 *([("2025-06-14", "Saw the Arctic Monkeys concert tonight, what a show")] if with_concert else []),
+                 *((f"2025-0{1 + n % 9}-1{n % 10}", f"Note {n}: {topic}") for n, topic in enumerate(FILLER)),
+             ])]
+    write(home / "events" / "2025-06-12.jsonl", "\n".join(lines) + "\n")
+    index(resolve_settings(home), embedder=None)
+    return resolve_settings(home)
+
+
+def test_search_dates_the_event_a_query_counts_from(home):
+    """"two days before the concert": the memory's best match for "the concert" dates the window, and the
+    headphones ordered then rise above those that match the words better (BM25 on the real index)."""
+    settings = _purchases(home)
+    query = "which headphones did I order two days before the concert?"
+    now = datetime(2025, 11, 20)
+    found = search(settings, query, mode="bm25", k=5, explain=True, now=now)
+    assert found.hits[0].event_id == "e1"
+    assert found.explain[0].boosts == ("time 3",)
+    plain = search(settings, "which headphones did I order", mode="bm25", k=5, now=now)
+    assert plain.hits[0].event_id != "e1"
+
+
+def test_an_event_the_memory_does_not_hold_dates_nothing(home):
+    settings = _purchases(home, with_concert=False)
+    found = search(settings, "which headphones did I order two days before the concert?", mode="bm25", k=5,
+                   explain=True, now=datetime(2025, 11, 20))
+    assert all(not e.boosts for e in found.explain)
