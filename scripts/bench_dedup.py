@@ -21,7 +21,7 @@ import argparse
 import json
 import re
 import time
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -46,17 +46,21 @@ DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "eval"
 
 def dedup_pairwise(
     ranked: Sequence[tuple[Hashable, str]], threshold: float, limit: int | None = None,
-    max_novel: int = MAX_NOVEL_TRIGRAMS,
+    max_novel: int = MAX_NOVEL_TRIGRAMS, day_of: Mapping[Hashable, str] | None = None,
 ) -> tuple[list[Hashable], list[DedupDecision]]:
-    """The filter as it was defined before (one Python set operation per pair): the reference for time and output."""
+    """The filter as it was defined before (one Python set operation per pair): the reference for time and output.
+    With ``day_of``, items of two different days are never compared."""
     kept: list[tuple[Hashable, frozenset[str]]] = []
     hidden: list[DedupDecision] = []
+    days = day_of or {}
     for key, text in ranked:
         if limit is not None and len(kept) >= limit:
             break
         grams = trigrams(text)
         match = None
         for other, other_grams in kept:
+            if days.get(key) is not None and days.get(other) is not None and days[key] != days[other]:
+                continue
             small, large = sorted((len(grams), len(other_grams)))
             if large and small / large < threshold:
                 continue

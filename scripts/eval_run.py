@@ -126,6 +126,10 @@ class Runner:
                 continue
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(data)
+        for folder in {rel.split("/", 1)[0] for rel in files if "/" in rel}:  # a file the dataset no longer has
+            for path in (root / folder).rglob("*"):
+                if path.is_file() and path.relative_to(root).as_posix() not in files:
+                    path.unlink()
         settings = self.settings(root)
         started = time.perf_counter()
         report = index(settings, embedder=self.embedder)

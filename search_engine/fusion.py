@@ -317,12 +317,17 @@ class _Kept:
 def dedup(
     ranked: Sequence[tuple[K, str]], threshold: float, limit: int | None = None,
     max_novel: int = MAX_NOVEL_TRIGRAMS, sampler: Callable[[Sequence[str]], list[int]] | None = None,
+    day_of: Mapping[K, str] | None = None,
 ) -> tuple[list[K], list[DedupDecision]]:
     """Walk ``(key, text)`` best first; hide an item when, against an already kept one, its trigram Jaccard is at
     least ``threshold`` **and** it adds at most ``max_novel`` trigrams the kept one lacks (it differs in form, not
     in substance: ``|T(b) − T(a)| ≤ max_novel``); the first such kept item (in rank order) is the one it
     duplicates. Stops once ``limit`` items are kept. Returns the kept keys and the hidden ones with the kept item
     each duplicated.
+
+    ``day_of`` gives the day of the items that are dated records (events): two of those from different days are
+    never duplicates ("I deployed the billing service" on Monday and again on Friday are two memories); an item
+    without a day (a note) may duplicate any other.
 
     Exact (the same decisions as comparing every pair's full trigram sets), only faster. Each text has a sample
     ``S ⊆ T`` of the trigrams a fixed rule picks (``sampler``: :func:`vector_samples` when NumPy is loaded already,
@@ -340,11 +345,14 @@ def dedup(
 
     >>> dedup([("a", "the same text"), ("b", "the same text!"), ("c", "other")], 0.8)[0]
     ['a', 'c']
+    >>> dedup([("a", "the same text"), ("b", "the same text!")], 0.8, day_of={"a": "2025-11-14", "b": "2025-11-17"})[0]
+    ['a', 'b']
     """
     if sampler is None:
         sampler = vector_samples if "numpy" in sys.modules else regex_samples
     kept: list[K] = []
     texts: list[_Kept] = []
+    days: list[str | None] = []  # each kept item's day
     hidden: list[DedupDecision] = []
     union = 0  # every kept text's sample
     shorts: list[tuple[int, int]] = []  # (index, |T|) of the kept short texts
@@ -372,6 +380,9 @@ def dedup(
                     candidates.sort()
                 else:
                     candidates = [i for i, other in enumerate(texts) if _beyond(sample, other.sample) <= max_novel]
+                day = day_of.get(key) if day_of else None
+                if day is not None:
+                    candidates = [i for i in candidates if days[i] is None or days[i] == day]
                 match = _first_match(text, texts, candidates, threshold, max_novel)
             if match is None:
                 if sample.bit_count() <= small:
@@ -380,6 +391,7 @@ def dedup(
                     longs.append(len(texts))
                 kept.append(key)
                 texts.append(text)
+                days.append(day_of.get(key) if day_of else None)
                 union |= sample
             else:
                 hidden.append(DedupDecision(key, kept[match[0]], round(match[1], 4)))

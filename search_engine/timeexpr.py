@@ -178,6 +178,17 @@ class TimeWindow(NamedTuple):
     def holds(self, ts: str | None) -> bool:
         return ts is not None and self.start <= ts < self.end
 
+    def after(self, days: int) -> TimeWindow:
+        """The ``days`` after the window (when what happened in it is often told).
+
+        >>> TimeWindow("2025-11-14T00:00:00", "2025-11-15T00:00:00", "on Friday").after(2)[:2]
+        ('2025-11-15T00:00:00', '2025-11-17T00:00:00')
+        """
+        from datetime import datetime, timedelta
+
+        end = datetime.fromisoformat(self.end) + timedelta(days=days)
+        return TimeWindow(self.end, end.isoformat(timespec="seconds"), self.text)
+
 
 class EventAnchor(NamedTuple):
     """An offset from an event the query names rather than dates ("two days before the concert"): ``phrase`` is

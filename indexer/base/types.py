@@ -60,7 +60,7 @@ class Explanation(NamedTuple):
     """Why one hit (or hidden duplicate) is where it is: each list's rank and its contribution to the fused score,
     what the evidence of its group added (hybrid, ``session_share``: an event's group is its session, any other
     hit is a group of its own), and the factors it was then multiplied by (``boosts``: its speaker is named in the
-    query, ``speaker 2``; its time is the one the query names, ``time 1.25``)."""
+    query, ``speaker 2``; its time is the one the query names, ``time 3``)."""
 
     id: str
     bm25_rank: int | None

@@ -87,7 +87,7 @@ def search_text(result: SearchResult, fmt: str = "full") -> str:
             tail = f"  HIDDEN: duplicate of {e.duplicate_of} (trigram Jaccard {e.similarity:.3f})" if e.duplicate_of else ""
             grouped = f" + group {e.group_contribution:.5f}" if e.group_contribution else ""
             fused = f"{b} + {v}{grouped}"
-            if e.boosts:  # "(… + group …) × speaker 2 × time 1.25"
+            if e.boosts:  # "(… + group …) × speaker 2 × time 3"
                 fused = f"({fused})" + "".join(f" × {factor}" for factor in e.boosts)
             out.append(f"  {e.id}: {fused} = {e.score:.5f}{tail}")
     out.append(health_line(result.health))

@@ -34,11 +34,27 @@ def test_fresh_rebuilds_a_root_once_per_run(tmp_path):
     runner = Runner(tmp_path / "work", tmp_path / "cache", {"model": "none"}, None)
     root, first = runner.build(ds, "r", files, fresh=True)
     assert first["chunks_added"] == 1
-    (root / "notes" / "stale.md").write_text("# Stale\nleft from an earlier run\n")
-    _, again = runner.build(ds, "r", files, fresh=True)  # the same run: the root is kept, not rebuilt
-    assert (root / "notes" / "stale.md").exists() and again["chunks"] == 2
+    (root / "marker").write_text("made after the first build\n")
+    runner.build(ds, "r", files, fresh=True)  # the same run: the root is kept, not rebuilt
+    assert (root / "marker").exists()
     _, later = Runner(tmp_path / "work", tmp_path / "cache", {"model": "none"}, None).build(ds, "r", files, fresh=True)
-    assert not (root / "notes" / "stale.md").exists() and later["chunks"] == 1  # a new run rebuilds from nothing
+    assert not (root / "marker").exists() and later["chunks"] == 1  # a new run rebuilds from nothing
+
+
+def test_a_file_the_dataset_no_longer_has_leaves_the_cached_root(tmp_path):
+    """A cached memory root is updated to the dataset's files: one it no longer has (a generated set that changed)
+    is deleted and its chunks leave the index, so they cannot be found in its place."""
+    from scripts.eval_data import Dataset
+    from scripts.eval_run import Runner
+
+    files = {"notes/a.md": b"# A\nthe deploy runs on Tuesdays\n", "notes/b.md": b"# B\nthe backup runs at night\n"}
+    ds = Dataset("tiny", "notes", {"r": files}, [], doc_of=lambda hit: hit.id)
+    runner = Runner(tmp_path / "work", tmp_path / "cache", {"model": "none"}, None)
+    root, first = runner.build(ds, "r", files, fresh=False)
+    assert first["chunks"] == 2
+    del files["notes/b.md"]
+    _, again = runner.build(ds, "r", files, fresh=False)
+    assert not (root / "notes" / "b.md").exists() and again["chunks"] == 1
 
 
 def test_the_injection_dump_makes_its_folder_and_reads_back(tmp_path):

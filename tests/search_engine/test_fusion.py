@@ -223,6 +223,21 @@ def test_dedup_decides_as_its_definition(sampler, texts, threshold, limit, max_n
     assert dedup(ranked, threshold, limit, max_novel, sampler=sampler) == want
 
 
+@SAMPLERS
+@settings(max_examples=200, deadline=None)
+@given(_near_duplicates(), st.floats(0.0, 1.1), st.lists(st.sampled_from([None, "2025-11-14", "2025-11-17"]),
+                                                         min_size=16, max_size=16))
+def test_dedup_never_hides_a_record_of_another_day(sampler, texts, threshold, days):
+    """Events are dated records: the same words on two days are two memories. Decided as the definition does with
+    items of two different days never compared; an item without a day (a note) may duplicate any other."""
+    ranked = list(enumerate(texts))
+    day_of = {i: day for i, day in enumerate(days[: len(texts)]) if day is not None}
+    kept, hidden = dedup(ranked, threshold, sampler=sampler, day_of=day_of)
+    assert (kept, hidden) == dedup_pairwise(ranked, threshold, day_of=day_of)
+    for h in hidden:
+        assert day_of.get(h.key) is None or day_of.get(h.duplicate_of) in (None, day_of[h.key])
+
+
 # Any code point, lone surrogates included (a text read with errors="surrogateescape" holds them).
 _ANY_TEXT = st.text(st.characters(exclude_categories=()), min_size=0, max_size=400)
 
