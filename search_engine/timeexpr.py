@@ -241,6 +241,17 @@ def time_phrase(query: str, now: datetime | None = None) -> str | None:
     return None if anchor is None else anchor.text
 
 
+def names_a_date(phrase: str) -> bool:
+    """Whether ``phrase`` names a month or a year (as an event's spelled-out date does), not only a time counted from
+    now or from an event.
+
+    >>> names_a_date("in May 2023"), names_a_date("Q3 2023"), names_a_date("last week"), names_a_date("3 days ago")
+    (True, True, False, False)
+    """
+    words = set(_WORD_RE.findall(phrase.translate(_ASCII_FOLD).lower()))
+    return not words.isdisjoint(_MONTHS) or re.search(r"(?:19|20)\d\d", phrase) is not None
+
+
 _EVENT_ANCHOR = (rf"\b{_OFFSET}{_TOWARD}(?P<phrase>(?:the|my|our|his|her|their|that|this|a|an)\s+[^?!.,;:\n]*"
                  r"[^\W_][^?!.,;:\n]*)")
 

@@ -158,6 +158,9 @@ def test_the_time_words_are_left_out_of_what_the_vector_list_embeds():
     assert parsed.embedded == "Which service did I deploy to production ?"
     assert [t.text for t in parsed.terms] == ["service", "deploy", "production", "last", "week"]
     assert ParsedQuery.parse("what did I do yesterday", NOW).embedded == "what did I do yesterday"
+    # a month or a year stays: events are embedded with their date spelled out ("7 May 2023")
+    assert ParsedQuery.parse("what did Mel paint in May 2023?", NOW).embedded == "what did Mel paint in May 2023?"
+    assert ParsedQuery.parse("what did I buy two days before the concert?", NOW).embedded == "what did I buy ?"
     assert ParsedQuery.parse("retry policy", NOW).embedded == "retry policy"
 
 
