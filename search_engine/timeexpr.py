@@ -120,7 +120,7 @@ GRAMMAR: tuple[tuple[str, int, str, tuple], ...] = (
     *((rf"\b{_OFFSET}{_TOWARD}{anchor}", re.I, "offset", (DIGIT, _TOWARD_WORDS)) for anchor in _ANCHOR_DATES),
     (r"\bthe\s+day\s+before\s+yesterday\b", re.I, "day_before_yesterday", (frozenset({"yesterday"}),)),
     (r"\b(?P<y>(?:19|20)\d\d)-(?P<m>[01]\d)-(?P<d>[0-3]\d)\b", 0, "iso_day", (DIGIT,)),
-    (r"\b(?:between|from)\s+(?P<rest>.+)", re.I | re.S, "range",
+    (r"\b(?:between|from)\s+(?=(?P<rest>[^\n]{1,80}))", re.I, "range",
      (frozenset({"between", "from"}), _MONTHS | {DIGIT})),
     (rf"\b{_DAY}\s+(?:of\s+)?{_MONTH},?\s+{_YEAR}\b", re.I, "day_month_year", (DIGIT, _MONTHS)),
     (rf"\b{_MONTH}\s+{_DAY},?\s+{_YEAR}\b", re.I, "day_month_year", (DIGIT, _MONTHS)),
@@ -572,8 +572,10 @@ def _range_sides(rest: str) -> tuple[dict, dict, int] | None:
 
 
 def _range_text(m: re.Match) -> str:
+    """The words of a range: from "between" to the end of its second side (the pattern only looks ahead at them,
+    so that a "from" that starts no range leaves the next one to be tried)."""
     sides = _range_sides(m.group("rest"))
-    return m.group(0)[: m.start("rest") - m.start() + (sides[2] if sides else 0)]
+    return m.string[m.start() : m.start("rest") + (sides[2] if sides else 0)]
 
 
 def _range(rest: str, today: date) -> tuple[date, date] | None:

@@ -57,6 +57,7 @@ NOW = datetime(2026, 11, 23, 10, 0)  # a Monday
     ("Where was John between August 11 and August 15 2023?", "2023-08-11", "2023-08-16"),
     ("leave from 3 to 7 May 2023", "2023-05-03", "2023-05-08"),
     ("budgets from 2021 to 2023", "2021-01-01", "2024-01-01"),
+    ("notes from the planning meeting from May to July 2023", "2023-05-01", "2023-08-01"),
     ("the freeze between November and February", "2025-11-01", "2026-03-01"),
     # seasons, parts, quarters, weeks of a month
     ("the offsite in the summer of 2022", "2022-06-01", "2022-09-01"),
