@@ -111,11 +111,23 @@ class Runner:
             model += "-nomodel"
         return f"c{s.chunk_chars}-o{s.chunk_overlap}-{model}-L{LAYOUT_VERSION}"
 
+    @staticmethod
+    def _changed(root: Path, files: dict[str, bytes]) -> bool:
+        """Whether a cached root holds a file the dataset no longer has, or one with other bytes (a generated set
+        that changed): it is then built again from nothing. Updated in place, its index would keep what the old
+        files said elsewhere (an event's turn context is read from the index)."""
+        for folder in {rel.split("/", 1)[0] for rel in files if "/" in rel}:
+            for path in (root / folder).rglob("*") if (root / folder).is_dir() else ():
+                rel = path.relative_to(root).as_posix()
+                if path.is_file() and (rel not in files or path.read_bytes() != files[rel]):
+                    return True
+        return False
+
     def build(self, ds: Dataset, root_name: str, files: dict[str, bytes], fresh: bool) -> tuple[Path, dict]:
         base = self.work / ds.name / self.cache_key()
         root = base / root_name
         info_path = base / f"{root_name}.build.json"
-        if fresh and root not in self.rebuilt:
+        if (fresh or self._changed(root, files)) and root not in self.rebuilt:
             if root.exists():
                 shutil.rmtree(root)
             info_path.unlink(missing_ok=True)
@@ -126,10 +138,6 @@ class Runner:
                 continue
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(data)
-        for folder in {rel.split("/", 1)[0] for rel in files if "/" in rel}:  # a file the dataset no longer has
-            for path in (root / folder).rglob("*"):
-                if path.is_file() and path.relative_to(root).as_posix() not in files:
-                    path.unlink()
         settings = self.settings(root)
         started = time.perf_counter()
         report = index(settings, embedder=self.embedder)

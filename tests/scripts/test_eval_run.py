@@ -42,8 +42,8 @@ def test_fresh_rebuilds_a_root_once_per_run(tmp_path):
 
 
 def test_a_file_the_dataset_no_longer_has_leaves_the_cached_root(tmp_path):
-    """A cached memory root is updated to the dataset's files: one it no longer has (a generated set that changed)
-    is deleted and its chunks leave the index, so they cannot be found in its place."""
+    """A cached memory root whose files differ from the dataset's (a generated set that changed) is built again from
+    nothing: a file it no longer has is gone, and its chunks with it, so they cannot be found in its place."""
     from scripts.eval_data import Dataset
     from scripts.eval_run import Runner
 
@@ -53,8 +53,11 @@ def test_a_file_the_dataset_no_longer_has_leaves_the_cached_root(tmp_path):
     root, first = runner.build(ds, "r", files, fresh=False)
     assert first["chunks"] == 2
     del files["notes/b.md"]
-    _, again = runner.build(ds, "r", files, fresh=False)
-    assert not (root / "notes" / "b.md").exists() and again["chunks"] == 1
+    _, again = Runner(tmp_path / "work", tmp_path / "cache", {"model": "none"}, None).build(ds, "r", files, fresh=False)
+    assert not (root / "notes" / "b.md").exists() and again["chunks"] == 1 and again["chunks_added"] == 1
+    (root / "marker").write_text("made after that build\n")
+    _, same = Runner(tmp_path / "work", tmp_path / "cache", {"model": "none"}, None).build(ds, "r", files, fresh=False)
+    assert same["chunks"] == 1 and (root / "marker").exists()  # unchanged: the cached root and index are kept
 
 
 def test_the_injection_dump_makes_its_folder_and_reads_back(tmp_path):
