@@ -231,9 +231,10 @@ class ParsedQuery(NamedTuple):
 
     text: str
     terms: tuple[Term, ...]
-    #: The text without the words that name a time ("last week", "two days before the concert"), if it named one
-    #: and holds more than stopwords: what the vector list embeds (else ``text``). The lexical terms keep those
-    #: words: a conversation tells "last weekend" in the words the question uses.
+    #: The text without the words of a time counted from now or from an event ("last week", "two days before the
+    #: concert"; a month or year stays), if it named one and holds more than stopwords: what the vector list embeds
+    #: (else ``text``). The lexical terms keep those words: a conversation tells "last weekend" in the words the
+    #: question uses.
     topic: str = ""
 
     @property
