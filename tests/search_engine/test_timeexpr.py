@@ -108,6 +108,25 @@ def test_any_text_gives_a_window_or_none(text):
     assert window is None or window.start < window.end
 
 
+_OFFSET_FRAGMENTS = st.sampled_from([
+    "two days", "a week", "the day", "the Sunday", "before", "after", "prior to", "the", "my", "concert", "?", ",",
+    "7 May 2023", "May 7", "the 3rd of June", "between", "from", "and", "to"])
+
+
+@given(st.lists(st.one_of(_OFFSET_FRAGMENTS, st.text(max_size=8)), max_size=10))
+def test_any_text_parses_with_its_time_phrase_inside_it(parts):
+    """Offsets, ranges and anything else: what is read as a time is words of the query, and parsing never fails."""
+    from search_engine.query import ParsedQuery
+
+    text = " ".join(parts)
+    phrase = time_phrase(text, NOW)
+    assert phrase is None or phrase in text
+    anchor = event_anchor(text)
+    assert anchor is None or (anchor.text in text and anchor.phrase in text)
+    parsed = ParsedQuery.parse(text, NOW)
+    assert parsed.text == text and (parsed.topic == "" or len(parsed.topic) <= len(text))
+
+
 _FRAGMENTS = st.sampled_from([
     "on", "the", "of", "in", "last", "this", "past", "since", "ago", "days", "weeks", "three", "a", "couple of",
     "May", "may", "dec.", "Sept", "JULY", "Friday", "sunday", "yesterday", "this morning", "weekend", "month",
