@@ -100,7 +100,7 @@ _WEEKDAY_WORDS = frozenset(WEEKDAYS)
 _SEASON_WORDS = frozenset(SEASONS)
 #: A word that opens the window to the present ("since May") or to the past ("before May") when it stands just
 #: before a time expression.
-_OPEN_RE = re.compile(r"\b(since|after|before|until|till|prior\s+to)\s+(?:the\s+)?$", re.I)
+_OPEN = r"\b(since|after|before|until|till|prior\s+to)\s+(?:the\s+)?$"
 _OPEN_WORDS = frozenset({"since", "after", "before", "until", "till", "prior"})
 #: The words without which a query holds no time expression the grammar reads (with a digit): most queries stop
 #: here.
@@ -319,7 +319,7 @@ def window_of(kind: str, m: re.Match, today: date) -> tuple[date, date, str] | N
     text = m.group(0)
     if kind == "range":
         start, end, text = span[0], span[1], _range_text(m)
-    lead = _OPEN_RE.search(m.string, 0, m.start())
+    lead = re.compile(_OPEN, re.I).search(m.string, 0, m.start())  # re's cache: compiled when a time is read
     word = (lead.group(1) if lead else text.split(None, 1)[0]).lower()
     if word in _OPEN_WORDS and kind not in ("offset", "range", "before_last"):
         from datetime import date, timedelta
@@ -545,7 +545,7 @@ def _fields_re(i: int) -> re.Pattern[str]:
     return re.compile(_FIELDS[i][0], re.I)
 
 
-_JOIN_RE = re.compile(r"\s*(?:and|to|until|till|through|thru|-|–)\s*", re.I)
+_JOIN = r"\s*(?:and|to|until|till|through|thru|-|–)\s*"
 
 
 def _fields(text: str, pos: int) -> tuple[dict, int] | None:
@@ -564,7 +564,7 @@ def _range_sides(rest: str) -> tuple[dict, dict, int] | None:
     first = _fields(rest, 0)
     if first is None:
         return None
-    join = _JOIN_RE.match(rest, first[1])
+    join = re.compile(_JOIN, re.I).match(rest, first[1])
     second = _fields(rest, join.end()) if join else None
     if second is None:
         return None
