@@ -233,13 +233,13 @@ def _search(request: Request, store: Store | None) -> SearchResult:
     named = set() if request.raw or not settings.speaker_share else _named_speakers(query.text, rows)
     if named:
         fused = boost(fused, named, settings.speaker_share)
-    window, anchor = (None, None) if request.raw or filters.since or filters.until else _time_window(
+    window, anchor = (None, frozenset()) if request.raw or filters.since or filters.until else _time_window(
         store, query.text, filters, request.now)
-    timely = set() if window is None else {cid for cid in rows if window.holds(rows[cid].ts) and cid != anchor}
+    timely = set() if window is None else {cid for cid in rows if window.holds(rows[cid].ts) and cid not in anchor}
     if timely:
         fused = boost(fused, timely, TIME_BOOST)
     told = None if window is None else window.after(TOLD_AFTER_DAYS)
-    late = set() if told is None else {cid for cid in rows if told.holds(rows[cid].ts) and cid != anchor}
+    late = set() if told is None else {cid for cid in rows if told.holds(rows[cid].ts) and cid not in anchor}
     if late:
         fused = boost(fused, late, TOLD_AFTER_BOOST)
     days = {cid: ts[:10] for cid, _ in fused if rows[cid].kind == "event" and (ts := rows[cid].ts)}
@@ -280,22 +280,24 @@ def _search(request: Request, store: Store | None) -> SearchResult:
 
 
 def _time_window(store: Store, text: str, filters: Filters,
-                 now: datetime | None) -> tuple[TimeWindow | None, int | None]:
+                 now: datetime | None) -> tuple[TimeWindow | None, frozenset[int]]:
     """The window of time ``text`` names: a time (:func:`time_window`), or an offset from an event the memory
     tells ("two days before the concert", :func:`event_anchor`), dated by the best BM25 match of its words that
-    has a date; and that match's id (the event counted from is not what the query asks about: it is not raised)."""
+    has a date; and the event itself, which the query does not ask about and which is not raised: the best matches
+    of its words dated that day (the concert, and the answer about it)."""
     window = time_window(text, now)
     anchor = None if window is not None else event_anchor(text)
     if anchor is None:
-        return window, None
+        return window, frozenset()
     found = lexical_search(store, ParsedQuery.parse(anchor.phrase), filters, ANCHOR_CANDIDATES)
     rows = found.rows or store.fetch_hits(found.ids)
-    dated = next(((cid, ts[:10]) for cid in found.ids if cid in rows and (ts := rows[cid].ts)), None)
-    if dated is None:
-        return None, None
+    day = next((ts[:10] for cid in found.ids if cid in rows and (ts := rows[cid].ts)), None)
+    if day is None:
+        return None, frozenset()
     from datetime import date
 
-    return anchor.window(date.fromisoformat(dated[1])), dated[0]
+    itself = frozenset(cid for cid in found.ids if cid in rows and (rows[cid].ts or "")[:10] == day)
+    return anchor.window(date.fromisoformat(day)), itself
 
 
 def _named_speakers(text: str, rows: Mapping[int, HitRow]) -> set[int]:

@@ -231,7 +231,8 @@ def _purchases(home, with_concert: bool = True):
                  ("2025-06-12", "For running I ordered new headphones: the old earbuds kept falling out on the long "
                                 "weekend runs along the river, and the left one stopped charging."),
                  ("2025-09-20", "I ordered new headphones, the old ones broke again, noise-cancelling this time."),
-                 *([("2025-06-14", "Saw the Arctic Monkeys concert tonight, what a show")] if with_concert else []),
+                 *([("2025-06-14", "Saw the Arctic Monkeys concert tonight, what a show"),
+                    ("2025-06-14", "Write me a short post about the concert")] if with_concert else []),
                  *((f"2025-0{1 + n % 9}-1{n % 10}", f"Note {n}: {topic}") for n, topic in enumerate(FILLER)),
              ])]
     write(home / "events" / "2025-06-12.jsonl", "\n".join(lines) + "\n")
@@ -241,13 +242,16 @@ def _purchases(home, with_concert: bool = True):
 
 def test_search_dates_the_event_a_query_counts_from(home):
     """"two days before the concert": the memory's best match for "the concert" dates the window, and the
-    headphones ordered then rise above those that match the words better (BM25 on the real index)."""
+    headphones ordered then rise above those that match the words better (BM25 on the real index). The concert's
+    own events, on its day, are not raised: they are what the query counts from."""
     settings = _purchases(home)
     query = "which headphones did I order two days before the concert?"
     now = datetime(2025, 11, 20)
-    found = search(settings, query, mode="bm25", k=5, explain=True, now=now)
+    found = search(settings, query, mode="bm25", k=6, explain=True, now=now)
     assert found.hits[0].event_id == "e1"
     assert found.explain[0].boosts == ("time 3",)
+    why = {h.event_id: e.boosts for h, e in zip(found.hits, found.explain)}
+    assert why["e3"] == () and why["e4"] == ()  # the concert and the post about it, both dated 14 June
     plain = search(settings, "which headphones did I order", mode="bm25", k=5, now=now)
     assert plain.hits[0].event_id != "e1"
 
