@@ -369,6 +369,7 @@ def dedup(
             if limit is not None and len(kept) >= limit:
                 break
             text = _Kept(lower, sample)
+            day = day_of.get(key) if day_of else None
             match = None
             if texts and _beyond(sample, union) <= max_novel:
                 if sample.bit_count() <= small:
@@ -380,7 +381,6 @@ def dedup(
                     candidates.sort()
                 else:
                     candidates = [i for i, other in enumerate(texts) if _beyond(sample, other.sample) <= max_novel]
-                day = day_of.get(key) if day_of else None
                 if day is not None:
                     candidates = [i for i in candidates if days[i] is None or days[i] == day]
                 match = _first_match(text, texts, candidates, threshold, max_novel)
@@ -391,7 +391,7 @@ def dedup(
                     longs.append(len(texts))
                 kept.append(key)
                 texts.append(text)
-                days.append(day_of.get(key) if day_of else None)
+                days.append(day)
                 union |= sample
             else:
                 hidden.append(DedupDecision(key, kept[match[0]], round(match[1], 4)))

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, NamedTuple
 
 from indexer.base.cjk import cjk_run_re, may_hold_cjk, query_bigrams
-from search_engine.timeexpr import names_a_date, time_phrase
+from search_engine.timeexpr import EventAnchor, TimeWindow, names_a_date, read_time
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -236,6 +236,9 @@ class ParsedQuery(NamedTuple):
     #: (else ``text``). The lexical terms keep those words: a conversation tells "last weekend" in the words the
     #: question uses.
     topic: str = ""
+    #: The time it names (:func:`~search_engine.timeexpr.read_time`), read once, as of the ``now`` it was parsed at:
+    #: search raises the hits dated then.
+    time: TimeWindow | EventAnchor | None = None
 
     @property
     def embedded(self) -> str:
@@ -244,7 +247,7 @@ class ParsedQuery(NamedTuple):
     @classmethod
     def parse(cls, text: str, now: datetime | None = None) -> ParsedQuery:
         """The content terms of ``text``, and its ``topic``: the text without the words that name a time relative
-        to when it is asked (:func:`~search_engine.timeexpr.time_phrase`), which search reads as a window instead.
+        to when it is asked (:func:`~search_engine.timeexpr.read_time`), which search reads as a window instead.
         A phrase that names a month or a year stays: an event is embedded with its date spelled out ("7 May 2023"),
         so those words match it.
 
@@ -253,8 +256,8 @@ class ParsedQuery(NamedTuple):
         >>> ParsedQuery.parse("what did Mel paint in May 2023?").topic
         ''
         """
-        phrase = time_phrase(text, now)
-        topic = " ".join(text.replace(phrase, " ", 1).split()) if phrase and not names_a_date(phrase) else ""
+        time = read_time(text, now)
+        topic = " ".join(text.replace(time.text, " ", 1).split()) if time and not names_a_date(time.text) else ""
         if topic and all(_filler(t) for t in terms(topic)):
             topic = ""  # "what did I do yesterday": the time is all it asks about
-        return cls(text, tuple(content_terms(terms(text))), topic)
+        return cls(text, tuple(content_terms(terms(text))), topic, time)

@@ -41,7 +41,7 @@ from search_engine.hits import Scores, make_hit
 from search_engine.lexical import lexical_search
 from search_engine.query import ParsedQuery, named_speakers
 from search_engine.reading import one_line, open_team_for_search, reading, team_errors
-from search_engine.timeexpr import TimeWindow, event_anchor, time_window
+from search_engine.timeexpr import EventAnchor, TimeWindow
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -139,7 +139,10 @@ def search(
         raise UsageError(f"invalid mode {mode!r}: use hybrid, bm25 or vector")
     if not 1 <= k <= MAX_K:
         raise UsageError(f"-k must be between 1 and {MAX_K}")
-    parsed = query if isinstance(query, ParsedQuery) else ParsedQuery.parse(query, now)
+    if isinstance(query, ParsedQuery):  # the prompt hook's, parsed already: its time was read as of now
+        parsed = query if now is None else ParsedQuery.parse(query.text, now)
+    else:
+        parsed = ParsedQuery.parse(query, now)
     request = Request(settings, parsed, mode, k, Filters() if filters is None else filters.checked(), raw, explain,
                       QueryEmbedder.resolve(settings, embedder), now)
     if mode == "vector" and not request.choice.available:
@@ -234,7 +237,7 @@ def _search(request: Request, store: Store | None) -> SearchResult:
     if named:
         fused = boost(fused, named, settings.speaker_share)
     window, anchor = (None, frozenset()) if request.raw or filters.since or filters.until else _time_window(
-        store, query.text, filters, request.now)
+        store, query.time, filters)
     timely = set() if window is None else {cid for cid in rows if window.holds(rows[cid].ts) and cid not in anchor}
     if timely:
         fused = boost(fused, timely, TIME_BOOST)
@@ -279,17 +282,15 @@ def _search(request: Request, store: Store | None) -> SearchResult:
     return SearchResult(query.text, mode, mode_used, reason, state, hits, len(hidden), expression, explanation)
 
 
-def _time_window(store: Store, text: str, filters: Filters,
-                 now: datetime | None) -> tuple[TimeWindow | None, frozenset[int]]:
-    """The window of time ``text`` names: a time (:func:`time_window`), or an offset from an event the memory
-    tells ("two days before the concert", :func:`event_anchor`), dated by the best BM25 match of its words that
-    has a date; and the event itself, which the query does not ask about and which is not raised: the best matches
-    of its words dated that day (the concert, and the answer about it)."""
-    window = time_window(text, now)
-    anchor = None if window is not None else event_anchor(text)
-    if anchor is None:
-        return window, frozenset()
-    found = lexical_search(store, ParsedQuery.parse(anchor.phrase), filters, ANCHOR_CANDIDATES)
+def _time_window(store: Store, time: TimeWindow | EventAnchor | None,
+                 filters: Filters) -> tuple[TimeWindow | None, frozenset[int]]:
+    """The window of the time a query names (:attr:`ParsedQuery.time`): a window already, or an offset from an event
+    the memory tells ("two days before the concert"), dated by the best BM25 match of its words that has a date;
+    and the event itself, which the query does not ask about and which is not raised: the best matches of its words
+    dated that day (the concert, and the answer about it)."""
+    if not isinstance(time, EventAnchor):
+        return time, frozenset()
+    found = lexical_search(store, ParsedQuery.parse(time.phrase), filters, ANCHOR_CANDIDATES)
     rows = found.rows or store.fetch_hits(found.ids)
     day = next((ts[:10] for cid in found.ids if cid in rows and (ts := rows[cid].ts)), None)
     if day is None:
@@ -297,7 +298,7 @@ def _time_window(store: Store, text: str, filters: Filters,
     from datetime import date
 
     itself = frozenset(cid for cid in found.ids if cid in rows and (rows[cid].ts or "")[:10] == day)
-    return anchor.window(date.fromisoformat(day)), itself
+    return time.window(date.fromisoformat(day)), itself
 
 
 def _named_speakers(text: str, rows: Mapping[int, HitRow]) -> set[int]:

@@ -224,21 +224,18 @@ def time_window(query: str, now: datetime | None = None) -> TimeWindow | None:
     return None
 
 
-def time_phrase(query: str, now: datetime | None = None) -> str | None:
-    """The words of ``query`` that name a time, as :func:`time_window` or :func:`event_anchor` reads them, or None.
-    Search leaves them out of the words it looks for: "yesterday" in a memory was written on another day than the
-    one a query means, and "the concert" of "two days before the concert" is not what the query asks about.
+def read_time(query: str, now: datetime | None = None) -> TimeWindow | EventAnchor | None:
+    """The time ``query`` names: a window (:func:`time_window`), else an offset from an event the memory tells
+    (:func:`event_anchor`), else None. Its ``text`` is the words that name it: the vector list embeds the query
+    without them when they count from now or from an event ("yesterday" in a memory was written on another day
+    than the one a query means; "the concert" of "two days before the concert" is not what it asks about).
 
-    >>> time_phrase("which restaurant did I go to yesterday?")
+    >>> read_time("which restaurant did I go to yesterday?").text
     'yesterday'
-    >>> time_phrase("what did I buy two days before the concert?")
+    >>> read_time("what did I buy two days before the concert?").text
     'two days before the concert'
     """
-    window = time_window(query, now)
-    if window is not None:
-        return window.text
-    anchor = event_anchor(query)
-    return None if anchor is None else anchor.text
+    return time_window(query, now) or event_anchor(query)
 
 
 def names_a_date(phrase: str) -> bool:

@@ -11,7 +11,7 @@ from indexer.base.settings import resolve_settings
 from indexer.pipeline import index
 from search_engine.filters import parse_date
 from search_engine.search import search
-from search_engine.timeexpr import GRAMMAR, event_anchor, time_phrase, time_window, window_of
+from search_engine.timeexpr import GRAMMAR, event_anchor, read_time, time_window, window_of
 
 NOW = datetime(2026, 11, 23, 10, 0)  # a Monday
 
@@ -119,8 +119,8 @@ def test_any_text_parses_with_its_time_phrase_inside_it(parts):
     from search_engine.query import ParsedQuery
 
     text = " ".join(parts)
-    phrase = time_phrase(text, NOW)
-    assert phrase is None or phrase in text
+    time = read_time(text, NOW)
+    assert time is None or time.text in text
     anchor = event_anchor(text)
     assert anchor is None or (anchor.text in text and anchor.phrase in text)
     parsed = ParsedQuery.parse(text, NOW)
@@ -168,7 +168,7 @@ def test_an_offset_from_an_event_is_read_with_the_event_s_words(query, phrase, a
     assert anchor is not None and anchor.phrase == phrase and anchor.text in query
     window = anchor.window(date.fromisoformat(anchor_day))
     assert (window.start, window.end) == (f"{start}T00:00:00", f"{end}T00:00:00")
-    assert time_phrase(query) == anchor.text
+    assert read_time(query) == anchor
 
 
 def test_the_time_words_are_left_out_of_what_the_vector_list_embeds():
@@ -261,3 +261,17 @@ def test_an_event_the_memory_does_not_hold_dates_nothing(home):
     found = search(settings, "which headphones did I order two days before the concert?", mode="bm25", k=5,
                    explain=True, now=datetime(2025, 11, 20))
     assert all(not e.boosts for e in found.explain)
+
+
+def test_a_parsed_query_given_another_now_is_read_as_of_that_now(home):
+    """The prompt hook passes a query parsed already; a caller that also passes ``now`` gets its time read as of
+    that ``now``, not as of when it was parsed ("last week" of 18 June 2025 holds the order of 12 June)."""
+    from search_engine.query import ParsedQuery
+
+    settings = _purchases(home)
+    query = "which headphones did I order last week"
+    then = datetime(2025, 6, 18)
+    by_text = search(settings, query, mode="bm25", k=5, explain=True, now=then)
+    by_parsed = search(settings, ParsedQuery.parse(query), mode="bm25", k=5, explain=True, now=then)
+    assert by_text.hits[0].event_id == by_parsed.hits[0].event_id == "e1"
+    assert by_parsed.explain[0].boosts == ("time 3",)
