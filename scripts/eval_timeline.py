@@ -164,6 +164,11 @@ SPECS = (
     _spec("talk", "between May and July 2025", "range", "2025-06-05", "2025-05-01", "2025-08-01"),
     _spec("talk", "since October", "open range", "2025-10-16", "2025-10-01", "2025-11-21",
           "Which meetup talks have I been to {t}?"),
+    _spec("dinner", "on Thanksgiving", "holiday", "2024-11-28"),
+    _spec("book", "over the weekend", "relative week", "2025-11-16", "2025-11-15", "2025-11-17"),
+    _spec("movie", "two Saturdays ago", "weekday", "2025-11-08"),
+    _spec("hike", "on 26/04/2025", "date", "2025-04-26"),
+    _spec("flaky", "a few weeks back", "ago", "2025-10-29", "2025-10-16", "2025-11-06"),
 )
 
 #: Other things the user asks the agent about, on other days: the rest of the memory.

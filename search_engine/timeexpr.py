@@ -4,12 +4,15 @@ time that search uses as a boost.
 
 A memory is a diary: "what did I decide about the export job last week" should prefer what was written last week,
 without the user typing ``--since``. The grammar is English, case-insensitive, and deliberately small: absolute
-dates (ISO, day-month-year, month-day-year), a month with or without a year, a year after a preposition, ranges
-("between May and July 2023"), parts of a month or year ("early 2024", "late June"), seasons, quarters, the weeks of
-a month, the usual relative forms resolved against ``now``, and an offset from a date ("the week before 16 November
-2023"). A month, season or weekday without a year means the latest one not after ``now``. ``since``, ``after`` and
-``before`` a time open the window to the present or to the past. Whatever it does not understand is ignored: no
-window, the query ranks as before.
+dates (ISO, 2023/05/20, day-month-year, month-day-year, and 20/05/2023 or 05/20/2023 when one side is over 12: in
+5/7/2023 the order is the writer's, so it is not read), a month with or without a year, a year after a preposition,
+ranges ("between May and July 2023"), parts of a month or year ("early 2024", "late June"), seasons, quarters, the
+weeks and weekends of a month, holidays (:data:`HOLIDAYS`: "at Christmas", "on Thanksgiving 2023", "Easter last
+year"), the usual relative forms resolved against ``now`` ("over the weekend", "two Saturdays ago", "a few weeks
+back", "on the 20th", "the other day"), and an offset from a date or a holiday ("the week before 16 November
+2023", "the day after Christmas"). A month, season, weekday or holiday without a year means the latest one not after
+``now``. ``since``, ``after`` and ``before`` a time open the window to the present or to the past. Whatever it does
+not understand is ignored: no window, the query ranks as before ("recently", "a week ago Tuesday").
 
 An offset from something the memory tells rather than a date ("two days before the concert") is an
 :class:`EventAnchor`: search looks the event up and takes the window from its date (:func:`event_anchor`).
@@ -57,6 +60,19 @@ MONTH_PARTS = {"early": (1, 16), "beginning": (1, 11), "start": (1, 11), "mid": 
                "late": (16, 32), "end": (21, 32)}
 YEAR_PARTS = {"early": (1, 5), "beginning": (1, 3), "start": (1, 3), "mid": (4, 10), "middle": (4, 10),
               "late": (9, 13), "end": (11, 13)}
+#: Holidays by name, apostrophes and dots left out: a fixed day ``(month, day)``; the nth weekday of a month
+#: ``(month, weekday, nth)``, ``nth`` -1 the last; or ``("easter", days)``, days from Easter Sunday. The US dates
+#: where countries differ (Thanksgiving, Mother's Day, Memorial Day, Labor Day): the grammar is English.
+HOLIDAYS: dict[str, tuple] = {
+    "christmas eve": (12, 24), "christmas": (12, 25), "christmas day": (12, 25), "xmas": (12, 25),
+    "boxing day": (12, 26), "new years eve": (12, 31), "new years": (1, 1), "new years day": (1, 1),
+    "valentines day": (2, 14), "valentines": (2, 14), "st patricks day": (3, 17), "halloween": (10, 31),
+    "independence day": (7, 4), "fourth of july": (7, 4), "thanksgiving": (11, 3, 4), "thanksgiving day": (11, 3, 4),
+    "black friday": (11, 3, 4, 1), "memorial day": (5, 0, -1), "labor day": (9, 0, 1), "labour day": (9, 0, 1),
+    "mothers day": (5, 6, 2), "fathers day": (6, 6, 3), "easter": ("easter", 0), "easter sunday": ("easter", 0),
+    "easter monday": ("easter", 1), "good friday": ("easter", -2), "maundy thursday": ("easter", -3),
+    "palm sunday": ("easter", -7),
+}
 
 
 def _month_re(name: str = "month") -> str:
@@ -71,7 +87,20 @@ def _day_re(name: str = "day") -> str:
     return rf"(?P<{name}>[0-3]?\d)(?:st|nd|rd|th)?"
 
 
+def _holiday_re(name: str = "holiday") -> str:
+    """A holiday's name as written: any case, with or without its apostrophe ("Valentine's", "New Years") and the
+    dot of "St."."""
+    def written(key: str) -> str:
+        words = [r"(?:st\.?|saint)" if w == "st" else re.sub(r"s$", r"['’]?s", w) if w in _POSSESSIVE else w
+                 for w in key.split()]
+        return r"\s+".join(words)
+
+    return rf"(?P<{name}>" + "|".join(written(k) for k in sorted(HOLIDAYS, key=len, reverse=True)) + r")\b"
+
+
+_POSSESSIVE = frozenset({"years", "valentines", "patricks", "mothers", "fathers"})
 _MONTH, _YEAR, _DAY = _month_re(), _year_re(), _day_re()
+_MONTH_NAMES = "|".join(sorted(MONTHS, key=len, reverse=True))
 _NUM = r"(?P<n>\d+|" + "|".join(sorted(NUMBERS, key=len, reverse=True)) + ")"
 _UNIT = r"(?P<unit>day|week|fortnight|month|year)s?"
 _WEEKDAY = r"(?P<weekday>" + "|".join(WEEKDAYS) + ")"
@@ -84,12 +113,16 @@ _TOWARD = r"\s+(?P<dir>before|after|prior\s+to)\s+"
 _ANCHOR_DATES = (
     rf"{_day_re('ad')}\s+(?:of\s+)?{_month_re('am')},?\s+{_year_re('ay')}",
     rf"{_month_re('am')}\s+{_day_re('ad')},?\s+{_year_re('ay')}",
-    r"(?P<ay>(?:19|20)\d\d)-(?P<amn>[01]\d)-(?P<ad>[0-3]\d)",
+    r"(?P<ay>(?:19|20)\d\d)(?P<sep>[-/])(?P<amn>[01]?\d)(?P=sep)(?P<ad>[0-3]?\d)\b",
     rf"(?:the\s+)?{_day_re('ad')}\s+(?:of\s+)?{_month_re('am')}(?!,?\s*\d)",
     rf"{_month_re('am')}\s+{_day_re('ad')}\b(?!,?\s*\d)",
 )
 
+_HOLIDAY_ANCHOR = rf"(?:the\s+)?{_holiday_re('ah')}(?:,?\s+{_year_re('ay')}\b)?"
 _ON = frozenset({"on"})
+#: The words one of which a holiday's name holds.
+_HOLIDAY_WORDS = frozenset({"christmas", "xmas", "easter", "thanksgiving", "halloween", "valentine", "valentines",
+                            "year", "years", "day", "friday", "thursday", "sunday", "monday", "july"})
 _NAMED_DAY = frozenset({"yesterday", "today", "tonight", "morning", "afternoon", "evening", "night"})
 _RELATIVE_UNIT = frozenset({"week", "weekend", "month", "year"})
 _TOWARD_WORDS = frozenset({"before", "after", "prior"})
@@ -105,7 +138,7 @@ _OPEN_WORDS = frozenset({"since", "after", "before", "until", "till", "prior"})
 #: The words without which a query holds no time expression the grammar reads (with a digit): most queries stop
 #: here.
 HINT_WORDS = (_MONTHS | _WEEKDAY_WORDS | _NAMED_DAY | {"ago"} | _RELATIVE_UNIT | _SEASON_WORDS | {"quarter"}
-              | _UNIT_WORDS)
+              | _UNIT_WORDS | _HOLIDAY_WORDS)
 _WORD_RE = re.compile(r"[a-z]+")
 #: The four characters outside ASCII that ``re.I`` matches to an ASCII letter (İ ı ſ K), as that letter: the words
 #: a query holds are read as the case-insensitive patterns see them.
@@ -118,16 +151,21 @@ _ASCII_FOLD = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212
 DIGIT = "digit"
 GRAMMAR: tuple[tuple[str, int, str, tuple], ...] = (
     *((rf"\b{_OFFSET}{_TOWARD}{anchor}", re.I, "offset", (DIGIT, _TOWARD_WORDS)) for anchor in _ANCHOR_DATES),
+    (rf"\b{_OFFSET}{_TOWARD}{_HOLIDAY_ANCHOR}", re.I, "offset", (_TOWARD_WORDS, _HOLIDAY_WORDS)),
     (r"\bthe\s+day\s+before\s+yesterday\b", re.I, "day_before_yesterday", (frozenset({"yesterday"}),)),
-    (r"\b(?P<y>(?:19|20)\d\d)-(?P<m>[01]\d)-(?P<d>[0-3]\d)\b", 0, "iso_day", (DIGIT,)),
+    (r"\b(?P<y>(?:19|20)\d\d)(?P<sep>[-/])(?P<m>[01]?\d)(?P=sep)(?P<d>[0-3]?\d)\b", 0, "iso_day", (DIGIT,)),
+    # 20/05/2023 or 05/20/2023: read when one side is over 12; 5/7/2023 (May or July) is not read
+    (r"(?<![\d/])(?P<a>[0-3]?\d)/(?P<b>[0-3]?\d)/(?P<y>(?:19|20)\d\d)\b", 0, "numeric_day", (DIGIT,)),
     (r"\b(?:between|from)\s+(?=(?P<rest>[^\n]{1,80}))", re.I, "range",
      (frozenset({"between", "from"}), _MONTHS | {DIGIT})),
     (rf"\b{_DAY}\s+(?:of\s+)?{_MONTH},?\s+{_YEAR}\b", re.I, "day_month_year", (DIGIT, _MONTHS)),
     (rf"\b{_MONTH}\s+{_DAY},?\s+{_YEAR}\b", re.I, "day_month_year", (DIGIT, _MONTHS)),
-    (rf"\bon\s+{_MONTH}\s+{_DAY}\b", re.I, "day_month", (DIGIT, _MONTHS, _ON)),
-    (rf"\bon\s+(?:the\s+)?{_DAY}\s+(?:of\s+)?{_MONTH}\b", re.I, "day_month", (DIGIT, _MONTHS, _ON)),
-    (rf"\b(?:the\s+)?(?P<nth>first|second|third|fourth|last|1st|2nd|3rd|4th)\s+week\s+of\s+{_MONTH}"
-     rf"(?:,?\s+(?:of\s+)?{_YEAR})?\b", re.I, "week_of_month", (_MONTHS, frozenset({"week"}))),
+    (rf"\bon\s+(?:{_WEEKDAY},?\s+)?{_MONTH}\s+{_DAY}\b", re.I, "day_month", (DIGIT, _MONTHS, _ON)),
+    (rf"\bon\s+(?:{_WEEKDAY},?\s+)?(?:the\s+)?{_DAY}\s+(?:of\s+)?{_MONTH}\b", re.I, "day_month",
+     (DIGIT, _MONTHS, _ON)),
+    (rf"\b(?:the\s+)?(?P<nth>first|second|third|fourth|last|1st|2nd|3rd|4th)\s+week(?P<weekend>end)?\s+of\s+"
+     rf"{_MONTH}(?:,?\s+(?:of\s+)?{_YEAR})?\b", re.I, "week_of_month",
+     (_MONTHS, frozenset({"week", "weekend"}))),
     (rf"\b(?P<part>early|mid|late|(?:the\s+)?(?:beginning|start|middle|end)\s+of)[-\s]+(?:the\s+)?"
      rf"(?:{_MONTH}(?:,?\s+(?:of\s+)?{_YEAR})?\b(?!\s*\d)|{_year_re('y')}\b|(?P<which>this|last|the)\s+(?P<unit>month|year)\b)",
      re.I, "part", (_PART_WORDS,)),
@@ -138,19 +176,28 @@ GRAMMAR: tuple[tuple[str, int, str, tuple], ...] = (
     (rf"\b(?:(?P<which>last|this|past|previous)\s+|(?:in|during|over|through|throughout)\s+(?:the\s+)?){_SEASON}\b"
      r"(?!\s+(?:boot|framework|cloud|security|batch|data|mvc|beans?|integration|webflux|shell)\b)",
      re.I, "season", (_SEASON_WORDS,)),
+    (rf"\b(?:(?P<which>last|this|past)\s+)?{_holiday_re()}(?:,?\s+(?:of\s+)?{_YEAR}\b|\s+(?P<ly>last|this)\s+year\b)?",
+     re.I, "holiday", (_HOLIDAY_WORDS,)),
     (r"\b(?P<y>(?:19|20)\d\d)-(?P<m>[01]\d)\b", 0, "iso_month", (DIGIT,)),
     (rf"\b{_MONTH},?\s+(?:of\s+)?{_YEAR}\b", re.I, "month_year", (DIGIT, _MONTHS)),
     (rf"\b(?:in|during|since|before|after|until|of|throughout)\s+(?:the\s+year\s+)?{_YEAR}\b", re.I,
      "year", (DIGIT,)),
     (r"\b(?P<which>yesterday|today|tonight|last night|this morning|this afternoon|this evening)\b", re.I,
      "named_day", (_NAMED_DAY,)),
-    (rf"\b{_NUM}\s+{_UNIT}\s+ago\b", re.I, "ago", (frozenset({"ago"}),)),
+    (r"\bthe\s+other\s+day\b", re.I, "other_day", (frozenset({"other"}),)),
+    (rf"\b{_NUM}\s+{_WEEKDAY}s\s+ago\b", re.I, "weekdays_ago", (frozenset({"ago"}),)),
+    (rf"\b{_NUM}\s+{_UNIT}\s+(?:ago|back)\b", re.I, "ago", (frozenset({"ago", "back"}),)),
     (rf"\b(?:past|last|previous|recent)\s+{_NUM}\s+{_UNIT}\b", re.I, "past", (_UNIT_WORDS,)),
     (r"\b(?:the\s+)?(?P<unit>week|weekend|month|year)\s+before\s+last\b", re.I, "before_last",
      (_RELATIVE_UNIT, frozenset({"before"}))),
     (r"\b(?P<which>last|this|past|previous)\s+(?P<unit>week|weekend|month|year)\b", re.I, "relative",
      (_RELATIVE_UNIT,)),
-    (rf"\b(?:on|last|this|past)\s+{_WEEKDAY}\b", re.I, "weekday", (_WEEKDAY_WORDS,)),
+    (r"\b(?:over|during)\s+the\s+weekend\b", re.I, "the_weekend", (frozenset({"weekend"}),)),
+    (rf"\bon\s+the\s+(?P<day>[0-3]?\d)(?:st|nd|rd|th)\b(?!\s+(?:of\s+)?(?:{_MONTH_NAMES}))", re.I,
+     "day_of_month", (DIGIT, _ON)),
+    # a weekday followed by its date ("on Tuesday, May 16") is read by the date's form
+    (rf"\b(?:on|last|this|past)\s+{_WEEKDAY}\b(?!,?\s+(?:the\s+)?(?:\d|(?:{_MONTH_NAMES})\.?\s+\d))", re.I,
+     "weekday", (_WEEKDAY_WORDS,)),
     (rf"\b(?:in|during|since|before|after|until|of|last)\s+{_MONTH}\b(?!\s*\d)", re.I, "month", (_MONTHS,)),
 )
 
@@ -249,8 +296,8 @@ def names_a_date(phrase: str) -> bool:
     return not words.isdisjoint(_MONTHS) or re.search(r"(?:19|20)\d\d", phrase) is not None
 
 
-_EVENT_ANCHOR = (rf"\b{_OFFSET}{_TOWARD}(?P<phrase>(?:the|my|our|his|her|their|that|this|a|an)\s+[^?!.,;:\n]*"
-                 r"[^\W_][^?!.,;:\n]*)")
+_EVENT_ANCHOR = (rf"\b{_OFFSET}{_TOWARD}(?P<phrase>(?:the|my|our|his|her|their|that|this|a|an|i|we|you|he|she|they)"
+                 r"\s+[^?!.,;:\n]*[^\W_][^?!.,;:\n]*)")
 
 
 @functools.cache
@@ -348,6 +395,16 @@ def resolve(kind: str, m: re.Match, today: date) -> tuple[date, date] | None:
         if kind == "iso_day":
             day = date(int(g["y"]), int(g["m"]), int(g["d"]))
             return day, day + timedelta(days=1)
+        if kind == "numeric_day":
+            a, b = int(g["a"]), int(g["b"])
+            if a <= 12 and b <= 12 and a != b:
+                return None  # month or day first is the writer's
+            month, dom = (b, a) if a > 12 else (a, b)
+            day = date(int(g["y"]), month, dom)
+            return day, day + timedelta(days=1)
+        if kind == "holiday":
+            held = _holiday_on(g["holiday"], today, g["year"] or g["ly"], g["which"])
+            return (held, held + timedelta(days=1)) if held else None
         if kind == "range":
             return _range(g["rest"], today)
         if kind == "day_month_year":
@@ -363,6 +420,9 @@ def resolve(kind: str, m: re.Match, today: date) -> tuple[date, date] | None:
             month = MONTHS[g["month"].lower()]
             start = _month_start(int(g["year"]) if g["year"] else _latest(month, today), month)
             nth = ORDINALS[g["nth"].lower()]
+            if g["weekend"]:
+                saturday = _nth_weekday(start.year, start.month, 5, nth)
+                return saturday, saturday + timedelta(days=2)
             if nth < 0:
                 last = _next_month(start) - timedelta(days=1)
                 return last - timedelta(days=6), last + timedelta(days=1)
@@ -396,6 +456,22 @@ def resolve(kind: str, m: re.Match, today: date) -> tuple[date, date] | None:
                 return today - timedelta(days=1), today + timedelta(days=1)
             day = today - timedelta(days=1) if which == "yesterday" else today
             return day, day + timedelta(days=1)
+        if kind == "other_day":  # a day of the past week
+            return today - timedelta(days=7), today
+        if kind == "weekdays_ago":  # "two Saturdays ago": the Saturday before last
+            back = (today.weekday() - WEEKDAYS[g["weekday"].lower()]) % 7 or 7
+            day = today - timedelta(days=back + 7 * (_count(g["n"]) - 1))
+            return day, day + timedelta(days=1)
+        if kind == "the_weekend":  # "over the weekend": the latest that has begun
+            saturday = today - timedelta(days=(today.weekday() - 5) % 7)
+            return saturday, saturday + timedelta(days=2)
+        if kind == "day_of_month":  # "on the 20th": the latest 20th not after today
+            dom, start = int(g["day"]), _month_start(today.year, today.month)
+            for _ in range(12):
+                if dom <= (_next_month(start) - start).days and start.replace(day=dom) <= today:
+                    return start.replace(day=dom), start.replace(day=dom) + timedelta(days=1)
+                start = _add_months(start, -1)
+            return None
         if kind == "ago":
             days = _count(g["n"]) * UNIT_DAYS[g["unit"].lower()]
             center = today - timedelta(days=days)
@@ -407,7 +483,10 @@ def resolve(kind: str, m: re.Match, today: date) -> tuple[date, date] | None:
         if kind == "before_last":
             return _relative("last", g["unit"].lower(), _relative("last", g["unit"].lower(), today)[0])
         if kind == "relative":
-            return _relative(g["which"].lower(), g["unit"].lower(), today)
+            which, unit = g["which"].lower(), g["unit"].lower()
+            if which == "past" and unit != "weekend":  # "in the past month": the 30 days up to today
+                return today - timedelta(days=UNIT_DAYS[unit]), today + timedelta(days=1)
+            return _relative(which, unit, today)
         if kind == "weekday":
             back = (today.weekday() - WEEKDAYS[g["weekday"].lower()]) % 7 or 7
             day = today - timedelta(days=back)
@@ -430,6 +509,11 @@ def _anchor_day(g: dict, today: date) -> date:
     after ``today``)."""
     from datetime import date
 
+    if g.get("ah"):
+        day = _holiday_on(g["ah"], today, g.get("ay"))
+        if day is None:
+            raise ValueError(g["ah"])
+        return day
     month = int(g["amn"]) if g.get("amn") else MONTHS[g["am"].lower()]
     if g.get("ay"):
         return date(int(g["ay"]), month, int(g["ad"]))
@@ -466,6 +550,74 @@ def offset_window(g: dict, anchor: date) -> tuple[date, date]:
     center = anchor + sign * timedelta(days=days)
     slack = timedelta(days=max(1, days // 4))
     return (center - slack, center + slack + one) if after else (center - slack, anchor + one)
+
+
+def _nth_weekday(year: int, month: int, weekday: int, nth: int) -> date:
+    """The ``nth`` ``weekday`` (0 Monday) of a month; ``nth`` -1: its last.
+
+    >>> _nth_weekday(2023, 11, 3, 4), _nth_weekday(2023, 5, 0, -1)
+    (datetime.date(2023, 11, 23), datetime.date(2023, 5, 29))
+    """
+    from datetime import timedelta
+
+    if nth < 0:
+        last = _next_month(_month_start(year, month)) - timedelta(days=1)
+        return last - timedelta(days=(last.weekday() - weekday) % 7)
+    first = _month_start(year, month)
+    return first + timedelta(days=(weekday - first.weekday()) % 7 + 7 * (nth - 1))
+
+
+def easter(year: int) -> date:
+    """Easter Sunday of ``year`` in the Gregorian calendar (the anonymous Gregorian computus).
+
+    >>> easter(2023), easter(2024), easter(2025)
+    (datetime.date(2023, 4, 9), datetime.date(2024, 3, 31), datetime.date(2025, 4, 20))
+    """
+    from datetime import date
+
+    a, b, c = year % 19, year // 100, year % 100
+    d, e = divmod(b, 4)
+    g = (8 * b + 13) // 25
+    h = (19 * a + b - d - g + 15) % 30
+    i, k = divmod(c, 4)
+    lm = (32 + 2 * e + 2 * i - h - k) % 7
+    m = (a + 11 * h + 22 * lm) // 451
+    month, day = divmod(h + lm - 7 * m + 114, 31)
+    return date(year, month, day + 1)
+
+
+def holiday_day(name: str, year: int) -> date | None:
+    """The day of the holiday ``name`` (as written in a query) in ``year``; None for a name not in
+    :data:`HOLIDAYS`.
+
+    >>> holiday_day("Thanksgiving", 2023), holiday_day("Good Friday", 2024), holiday_day("New Year’s Eve", 2022)
+    (datetime.date(2023, 11, 23), datetime.date(2024, 3, 29), datetime.date(2022, 12, 31))
+    """
+    from datetime import date, timedelta
+
+    key = " ".join(re.sub(r"['’.]", "", name.lower()).replace("saint", "st").split())
+    rule = HOLIDAYS.get(key)
+    if rule is None:
+        return None
+    if rule[0] == "easter":
+        return easter(year) + timedelta(days=rule[1])
+    if len(rule) == 2:
+        return date(year, rule[0], rule[1])
+    return _nth_weekday(year, rule[0], rule[1], rule[2]) + timedelta(days=rule[3] if len(rule) > 3 else 0)
+
+
+def _holiday_on(name: str, today: date, year: str | None = None, which: str | None = None) -> date | None:
+    """The holiday of ``year`` ("last" or "this" year, or a number), else the latest not after ``today`` (before
+    it, with ``which`` "last" or "past": "last Christmas" said on Christmas Day is the year before's)."""
+    if year and not year.isdigit():
+        return holiday_day(name, today.year - (year.lower() == "last"))
+    if year:
+        return holiday_day(name, int(year))
+    day = holiday_day(name, today.year)
+    strict = (which or "").lower() in ("last", "past")
+    if day is not None and (day > today or (strict and day == today)):
+        day = holiday_day(name, today.year - 1)
+    return day
 
 
 def _relative(which: str, unit: str, today: date) -> tuple[date, date]:
