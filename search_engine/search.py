@@ -41,7 +41,7 @@ from search_engine.hits import Scores, make_hit
 from search_engine.lexical import lexical_search
 from search_engine.query import ParsedQuery, named_speakers
 from search_engine.reading import one_line, open_team_for_search, reading, team_errors
-from search_engine.timeexpr import EventAnchor, TimeWindow
+from search_engine.timeexpr import EventAnchor, TimeWindow, time_window
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -238,7 +238,8 @@ def _search(request: Request, store: Store | None) -> SearchResult:
         fused = boost(fused, named, settings.speaker_share)
     window, anchor = (None, frozenset()) if request.raw or filters.since or filters.until else _time_window(
         store, query.time, filters)
-    timely = set() if window is None else {cid for cid in rows if window.holds(rows[cid].ts) and cid not in anchor}
+    timely = set() if window is None else {cid for cid in rows if cid not in anchor and (
+        window.holds(rows[cid].ts) or _tells_a_time_in(rows[cid], window))}
     if timely:
         fused = boost(fused, timely, TIME_BOOST)
     told = None if window is None else window.after(TOLD_AFTER_DAYS)
@@ -299,6 +300,27 @@ def _time_window(store: Store, time: TimeWindow | EventAnchor | None,
 
     itself = frozenset(cid for cid in found.ids if cid in rows and (rows[cid].ts or "")[:10] == day)
     return time.window(date.fromisoformat(day)), itself
+
+
+#: Characters of an event's text read for the time it tells (:func:`_tells_a_time_in`).
+TOLD_TIME_CHARS = 400
+
+
+def _tells_a_time_in(row: HitRow, window: TimeWindow) -> bool:
+    """Whether an event tells of a time inside ``window``, read from its own words as of when it was written: "On
+    Saturday I went hiking", written on Wednesday, happened on Saturday, though the event is dated Wednesday. The
+    time it tells must lie inside the window ("last year" does not fall in "last June"). Only a query that names a
+    time reads them, and only its candidates' (its first :data:`TOLD_TIME_CHARS` characters)."""
+    if row.kind != "event" or not row.ts:
+        return False
+    from datetime import datetime
+
+    try:
+        written = datetime.fromisoformat(row.ts)
+    except ValueError:
+        return False
+    told = time_window(row.text[:TOLD_TIME_CHARS], written)
+    return told is not None and window.start <= told.start and told.end <= window.end
 
 
 def _named_speakers(text: str, rows: Mapping[int, HitRow]) -> set[int]:

@@ -249,6 +249,29 @@ def test_search_prefers_hits_inside_the_query_time_window(home, settings):
     assert [h.event_id for h in june.hits] == ["e0"]
 
 
+def test_an_event_counts_in_the_window_of_the_time_it_tells(home, settings):
+    """Told on Wednesday 18 November of a hike on Saturday the 14th: the hike happened "the weekend before last"
+    (14-15 November, seen from Monday the 23rd) though it is dated after it."""
+    lines = [orjson.dumps({"id": f"e{i}", "ts": ts, "session_id": f"s{i}", "type": "prompt", "content": text}).decode()
+             for i, (ts, text) in enumerate([
+                 ("2026-11-02T09:00:00", "Today I went hiking at Pine Ridge."),
+                 ("2026-11-18T12:00:00", "On Saturday I went hiking at Lost Lake; the ridge was windy and the trail was "
+                                         "muddy after two days of rain, so we turned back early."),
+                 ("2026-11-18T12:30:00", "A year ago I went hiking at Eagle Peak with my brother."),
+                 *((f"2026-10-{10 + i:02d}T10:00:00", text) for i, text in enumerate(FILLER)),
+             ])]
+    write(home / "events" / "2026-11-18.jsonl", "\n".join(lines) + "\n")
+    index(settings, embedder=None)
+    plain = search(settings, "where did I go hiking", mode="bm25", now=NOW)
+    dated = search(settings, "where did I go hiking the weekend before last", mode="bm25", now=NOW, explain=True)
+    assert plain.hits[0].event_id != "e1"
+    assert dated.hits[0].event_id == "e1"
+    boosts = {h.event_id: e.boosts for h, e in zip(dated.hits, dated.explain)}
+    assert boosts["e1"] == ("time 3",)
+    assert boosts["e0"] == boosts["e2"] == ()  # "a year ago" does not lie inside that weekend
+    assert {"e0", "e2"} <= set(boosts)
+
+
 @hsettings(max_examples=200, deadline=None)
 @given(text=st.text(max_size=30))
 def test_any_date_text_parses_or_is_a_usage_error(text):
