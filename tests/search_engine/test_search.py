@@ -12,7 +12,7 @@ from indexer.store.local import SqliteStore
 from indexer.store.sqlite import connect
 from indexer.store.sqlite_read import fts5_query
 from search_engine.filters import Filters, parse_date
-from search_engine.lexical import lexical_search
+from search_engine.lexical import cjk_bigrams, lexical_search
 from search_engine.query import ParsedQuery, content_terms, terms
 from search_engine.search import search
 
@@ -365,6 +365,29 @@ def test_a_cjk_query_ranks_first_the_text_that_holds_its_wording(home, settings,
     result = search(settings, question, mode="bm25")
     assert [h.path for h in result.hits] == ["answer.md", "repeat.md"]
     assert result.hits[0].bm25_score > result.hits[1].bm25_score  # the list's score carries the bonus
+
+
+def test_a_cjk_query_ranks_first_the_paragraph_that_holds_its_wording_in_one_sentence(home, settings, fake):
+    # Both paragraphs hold 梅雨の and 期間は, as many of the question's bigrams; only one holds them in one sentence,
+    # the one the question was asked about. The other is shorter: BM25, and the share of a whole paragraph, put it
+    # first.
+    write(home / "apart.md", "# 天気\n梅雨の話。期間は未定。その期日も。\n")
+    write(home / "together.md", "# 気候\n九州の天気は毎年大きく変わり、降水量も年によって多い。梅雨の期間は1か月程度。\n")
+    for i, text in enumerate(("東京の地下鉄の路線図。", "京都の寺と庭園の案内。", "大阪の食べ物の紹介。")):
+        write(home / f"other{i}.md", f"# 案内\n{text}\n")
+    index(settings, embedder=fake)
+    question = ParsedQuery.parse("梅雨の期間はどのくらいか")
+    conn = connect(settings.db_path)
+    try:
+        index_store = SqliteStore(conn, settings.db_path)
+        by_bm25 = index_store.lexical_top_k(question.terms, "AND", Filters(), 10)
+        rows = index_store.fetch_hits([s.id for s in by_bm25])
+        assert [rows[s.id].path for s in by_bm25] == ["apart.md", "together.md"]  # BM25 alone
+        grams = cjk_bigrams(question.text)
+        assert sum(g in rows[by_bm25[0].id].text for g in grams) == sum(g in rows[by_bm25[1].id].text for g in grams)
+    finally:
+        conn.close()
+    assert [h.path for h in search(settings, question, mode="bm25").hits] == ["together.md", "apart.md"]
 
 
 def _two_speakers(home, named: bool = True):
