@@ -1,5 +1,7 @@
 """Search against the real SQLite + FTS5 + sqlite-vec (fake embedder here; the real model in test_model.py)."""
 
+from contextlib import contextmanager
+
 import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
@@ -344,6 +346,22 @@ def test_a_short_reply_is_found_by_the_vector_list_through_the_turn_it_answers(h
 
 
 
+@contextmanager
+def _index_store(settings):
+    conn = connect(settings.db_path)
+    try:
+        yield SqliteStore(conn, settings.db_path)
+    finally:
+        conn.close()
+
+
+def _bm25_alone(index_store, question: ParsedQuery):
+    """The rows of the store's BM25 list for ``question`` (its AND step), before any re-ranking, best first."""
+    ranked = index_store.lexical_top_k(question.terms, "AND", Filters(), 10)
+    rows = index_store.fetch_hits([s.id for s in ranked])
+    return [rows[s.id] for s in ranked]
+
+
 def test_a_cjk_query_ranks_first_the_text_that_holds_its_wording(home, settings, fake):
     # Both notes hold the content words 梅雨 and 期間; BM25 prefers the short one that repeats them, but only the
     # other holds the question's wording with its particles ("梅雨の期間は"), and it answers the question.
@@ -352,16 +370,10 @@ def test_a_cjk_query_ranks_first_the_text_that_holds_its_wording(home, settings,
                               "九州では多く、関東では少ない。\n")
     index(settings, embedder=fake)
     question = ParsedQuery.parse("梅雨の期間はどのくらいか")
-    conn = connect(settings.db_path)
-    try:
-        index_store = SqliteStore(conn, settings.db_path)
-        by_bm25 = index_store.lexical_top_k(question.terms, "AND", Filters(), 10)
-        rows = index_store.fetch_hits([s.id for s in by_bm25])
-        assert [rows[s.id].path for s in by_bm25] == ["repeat.md", "answer.md"]  # BM25 alone
+    with _index_store(settings) as index_store:
+        assert [row.path for row in _bm25_alone(index_store, question)] == ["repeat.md", "answer.md"]
         english = lexical_search(index_store, ParsedQuery.parse("rainy season"), Filters(), 10)
         assert english.rows == {}  # no CJK: BM25's order, nothing re-read
-    finally:
-        conn.close()
     result = search(settings, question, mode="bm25")
     assert [h.path for h in result.hits] == ["answer.md", "repeat.md"]
     assert result.hits[0].bm25_score > result.hits[1].bm25_score  # the list's score carries the bonus
@@ -377,16 +389,11 @@ def test_a_cjk_query_ranks_first_the_paragraph_that_holds_its_wording_in_one_sen
         write(home / f"other{i}.md", f"# 案内\n{text}\n")
     index(settings, embedder=fake)
     question = ParsedQuery.parse("梅雨の期間はどのくらいか")
-    conn = connect(settings.db_path)
-    try:
-        index_store = SqliteStore(conn, settings.db_path)
-        by_bm25 = index_store.lexical_top_k(question.terms, "AND", Filters(), 10)
-        rows = index_store.fetch_hits([s.id for s in by_bm25])
-        assert [rows[s.id].path for s in by_bm25] == ["apart.md", "together.md"]  # BM25 alone
-        grams = cjk_bigrams(question.text)
-        assert sum(g in rows[by_bm25[0].id].text for g in grams) == sum(g in rows[by_bm25[1].id].text for g in grams)
-    finally:
-        conn.close()
+    with _index_store(settings) as index_store:
+        apart, together = _bm25_alone(index_store, question)
+    assert (apart.path, together.path) == ("apart.md", "together.md")
+    grams = cjk_bigrams(question.text)
+    assert sum(g in apart.text for g in grams) == sum(g in together.text for g in grams)
     assert [h.path for h in search(settings, question, mode="bm25").hits] == ["together.md", "apart.md"]
 
 
