@@ -91,7 +91,7 @@ def _holiday_re(name: str = "holiday") -> str:
     """A holiday's name as written: any case, with or without its apostrophe ("Valentine's", "New Years") and the
     dot of "St."."""
     def written(key: str) -> str:
-        words = [r"(?:st\.?|saint)" if w == "st" else re.sub(r"s$", r"['’]?s", w) if w in _POSSESSIVE else w
+        words = [r"(?:st\.?|saint)" if w == "st" else w[:-1] + "['’]?s" if w in _POSSESSIVE else w
                  for w in key.split()]
         return r"\s+".join(words)
 
