@@ -14,6 +14,7 @@ False
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, NamedTuple, cast
 
@@ -41,7 +42,7 @@ from search_engine.hits import Scores, make_hit
 from search_engine.lexical import lexical_search
 from search_engine.query import ParsedQuery, named_speakers
 from search_engine.reading import one_line, open_team_for_search, reading, team_errors
-from search_engine.timeexpr import EventAnchor, TimeWindow, time_window
+from search_engine.timeexpr import TOLD_KINDS, EventAnchor, TimeWindow, time_window
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -315,14 +316,19 @@ def _tells_a_time_in(row: HitRow, window: TimeWindow) -> bool:
     time reads them, and only its candidates' (its first :data:`TOLD_TIME_CHARS` characters)."""
     if row.kind != "event" or not row.ts:
         return False
+    told = _told_window(row.text[:TOLD_TIME_CHARS], row.ts)
+    return told is not None and window.start <= told.start and told.end <= window.end
+
+
+@functools.lru_cache(maxsize=4096)
+def _told_window(text: str, ts: str) -> TimeWindow | None:
+    """The time ``text``, written at ``ts``, tells of (kept for the warm server's next query that names a time)."""
     from datetime import datetime
 
     try:
-        written = datetime.fromisoformat(row.ts)
+        return time_window(text, datetime.fromisoformat(ts), TOLD_KINDS)
     except ValueError:
-        return False
-    told = time_window(row.text[:TOLD_TIME_CHARS], written)
-    return told is not None and window.start <= told.start and told.end <= window.end
+        return None
 
 
 def _named_speakers(text: str, rows: Mapping[int, HitRow]) -> set[int]:

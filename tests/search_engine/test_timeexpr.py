@@ -11,7 +11,7 @@ from indexer.base.settings import resolve_settings
 from indexer.pipeline import index
 from search_engine.filters import parse_date
 from search_engine.search import search
-from search_engine.timeexpr import GRAMMAR, event_anchor, read_time, time_window, window_of
+from search_engine.timeexpr import GRAMMAR, TOLD_KINDS, event_anchor, read_time, time_window, window_of
 
 NOW = datetime(2026, 11, 23, 10, 0)  # a Monday
 
@@ -247,6 +247,15 @@ def test_search_prefers_hits_inside_the_query_time_window(home, settings):
     june = search(settings, "ledger export job in May 2023", mode="bm25",
                   filters=Filters.build(since="2023-06-01", until="2023-06-30"))
     assert [h.event_id for h in june.hits] == ["e0"]
+
+
+def test_a_hit_s_own_time_is_read_in_the_forms_a_memory_tells_it():
+    written = datetime(2026, 11, 18, 12, 0)
+    assert time_window("On Saturday I went hiking", written, TOLD_KINDS)[:2] == ("2026-11-14T00:00:00",
+                                                                              "2026-11-15T00:00:00")
+    assert time_window("we ate out yesterday", written, TOLD_KINDS).text == "yesterday"
+    for text in ("the week before Christmas", "between May and July", "in the summer of 2022"):
+        assert time_window(text, written) is not None and time_window(text, written, TOLD_KINDS) is None, text
 
 
 def test_an_event_counts_in_the_window_of_the_time_it_tells(home, settings):
