@@ -112,7 +112,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--pg-url", default=None, help="with --backend postgres: an administrator's URL; default a\n"
                    "throwaway local server (scripts/pg_local.py)")
     p.add_argument("--fresh", action="store_true", help="rebuild the cached indexes from nothing")
-    p.add_argument("--dump-queries", type=Path, default=None, help="write per-query rankings as JSON lines")
+    p.add_argument("--dump-queries", type=Path, default=None,
+                   help="write per-query rankings (all --k hits fetched) as JSON lines")
     return p.parse_args(argv)
 
 

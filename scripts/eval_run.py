@@ -242,7 +242,7 @@ def evaluate(ds: Dataset, runner: Runner, modes: list[str], fresh: bool, curve: 
                         hidden_lost[mode] += lost
                     if dump is not None:
                         dump.append({"dataset": ds.name, "mode": mode, "qid": q.qid, "query": q.text,
-                                     "gold": sorted(q.gold), "ranked": ranked[:10], **m})
+                                     "gold": sorted(q.gold), "ranked": ranked, **m})
                 log(f"[{ds.name}] {root_name}: {mode} {len(queries)} queries in {time.perf_counter() - t_mode:.1f}s")
             if curve and runner.embedder is not None:
                 memo = MemoEmbedder(runner.embedder)
