@@ -185,7 +185,7 @@ GRAMMAR: tuple[tuple[str, int, str, tuple], ...] = (
     (r"\b(?P<which>yesterday|today|tonight|last night|this morning|this afternoon|this evening)\b", re.I,
      "named_day", (_NAMED_DAY,)),
     (r"\bthe\s+other\s+day\b", re.I, "other_day", (frozenset({"other"}),)),
-    (rf"\b{_NUM}\s+{_WEEKDAY}s\s+ago\b", re.I, "weekdays_ago", (frozenset({"ago"}),)),
+    (rf"\b{_NUM}\s+{_WEEKDAY}s\s+ago\b", re.I, "weekday", (frozenset({"ago"}),)),
     (rf"\b{_NUM}\s+{_UNIT}\s+(?:ago|back)\b", re.I, "ago", (frozenset({"ago", "back"}),)),
     (rf"\b(?:past|last|previous|recent)\s+{_NUM}\s+{_UNIT}\b", re.I, "past", (_UNIT_WORDS,)),
     (r"\b(?:the\s+)?(?P<unit>week|weekend|month|year)\s+before\s+last\b", re.I, "before_last",
@@ -357,6 +357,14 @@ def _add_months(day: date, months: int) -> date:
     return date(index // 12, index % 12 + 1, 1)
 
 
+def _latest_day(month: int, dom: int, today: date) -> date:
+    """Day ``dom`` of ``month`` in the latest year in which it is not after ``today``."""
+    from datetime import date
+
+    day = date(today.year, month, dom)
+    return day if day <= today else date(today.year - 1, month, dom)
+
+
 def _latest(month: int, today: date) -> int:
     """The year of the latest ``month`` not after ``today``."""
     return today.year if month <= today.month else today.year - 1
@@ -420,10 +428,7 @@ def resolve(kind: str, m: re.Match, today: date) -> tuple[date, date] | None:
             day = date(int(g["year"]), MONTHS[g["month"].lower()], int(g["day"]))
             return day, day + timedelta(days=1)
         if kind == "day_month":
-            month, dom = MONTHS[g["month"].lower()], int(g["day"])
-            day = date(today.year, month, dom)
-            if day > today:
-                day = date(today.year - 1, month, dom)
+            day = _latest_day(MONTHS[g["month"].lower()], int(g["day"]), today)
             return day, day + timedelta(days=1)
         if kind == "week_of_month":
             month = MONTHS[g["month"].lower()]
@@ -467,18 +472,14 @@ def resolve(kind: str, m: re.Match, today: date) -> tuple[date, date] | None:
             return day, day + timedelta(days=1)
         if kind == "other_day":  # a day of the past week
             return today - timedelta(days=7), today
-        if kind == "weekdays_ago":  # "two Saturdays ago": the Saturday before last
-            back = (today.weekday() - WEEKDAYS[g["weekday"].lower()]) % 7 or 7
-            day = today - timedelta(days=back + 7 * (_count(g["n"]) - 1))
-            return day, day + timedelta(days=1)
         if kind == "the_weekend":  # "over the weekend": the latest that has begun
             saturday = today - timedelta(days=(today.weekday() - 5) % 7)
             return saturday, saturday + timedelta(days=2)
         if kind == "day_of_month":  # "on the 20th": the latest 20th not after today
             dom, start = int(g["day"]), _month_start(today.year, today.month)
             for _ in range(12):
-                if dom <= (_next_month(start) - start).days and start.replace(day=dom) <= today:
-                    return start.replace(day=dom), start.replace(day=dom) + timedelta(days=1)
+                if dom <= (_next_month(start) - start).days and (day := start.replace(day=dom)) <= today:
+                    return day, day + timedelta(days=1)
                 start = _add_months(start, -1)
             return None
         if kind == "ago":
@@ -496,9 +497,9 @@ def resolve(kind: str, m: re.Match, today: date) -> tuple[date, date] | None:
             if which == "past" and unit != "weekend":  # "in the past month": the 30 days up to today
                 return today - timedelta(days=UNIT_DAYS[unit]), today + timedelta(days=1)
             return _relative(which, unit, today)
-        if kind == "weekday":
+        if kind == "weekday":  # the latest such weekday before today; "two Saturdays ago": the one before that
             back = (today.weekday() - WEEKDAYS[g["weekday"].lower()]) % 7 or 7
-            day = today - timedelta(days=back)
+            day = today - timedelta(days=back + 7 * (_count(g["n"]) - 1 if g.get("n") else 0))
             return day, day + timedelta(days=1)
         if kind == "month":
             month = MONTHS[g["month"].lower()]
@@ -526,8 +527,7 @@ def _anchor_day(g: dict, today: date) -> date:
     month = int(g["amn"]) if g.get("amn") else MONTHS[g["am"].lower()]
     if g.get("ay"):
         return date(int(g["ay"]), month, int(g["ad"]))
-    day = date(today.year, month, int(g["ad"]))
-    return day if day <= today else date(today.year - 1, month, int(g["ad"]))
+    return _latest_day(month, int(g["ad"]), today)
 
 
 def offset_window(g: dict, anchor: date) -> tuple[date, date]:
