@@ -4,6 +4,7 @@ Korean is then re-ranked by how much of its own wording each candidate holds (:f
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import NamedTuple
@@ -61,8 +62,6 @@ def overlap_bonus(grams: frozenset[str], text: str, weight: float = CJK_OVERLAP_
     present = [g for g in grams if g in text]
     if len(present) < 2:
         return weight * len(present) / len(grams) if grams else 0.0
-    import re
-
     best = max(sum(1 for g in present if g in sentence) for sentence in re.split(SENTENCE_END, text))
     return weight * best / len(grams)
 
