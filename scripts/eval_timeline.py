@@ -169,6 +169,8 @@ SPECS = (
     _spec("movie", "two Saturdays ago", "weekday", "2025-11-08"),
     _spec("hike", "on 26/04/2025", "date", "2025-04-26"),
     _spec("flaky", "a few weeks back", "ago", "2025-10-29", "2025-10-16", "2025-11-06"),
+    _spec("dentist", "a week ago Tuesday", "weekday", "2025-11-11"),
+    _spec("purchase", "around this time last year", "this time last year", "2024-11-14", "2024-11-05", "2024-12-06"),
 )
 
 #: Other things the user asks the agent about, on other days: the rest of the memory.

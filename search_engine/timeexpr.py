@@ -9,10 +9,13 @@ dates (ISO, 2023/05/20, day-month-year, month-day-year, and 20/05/2023 or 05/20/
 ranges ("between May and July 2023"), parts of a month or year ("early 2024", "late June"), seasons, quarters, the
 weeks and weekends of a month, holidays (:data:`HOLIDAYS`: "at Christmas", "on Thanksgiving 2023", "Easter last
 year"), the usual relative forms resolved against ``now`` ("over the weekend", "two Saturdays ago", "a few weeks
-back", "on the 20th", "the other day"), and an offset from a date or a holiday ("the week before 16 November
+back", "on the 20th", "the other day", "a week ago Tuesday", "the Tuesday before last", "around this time last
+year", "a year ago today"), and an offset from a date or a holiday ("the week before 16 November
 2023", "the day after Christmas"). A month, season, weekday or holiday without a year means the latest one not after
 ``now``. ``since``, ``after`` and ``before`` a time open the window to the present or to the past. Whatever it does
-not understand is ignored: no window, the query ranks as before ("recently", "a week ago Tuesday").
+not understand is ignored: no window, the query ranks as before ("recently", "this time next year"). A holiday's
+name that is also an everyday phrase in lower case ("a good friday deploy", "the easter egg") names the day only
+where it stands as a time.
 
 An offset from something the memory tells rather than a date ("two days before the concert") is an
 :class:`EventAnchor`: search looks the event up and takes the window from its date (:func:`event_anchor`).
@@ -53,6 +56,8 @@ UNIT_DAYS = {"day": 1, "week": 7, "fortnight": 14, "month": 30, "year": 365}
 #: A season's first month (the meteorological seasons of the northern hemisphere: three months each). "Spring" followed
 #: by the names of that framework's parts ("in the Spring Boot app") is not a season.
 SEASONS = {"spring": 3, "summer": 6, "autumn": 9, "fall": 9, "winter": 12}
+#: How far "this time last week / month / year" reaches either side of that day.
+THIS_TIME_SLACK = {"week": 1, "month": 4, "year": 15}
 ORDINALS = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4, "4th": 4, "last": -1}
 #: Where in a month (days, end exclusive; 32 = the month's end) and in a year (months) "early", "mid" and "late"
 #: fall. They overlap: "early June" on the 12th still counts, and the window is a preference, not a filter.
@@ -182,10 +187,18 @@ GRAMMAR: tuple[tuple[str, int, str, tuple], ...] = (
     (rf"\b{_MONTH},?\s+(?:of\s+)?{_YEAR}\b", re.I, "month_year", (DIGIT, _MONTHS)),
     (rf"\b(?:in|during|since|before|after|until|of|throughout)\s+(?:the\s+year\s+)?{_YEAR}\b", re.I,
      "year", (DIGIT,)),
+    # "(around) this time last year", "this day last month", "a year ago today": about (or on) that day
+    (r"\b(?:(?:around|about|at)\s+)?this\s+(?P<exact>time|day|date)\s+last\s+(?P<unit>week|month|year)\b", re.I,
+     "this_time_last", (frozenset({"this"}), _RELATIVE_UNIT)),
+    (rf"\b{_NUM}\s+{_UNIT}\s+ago\s+today\b", re.I, "ago_today", (frozenset({"ago"}), frozenset({"today"}))),
     (r"\b(?P<which>yesterday|today|tonight|last night|this morning|this afternoon|this evening)\b", re.I,
      "named_day", (_NAMED_DAY,)),
     (r"\bthe\s+other\s+day\b", re.I, "other_day", (frozenset({"other"}),)),
     (rf"\b{_NUM}\s+{_WEEKDAY}s\s+ago\b", re.I, "weekday", (frozenset({"ago"}),)),
+    # "a week ago Tuesday", "two weeks ago last Friday", "the Tuesday before last": weeks before the latest one
+    (rf"\b{_NUM}\s+weeks?\s+ago\s+(?:on\s+|last\s+|this\s+past\s+)?{_WEEKDAY}\b", re.I, "weekday_back",
+     (frozenset({"ago"}), _WEEKDAY_WORDS)),
+    (rf"\b(?:the\s+)?{_WEEKDAY}\s+before\s+last\b", re.I, "weekday_back", (_WEEKDAY_WORDS, frozenset({"before"}))),
     (rf"\b{_NUM}\s+{_UNIT}\s+(?:ago|back)\b", re.I, "ago", (frozenset({"ago", "back"}),)),
     (rf"\b(?:past|last|previous|recent)\s+{_NUM}\s+{_UNIT}\b", re.I, "past", (_UNIT_WORDS,)),
     (r"\b(?:the\s+)?(?P<unit>week|weekend|month|year)\s+before\s+last\b", re.I, "before_last",
@@ -357,6 +370,12 @@ def _add_months(day: date, months: int) -> date:
     return date(index // 12, index % 12 + 1, 1)
 
 
+def _same_day(day: date, months: int) -> date:
+    """The day ``months`` after ``day`` (before it when negative), the month's last day when it is shorter."""
+    start = _add_months(day, months)
+    return start.replace(day=min(day.day, (_next_month(start) - start).days))
+
+
 def _latest_day(month: int, dom: int, today: date) -> date:
     """Day ``dom`` of ``month`` in the latest year in which it is not after ``today``."""
     from datetime import date
@@ -420,6 +439,8 @@ def resolve(kind: str, m: re.Match, today: date) -> tuple[date, date] | None:
             day = date(int(g["y"]), month, dom)
             return day, day + timedelta(days=1)
         if kind == "holiday":
+            if not _names_the_holiday(m):
+                return None
             held = _holiday_on(g["holiday"], today, g["year"] or g["ly"], g["which"])
             return (held, held + timedelta(days=1)) if held else None
         if kind == "range":
@@ -497,9 +518,25 @@ def resolve(kind: str, m: re.Match, today: date) -> tuple[date, date] | None:
             if which == "past" and unit != "weekend":  # "in the past month": the 30 days up to today
                 return today - timedelta(days=UNIT_DAYS[unit]), today + timedelta(days=1)
             return _relative(which, unit, today)
-        if kind == "weekday":  # the latest such weekday before today; "two Saturdays ago": the one before that
+        if kind in ("weekday", "weekday_back"):
+            # the latest such weekday before today; "two Saturdays ago": the one before that; "a week ago Tuesday",
+            # "the Tuesday before last": n weeks (one) before the latest
             back = (today.weekday() - WEEKDAYS[g["weekday"].lower()]) % 7 or 7
-            day = today - timedelta(days=back + 7 * (_count(g["n"]) - 1 if g.get("n") else 0))
+            n = _count(g["n"]) if g.get("n") else 1
+            weeks = n - 1 if kind == "weekday" else n if g.get("n") else 1
+            day = today - timedelta(days=back + 7 * weeks)
+            return day, day + timedelta(days=1)
+        if kind == "this_time_last":
+            unit = g["unit"].lower()
+            day = _same_day(today, -12) if unit == "year" else _same_day(today, -1) if unit == "month" \
+                else today - timedelta(days=7)
+            slack = 0 if g["exact"].lower() != "time" else THIS_TIME_SLACK[unit]
+            return day - timedelta(days=slack), day + timedelta(days=slack + 1)
+        if kind == "ago_today":  # "a year ago today": that very day
+            unit = g["unit"].lower()
+            n = _count(g["n"])
+            day = _same_day(today, -12 * n) if unit == "year" else _same_day(today, -n) if unit == "month" \
+                else today - timedelta(days=n * UNIT_DAYS[unit])
             return day, day + timedelta(days=1)
         if kind == "month":
             month = MONTHS[g["month"].lower()]
@@ -613,6 +650,27 @@ def holiday_day(name: str, year: int) -> date | None:
     if len(rule) == 2:
         return date(year, rule[0], rule[1])
     return _nth_weekday(year, rule[0], rule[1], rule[2]) + timedelta(days=rule[3] if len(rule) > 3 else 0)
+
+
+#: Holiday names that are also everyday phrases in lower case ("a good friday deploy", "the easter egg in the CLI"):
+#: written so, they name the holiday only where they stand as a time (after "on", "at", "over"…, or with a year).
+_EVERYDAY_NAMES = frozenset({"good friday"})
+_AS_TIME = re.compile(r"\b(?:on|at|over|around|before|after|since|until|till|by|for|during|from)\s+(?:the\s+)?$", re.I)
+
+
+def _names_the_holiday(m: re.Match) -> bool:
+    """Whether a match of the holiday pattern names the day: always when capitalised; in lower case, "easter" before
+    "egg" is not, nor one of :data:`_EVERYDAY_NAMES` outside a time's place."""
+    name = m.group("holiday")
+    if not name.islower():
+        return True
+    if re.match(r"\s+eggs?\b", m.string[m.end():], re.I):
+        return False
+    key = " ".join(name.split())
+    if key not in _EVERYDAY_NAMES:
+        return True
+    return bool(m.group("which") or m.group("year") or m.group("ly")
+                or _AS_TIME.search(m.string, 0, m.start("holiday")))
 
 
 def _holiday_on(name: str, today: date, year: str | None = None, which: str | None = None) -> date | None:

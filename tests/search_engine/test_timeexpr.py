@@ -115,6 +115,17 @@ NOW = datetime(2026, 11, 23, 10, 0)  # a Monday
     ("the first weekend of May", "2026-05-02", "2026-05-04"),
     ("the last weekend of August 2023", "2023-08-26", "2023-08-28"),
     ("what did I change in the past month", "2026-10-24", "2026-11-24"),
+    # weeks before a weekday, and the same time a unit ago (NOW is Monday 23 November 2026)
+    ("what did I do a week ago Tuesday", "2026-11-10", "2026-11-11"),
+    ("the call two weeks ago last Friday", "2026-11-06", "2026-11-07"),
+    ("the bug from the Tuesday before last", "2026-11-10", "2026-11-11"),
+    ("what was I working on around this time last year", "2025-11-08", "2025-12-09"),
+    ("what did I fix this time last month", "2026-10-19", "2026-10-28"),
+    ("what did I ship this day last year", "2025-11-23", "2025-11-24"),
+    ("what did I commit a year ago today", "2025-11-23", "2025-11-24"),
+    # an everyday phrase in lower case names its holiday where it stands as a time
+    ("what did we ship on good friday", "2026-04-03", "2026-04-04"),
+    ("the Easter egg hunt with the kids", "2026-04-05", "2026-04-06"),
 ])
 def test_time_expressions_become_windows(query, start, end):
     window = time_window(query, NOW)
@@ -131,7 +142,7 @@ def test_time_expressions_become_windows(query, start, end):
     "two days before the concert",  # an offset from an event: see event_anchor
     "what did I do on 5/7/2023",  # May or July: the writer's order is unknown
     "pip 2024.1.3 broke the build", "a 3/4 share", "on the 3 servers", "the new year plan",
-    "a christmasy theme",
+    "a christmasy theme", "a good friday deploy broke prod", "the easter egg in the CLI", "this time next year",
 ])
 def test_no_window_without_a_time_expression(query):
     assert time_window(query, NOW) is None
@@ -171,7 +182,7 @@ _FRAGMENTS = st.sampled_from([
     "quarter", "first", "second", "week", "early", "mid-2023", "late", "end", "of the", "night", "few", "2022",
     "Christmas", "Christmas Eve", "Easter", "New Year's", "Memorial Day", "Fourth of July", "Thanksgiving",
     "other day", "back", "Saturdays", "2023/05/20", "20/05/2023", "5/7/2023", "the 20th", "weekend", "over",
-    "Tuesday,", "St.", "Patrick's Day",
+    "Tuesday,", "St.", "Patrick's Day", "good friday", "egg", "this time", "this day", "around", "today",
 ])
 
 
