@@ -245,11 +245,13 @@ def _components(name: str) -> list[str]:
 
 @functools.lru_cache(maxsize=4096)
 def name_kind(name: str) -> tuple[str, bool] | None:
-    """``(kind, strong)`` when ``name`` marks a secret, else None; a weak name (``key``, ``token`` alone) needs a
-    value that looks random.
+    """``(kind, strong)`` when ``name`` marks a secret, else None; a weak name (``key``, ``auth``, ``salt``… alone)
+    needs a value that looks random.
 
     >>> name_kind("AWS_SECRET_ACCESS_KEY"), name_kind("dbPassword"), name_kind("PASSWORD_FILE"), name_kind("token")
-    (('secret', True), ('password', True), None, ('secret', False))
+    (('secret', True), ('password', True), None, ('secret', True))
+    >>> name_kind("key")
+    ('secret', False)
     """
     parts = _components(name)
     while parts and parts[-1].isdigit():  # key1, SECRET_2
