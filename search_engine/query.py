@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from indexer.base.cjk import cjk_run_re, may_hold_cjk, query_bigrams
 from search_engine.timeexpr import EventAnchor, TimeWindow, names_a_date, read_time
+from search_engine.wordforms import other_forms
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -70,20 +71,21 @@ STOPWORDS = frozenset(
 
 
 class Term(NamedTuple):
-    """One searchable term; ``alt`` is a second CJK form that also counts (a Korean word without its particle).
-    A named tuple: the prompt hook's block uses terms, and its path imports no ``dataclasses``.
+    """One searchable term; ``alts`` are other forms that also count: a Korean word without its particle, an English
+    word's forms that Porter does not stem alike (:mod:`search_engine.wordforms`). A named tuple: the prompt hook's
+    block uses terms, and its path imports no ``dataclasses``.
 
-    >>> terms("서울은")
-    [Term(text='서울은', cjk=True, alt='서울')]
+    >>> terms("서울은 bought")
+    [Term(text='서울은', cjk=True, alts=('서울',)), Term(text='bought', cjk=False, alts=('buy',))]
     """
 
     text: str
     cjk: bool = False
-    alt: str | None = None
+    alts: tuple[str, ...] = ()
 
     @property
     def forms(self) -> tuple[str, ...]:
-        return (self.text, self.alt) if self.alt else (self.text,)
+        return (self.text, *self.alts)
 
 
 def hangul_stem(word: str) -> str | None:
@@ -162,7 +164,7 @@ def _cjk_terms(run: str) -> list[Term]:
         if words:
             return words
     if len(run) <= CJK_WORD_CHARS:
-        return [Term(run, cjk=True, alt=stem)]
+        return [Term(run, cjk=True, alts=(stem,) if stem else ())]
     return [Term(piece, cjk=True) for piece in query_bigrams(stem or run)]
 
 
@@ -171,7 +173,7 @@ def _words(text: str, out: list[Term], seen: set[str]) -> None:
         word = m.group(0).lower()
         if word not in seen:
             seen.add(word)
-            out.append(Term(word))
+            out.append(Term(word, alts=other_forms(word)))
 
 
 def content_terms(all_terms: list[Term]) -> list[Term]:

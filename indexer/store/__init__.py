@@ -156,14 +156,15 @@ class StoreHealth(NamedTuple):
 
 class QueryTerm(Protocol):
     """One searchable term (:class:`search_engine.query.Term` has these fields): a lower-cased word, or a CJK run
-    (``cjk``) matched as the phrase of its 2-character words; ``alt`` is a second CJK form that also counts."""
+    (``cjk``) matched as the phrase of its 2-character words; ``alts`` are other forms that also count (a Korean
+    word without its particle, "bought" for "buy")."""
 
     @property
     def text(self) -> str: ...
     @property
     def cjk(self) -> bool: ...
     @property
-    def alt(self) -> str | None: ...
+    def alts(self) -> tuple[str, ...]: ...
 
 
 class FilterSpec(Protocol):

@@ -153,18 +153,20 @@ def tsquery_sql(terms: Sequence[QueryTerm], op: str) -> tuple[sql.Composable, li
     """A ``tsquery`` expression for ``terms`` joined by ``op`` (AND/OR), every term a bound parameter.
 
     A word goes through ``plainto_tsquery('english', …)`` (stemmed, never parsed as syntax); a CJK run becomes
-    the phrase of its bigrams (a 1-character run: a prefix of the index's bigrams), with its ``alt`` form ORed.
+    the phrase of its bigrams (a 1-character run: a prefix of the index's bigrams); a term's other forms
+    (``alts``) are ORed.
     """
     if op not in ("AND", "OR"):
         raise ValueError(op)
     parts: list[sql.Composable] = []
     params: list[str] = []
     for term in terms:
+        forms = [term.text, *term.alts]
         if not term.cjk:
-            parts.append(sql.SQL("plainto_tsquery('english', %s)"))
-            params.append(term.text)
+            words = sql.SQL(" || ").join(sql.SQL("plainto_tsquery('english', %s)") for _ in forms)
+            parts.append(sql.SQL("(") + words + sql.SQL(")") if term.alts else words)
+            params.extend(forms)
             continue
-        forms = [term.text, term.alt] if term.alt else [term.text]
         pieces = []
         for form in forms:
             if len(form) == 1:
@@ -558,10 +560,11 @@ class PgStore:
             raise ValueError(op)
         parts = []
         for term in terms:
+            forms = [term.text, *term.alts]
             if not term.cjk:
-                parts.append(f"plainto_tsquery({term.text!r})")
+                parts.append("(" + " || ".join(f"plainto_tsquery({f!r})" for f in forms) + ")" if term.alts
+                             else f"plainto_tsquery({term.text!r})")
                 continue
-            forms = [term.text, term.alt] if term.alt else [term.text]
             parts.append("(" + " || ".join(f"{f!r}:*" if len(f) == 1 else f"phraseto_tsquery({' '.join(query_bigrams(f))!r})"
                                            for f in forms) + ")")
         return (" && " if op == "AND" else " || ").join(parts)

@@ -9,9 +9,9 @@ Rows go into the row types by iterating the cursor, which apsw types as ``Any``:
 annotations do). One-value aggregates are read with ``Cursor.get``: they always return their one row.
 
 >>> from collections import namedtuple
->>> Term = namedtuple("Term", "text cjk alt", defaults=(False, None))
->>> fts5_query([Term("fix"), Term("東京", cjk=True), Term("서울은", cjk=True, alt="서울")], "AND")
-'"fix" AND "東京" AND ("서울 울은" OR "서울")'
+>>> Term = namedtuple("Term", "text cjk alts", defaults=(False, ()))
+>>> fts5_query([Term("fix", alts=("fixes",)), Term("東京", cjk=True), Term("서울은", cjk=True, alts=("서울",))], "AND")
+'("fix" OR "fixes") AND "東京" AND ("서울 울은" OR "서울")'
 """
 
 from __future__ import annotations
@@ -76,13 +76,11 @@ def _cjk_phrase(run: str) -> str:
 
 
 def term_phrases(term: QueryTerm) -> list[str]:
-    """The FTS5 phrases that count for one term, quoted: a word as itself, a CJK run as its bigram phrase and
-    its ``alt`` form's."""
+    """The FTS5 phrases that count for one term, quoted: a word as itself and its other forms, a CJK run as its
+    bigram phrase and its other forms'."""
     if not term.cjk:
-        return [f'"{term.text}"']
-    if term.alt:
-        return [_cjk_phrase(term.text), _cjk_phrase(term.alt)]
-    return [_cjk_phrase(term.text)]
+        return [f'"{form}"' for form in (term.text, *term.alts)]
+    return [_cjk_phrase(form) for form in (term.text, *term.alts)]
 
 
 def fts5_term(term: QueryTerm) -> str:

@@ -219,6 +219,20 @@ def test_lexical_finds_cjk_text_by_two_character_words(store):
     assert uids(store, lexical(store, "서울은")) == {"seoul"}  # a Korean word found without its particle
 
 
+def test_lexical_finds_the_forms_of_a_word_that_stem_apart(store):
+    store.write_batch(source("/m/forms.md"), [
+        chunk("desk", "I bought a standing desk on Saturday"),
+        chunk("build", "the nightly build broke after the upgrade", seq=1),
+        chunk("kids", "the children loved the museum", seq=2),
+        chunk("felt", "I felt the retry policy was too eager", seq=3),
+        chunk("noise", "a note about something else", seq=4),
+    ])
+    assert uids(store, lexical(store, "what did I buy")) == {"desk"}
+    assert uids(store, lexical(store, "broken build")) == {"build"}  # AND: each term by any of its forms
+    assert uids(store, lexical(store, "child museum")) == {"kids"}
+    assert lexical(store, "feel") == []  # a light verb keeps its own forms only
+
+
 def test_vector_candidates_are_nearest_first_within_the_filters(store):
     rng = np.random.default_rng(7)
     vectors = unit(rng, 60)
