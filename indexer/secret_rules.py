@@ -17,7 +17,10 @@ Three families of rules, each masking the secret as ``[REDACTED:<kind>]`` and ke
    digits with a Shannon entropy of at least 4.3 bits a character (detect-secrets' base64 detector, which uses 4.5).
 
 Every format rule has literal anchors (lower case): a rule runs only on a text that holds one, so the common text
-costs a few substring tests. detect-secrets itself was measured for the hook path: importing its keyword plugin
+costs a few substring tests. No rule may rescan a line from every start position: a command's password is searched
+for once per command segment (:class:`_Command`), a connection string's last ``@`` once per token, a key's END line
+backward; the test ``tests/indexer/test_secret_rules_speed.py`` holds 100 KB inputs that took seconds to minutes
+when they did. detect-secrets itself was measured for the hook path: importing its keyword plugin
 takes ~0.56 s (it pulls in requests and yaml), more than the prompt hook's whole budget, so its ideas are used, not
 the package.
 
@@ -32,7 +35,7 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 _MARK = "[REDACTED"
 
@@ -63,6 +66,167 @@ def _marker(kind: str) -> str:
     return f"[REDACTED:{kind}]"
 
 
+class _Scan:
+    """A rule whose matches are found by code rather than by one backtracking regex, so that every character is
+    looked at a bounded number of times (a regex that scans forward from every start position is quadratic on a
+    long line: ``"mysql " * 16000`` took a minute). ``sub`` works as the compiled pattern's."""
+
+    def matches(self, text: str) -> Iterator[re.Match[str]]:
+        raise NotImplementedError
+
+    def sub(self, repl: Callable[[re.Match[str]], str], text: str) -> str:
+        out: list[str] = []
+        cursor = 0
+        for m in self.matches(text):
+            out.append(text[cursor : m.start()])
+            out.append(repl(m))
+            cursor = m.end()
+        if not out:
+            return text
+        out.append(text[cursor:])
+        return "".join(out)
+
+
+_SEGMENT_END_RE = _Lazy(r"[\n|;&]")
+
+
+class _Command(_Scan):
+    """A password given to a command: ``head`` finds the command, ``flag`` the option and its value (the group to
+    mask), which must start within the command's segment (up to a newline, ``|``, ``;`` or ``&``). Each segment's
+    end and each flag are searched for once, however many heads a line repeats."""
+
+    def __init__(self, head: str, flag: str, flags: int = 0) -> None:
+        self.head, self.flag = _Lazy(head, flags), _Lazy(flag)
+
+    def matches(self, text: str) -> Iterator[re.Match[str]]:
+        n = len(text)
+        pos = 0
+        seg_from, seg_end = -1, -1
+        found: re.Match[str] | None = None
+        found_from = -1
+        while pos < n:
+            h = self.head.search(text, pos)
+            if h is None:
+                return
+            start = h.end()
+            if not seg_from <= start < seg_end:
+                end = _SEGMENT_END_RE.search(text, start)
+                seg_from, seg_end = start, end.start() if end else n
+            if found is None or not found_from <= start <= found.start():
+                found, found_from = self.flag.search(text, start), start
+                if found is None:
+                    return  # no flag anywhere after this head: none after a later one either
+            if found.start() > seg_end:  # (a flag may start at the end: a newline is the whitespace before it)
+                pos = max(seg_end, start)  # every head of this segment would reach the same flag, past its end
+                continue
+            yield found
+            pos = max(found.end(), start)
+            found = None
+
+
+class _Piped(_Scan):
+    """A value echoed into a command that reads a password (or ``user:password``) on its standard input:
+    ``echo PASS | docker login --password-stdin``, ``echo PASS | sudo -S …``, ``echo 'user:pass' | chpasswd``.
+    Each line is read once."""
+
+    _READER = _Lazy(r"--password-stdin|\bsudo\b[^\n|;&]{0,200}?\s-[a-zA-Z]*S\b|\bsudo\s+--stdin\b|\bchpasswd\b"
+                    r"|\bpasswd\b[^\n|;&]{0,200}?\s--stdin\b")
+    _ECHO = _Lazy(r"\b(?:echo|printf)\s+(?:-[neE]+\s+)?(?!\[REDACTED)([^\s\"'|]+|\"[^\"\n]*\"|'[^'\n]*')")
+
+    def matches(self, text: str) -> Iterator[re.Match[str]]:
+        n = len(text)
+        readers = list(self._READER.finditer(text))
+        line_from = line_end = -1
+        done = 0  # the end of the last line handled
+        for k, reader in enumerate(readers):
+            if not line_from <= reader.start() < line_end:
+                nl = text.find("\n", reader.end())
+                line_from, line_end = reader.start(), n if nl < 0 else nl
+            if k + 1 < len(readers) and readers[k + 1].start() < line_end:
+                continue  # the last reader of its line is the one an echo pipes into
+            start = text.rfind("\n", done, reader.start()) + 1 or done
+            for m in self._ECHO.finditer(text, start, reader.start()):
+                if text.find("|", m.start(1), reader.start()) >= 0:
+                    yield m
+            done = line_end
+
+
+class _ConnectionString(_Scan):
+    """``scheme://user:password@host``: the password runs to the LAST ``@`` (followed by a host character) of the
+    token, so it may hold ``/``, ``:`` or ``@``. Each ``://`` is looked at once, each token's last ``@`` found once
+    (the single regex did both from every start position: quadratic on ``http://es1:9200,http://es2:9200,…``)."""
+
+    _USER = _Lazy(r"[^\s:/@\"'<>]*")
+    _TOKEN_END = _Lazy(r"[\s\"'<>]")
+    _MATCH = _Lazy(r"[^:]*://[^:]*:(.*)@.", re.DOTALL)
+    _SCHEME = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+.-")
+    _HOST = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789[]._-")
+
+    def matches(self, text: str) -> Iterator[re.Match[str]]:
+        n = len(text)
+        last_end = 0
+        tok_start = tok_end = at = -1
+        p = text.find("://")
+        while p >= 0:
+            i = p
+            while i > last_end and text[i - 1] in self._SCHEME:
+                i -= 1
+            start = next((j for j in range(i, p) if text[j].isascii() and text[j].isalpha()
+                          and (j == 0 or not (text[j - 1].isalnum() or text[j - 1] == "_"))), -1)
+            user = self._USER.match(text, p + 3)
+            q = user.end() + 1 if user else n
+            if start < 0 or q > n or text[q - 1] != ":" or text.startswith(_MARK, q):
+                p = text.find("://", p + 3)
+                continue
+            if not tok_start <= q < tok_end:
+                end = self._TOKEN_END.search(text, q)
+                tok_start, tok_end = q, end.start() if end else n
+                at = text.rfind("@", q, tok_end - 1)
+                while at >= q and text[at + 1] not in self._HOST:
+                    at = text.rfind("@", q, at)
+            if at < q:
+                p = text.find("://", p + 3)
+                continue
+            m = self._MATCH.match(text, start, at + 2)
+            if m is None:  # cannot happen: the span was checked above
+                p = text.find("://", p + 3)
+                continue
+            yield m
+            last_end = m.end()
+            p = text.find("://", last_end)
+
+
+class _KeyTail(_Scan):
+    """An END line of a private key whose BEGIN was cut away upstream, with the base64 lines right before it: found
+    by searching backward from each END line (a regex from every line start rescanned the block: quadratic)."""
+
+    _END = _Lazy(r"-----END[ A-Z0-9]*PRIVATE KEY[ A-Z]*-----")
+    _LINE = _Lazy(r"[A-Za-z0-9+/=]+\r?\n")
+    _MATCH = _Lazy(r"(?:[A-Za-z0-9+/=]+\r?\n)*-----END[ A-Z0-9]*PRIVATE KEY[ A-Z]*-----")
+
+    def matches(self, text: str) -> Iterator[re.Match[str]]:
+        last_end = 0
+        for end in self._END.finditer(text):
+            if end.start() < last_end:
+                continue
+            start = end.start()
+            while start > last_end and text[start - 1] == "\n":
+                nl = text.rfind("\n", last_end, start - 1)
+                if nl >= 0:
+                    ls = nl + 1
+                elif last_end == 0 or text[last_end - 1] == "\n":
+                    ls = last_end
+                else:
+                    break
+                if not self._LINE.fullmatch(text, ls, start):
+                    break
+                start = ls
+            m = self._MATCH.match(text, start)
+            if m is not None:
+                yield m
+                last_end = m.end()
+
+
 # -- 1. formats ------------------------------------------------------------------------------------------------
 # (kind, anchors, pattern, group to mask or 0 for the whole match)
 _PREFIXED_TOKENS = (
@@ -78,7 +242,7 @@ _PREFIX_RE = _Lazy(
     re.IGNORECASE,
 )
 
-_FORMATS: list[tuple[str, tuple[str, ...], _Lazy, int]] = [
+_FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
     (
         "private-key",
         ("-----begin",),
@@ -88,8 +252,7 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy, int]] = [
         0,
     ),
     # an END line whose BEGIN was cut away upstream: the key lines before it go too
-    ("private-key", ("-----end",),
-     _Lazy(r"(?m)(?:^[A-Za-z0-9+/=]+\r?\n)*-----END[ A-Z0-9]*PRIVATE KEY[ A-Z]*-----"), 0),
+    ("private-key", ("-----end",), _KeyTail(), 0),
     ("private-key", ("private-lines:",), _Lazy(r"Private-Lines:\s*\d+\s*(?:[A-Za-z0-9+/=]+\s*)+"), 0),
     ("private-key", ("age-secret-key-",), _Lazy(r"AGE-SECRET-KEY-1[0-9A-Z]{20,}"), 0),
     (
@@ -129,8 +292,7 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy, int]] = [
     (
         "connection-string",
         ("://",),
-        # scheme://user:password@host — the password runs to the LAST "@" of the token, so it may hold / : @
-        _Lazy(r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@\"'<>]*:(?!\[REDACTED)([^\s\"'<>]*)@[A-Za-z0-9\[\]._\-]"),
+        _ConnectionString(),
         1,
     ),
     (
@@ -141,16 +303,22 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy, int]] = [
                    r"(?!\[REDACTED)([^\s\"']+)"),
         1,
     ),
-    ("password", ("mysql", "mariadb", "mysqldump", "mysqladmin"),
-     _Lazy(r"(?i)\b(?:mysql|mariadb|mysqldump|mysqladmin|mysqlimport|mysqlsh)\b(?:(?!\s-p)[^\n|;&])*\s-p(?!\[REDACTED)"
-                r"([^\s\"']+|\"[^\"]*\"|'[^']*')"), 1),
-    ("password", ("sshpass", "redis-cli", "-storepass", "-keypass", "-srcstorepass", "-deststorepass"),
-     _Lazy(r"(?:\bsshpass\s+-p\s*|\bredis-cli\b(?:(?!\s-a\s)[^\n|;&])*\s-a\s+|\s-(?:store|key|srcstore|deststore)pass\s+)"
-                r"(?!\[REDACTED)([^\s\"']+|\"[^\"]*\"|'[^']*')"), 1),
-    ("password", ("login", "ldap", "htpasswd", "/user:", "--with-token", "--password-stdin"),
-     _Lazy(r"(?:\b(?:docker|podman|buildah|helm|oras|skopeo|nerdctl)\s+(?:registry\s+)?login\b(?:(?!\s-p\s)[^\n|;&])*"
-           r"\s-p\s+|\bldap\w*\b(?:(?!\s-w\s)[^\n|;&])*\s-w\s+|\bhtpasswd\s+-\w*b\w*\s+\S+\s+\S+\s+"
-           r"|\s/user:\S+\s+|--with-token\s*<<<\s*|\becho\s+(?=[^\n|]*\|[^\n]*--password-stdin))"
+    ("password", ("mysql", "mariadb"),
+     _Command(r"(?i)\b(?:mysql|mariadb|mysqldump|mysqladmin|mysqlimport|mysqlsh)\b",
+              r"(?i)\s-p(?!\[REDACTED)([^\s\"']+|\"[^\"]*\"|'[^']*')"), 1),
+    ("password", ("redis-cli",),
+     _Command(r"\bredis-cli\b", r"\s-a\s+(?!\[REDACTED)([^\s\"']+|\"[^\"]*\"|'[^']*')"), 1),
+    ("password", ("sshpass", "-storepass", "-keypass", "-srcstorepass", "-deststorepass"),
+     _Lazy(r"(?:\bsshpass\s+-p\s*|\s-(?:store|key|srcstore|deststore)pass\s+)"
+           r"(?!\[REDACTED)([^\s\"']+|\"[^\"]*\"|'[^']*')"), 1),
+    ("password", ("login",),
+     _Command(r"\b(?:docker|podman|buildah|helm|oras|skopeo|nerdctl)\s+(?:registry\s+)?login\b",
+              r"\s-p\s+(?!\[REDACTED)([^\s\"'|]+|\"[^\"\n]*\"|'[^'\n]*')"), 1),
+    ("password", ("ldap",),
+     _Command(r"\bldap\w*\b", r"\s-w\s+(?!\[REDACTED)([^\s\"'|]+|\"[^\"\n]*\"|'[^'\n]*')"), 1),
+    ("password", ("--password-stdin", "sudo", "chpasswd", "--stdin"), _Piped(), 1),
+    ("password", ("htpasswd", "/user:", "--with-token"),
+     _Lazy(r"(?:\bhtpasswd\s+-\w*b\w*\s+\S+\s+\S+\s+|\s/user:\S+\s+|--with-token\s*<<<\s*)"
            r"(?!\[REDACTED)([^\s\"'|]+|\"[^\"\n]*\"|'[^'\n]*')"), 1),
     ("password", ("login(", "auth(", "connect(", "authenticate(", "password("),
      _Lazy(r"(?i)(?:login|auth|connect|authenticate|password)\(\s*(?:[\w.]+\s*=\s*)?([\"'])[^\"'\n]*\1\s*,"
@@ -311,7 +479,10 @@ def _quoted_end(text: str, start: int, quote: str) -> int:
 
 def _line_start(text: str, pos: int) -> bool:
     """Whether only indentation, ``export``/``set``/``$env:``, a list dash or a quote precede ``pos`` on its line."""
-    start = text.rfind("\n", 0, pos) + 1
+    start = text.rfind("\n", max(0, pos - 80), pos) + 1
+    if start == 0 and pos > 80:  # no line start within reach: only indentation may precede a name that far
+        window = text[pos - 80 : pos].strip()
+        return not window or window.endswith(("export", "$env:"))
     before = text[start:pos].strip()
     return before in ("", "-", '"', "'", "- \"", "export", "set", "$env:", "setx", "declare -x", "local", "readonly",
                       "const", "let", "var", "final", "val") or before.endswith(("export", "$env:"))
@@ -371,23 +542,25 @@ def _named(text: str, lower: str) -> tuple[str, int]:
     """Mask the values of assignments and flags whose name marks a secret (``lower``: ``text`` lower-cased, of
     the same length)."""
     spans: list[tuple[int, int, str]] = []
-    seen_names: set[int] = set()
     n = len(text)
+    run_end = 0  # the end of the last identifier run looked at: a name word inside it belongs to the same name
     for m in _NAME_WORD_RE.finditer(lower):
-        a = m.start()
-        while a > 0 and text[a - 1] in _IDENT_CHARS:
-            a -= 1
-        if a in seen_names or (spans and a < spans[-1][1]) or (a >= 10 and text.startswith(_MARK, a - 10)):
+        if m.start() < run_end:
             continue
-        seen_names.add(a)
-        if a > 0 and text[a - 1] == "\\" and text[a] in "ntr":
-            a += 1  # a JSON escape (\n--password) glued to the name
+        a = m.start()
+        while a > run_end and text[a - 1] in _IDENT_CHARS:
+            a -= 1
         b = m.end()
         while b < n and text[b] in _IDENT_CHARS:
             b += 1
+        run_end = b  # each character is walked over once, however many name words a run holds ("token" * 20000)
+        if (spans and a < spans[-1][1]) or (a >= 10 and text.startswith(_MARK, a - 10)):
+            continue
+        if a > 0 and text[a - 1] == "\\" and text[a] in "ntr":
+            a += 1  # a JSON escape (\n--password) glued to the name
         raw = text[a:b]
         name = raw.lstrip("-.").rstrip("-.")
-        if not name:
+        if not name or len(name) > 256:  # longer is data (a base64url blob, minified code), not a name
             continue
         found = name_kind(name)
         if found is None:
@@ -508,7 +681,7 @@ _ASCII_LOWER = {c: c + 32 for c in range(65, 91)}
 
 
 # -- all -------------------------------------------------------------------------------------------------------
-def _apply(pattern: _Lazy, kind: str, group: int, text: str) -> tuple[str, int]:
+def _apply(pattern: _Lazy | _Scan, kind: str, group: int, text: str) -> tuple[str, int]:
     marker = _marker(kind)
     count = 0
 
