@@ -11,6 +11,10 @@ Three families of rules, each masking the secret as ``[REDACTED:<kind>]`` and ke
    ``aws_secret_access_key``, ``SECRET_KEY_BASE``, ``githubToken``, ``X-Api-Key``, ``--client-secret``), in env,
    shell, YAML, JSON, TOML, INI, XML, code and flag forms; a quoted value is masked whole, spaces included, an
    unquoted one to the end of its token (to the end of the line for ``name: value`` and ``name = value`` lines).
+   A value that is words about the secret (``Forgot password?``, a docstring), a type (``SecretStr``,
+   ``string | undefined;``), a version (``^9.0.6``), a JSON object, a file location (``password.py:42:``) or a
+   prompt (``getpass('Password: ')``) is none; a ``key`` of something that is no secret (``sort_key``,
+   ``cache_key``) needs a value that looks random, and ``public_key`` none at all.
    The same idea as detect-secrets' keyword detector, done as a scan for name words rather than one regex per
    syntax, so a name that no pattern foresaw still counts.
 3. Entropy. A quoted string of 20+ characters from the base64 alphabet that mixes upper case, lower case and
@@ -87,6 +91,16 @@ class _Scan:
         return "".join(out)
 
 
+class _Checked(_Scan):
+    """A regex rule whose matches must also pass ``keep`` (a value that only looks like a secret is left alone)."""
+
+    def __init__(self, pattern: _Lazy, keep: Callable[[re.Match[str]], bool]) -> None:
+        self.pattern, self.keep = pattern, keep
+
+    def matches(self, text: str) -> Iterator[re.Match[str]]:
+        return (m for m in self.pattern.finditer(text) if self.keep(m))
+
+
 _SEGMENT_END_RE = _Lazy(r"[\n|;&]")
 
 
@@ -157,6 +171,7 @@ class _ConnectionString(_Scan):
     (the single regex did both from every start position: quadratic on ``http://es1:9200,http://es2:9200,…``)."""
 
     _USER = _Lazy(r"[^\s:/@\"'<>]*")
+    _PORT_PATH = _Lazy(r"[0-9]{1,5}/")
     _TOKEN_END = _Lazy(r"[\s\"'<>]")
     _MATCH = _Lazy(r"[^:]*://[^:]*:(.*)@.", re.DOTALL)
     _SCHEME = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+.-")
@@ -184,7 +199,7 @@ class _ConnectionString(_Scan):
                 at = text.rfind("@", q, tok_end - 1)
                 while at >= q and text[at + 1] not in self._HOST:
                     at = text.rfind("@", q, at)
-            if at < q:
+            if at < q or self._PORT_PATH.match(text, q, at):  # host:8080/users/@me: a port and a path
                 p = text.find("://", p + 3)
                 continue
             m = self._MATCH.match(text, start, at + 2)
@@ -242,6 +257,24 @@ _PREFIX_RE = _Lazy(
     re.IGNORECASE,
 )
 
+def _plain_word(value: str) -> bool:
+    """A word of prose (``authentication``, ``Token``): letters only, one case after the first."""
+    return value.isalpha() and (value.islower() or value[1:].islower() or value.isupper() and len(value) < 12)
+
+
+_CONTAINER_CMD_RE = _Lazy(r"\b(?:docker|podman|nerdctl|buildah)\b[^\n|;&]{0,300}$")
+
+
+def _user_password(m: re.Match[str]) -> bool:
+    """``-u user:pass`` is a password, but not a uid:gid (``-u 1000:1000``, ``-u www-data:www-data``, a container's
+    ``--user``)."""
+    value = m.group(1)
+    user = m.group(0)[: m.start(1) - m.start(0) - 1].split()[-1].lstrip("\"'")
+    if value.isdigit() or value == user:
+        return False
+    return not _CONTAINER_CMD_RE.search(m.string, max(0, m.start() - 300), m.start())
+
+
 _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
     (
         "private-key",
@@ -285,7 +318,8 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
      1),
     ("sas-signature", ("sig=",), _Lazy(r"(?i)\bsig=(?!\[REDACTED)([^&\s\"'<>;]{8,})"), 1),
     ("jwt", ("eyj",), _Lazy(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"), 0),
-    ("bearer-token", ("bearer",), _Lazy(r"(?i)\bbearer\s+(?!\[REDACTED)([A-Za-z0-9._~+/\-]{8,}=*)"), 1),
+    ("bearer-token", ("bearer",), _Checked(_Lazy(r"(?i)\bbearer\s+(?!\[REDACTED)([A-Za-z0-9._~+/\-]{8,}=*)"),
+                                           lambda m: not _plain_word(m.group(1))), 1),
     ("bearer-token", ("authorization",), _Lazy(
         r"(?i)\bauthorization[\"']?\s*[:=]\s*[\"']?(?:basic|token|digest|negotiate|apikey|sso-key|otp|hmac)\s+"
         r"(?!\[REDACTED)([^\s\"',;]{6,})"), 1),
@@ -299,8 +333,8 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
         "password",
         ("-u", "--user"),
         # curl -u user:pass, --user user:pass, --proxy-user, smbclient -U user%pass
-        _Lazy(r"(?<![\w-])(?:-u\s*|-U\s+|--(?:proxy-)?user[= ]\s*)[\"']?[^\s:%\"'/]+[:%]"
-                   r"(?!\[REDACTED)([^\s\"']+)"),
+        _Checked(_Lazy(r"(?<![\w-])(?:-u\s*|-U\s+|--(?:proxy-)?user[= ]\s*)[\"']?[^\s:%\"'/]+[:%]"
+                   r"(?!\[REDACTED)([^\s\"']+)"), _user_password),
         1,
     ),
     ("password", ("mysql", "mariadb"),
@@ -321,8 +355,9 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
      _Lazy(r"(?:\bhtpasswd\s+-\w*b\w*\s+\S+\s+\S+\s+|\s/user:\S+\s+|--with-token\s*<<<\s*)"
            r"(?!\[REDACTED)([^\s\"'|]+|\"[^\"\n]*\"|'[^'\n]*')"), 1),
     ("password", ("login(", "auth(", "connect(", "authenticate(", "password("),
-     _Lazy(r"(?i)(?:login|auth|connect|authenticate|password)\(\s*(?:[\w.]+\s*=\s*)?([\"'])[^\"'\n]*\1\s*,"
-           r"\s*(?:[\w.]+\s*=\s*)?([\"'])(?!\[REDACTED)([^\"'\n]+)\2"), 3),
+     _Checked(_Lazy(r"(?i)(?:login|auth|connect|authenticate|password)\(\s*(?:[\w.]+\s*=\s*)?([\"'])([^\"'\n]*)\1"
+                    r"\s*,\s*(?:[\w.]+\s*=\s*)?([\"'])(?!\[REDACTED)([^\"'\n]+)\3"),
+              lambda m: not (m.group(4).isdigit() or "://" in m.group(2))), 4),
     ("password", ("machine",), _Lazy(r"\bmachine\s+\S+\s+login\s+\S+\s+password\s+(?!\[REDACTED)(\S+)"), 1),
     ("password", ("convertto-securestring",),
      _Lazy(r"(?i)ConvertTo-SecureString\s+(?:-String\s+)?([\"'])(?!\[REDACTED)([^\"'\n]+)\1"), 2),
@@ -337,12 +372,20 @@ _FORMAT_ANCHORS = tuple(dict.fromkeys(a for _, anchors, _, _ in _FORMATS for a i
 _KEY_LINES_RE = _Lazy(r"(?m)^[ \t]*[A-Za-z0-9+/]{40,}={0,2}[ \t]*(?:\n[ \t]*[A-Za-z0-9+/]{16,}={0,2}[ \t]*){2,}$")
 
 
+_PUBLIC_BLOCK_RE = _Lazy(r"-----(?:BEGIN|END) (?:[A-Z0-9 ]*CERTIFICATE[A-Z ]*|[A-Z0-9 ]*PUBLIC KEY[A-Z ]*)-----")
+
+
 def _key_material(text: str) -> tuple[str, int]:
     count = 0
 
     def sub(m: re.Match[str]) -> str:
         nonlocal count
         block = m.group(0)
+        before = text[max(0, m.start() - 120) : m.start()]
+        after = text[m.end() : m.end() + 60]
+        begin = before.rfind("-----BEGIN ")
+        if (begin >= 0 and _PUBLIC_BLOCK_RE.match(before, begin)) or _PUBLIC_BLOCK_RE.match(after.lstrip()):
+            return block  # a certificate or a public key: meant to be shared
         if not (re.search("[a-z]", block) and re.search("[A-Z]", block) and re.search("[0-9+/]", block)):
             return block
         count += 1
@@ -369,6 +412,14 @@ _SECRET_WORDS = frozenset({
 #: names that alone are too common in code to mask a value that does not look random (``key = "name"``)
 _WEAK_ALONE = frozenset({"key", "sig", "signature", "salt", "cookie", "auth", "pat", "sas"})
 _SECRET_LAST = frozenset({"token", "key", "sig", "signature", "auth", "salt", "cookie", "pat", "apikey", "sas"})
+#: what before ``key`` makes the name a secret's whatever its value looks like (not ``sort_key``, ``s3_key``)
+_KEY_QUALIFIERS = frozenset({
+    "api", "access", "private", "auth", "encryption", "encrypt", "crypt", "crypto", "signing", "sign", "master",
+    "license", "licence", "client", "app", "application", "service", "account", "storage", "webhook", "session",
+    "hmac", "jwt", "ssh", "deploy", "admin", "consumer", "shared", "cipher", "aes", "rsa", "gpg", "pgp",
+    "subscription", "primary", "secondary", "root", "server", "live", "prod", "production", "test", "sandbox",
+    "write", "read", "ingest", "management", "personal", "user", "project", "org", "bot", "integration",
+})
 #: last components that say the value is about a secret, not the secret (``PASSWORD_FILE=/run/secrets/db``)
 _ABOUT_LAST = frozenset({
     "file", "files", "path", "dir", "name", "names", "ref", "env", "var", "vars", "length", "len", "size", "count",
@@ -401,6 +452,7 @@ _ARG_SEP_RE = _Lazy(r"(?:[\"']\s*,|[ \t]+(?:-Value[ \t]+)?)\s*(?=[\"'])")
 _TYPED_RE = _Lazy(r"(?:\[REDACTED:[a-z0-9-]+\]|[A-Z][\w.<>\[\]]*\??|str|string|bytes|&str|&'static str)"
                        r"[ \t]*=(?![=>])[ \t]*")
 _PAIR_RE = _Lazy(r"\(\s*([\"'])[^\"'\n]*\1\s*,\s*([\"'])([^\"'\n]+)\2\s*\)")
+_LOCATION_RE = _Lazy(r":[0-9]+(?::[0-9]+)?(?::|,|[ \t]*$)", re.MULTILINE)
 _CODE_VALUE_RE = _Lazy(r"[A-Za-z_$][\w.$]*\s*[(\[]")
 
 
@@ -413,11 +465,13 @@ def _components(name: str) -> list[str]:
 
 @functools.lru_cache(maxsize=4096)
 def name_kind(name: str) -> tuple[str, bool] | None:
-    """``(kind, strong)`` when ``name`` marks a secret, else None; a weak name (``key``, ``token`` alone) needs a
-    value that looks random.
+    """``(kind, strong)`` when ``name`` marks a secret, else None; a weak name (``key``, ``auth``, ``salt``… alone)
+    needs a value that looks random.
 
     >>> name_kind("AWS_SECRET_ACCESS_KEY"), name_kind("dbPassword"), name_kind("PASSWORD_FILE"), name_kind("token")
-    (('secret', True), ('password', True), None, ('secret', False))
+    (('secret', True), ('password', True), None, ('secret', True))
+    >>> name_kind("key")
+    ('secret', False)
     """
     parts = _components(name)
     while parts and parts[-1].isdigit():  # key1, SECRET_2
@@ -434,7 +488,11 @@ def name_kind(name: str) -> tuple[str, bool] | None:
     kind = "password" if password else "secret"
     if password or secret:
         return kind, True
+    if any(p in ("public", "publishable", "pub") for p in parts):
+        return None  # public_key, STRIPE_PUBLISHABLE_KEY: meant to be shown
     if last in _SECRET_LAST or last.endswith("token") and len(last) > 5:
+        if last == "key" and len(parts) > 1 and parts[-2] not in _KEY_QUALIFIERS:
+            return kind, False  # partition_key, sort_key, author_key: a value must look random
         return kind, len(parts) > 1 or last not in _WEAK_ALONE
     return None
 
@@ -445,12 +503,53 @@ def _looks_random(value: str) -> bool:
         return False
     classes = (any(c.islower() for c in value), any(c.isupper() for c in value), any(c.isdigit() for c in value),
                any(not c.isalnum() for c in value))
-    return sum(classes) >= 2
+    if sum(classes) < 2:
+        return False
+    return not all(_WORDLIKE_RE.fullmatch(piece) for piece in re.split(r"[^A-Za-z0-9]+", value) if piece)
+
+
+#: a piece of a value that is a word, CamelCase words or a number, not random characters
+_WORDLIKE_RE = _Lazy(r"[0-9]+|[A-Z]+|[A-Za-z][a-z]+(?:[A-Z][a-z]+)*[0-9]{0,4}")
+
+
+_VERSION_RE = _Lazy(r"[~^=<>v]{0,2}[0-9]+(?:\.[0-9x*]+)+(?:[-+][\w.]+)?")
+_ABOUT_WORDS_RE = _Lazy(r"(?i)pass|secret|token|\bkeys?\b|credential|\bapi\b")
+_TYPE_ATOM = (r"(?:&(?:'\w+\s+)?(?:mut\s+)?)?(?:[A-Za-z_][A-Za-z0-9_.]*)(?:<[^<>\n]*>|\[[^\[\]\n]*\])?\??")
+_TYPE_RE = _Lazy(rf"{_TYPE_ATOM}(?:\s*\|\s*{_TYPE_ATOM})*\s*[;,]?")
+_BUILTIN_TYPES = frozenset({
+    "str", "string", "number", "boolean", "bool", "int", "float", "bytes", "any", "unknown", "undefined", "null",
+    "none", "object", "void", "never", "dict", "list", "bytearray", "buffer", "uuid", "secretstr", "secretbytes",
+})
+
+
+def _is_prose(v: str) -> bool:
+    """Words about the secret rather than the secret: a label or a sentence (``Forgot password?``, ``The plain-text
+    password to hash.``), told by the name word it repeats or by its closing punctuation."""
+    words = v.split()
+    if len(words) < 2 or "\n" in v or len(v) > 200:
+        return False
+    return bool(_ABOUT_WORDS_RE.search(v)) or (len(words) >= 3 and v.rstrip("'\"")[-1:] in ".?!:")
+
+
+def _is_type(v: str) -> bool:
+    """A type annotation (``SecretStr``, ``string | undefined;``, ``&'a str``, ``Optional[str]``), not a value: a
+    capitalised word alone counts only with two capitals (a password may well be ``Hunter``)."""
+    syntax = any(c in v for c in "<[?;,&|")
+    if not _TYPE_RE.fullmatch(v) or not syntax and any(c.isdigit() for c in v):
+        return False
+    atoms = [a.strip("&?;, ") for a in re.split(r"\s*\|\s*", v)]
+    if len(atoms) > 1 or syntax:
+        return True
+    word = atoms[0]
+    return word.lower() in _BUILTIN_TYPES or sum(c.isupper() for c in word) >= 2 and not word.isupper() or (
+        word.isupper() and len(word) <= 5)
 
 
 def _skip_value(value: str) -> bool:
     v = value.strip()
     if not v or v.startswith((_MARK, "$", "%", "{{", "<%", "#{", "process.env", "os.environ", "env(", "ENV[")):
+        return True
+    if v in ("{", "[") or v[0] in "{[" and v[1] in "\"' \t\r\n{[]}" or _VERSION_RE.fullmatch(v) or _is_prose(v) or _is_type(v):
         return True
     if v.lower().rstrip(",;") in _NOT_VALUES or set(v) <= set("*xX.…•-_"):
         return True
@@ -520,12 +619,16 @@ def _value_span(text: str, vstart: int, to_line_end: bool, strong: bool) -> tupl
         value = text[a:b]
         if not value.strip() or value.startswith(_MARK) or value.startswith(("${", "{{", "$(")):
             return None
+        if _VERSION_RE.fullmatch(value) or _is_prose(value):
+            return None
         if not strong and not _looks_random(value):
             return None
         return a, b
     if to_line_end:
         end = text.find("\n", vstart)
         end = n if end < 0 else end
+        if _is_type(text[vstart:end].strip()):  # before its ; or , is cut: `key: Uint8Array;`
+            return None
         while end > vstart and text[end - 1] in " \t\r,;":
             end -= 1
     else:
@@ -568,6 +671,10 @@ def _named(text: str, lower: str) -> tuple[str, int]:
         kind, strong = found
         b = a + raw.rstrip("-.").__len__()
         span = None
+        if text.startswith("${", a - 2) and text.startswith(("?", ":?"), b):
+            continue  # ${DB_PASSWORD:?missing}: an error message, not a value
+        if text.startswith(":", b) and _LOCATION_RE.match(text, b):
+            continue  # src/auth/password.py:42: a file and a line number (grep, a traceback, a warning)
         if raw.startswith("-"):
             sep = _FLAG_SEP_RE.match(text, b)
             if sep:
@@ -581,6 +688,10 @@ def _named(text: str, lower: str) -> tuple[str, int]:
         else:
             sep = _SEP_RE.match(text, b)
             quoted_name = a > 0 and text[a - 1] in "\"'"
+            if sep and text[sep.end() : sep.end() + 1] in ("'", '"') and text[b] not in "\"'\\":
+                line = text[text.rfind("\n", max(0, a - 200), a) + 1 : a]
+                if line.count(text[sep.end()]) % 2:
+                    sep = None  # getpass('Password: '): a prompt, the name and its colon inside one string
             if sep:
                 spaced = sep.group(1) == ":" or sep.start(1) > b and text[sep.start(1) - 1] in " \t"
                 vstart = sep.end()
@@ -650,6 +761,25 @@ def _high_entropy(text: str) -> tuple[str, int]:
     return _QUOTED_RE.sub(sub, text), count
 
 
+_ALNUM_RUN_RE = _Lazy(r"[A-Za-z0-9]{12,}")
+
+
+def _random_tail(m: re.Match[str]) -> bool:
+    """After its prefix, a token holds a long run mixing digits and letters or both cases; a path component or a
+    package name (``ops_dashboard/views_admin.py``, ``xai-org/grok-1``, ``aio_pika_consumer``) does not."""
+    token = m.group(0)
+    low = token.lower()
+    prefix = max((p for p in _PREFIXED_TOKENS if low.startswith(p)), key=len, default="")
+    tail = token[len(prefix):].split("/", 1)[0]
+    for run in _ALNUM_RUN_RE.findall(tail):
+        digits, upper, lower = (any(c.isdigit() for c in run), any(c.isupper() for c in run),
+                                any(c.islower() for c in run))
+        if (digits and (upper or lower)) or (upper and lower):
+            return True
+    return False
+
+
+_PREFIXED = _Checked(_PREFIX_RE, _random_tail)
 _LONG_TOKEN_RE = _Lazy(r"(?<![\w\-.=+/])[\w\-.=+/]{20,}")
 _TWILIO_RE = _Lazy(r"(?<![0-9A-Za-z])(?:SK|AC)[0-9a-fA-F]{32}(?![0-9A-Za-z])")
 
@@ -665,7 +795,7 @@ def _prefixed_tokens(text: str) -> tuple[str, int]:
         low = token.lower()
         if not any(p in low for p in _PREFIXED_TOKENS):
             return token
-        new, found = _apply(_PREFIX_RE, "api-token", 0, token)
+        new, found = _apply(_PREFIXED, "api-token", 0, token)
         count += found
         return new
 
