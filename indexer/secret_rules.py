@@ -6,7 +6,10 @@ Three families of rules, each masking the secret as ``[REDACTED:<kind>]`` and ke
    ``AccountKey=``, SAS ``sig=``, webhook URLs, ~60 token prefixes), JWTs, bearer and basic credentials, private key
    blocks (to their END line, or to the end of the text when it is missing) and bare runs of base64 key material,
    passwords in URLs and connection strings (a password may hold ``/``, ``:`` or ``@``), and passwords given to
-   commands (``curl -u user:pass``, ``mysql -pPASS``, ``sshpass -p``, ``redis-cli -a``, ``openssl … pass:``).
+   commands (``curl -u user:pass``, ``mysql -pPASS``, ``sshpass -p``, ``redis-cli -a``, ``openssl … pass:``, and a
+   table of tools and their password options, :data:`_CLI_SECRETS`), values echoed into ``--password-stdin``,
+   ``sudo -S`` or ``chpasswd``, SQL ``WITH PASSWORD '…'`` / ``IDENTIFIED BY '…'``, and ``Authorization:`` with any
+   scheme word.
 2. Names. Any assignment whose name marks a secret, whatever its prefix or spelling (``DB_PASSWORD``,
    ``aws_secret_access_key``, ``SECRET_KEY_BASE``, ``githubToken``, ``X-Api-Key``, ``--client-secret``), in env,
    shell, YAML, JSON, TOML, INI, XML, code and flag forms; a quoted value is masked whole, spaces included, an
@@ -250,7 +253,8 @@ _PREFIXED_TOKENS = (
     "xai- dapi pcsk_ tvly- lsv2_pt_ lsv2_sk_ xkeysib- rzp_live_ rzp_test_ flwseck- flwseck_test- sq0atp- sq0csp- "
     "atatt3 akcp rubygems_ clojars_ oy2 ltai akid fo1_ ezak shippo_live_ shippo_test_ duffel_live_ duffel_test_ "
     "dt0c01. sgp_ pnu_ rdme_ ico- tfp_ aio_ whsec_ gocspx- ya29. sk.eyj sl.b dapi- ops_ ghcr_ ak_live_ sk_live_ "
-    "api_live_ key_live_ live_sk_"
+    "api_live_ key_live_ live_sk_ atbb eaaa eaab eaac eaag cfpat- sqp_ squ_ sqa_ bkua_ rnd_ sb_secret_ ccipat_ "
+    "api_org_ fm1r_ fm2_ glagent- y0_"
 ).split()
 _PREFIX_RE = _Lazy(
     r"(?<![A-Za-z0-9_])(?:" + "|".join(re.escape(p) for p in _PREFIXED_TOKENS) + r")[A-Za-z0-9_\-.=+/]{16,}",
@@ -309,7 +313,9 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
     ("sendgrid-key", ("sg.",), _Lazy(r"\bSG\.[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{16,64}"), 0),
     ("mailgun-key", ("key-",), _Lazy(r"\bkey-[0-9a-zA-Z]{32}\b"), 0),
     ("mailchimp-key", ("-us",), _Lazy(r"\b[0-9a-f]{32}-us[0-9]{1,2}\b"), 0),
-    ("telegram-token", (":aa",), _Lazy(r"\b[0-9]{8,10}:AA[A-Za-z0-9_\-]{33}"), 0),
+    ("telegram-token", (":aa",), _Lazy(r"(?<![0-9])[0-9]{8,10}:AA[A-Za-z0-9_\-]{33}"), 0),
+    ("google-refresh-token", ("1//0",), _Lazy(r"(?<![\w/])1//0[A-Za-z0-9_\-]{30,}"), 0),
+    ("api-token", (".atlasv1.",), _Lazy(r"\b[A-Za-z0-9]{10,}\.atlasv1\.[A-Za-z0-9_\-=]{40,}"), 0),
     ("webhook-url", ("hooks.slack.com/", "/api/webhooks/", "webhook.office.com/", "/webhookb2/"),
      _Lazy(r"(?i)(?:hooks\.slack\.com/(?:services|workflows|triggers)/|/api/webhooks/[0-9]+/|/webhookb2/)"
                 r"([A-Za-z0-9_\-/@]{8,})"), 1),
@@ -321,7 +327,7 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
     ("bearer-token", ("bearer",), _Checked(_Lazy(r"(?i)\bbearer\s+(?!\[REDACTED)([A-Za-z0-9._~+/\-]{8,}=*)"),
                                            lambda m: not _plain_word(m.group(1))), 1),
     ("bearer-token", ("authorization",), _Lazy(
-        r"(?i)\bauthorization[\"']?\s*[:=]\s*[\"']?(?:basic|token|digest|negotiate|apikey|sso-key|otp|hmac)\s+"
+        r"(?i)\bauthorization[\"']?\s*[:=]\s*[\"']?[A-Za-z][\w.\-]{0,30}\s+"
         r"(?!\[REDACTED)([^\s\"',;]{6,})"), 1),
     (
         "connection-string",
@@ -358,12 +364,44 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
      _Checked(_Lazy(r"(?i)(?:login|auth|connect|authenticate|password)\(\s*(?:[\w.]+\s*=\s*)?([\"'])([^\"'\n]*)\1"
                     r"\s*,\s*(?:[\w.]+\s*=\s*)?([\"'])(?!\[REDACTED)([^\"'\n]+)\3"),
               lambda m: not (m.group(4).isdigit() or "://" in m.group(2))), 4),
+    ("password", ("password", "identified"),
+     _Lazy(r"(?i)(?:\bwith\s+(?:encrypted\s+|unencrypted\s+)?password|\bidentified\s+(?:with\s+\w+\s+)?by"
+           r"|\bpassword\s*\()\s*(?:=\s*)?([\"'])(?!\[REDACTED)([^\"'\n]+)\1"), 2),
     ("password", ("machine",), _Lazy(r"\bmachine\s+\S+\s+login\s+\S+\s+password\s+(?!\[REDACTED)(\S+)"), 1),
     ("password", ("convertto-securestring",),
      _Lazy(r"(?i)ConvertTo-SecureString\s+(?:-String\s+)?([\"'])(?!\[REDACTED)([^\"'\n]+)\1"), 2),
     ("password", ("pass:",), _Lazy(r"(?i)(?:-pass(?:in|out)?|-passwd|-k)\s+[\"']?pass:(?!\[REDACTED)([^\s\"']+)"),
      1),
 ]
+
+#: commands and the option (or the words) after which they take a password or a token; each matched within the
+#: command's segment by :class:`_Command`, so a table row costs one search per segment
+_CLI_SECRETS: tuple[tuple[str, str, str], ...] = (
+    ("password", "mongosh mongo mongodump mongorestore mongoexport mongoimport mongostat", r"\s(?:-p|--password)[ =]\s*"),
+    ("password", "sqlcmd bcp", r"\s-P\s*"),
+    ("password", "xfreerdp wlfreerdp sdl-freerdp", r"\s[/-]p:"),
+    ("password", "openssl", r"\s-k\s+"),
+    ("password", "zip unzip zipcloak", r"\s-P\s+"),
+    ("password", "7z 7za 7zz 7zr", r"\s-p(?=\S)"),
+    ("password", "az", r"\s(?:-p|--password)[ =]\s*"),
+    ("password", "ssh-keygen", r"\s-[NP]\s+"),
+    ("password", "rabbitmqctl", r"\s(?:add_user|change_password)\s+\S+\s+"),
+    ("password", "net", r"\suser\s+[^\s/]+\s+"),
+    ("password", "mysqladmin", r"\spassword\s+"),
+    ("password", "nmcli", r"\spassword\s+"),
+    ("password", "sqlplus expdp impdp rman", r"\s[^\s/@]+/"),
+    ("secret", "vault", r"\slogin\s+(?:-\S+\s+)*"),
+    ("secret", "cargo", r"\slogin\s+"),
+    ("secret", "snyk", r"\sauth\s+"),
+    ("secret", "aws", r"\sconfigure\s+set\s+(?:[\w.]*\.)?aws_(?:secret_access_key|session_token)\s+"),
+    ("secret", "yc", r"\sconfig\s+set\s+token\s+"),
+)
+_CLI_VALUE = r"(?!\[REDACTED)(?!-|''|\"\")([^\s\"'|;&]+|\"[^\"\n]*\"|'[^'\n]*')"
+_FORMATS.extend(
+    (kind, tuple(tools.split()), _Command(r"(?<![\w./-])(?:" + "|".join(re.escape(t) for t in tools.split())
+                                          + r")(?![\w-])", flag + _CLI_VALUE), 1)
+    for kind, tools, flag in _CLI_SECRETS
+)
 
 _FORMAT_ANCHORS = tuple(dict.fromkeys(a for _, anchors, _, _ in _FORMATS for a in anchors))
 
@@ -512,6 +550,7 @@ def _looks_random(value: str) -> bool:
 _WORDLIKE_RE = _Lazy(r"[0-9]+|[A-Z]+|[A-Za-z][a-z]+(?:[A-Z][a-z]+)*[0-9]{0,4}")
 
 
+_VAR_REF_RE = _Lazy(r"\$(?:\{|\(|[A-Za-z_][A-Za-z0-9_]*(?:$|[/:.\-\s\"',;)}\]])|[0-9*#?@!$-](?:$|[^A-Za-z0-9]))")
 _VERSION_RE = _Lazy(r"[~^=<>v]{0,2}[0-9]+(?:\.[0-9x*]+)+(?:[-+][\w.]+)?")
 _ABOUT_WORDS_RE = _Lazy(r"(?i)pass|secret|token|\bkeys?\b|credential|\bapi\b")
 _TYPE_ATOM = (r"(?:&(?:'\w+\s+)?(?:mut\s+)?)?(?:[A-Za-z_][A-Za-z0-9_.]*)(?:<[^<>\n]*>|\[[^\[\]\n]*\])?\??")
@@ -547,15 +586,19 @@ def _is_type(v: str) -> bool:
 
 def _skip_value(value: str) -> bool:
     v = value.strip()
+    if v.startswith("$") and not _VAR_REF_RE.match(v):
+        return False  # $iN39X6ZNnqY@66 is a password that starts with $; $DB_PASS, ${X}, $(cmd) are references
     if not v or v.startswith((_MARK, "$", "%", "{{", "<%", "#{", "process.env", "os.environ", "env(", "ENV[")):
         return True
-    if v in ("{", "[") or v[0] in "{[" and v[1] in "\"' \t\r\n{[]}" or _VERSION_RE.fullmatch(v) or _is_prose(v) or _is_type(v):
+    if v[0] == "<" and v[-1] == ">" and " " not in v:  # <YOUR_API_KEY>, <redacted>: a placeholder
+        return True
+    if v in ("{", "[") or v[0] in "{[" and v[1] in "\"' \t\r\n{[]}":
         return True
     if v.lower().rstrip(",;") in _NOT_VALUES or set(v) <= set("*xX.…•-_"):
         return True
     if v[:1] in "fF" and v[1:2] in ("'", '"') and "{" in v:  # an f-string: code, not a literal secret
         return True
-    return bool(_CODE_VALUE_RE.match(v))
+    return bool(_CODE_VALUE_RE.match(v)) or bool(_VERSION_RE.fullmatch(v)) or _is_prose(v) or _is_type(v)
 
 
 def _quoted_end(text: str, start: int, quote: str) -> int:
@@ -587,7 +630,31 @@ def _line_start(text: str, pos: int) -> bool:
                       "const", "let", "var", "final", "val") or before.endswith(("export", "$env:"))
 
 
-def _value_span(text: str, vstart: int, to_line_end: bool, strong: bool) -> tuple[int, int] | None:
+_BLOCK_SCALAR_RE = _Lazy(r"[|>][-+]?[0-9]?[-+]?")
+
+
+def _block_scalar(text: str, vstart: int, line_end: int) -> tuple[int, int] | None:
+    """The indented lines of a YAML block scalar (``client_secret: |`` or ``>-``) after its header line."""
+    line_from = text.rfind("\n", 0, vstart) + 1
+    indent = len(text[line_from:vstart]) - len(text[line_from:vstart].lstrip(" \t"))
+    end = pos = line_end
+    first = -1
+    while pos < len(text):
+        nxt = text.find("\n", pos + 1)
+        nxt = len(text) if nxt < 0 else nxt
+        line = text[pos + 1 : nxt]
+        if line.strip():
+            if len(line) - len(line.lstrip(" \t")) <= indent:
+                break
+            if first < 0:
+                first = pos + 1 + len(line) - len(line.lstrip(" \t"))
+            end = nxt
+        pos = nxt
+    return (first, end) if first >= 0 else None
+
+
+def _value_span(text: str, vstart: int, to_line_end: bool, strong: bool, whole_token: bool = False
+                ) -> tuple[int, int] | None:
     """The span of the secret value starting at ``vstart``, or None when it is no secret (code, a placeholder)."""
     n = len(text)
     if vstart >= n:
@@ -629,8 +696,14 @@ def _value_span(text: str, vstart: int, to_line_end: bool, strong: bool) -> tupl
         end = n if end < 0 else end
         if _is_type(text[vstart:end].strip()):  # before its ; or , is cut: `key: Uint8Array;`
             return None
+        if strong and _BLOCK_SCALAR_RE.fullmatch(text[vstart:end].rstrip()):
+            return _block_scalar(text, vstart, end)
         while end > vstart and text[end - 1] in " \t\r,;":
             end -= 1
+    elif whole_token:  # NAME=value at a line's start (an env file): & ) , ; belong to the value
+        end = vstart
+        while end < n and not text[end].isspace():
+            end += 1
     else:
         end = vstart
         while end < n and text[end] not in _INLINE_END:
@@ -698,7 +771,9 @@ def _named(text: str, lower: str) -> tuple[str, int]:
                 typed = _TYPED_RE.match(text, vstart) if sep.group(1) == ":" else None
                 if typed:  # `secret: String = "…"`: the value follows the type (or an older filter's marker)
                     vstart, spaced = typed.end(), False
-                span = _value_span(text, vstart, spaced and _line_start(text, a - quoted_name), strong)
+                at_start = (spaced or strong and sep.group(1) == "=") and _line_start(text, a - quoted_name)
+                span = _value_span(text, vstart, spaced and at_start, strong,
+                                   strong and at_start and not spaced and sep.group(1) == "=" and not quoted_name)
             elif (quoted_name or text.startswith("env:", a - 4)) and (pair := _ARG_SEP_RE.match(text, b)):
                 span = _value_span(text, pair.end(), False, strong)  # setenv("API_KEY", "…"), env:API_KEY '…'
             elif _NAME_FIELD_RE.search(text, max(0, a - 40), a - quoted_name if a else 0):
