@@ -6,18 +6,28 @@ Three families of rules, each masking the secret as ``[REDACTED:<kind>]`` and ke
    ``AccountKey=``, SAS ``sig=``, webhook URLs, ~60 token prefixes), JWTs, bearer and basic credentials, private key
    blocks (to their END line, or to the end of the text when it is missing) and bare runs of base64 key material,
    passwords in URLs and connection strings (a password may hold ``/``, ``:`` or ``@``), and passwords given to
-   commands (``curl -u user:pass``, ``mysql -pPASS``, ``sshpass -p``, ``redis-cli -a``, ``openssl … pass:``).
+   commands (``curl -u user:pass``, ``mysql -pPASS``, ``sshpass -p``, ``redis-cli -a``, ``openssl … pass:``, and a
+   table of tools and their password options, :data:`_CLI_SECRETS`), values echoed into ``--password-stdin``,
+   ``sudo -S`` or ``chpasswd``, SQL ``WITH PASSWORD '…'`` / ``IDENTIFIED BY '…'``, and ``Authorization:`` with any
+   scheme word.
 2. Names. Any assignment whose name marks a secret, whatever its prefix or spelling (``DB_PASSWORD``,
    ``aws_secret_access_key``, ``SECRET_KEY_BASE``, ``githubToken``, ``X-Api-Key``, ``--client-secret``), in env,
    shell, YAML, JSON, TOML, INI, XML, code and flag forms; a quoted value is masked whole, spaces included, an
    unquoted one to the end of its token (to the end of the line for ``name: value`` and ``name = value`` lines).
+   A value that is words about the secret (``Forgot password?``, a docstring), a type (``SecretStr``,
+   ``string | undefined;``), a version (``^9.0.6``), a JSON object, a file location (``password.py:42:``) or a
+   prompt (``getpass('Password: ')``) is none; a ``key`` of something that is no secret (``sort_key``,
+   ``cache_key``) needs a value that looks random, and ``public_key`` none at all.
    The same idea as detect-secrets' keyword detector, done as a scan for name words rather than one regex per
    syntax, so a name that no pattern foresaw still counts.
 3. Entropy. A quoted string of 20+ characters from the base64 alphabet that mixes upper case, lower case and
    digits with a Shannon entropy of at least 4.3 bits a character (detect-secrets' base64 detector, which uses 4.5).
 
 Every format rule has literal anchors (lower case): a rule runs only on a text that holds one, so the common text
-costs a few substring tests. detect-secrets itself was measured for the hook path: importing its keyword plugin
+costs a few substring tests. No rule may rescan a line from every start position: a command's password is searched
+for once per command segment (:class:`_Command`), a connection string's last ``@`` once per token, a key's END line
+backward; the test ``tests/indexer/test_secret_rules_speed.py`` holds 100 KB inputs that took seconds to minutes
+when they did. detect-secrets itself was measured for the hook path: importing its keyword plugin
 takes ~0.56 s (it pulls in requests and yaml), more than the prompt hook's whole budget, so its ideas are used, not
 the package.
 
@@ -32,7 +42,7 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 _MARK = "[REDACTED"
 
@@ -63,6 +73,178 @@ def _marker(kind: str) -> str:
     return f"[REDACTED:{kind}]"
 
 
+class _Scan:
+    """A rule whose matches are found by code rather than by one backtracking regex, so that every character is
+    looked at a bounded number of times (a regex that scans forward from every start position is quadratic on a
+    long line: ``"mysql " * 16000`` took a minute). ``sub`` works as the compiled pattern's."""
+
+    def matches(self, text: str) -> Iterator[re.Match[str]]:
+        raise NotImplementedError
+
+    def sub(self, repl: Callable[[re.Match[str]], str], text: str) -> str:
+        out: list[str] = []
+        cursor = 0
+        for m in self.matches(text):
+            out.append(text[cursor : m.start()])
+            out.append(repl(m))
+            cursor = m.end()
+        if not out:
+            return text
+        out.append(text[cursor:])
+        return "".join(out)
+
+
+class _Checked(_Scan):
+    """A regex rule whose matches must also pass ``keep`` (a value that only looks like a secret is left alone)."""
+
+    def __init__(self, pattern: _Lazy, keep: Callable[[re.Match[str]], bool]) -> None:
+        self.pattern, self.keep = pattern, keep
+
+    def matches(self, text: str) -> Iterator[re.Match[str]]:
+        return (m for m in self.pattern.finditer(text) if self.keep(m))
+
+
+_SEGMENT_END_RE = _Lazy(r"[\n|;&]")
+
+
+class _Command(_Scan):
+    """A password given to a command: ``head`` finds the command, ``flag`` the option and its value (the group to
+    mask), which must start within the command's segment (up to a newline, ``|``, ``;`` or ``&``). Each segment's
+    end and each flag are searched for once, however many heads a line repeats."""
+
+    def __init__(self, head: str, flag: str, flags: int = 0) -> None:
+        self.head, self.flag = _Lazy(head, flags), _Lazy(flag)
+
+    def matches(self, text: str) -> Iterator[re.Match[str]]:
+        n = len(text)
+        pos = 0
+        seg_from, seg_end = -1, -1
+        found: re.Match[str] | None = None
+        found_from = -1
+        while pos < n:
+            h = self.head.search(text, pos)
+            if h is None:
+                return
+            start = h.end()
+            if not seg_from <= start < seg_end:
+                end = _SEGMENT_END_RE.search(text, start)
+                seg_from, seg_end = start, end.start() if end else n
+            if found is None or not found_from <= start <= found.start():
+                found, found_from = self.flag.search(text, start), start
+                if found is None:
+                    return  # no flag anywhere after this head: none after a later one either
+            if found.start() > seg_end:  # (a flag may start at the end: a newline is the whitespace before it)
+                pos = max(seg_end, start)  # every head of this segment would reach the same flag, past its end
+                continue
+            yield found
+            pos = max(found.end(), start)
+            found = None
+
+
+class _Piped(_Scan):
+    """A value echoed into a command that reads a password (or ``user:password``) on its standard input:
+    ``echo PASS | docker login --password-stdin``, ``echo PASS | sudo -S …``, ``echo 'user:pass' | chpasswd``.
+    Each line is read once."""
+
+    _READER = _Lazy(r"--password-stdin|\bsudo\b[^\n|;&]{0,200}?\s-[a-zA-Z]*S\b|\bsudo\s+--stdin\b|\bchpasswd\b"
+                    r"|\bpasswd\b[^\n|;&]{0,200}?\s--stdin\b")
+    _ECHO = _Lazy(r"\b(?:echo|printf)\s+(?:-[neE]+\s+)?(?!\[REDACTED)([^\s\"'|]+|\"[^\"\n]*\"|'[^'\n]*')")
+
+    def matches(self, text: str) -> Iterator[re.Match[str]]:
+        n = len(text)
+        readers = list(self._READER.finditer(text))
+        line_from = line_end = -1
+        done = 0  # the end of the last line handled
+        for k, reader in enumerate(readers):
+            if not line_from <= reader.start() < line_end:
+                nl = text.find("\n", reader.end())
+                line_from, line_end = reader.start(), n if nl < 0 else nl
+            if k + 1 < len(readers) and readers[k + 1].start() < line_end:
+                continue  # the last reader of its line is the one an echo pipes into
+            start = text.rfind("\n", done, reader.start()) + 1 or done
+            for m in self._ECHO.finditer(text, start, reader.start()):
+                if text.find("|", m.start(1), reader.start()) >= 0:
+                    yield m
+            done = line_end
+
+
+class _ConnectionString(_Scan):
+    """``scheme://user:password@host``: the password runs to the LAST ``@`` (followed by a host character) of the
+    token, so it may hold ``/``, ``:`` or ``@``. Each ``://`` is looked at once, each token's last ``@`` found once
+    (the single regex did both from every start position: quadratic on ``http://es1:9200,http://es2:9200,…``)."""
+
+    _USER = _Lazy(r"[^\s:/@\"'<>]*")
+    _PORT_PATH = _Lazy(r"[0-9]{1,5}/")
+    _TOKEN_END = _Lazy(r"[\s\"'<>]")
+    _MATCH = _Lazy(r"[^:]*://[^:]*:(.*)@.", re.DOTALL)
+    _SCHEME = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+.-")
+    _HOST = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789[]._-")
+
+    def matches(self, text: str) -> Iterator[re.Match[str]]:
+        n = len(text)
+        last_end = 0
+        tok_start = tok_end = at = -1
+        p = text.find("://")
+        while p >= 0:
+            i = p
+            while i > last_end and text[i - 1] in self._SCHEME:
+                i -= 1
+            start = next((j for j in range(i, p) if text[j].isascii() and text[j].isalpha()
+                          and (j == 0 or not (text[j - 1].isalnum() or text[j - 1] == "_"))), -1)
+            user = self._USER.match(text, p + 3)
+            q = user.end() + 1 if user else n
+            if start < 0 or q > n or text[q - 1] != ":" or text.startswith(_MARK, q):
+                p = text.find("://", p + 3)
+                continue
+            if not tok_start <= q < tok_end:
+                end = self._TOKEN_END.search(text, q)
+                tok_start, tok_end = q, end.start() if end else n
+                at = text.rfind("@", q, tok_end - 1)
+                while at >= q and text[at + 1] not in self._HOST:
+                    at = text.rfind("@", q, at)
+            if at < q or self._PORT_PATH.match(text, q, at):  # host:8080/users/@me: a port and a path
+                p = text.find("://", p + 3)
+                continue
+            m = self._MATCH.match(text, start, at + 2)
+            if m is None:  # cannot happen: the span was checked above
+                p = text.find("://", p + 3)
+                continue
+            yield m
+            last_end = m.end()
+            p = text.find("://", last_end)
+
+
+class _KeyTail(_Scan):
+    """An END line of a private key whose BEGIN was cut away upstream, with the base64 lines right before it: found
+    by searching backward from each END line (a regex from every line start rescanned the block: quadratic)."""
+
+    _END = _Lazy(r"-----END[ A-Z0-9]*PRIVATE KEY[ A-Z]*-----")
+    _LINE = _Lazy(r"[A-Za-z0-9+/=]+\r?\n")
+    _MATCH = _Lazy(r"(?:[A-Za-z0-9+/=]+\r?\n)*-----END[ A-Z0-9]*PRIVATE KEY[ A-Z]*-----")
+
+    def matches(self, text: str) -> Iterator[re.Match[str]]:
+        last_end = 0
+        for end in self._END.finditer(text):
+            if end.start() < last_end:
+                continue
+            start = end.start()
+            while start > last_end and text[start - 1] == "\n":
+                nl = text.rfind("\n", last_end, start - 1)
+                if nl >= 0:
+                    ls = nl + 1
+                elif last_end == 0 or text[last_end - 1] == "\n":
+                    ls = last_end
+                else:
+                    break
+                if not self._LINE.fullmatch(text, ls, start):
+                    break
+                start = ls
+            m = self._MATCH.match(text, start)
+            if m is not None:
+                yield m
+                last_end = m.end()
+
+
 # -- 1. formats ------------------------------------------------------------------------------------------------
 # (kind, anchors, pattern, group to mask or 0 for the whole match)
 _PREFIXED_TOKENS = (
@@ -71,14 +253,33 @@ _PREFIXED_TOKENS = (
     "xai- dapi pcsk_ tvly- lsv2_pt_ lsv2_sk_ xkeysib- rzp_live_ rzp_test_ flwseck- flwseck_test- sq0atp- sq0csp- "
     "atatt3 akcp rubygems_ clojars_ oy2 ltai akid fo1_ ezak shippo_live_ shippo_test_ duffel_live_ duffel_test_ "
     "dt0c01. sgp_ pnu_ rdme_ ico- tfp_ aio_ whsec_ gocspx- ya29. sk.eyj sl.b dapi- ops_ ghcr_ ak_live_ sk_live_ "
-    "api_live_ key_live_ live_sk_"
+    "api_live_ key_live_ live_sk_ atbb eaaa eaab eaac eaag cfpat- sqp_ squ_ sqa_ bkua_ rnd_ sb_secret_ ccipat_ "
+    "api_org_ fm1r_ fm2_ glagent- y0_"
 ).split()
 _PREFIX_RE = _Lazy(
     r"(?<![A-Za-z0-9_])(?:" + "|".join(re.escape(p) for p in _PREFIXED_TOKENS) + r")[A-Za-z0-9_\-.=+/]{16,}",
     re.IGNORECASE,
 )
 
-_FORMATS: list[tuple[str, tuple[str, ...], _Lazy, int]] = [
+def _plain_word(value: str) -> bool:
+    """A word of prose (``authentication``, ``Token``): letters only, one case after the first."""
+    return value.isalpha() and (value.islower() or value[1:].islower() or value.isupper() and len(value) < 12)
+
+
+_CONTAINER_CMD_RE = _Lazy(r"\b(?:docker|podman|nerdctl|buildah)\b[^\n|;&]{0,300}$")
+
+
+def _user_password(m: re.Match[str]) -> bool:
+    """``-u user:pass`` is a password, but not a uid:gid (``-u 1000:1000``, ``-u www-data:www-data``, a container's
+    ``--user``)."""
+    value = m.group(1)
+    user = m.group(0)[: m.start(1) - m.start(0) - 1].split()[-1].lstrip("\"'")
+    if value.isdigit() or value == user:
+        return False
+    return not _CONTAINER_CMD_RE.search(m.string, max(0, m.start() - 300), m.start())
+
+
+_FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
     (
         "private-key",
         ("-----begin",),
@@ -88,8 +289,7 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy, int]] = [
         0,
     ),
     # an END line whose BEGIN was cut away upstream: the key lines before it go too
-    ("private-key", ("-----end",),
-     _Lazy(r"(?m)(?:^[A-Za-z0-9+/=]+\r?\n)*-----END[ A-Z0-9]*PRIVATE KEY[ A-Z]*-----"), 0),
+    ("private-key", ("-----end",), _KeyTail(), 0),
     ("private-key", ("private-lines:",), _Lazy(r"Private-Lines:\s*\d+\s*(?:[A-Za-z0-9+/=]+\s*)+"), 0),
     ("private-key", ("age-secret-key-",), _Lazy(r"AGE-SECRET-KEY-1[0-9A-Z]{20,}"), 0),
     (
@@ -113,7 +313,9 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy, int]] = [
     ("sendgrid-key", ("sg.",), _Lazy(r"\bSG\.[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{16,64}"), 0),
     ("mailgun-key", ("key-",), _Lazy(r"\bkey-[0-9a-zA-Z]{32}\b"), 0),
     ("mailchimp-key", ("-us",), _Lazy(r"\b[0-9a-f]{32}-us[0-9]{1,2}\b"), 0),
-    ("telegram-token", (":aa",), _Lazy(r"\b[0-9]{8,10}:AA[A-Za-z0-9_\-]{33}"), 0),
+    ("telegram-token", (":aa",), _Lazy(r"(?<![0-9])[0-9]{8,10}:AA[A-Za-z0-9_\-]{33}"), 0),
+    ("google-refresh-token", ("1//0",), _Lazy(r"(?<![\w/])1//0[A-Za-z0-9_\-]{30,}"), 0),
+    ("api-token", (".atlasv1.",), _Lazy(r"\b[A-Za-z0-9]{10,}\.atlasv1\.[A-Za-z0-9_\-=]{40,}"), 0),
     ("webhook-url", ("hooks.slack.com/", "/api/webhooks/", "webhook.office.com/", "/webhookb2/"),
      _Lazy(r"(?i)(?:hooks\.slack\.com/(?:services|workflows|triggers)/|/api/webhooks/[0-9]+/|/webhookb2/)"
                 r"([A-Za-z0-9_\-/@]{8,})"), 1),
@@ -122,45 +324,84 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy, int]] = [
      1),
     ("sas-signature", ("sig=",), _Lazy(r"(?i)\bsig=(?!\[REDACTED)([^&\s\"'<>;]{8,})"), 1),
     ("jwt", ("eyj",), _Lazy(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"), 0),
-    ("bearer-token", ("bearer",), _Lazy(r"(?i)\bbearer\s+(?!\[REDACTED)([A-Za-z0-9._~+/\-]{8,}=*)"), 1),
+    ("bearer-token", ("bearer",), _Checked(_Lazy(r"(?i)\bbearer\s+(?!\[REDACTED)([A-Za-z0-9._~+/\-]{8,}=*)"),
+                                           lambda m: not _plain_word(m.group(1))), 1),
     ("bearer-token", ("authorization",), _Lazy(
-        r"(?i)\bauthorization[\"']?\s*[:=]\s*[\"']?(?:basic|token|digest|negotiate|apikey|sso-key|otp|hmac)\s+"
+        r"(?i)\bauthorization[\"']?\s*[:=]\s*[\"']?[A-Za-z][\w.\-]{0,30}\s+"
         r"(?!\[REDACTED)([^\s\"',;]{6,})"), 1),
     (
         "connection-string",
         ("://",),
-        # scheme://user:password@host — the password runs to the LAST "@" of the token, so it may hold / : @
-        _Lazy(r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@\"'<>]*:(?!\[REDACTED)([^\s\"'<>]*)@[A-Za-z0-9\[\]._\-]"),
+        _ConnectionString(),
         1,
     ),
     (
         "password",
         ("-u", "--user"),
         # curl -u user:pass, --user user:pass, --proxy-user, smbclient -U user%pass
-        _Lazy(r"(?<![\w-])(?:-u\s*|-U\s+|--(?:proxy-)?user[= ]\s*)[\"']?[^\s:%\"'/]+[:%]"
-                   r"(?!\[REDACTED)([^\s\"']+)"),
+        _Checked(_Lazy(r"(?<![\w-])(?:-u\s*|-U\s+|--(?:proxy-)?user[= ]\s*)[\"']?[^\s:%\"'/]+[:%]"
+                   r"(?!\[REDACTED)([^\s\"']+)"), _user_password),
         1,
     ),
-    ("password", ("mysql", "mariadb", "mysqldump", "mysqladmin"),
-     _Lazy(r"(?i)\b(?:mysql|mariadb|mysqldump|mysqladmin|mysqlimport|mysqlsh)\b(?:(?!\s-p)[^\n|;&])*\s-p(?!\[REDACTED)"
-                r"([^\s\"']+|\"[^\"]*\"|'[^']*')"), 1),
-    ("password", ("sshpass", "redis-cli", "-storepass", "-keypass", "-srcstorepass", "-deststorepass"),
-     _Lazy(r"(?:\bsshpass\s+-p\s*|\bredis-cli\b(?:(?!\s-a\s)[^\n|;&])*\s-a\s+|\s-(?:store|key|srcstore|deststore)pass\s+)"
-                r"(?!\[REDACTED)([^\s\"']+|\"[^\"]*\"|'[^']*')"), 1),
-    ("password", ("login", "ldap", "htpasswd", "/user:", "--with-token", "--password-stdin"),
-     _Lazy(r"(?:\b(?:docker|podman|buildah|helm|oras|skopeo|nerdctl)\s+(?:registry\s+)?login\b(?:(?!\s-p\s)[^\n|;&])*"
-           r"\s-p\s+|\bldap\w*\b(?:(?!\s-w\s)[^\n|;&])*\s-w\s+|\bhtpasswd\s+-\w*b\w*\s+\S+\s+\S+\s+"
-           r"|\s/user:\S+\s+|--with-token\s*<<<\s*|\becho\s+(?=[^\n|]*\|[^\n]*--password-stdin))"
+    ("password", ("mysql", "mariadb"),
+     _Command(r"(?i)\b(?:mysql|mariadb|mysqldump|mysqladmin|mysqlimport|mysqlsh)\b",
+              r"(?i)\s-p(?!\[REDACTED)([^\s\"']+|\"[^\"]*\"|'[^']*')"), 1),
+    ("password", ("redis-cli",),
+     _Command(r"\bredis-cli\b", r"\s-a\s+(?!\[REDACTED)([^\s\"']+|\"[^\"]*\"|'[^']*')"), 1),
+    ("password", ("sshpass", "-storepass", "-keypass", "-srcstorepass", "-deststorepass"),
+     _Lazy(r"(?:\bsshpass\s+-p\s*|\s-(?:store|key|srcstore|deststore)pass\s+)"
+           r"(?!\[REDACTED)([^\s\"']+|\"[^\"]*\"|'[^']*')"), 1),
+    ("password", ("login",),
+     _Command(r"\b(?:docker|podman|buildah|helm|oras|skopeo|nerdctl)\s+(?:registry\s+)?login\b",
+              r"\s-p\s+(?!\[REDACTED)([^\s\"'|]+|\"[^\"\n]*\"|'[^'\n]*')"), 1),
+    ("password", ("ldap",),
+     _Command(r"\bldap\w*\b", r"\s-w\s+(?!\[REDACTED)([^\s\"'|]+|\"[^\"\n]*\"|'[^'\n]*')"), 1),
+    ("password", ("--password-stdin", "sudo", "chpasswd", "--stdin"), _Piped(), 1),
+    ("password", ("htpasswd", "/user:", "--with-token"),
+     _Lazy(r"(?:\bhtpasswd\s+-\w*b\w*\s+\S+\s+\S+\s+|\s/user:\S+\s+|--with-token\s*<<<\s*)"
            r"(?!\[REDACTED)([^\s\"'|]+|\"[^\"\n]*\"|'[^'\n]*')"), 1),
     ("password", ("login(", "auth(", "connect(", "authenticate(", "password("),
-     _Lazy(r"(?i)(?:login|auth|connect|authenticate|password)\(\s*(?:[\w.]+\s*=\s*)?([\"'])[^\"'\n]*\1\s*,"
-           r"\s*(?:[\w.]+\s*=\s*)?([\"'])(?!\[REDACTED)([^\"'\n]+)\2"), 3),
+     _Checked(_Lazy(r"(?i)(?:login|auth|connect|authenticate|password)\(\s*(?:[\w.]+\s*=\s*)?([\"'])([^\"'\n]*)\1"
+                    r"\s*,\s*(?:[\w.]+\s*=\s*)?([\"'])(?!\[REDACTED)([^\"'\n]+)\3"),
+              lambda m: not (m.group(4).isdigit() or "://" in m.group(2))), 4),
+    ("password", ("password", "identified"),
+     _Lazy(r"(?i)(?:\bwith\s+(?:encrypted\s+|unencrypted\s+)?password|\bidentified\s+(?:with\s+\w+\s+)?by"
+           r"|\bpassword\s*\()\s*(?:=\s*)?([\"'])(?!\[REDACTED)([^\"'\n]+)\1"), 2),
     ("password", ("machine",), _Lazy(r"\bmachine\s+\S+\s+login\s+\S+\s+password\s+(?!\[REDACTED)(\S+)"), 1),
     ("password", ("convertto-securestring",),
      _Lazy(r"(?i)ConvertTo-SecureString\s+(?:-String\s+)?([\"'])(?!\[REDACTED)([^\"'\n]+)\1"), 2),
     ("password", ("pass:",), _Lazy(r"(?i)(?:-pass(?:in|out)?|-passwd|-k)\s+[\"']?pass:(?!\[REDACTED)([^\s\"']+)"),
      1),
 ]
+
+#: commands and the option (or the words) after which they take a password or a token; each matched within the
+#: command's segment by :class:`_Command`, so a table row costs one search per segment
+_CLI_SECRETS: tuple[tuple[str, str, str], ...] = (
+    ("password", "mongosh mongo mongodump mongorestore mongoexport mongoimport mongostat", r"\s(?:-p|--password)[ =]\s*"),
+    ("password", "sqlcmd bcp", r"\s-P\s*"),
+    ("password", "xfreerdp wlfreerdp sdl-freerdp", r"\s[/-]p:"),
+    ("password", "openssl", r"\s-k\s+"),
+    ("password", "zip unzip zipcloak", r"\s-P\s+"),
+    ("password", "7z 7za 7zz 7zr", r"\s-p(?=\S)"),
+    ("password", "az", r"\s(?:-p|--password)[ =]\s*"),
+    ("password", "ssh-keygen", r"\s-[NP]\s+"),
+    ("password", "rabbitmqctl", r"\s(?:add_user|change_password)\s+\S+\s+"),
+    ("password", "net", r"\suser\s+[^\s/]+\s+"),
+    ("password", "mysqladmin", r"\spassword\s+"),
+    ("password", "nmcli", r"\spassword\s+"),
+    ("password", "sqlplus expdp impdp rman", r"\s[^\s/@]+/"),
+    ("secret", "vault", r"\slogin\s+(?:-\S+\s+)*"),
+    ("secret", "cargo", r"\slogin\s+"),
+    ("secret", "snyk", r"\sauth\s+"),
+    ("secret", "aws", r"\sconfigure\s+set\s+(?:[\w.]*\.)?aws_(?:secret_access_key|session_token)\s+"),
+    ("secret", "yc", r"\sconfig\s+set\s+token\s+"),
+)
+_CLI_VALUE = r"(?!\[REDACTED)(?!-|''|\"\")([^\s\"'|;&]+|\"[^\"\n]*\"|'[^'\n]*')"
+_FORMATS.extend(
+    (kind, tuple(tools.split()), _Command(r"(?<![\w./-])(?:" + "|".join(re.escape(t) for t in tools.split())
+                                          + r")(?![\w-])", flag + _CLI_VALUE), 1)
+    for kind, tools, flag in _CLI_SECRETS
+)
 
 _FORMAT_ANCHORS = tuple(dict.fromkeys(a for _, anchors, _, _ in _FORMATS for a in anchors))
 
@@ -169,12 +410,20 @@ _FORMAT_ANCHORS = tuple(dict.fromkeys(a for _, anchors, _, _ in _FORMATS for a i
 _KEY_LINES_RE = _Lazy(r"(?m)^[ \t]*[A-Za-z0-9+/]{40,}={0,2}[ \t]*(?:\n[ \t]*[A-Za-z0-9+/]{16,}={0,2}[ \t]*){2,}$")
 
 
+_PUBLIC_BLOCK_RE = _Lazy(r"-----(?:BEGIN|END) (?:[A-Z0-9 ]*CERTIFICATE[A-Z ]*|[A-Z0-9 ]*PUBLIC KEY[A-Z ]*)-----")
+
+
 def _key_material(text: str) -> tuple[str, int]:
     count = 0
 
     def sub(m: re.Match[str]) -> str:
         nonlocal count
         block = m.group(0)
+        before = text[max(0, m.start() - 120) : m.start()]
+        after = text[m.end() : m.end() + 60]
+        begin = before.rfind("-----BEGIN ")
+        if (begin >= 0 and _PUBLIC_BLOCK_RE.match(before, begin)) or _PUBLIC_BLOCK_RE.match(after.lstrip()):
+            return block  # a certificate or a public key: meant to be shared
         if not (re.search("[a-z]", block) and re.search("[A-Z]", block) and re.search("[0-9+/]", block)):
             return block
         count += 1
@@ -201,6 +450,14 @@ _SECRET_WORDS = frozenset({
 #: names that alone are too common in code to mask a value that does not look random (``key = "name"``)
 _WEAK_ALONE = frozenset({"key", "sig", "signature", "salt", "cookie", "auth", "pat", "sas"})
 _SECRET_LAST = frozenset({"token", "key", "sig", "signature", "auth", "salt", "cookie", "pat", "apikey", "sas"})
+#: what before ``key`` makes the name a secret's whatever its value looks like (not ``sort_key``, ``s3_key``)
+_KEY_QUALIFIERS = frozenset({
+    "api", "access", "private", "auth", "encryption", "encrypt", "crypt", "crypto", "signing", "sign", "master",
+    "license", "licence", "client", "app", "application", "service", "account", "storage", "webhook", "session",
+    "hmac", "jwt", "ssh", "deploy", "admin", "consumer", "shared", "cipher", "aes", "rsa", "gpg", "pgp",
+    "subscription", "primary", "secondary", "root", "server", "live", "prod", "production", "test", "sandbox",
+    "write", "read", "ingest", "management", "personal", "user", "project", "org", "bot", "integration",
+})
 #: last components that say the value is about a secret, not the secret (``PASSWORD_FILE=/run/secrets/db``)
 _ABOUT_LAST = frozenset({
     "file", "files", "path", "dir", "name", "names", "ref", "env", "var", "vars", "length", "len", "size", "count",
@@ -233,6 +490,7 @@ _ARG_SEP_RE = _Lazy(r"(?:[\"']\s*,|[ \t]+(?:-Value[ \t]+)?)\s*(?=[\"'])")
 _TYPED_RE = _Lazy(r"(?:\[REDACTED:[a-z0-9-]+\]|[A-Z][\w.<>\[\]]*\??|str|string|bytes|&str|&'static str)"
                        r"[ \t]*=(?![=>])[ \t]*")
 _PAIR_RE = _Lazy(r"\(\s*([\"'])[^\"'\n]*\1\s*,\s*([\"'])([^\"'\n]+)\2\s*\)")
+_LOCATION_RE = _Lazy(r":[0-9]+(?::[0-9]+)?(?::|,|[ \t]*$)", re.MULTILINE)
 _CODE_VALUE_RE = _Lazy(r"[A-Za-z_$][\w.$]*\s*[(\[]")
 
 
@@ -268,7 +526,11 @@ def name_kind(name: str) -> tuple[str, bool] | None:
     kind = "password" if password else "secret"
     if password or secret:
         return kind, True
+    if any(p in ("public", "publishable", "pub") for p in parts):
+        return None  # public_key, STRIPE_PUBLISHABLE_KEY: meant to be shown
     if last in _SECRET_LAST or last.endswith("token") and len(last) > 5:
+        if last == "key" and len(parts) > 1 and parts[-2] not in _KEY_QUALIFIERS:
+            return kind, False  # partition_key, sort_key, author_key: a value must look random
         return kind, len(parts) > 1 or last not in _WEAK_ALONE
     return None
 
@@ -279,18 +541,64 @@ def _looks_random(value: str) -> bool:
         return False
     classes = (any(c.islower() for c in value), any(c.isupper() for c in value), any(c.isdigit() for c in value),
                any(not c.isalnum() for c in value))
-    return sum(classes) >= 2
+    if sum(classes) < 2:
+        return False
+    return not all(_WORDLIKE_RE.fullmatch(piece) for piece in re.split(r"[^A-Za-z0-9]+", value) if piece)
+
+
+#: a piece of a value that is a word, CamelCase words or a number, not random characters
+_WORDLIKE_RE = _Lazy(r"[0-9]+|[A-Z]+|[A-Za-z][a-z]+(?:[A-Z][a-z]+)*[0-9]{0,4}")
+
+
+_VAR_REF_RE = _Lazy(r"\$(?:\{|\(|[A-Za-z_][A-Za-z0-9_]*(?:$|[/:.\-\s\"',;)}\]])|[0-9*#?@!$-](?:$|[^A-Za-z0-9]))")
+_VERSION_RE = _Lazy(r"[~^=<>v]{0,2}[0-9]+(?:\.[0-9x*]+)+(?:[-+][\w.]+)?")
+_ABOUT_WORDS_RE = _Lazy(r"(?i)pass|secret|token|\bkeys?\b|credential|\bapi\b")
+_TYPE_ATOM = (r"(?:&(?:'\w+\s+)?(?:mut\s+)?)?(?:[A-Za-z_][A-Za-z0-9_.]*)(?:<[^<>\n]*>|\[[^\[\]\n]*\])?\??")
+_TYPE_RE = _Lazy(rf"{_TYPE_ATOM}(?:\s*\|\s*{_TYPE_ATOM})*\s*[;,]?")
+_BUILTIN_TYPES = frozenset({
+    "str", "string", "number", "boolean", "bool", "int", "float", "bytes", "any", "unknown", "undefined", "null",
+    "none", "object", "void", "never", "dict", "list", "bytearray", "buffer", "uuid", "secretstr", "secretbytes",
+})
+
+
+def _is_prose(v: str) -> bool:
+    """Words about the secret rather than the secret: a label or a sentence (``Forgot password?``, ``The plain-text
+    password to hash.``), told by the name word it repeats or by its closing punctuation."""
+    words = v.split()
+    if len(words) < 2 or "\n" in v or len(v) > 200:
+        return False
+    return bool(_ABOUT_WORDS_RE.search(v)) or (len(words) >= 3 and v.rstrip("'\"")[-1:] in ".?!:")
+
+
+def _is_type(v: str) -> bool:
+    """A type annotation (``SecretStr``, ``string | undefined;``, ``&'a str``, ``Optional[str]``), not a value: a
+    capitalised word alone counts only with two capitals (a password may well be ``Hunter``)."""
+    syntax = any(c in v for c in "<[?;,&|")
+    if not _TYPE_RE.fullmatch(v) or not syntax and any(c.isdigit() for c in v):
+        return False
+    atoms = [a.strip("&?;, ") for a in re.split(r"\s*\|\s*", v)]
+    if len(atoms) > 1 or syntax:
+        return True
+    word = atoms[0]
+    return word.lower() in _BUILTIN_TYPES or sum(c.isupper() for c in word) >= 2 and not word.isupper() or (
+        word.isupper() and len(word) <= 5)
 
 
 def _skip_value(value: str) -> bool:
     v = value.strip()
+    if v.startswith("$") and not _VAR_REF_RE.match(v):
+        return False  # $iN39X6ZNnqY@66 is a password that starts with $; $DB_PASS, ${X}, $(cmd) are references
     if not v or v.startswith((_MARK, "$", "%", "{{", "<%", "#{", "process.env", "os.environ", "env(", "ENV[")):
+        return True
+    if v[0] == "<" and v[-1] == ">" and " " not in v:  # <YOUR_API_KEY>, <redacted>: a placeholder
+        return True
+    if v in ("{", "[") or v[0] in "{[" and v[1] in "\"' \t\r\n{[]}":
         return True
     if v.lower().rstrip(",;") in _NOT_VALUES or set(v) <= set("*xX.…•-_"):
         return True
     if v[:1] in "fF" and v[1:2] in ("'", '"') and "{" in v:  # an f-string: code, not a literal secret
         return True
-    return bool(_CODE_VALUE_RE.match(v))
+    return bool(_CODE_VALUE_RE.match(v)) or bool(_VERSION_RE.fullmatch(v)) or _is_prose(v) or _is_type(v)
 
 
 def _quoted_end(text: str, start: int, quote: str) -> int:
@@ -313,13 +621,40 @@ def _quoted_end(text: str, start: int, quote: str) -> int:
 
 def _line_start(text: str, pos: int) -> bool:
     """Whether only indentation, ``export``/``set``/``$env:``, a list dash or a quote precede ``pos`` on its line."""
-    start = text.rfind("\n", 0, pos) + 1
+    start = text.rfind("\n", max(0, pos - 80), pos) + 1
+    if start == 0 and pos > 80:  # no line start within reach: only indentation may precede a name that far
+        window = text[pos - 80 : pos].strip()
+        return not window or window.endswith(("export", "$env:"))
     before = text[start:pos].strip()
     return before in ("", "-", '"', "'", "- \"", "export", "set", "$env:", "setx", "declare -x", "local", "readonly",
                       "const", "let", "var", "final", "val") or before.endswith(("export", "$env:"))
 
 
-def _value_span(text: str, vstart: int, to_line_end: bool, strong: bool) -> tuple[int, int] | None:
+_BLOCK_SCALAR_RE = _Lazy(r"[|>][-+]?[0-9]?[-+]?")
+
+
+def _block_scalar(text: str, vstart: int, line_end: int) -> tuple[int, int] | None:
+    """The indented lines of a YAML block scalar (``client_secret: |`` or ``>-``) after its header line."""
+    line_from = text.rfind("\n", 0, vstart) + 1
+    indent = len(text[line_from:vstart]) - len(text[line_from:vstart].lstrip(" \t"))
+    end = pos = line_end
+    first = -1
+    while pos < len(text):
+        nxt = text.find("\n", pos + 1)
+        nxt = len(text) if nxt < 0 else nxt
+        line = text[pos + 1 : nxt]
+        if line.strip():
+            if len(line) - len(line.lstrip(" \t")) <= indent:
+                break
+            if first < 0:
+                first = pos + 1 + len(line) - len(line.lstrip(" \t"))
+            end = nxt
+        pos = nxt
+    return (first, end) if first >= 0 else None
+
+
+def _value_span(text: str, vstart: int, to_line_end: bool, strong: bool, whole_token: bool = False
+                ) -> tuple[int, int] | None:
     """The span of the secret value starting at ``vstart``, or None when it is no secret (code, a placeholder)."""
     n = len(text)
     if vstart >= n:
@@ -351,14 +686,24 @@ def _value_span(text: str, vstart: int, to_line_end: bool, strong: bool) -> tupl
         value = text[a:b]
         if not value.strip() or value.startswith(_MARK) or value.startswith(("${", "{{", "$(")):
             return None
+        if _VERSION_RE.fullmatch(value) or _is_prose(value):
+            return None
         if not strong and not _looks_random(value):
             return None
         return a, b
     if to_line_end:
         end = text.find("\n", vstart)
         end = n if end < 0 else end
+        if _is_type(text[vstart:end].strip()):  # before its ; or , is cut: `key: Uint8Array;`
+            return None
+        if strong and _BLOCK_SCALAR_RE.fullmatch(text[vstart:end].rstrip()):
+            return _block_scalar(text, vstart, end)
         while end > vstart and text[end - 1] in " \t\r,;":
             end -= 1
+    elif whole_token:  # NAME=value at a line's start (an env file): & ) , ; belong to the value
+        end = vstart
+        while end < n and not text[end].isspace():
+            end += 1
     else:
         end = vstart
         while end < n and text[end] not in _INLINE_END:
@@ -373,23 +718,25 @@ def _named(text: str, lower: str) -> tuple[str, int]:
     """Mask the values of assignments and flags whose name marks a secret (``lower``: ``text`` lower-cased, of
     the same length)."""
     spans: list[tuple[int, int, str]] = []
-    seen_names: set[int] = set()
     n = len(text)
+    run_end = 0  # the end of the last identifier run looked at: a name word inside it belongs to the same name
     for m in _NAME_WORD_RE.finditer(lower):
-        a = m.start()
-        while a > 0 and text[a - 1] in _IDENT_CHARS:
-            a -= 1
-        if a in seen_names or (spans and a < spans[-1][1]) or (a >= 10 and text.startswith(_MARK, a - 10)):
+        if m.start() < run_end:
             continue
-        seen_names.add(a)
-        if a > 0 and text[a - 1] == "\\" and text[a] in "ntr":
-            a += 1  # a JSON escape (\n--password) glued to the name
+        a = m.start()
+        while a > run_end and text[a - 1] in _IDENT_CHARS:
+            a -= 1
         b = m.end()
         while b < n and text[b] in _IDENT_CHARS:
             b += 1
+        run_end = b  # each character is walked over once, however many name words a run holds ("token" * 20000)
+        if (spans and a < spans[-1][1]) or (a >= 10 and text.startswith(_MARK, a - 10)):
+            continue
+        if a > 0 and text[a - 1] == "\\" and text[a] in "ntr":
+            a += 1  # a JSON escape (\n--password) glued to the name
         raw = text[a:b]
         name = raw.lstrip("-.").rstrip("-.")
-        if not name:
+        if not name or len(name) > 256:  # longer is data (a base64url blob, minified code), not a name
             continue
         found = name_kind(name)
         if found is None:
@@ -397,6 +744,10 @@ def _named(text: str, lower: str) -> tuple[str, int]:
         kind, strong = found
         b = a + raw.rstrip("-.").__len__()
         span = None
+        if text.startswith("${", a - 2) and text.startswith(("?", ":?"), b):
+            continue  # ${DB_PASSWORD:?missing}: an error message, not a value
+        if text.startswith(":", b) and _LOCATION_RE.match(text, b):
+            continue  # src/auth/password.py:42: a file and a line number (grep, a traceback, a warning)
         if raw.startswith("-"):
             sep = _FLAG_SEP_RE.match(text, b)
             if sep:
@@ -410,13 +761,19 @@ def _named(text: str, lower: str) -> tuple[str, int]:
         else:
             sep = _SEP_RE.match(text, b)
             quoted_name = a > 0 and text[a - 1] in "\"'"
+            if sep and text[sep.end() : sep.end() + 1] in ("'", '"') and text[b] not in "\"'\\":
+                line = text[text.rfind("\n", max(0, a - 200), a) + 1 : a]
+                if line.count(text[sep.end()]) % 2:
+                    sep = None  # getpass('Password: '): a prompt, the name and its colon inside one string
             if sep:
                 spaced = sep.group(1) == ":" or sep.start(1) > b and text[sep.start(1) - 1] in " \t"
                 vstart = sep.end()
                 typed = _TYPED_RE.match(text, vstart) if sep.group(1) == ":" else None
                 if typed:  # `secret: String = "…"`: the value follows the type (or an older filter's marker)
                     vstart, spaced = typed.end(), False
-                span = _value_span(text, vstart, spaced and _line_start(text, a - quoted_name), strong)
+                at_start = (spaced or strong and sep.group(1) == "=") and _line_start(text, a - quoted_name)
+                span = _value_span(text, vstart, spaced and at_start, strong,
+                                   strong and at_start and not spaced and sep.group(1) == "=" and not quoted_name)
             elif (quoted_name or text.startswith("env:", a - 4)) and (pair := _ARG_SEP_RE.match(text, b)):
                 span = _value_span(text, pair.end(), False, strong)  # setenv("API_KEY", "…"), env:API_KEY '…'
             elif _NAME_FIELD_RE.search(text, max(0, a - 40), a - quoted_name if a else 0):
@@ -479,6 +836,25 @@ def _high_entropy(text: str) -> tuple[str, int]:
     return _QUOTED_RE.sub(sub, text), count
 
 
+_ALNUM_RUN_RE = _Lazy(r"[A-Za-z0-9]{12,}")
+
+
+def _random_tail(m: re.Match[str]) -> bool:
+    """After its prefix, a token holds a long run mixing digits and letters or both cases; a path component or a
+    package name (``ops_dashboard/views_admin.py``, ``xai-org/grok-1``, ``aio_pika_consumer``) does not."""
+    token = m.group(0)
+    low = token.lower()
+    prefix = max((p for p in _PREFIXED_TOKENS if low.startswith(p)), key=len, default="")
+    tail = token[len(prefix):].split("/", 1)[0]
+    for run in _ALNUM_RUN_RE.findall(tail):
+        digits, upper, lower = (any(c.isdigit() for c in run), any(c.isupper() for c in run),
+                                any(c.islower() for c in run))
+        if (digits and (upper or lower)) or (upper and lower):
+            return True
+    return False
+
+
+_PREFIXED = _Checked(_PREFIX_RE, _random_tail)
 _LONG_TOKEN_RE = _Lazy(r"(?<![\w\-.=+/])[\w\-.=+/]{20,}")
 _TWILIO_RE = _Lazy(r"(?<![0-9A-Za-z])(?:SK|AC)[0-9a-fA-F]{32}(?![0-9A-Za-z])")
 
@@ -494,7 +870,7 @@ def _prefixed_tokens(text: str) -> tuple[str, int]:
         low = token.lower()
         if not any(p in low for p in _PREFIXED_TOKENS):
             return token
-        new, found = _apply(_PREFIX_RE, "api-token", 0, token)
+        new, found = _apply(_PREFIXED, "api-token", 0, token)
         count += found
         return new
 
@@ -510,7 +886,7 @@ _ASCII_LOWER = {c: c + 32 for c in range(65, 91)}
 
 
 # -- all -------------------------------------------------------------------------------------------------------
-def _apply(pattern: _Lazy, kind: str, group: int, text: str) -> tuple[str, int]:
+def _apply(pattern: _Lazy | _Scan, kind: str, group: int, text: str) -> tuple[str, int]:
     marker = _marker(kind)
     count = 0
 

@@ -1,0 +1,68 @@
+"""The secret filter runs on every prompt, inside a hook with a budget of a few tens of milliseconds: no rule may
+be quadratic in the length of a line. Each input below is one that a rule used to rescan from every start position
+(from 0.6 s to more than two minutes per 100 KB); each now takes tens of milliseconds. The bound is CPU time of this
+process (other jobs on the machine do not count) and far above the expected time, so the test cannot be flaky,
+while any quadratic rule is back above it at once."""
+
+import base64
+import json
+import random
+import textwrap
+import time
+
+import pytest
+
+from indexer.secret_rules import mask
+
+_RNG = random.Random(20240607)
+_B64URL = base64.urlsafe_b64encode(bytes(_RNG.getrandbits(8) for _ in range(150_000))).decode()
+_B64 = base64.b64encode(bytes(_RNG.getrandbits(8) for _ in range(75_000))).decode()
+
+INPUTS = {
+    "name word repeated": "token" * 20_000,
+    "identifier run of name words": "key_" * 25_000,
+    "name word inside a long identifier": ("x" * 48 + "pw") * 2_000,
+    "mysql words on one line": "mysql " * 16_000,
+    "minified JSON mentioning mysql": json.dumps(
+        [{"image": "mysql:8", "name": f"db{i}", "cmd": "mysql --host db -u root"} for i in range(1_400)]),
+    "ldap words on one line": "ldapsearch " * 9_000 + "login",
+    "docker login on one line": "docker login " * 7_700,
+    "redis-cli on one line": "redis-cli " * 10_000,
+    "echo into --password-stdin": "echo " * 20_000 + "| x --password-stdin",
+    "scheme and colon repeated": "a://b:" * 16_000,
+    "URLs with ports, comma-separated": ",".join(f"http://es{i}:9200" for i in range(6_000)),
+    "dotted run before a scheme": "a.b-" * 25_000 + " http://x",
+    "base64 block before a certificate END": "\n".join(textwrap.wrap(_B64, 76)) + "\n-----END CERTIFICATE-----\n",
+    "private key END lines": "-----END PRIVATE KEY-----\n" * 3_800,
+    "base64url blob": _B64URL,
+    "base64url blob in quotes": 'x = "' + _B64URL + '"',
+}
+
+
+@pytest.mark.parametrize("name", list(INPUTS))
+def test_long_adversarial_inputs_are_masked_in_linear_time(name):
+    text = INPUTS[name]
+    mask("warm up: AKIA password=x")  # compile the lazy patterns outside the measure
+    start = time.process_time()
+    masked, _ = mask(text)
+    elapsed = time.process_time() - start
+    assert elapsed < 1.0, f"{name}: {elapsed:.2f} s of CPU for {len(text)} characters"
+    assert len(masked) <= len(text) + 32 * 10_001
+
+
+def test_the_rewritten_rules_still_mask_what_they_did():
+    cases = {
+        "mysql -h db -u root -pS3cretPw1 shop": "S3cretPw1",
+        "mysql -h db -P 3306 -u root -pS3cretPw2 shop": "S3cretPw2",
+        "redis-cli -h cache -a S3cretPw3 ping": "S3cretPw3",
+        "docker login -u ci -p S3cretPw4 registry.example.com": "S3cretPw4",
+        "ldapsearch -x -D cn=admin -w S3cretPw5 -b dc=example": "S3cretPw5",
+        "echo S3cretPw6 | docker login -u ci --password-stdin ghcr.io": "S3cretPw6",
+        "postgres://app:S3cret/Pw7@x@db.internal:5432/main": "S3cret/Pw7@x",
+        "tail\nMIIEowIBAAKCAQEAS3cretPw8\nAbCd+/==\n-----END RSA PRIVATE KEY-----": "S3cretPw8",
+        "mysql -h db\n-pS3cretPw9": "S3cretPw9",
+    }
+    for text, secret in cases.items():
+        masked, count = mask(text)
+        assert secret not in masked and count, (text, masked)
+    assert mask("a://b:@h")[0] == "a://b:@h"  # an empty password: nothing to mask
