@@ -21,6 +21,7 @@ from indexer.base.reports import PrivacyStats, SessionInfo, Stats, StorageEntry
 from indexer.base.settings import Settings
 from indexer.base.types import Hit
 from indexer.privacy import kinds as marker_kinds
+from indexer.sources import printable_path
 from indexer.store import Store
 from indexer.store.local import SqliteStore
 from indexer.summaries import summary_path
@@ -154,7 +155,7 @@ def _storage(settings: Settings) -> tuple[StorageEntry, ...]:
     if settings.state_dir.is_dir():
         entries += [(e, f"{settings.state_dir.name}/{e.name}") for e in os.scandir(settings.state_dir)]
     for entry, label in sorted(entries, key=lambda pair: pair[1]):
-        name = label + ("/" if entry.is_dir(follow_symlinks=False) else "")
+        name = printable_path(label) + ("/" if entry.is_dir(follow_symlinks=False) else "")
         total, files = 0, 0
         if entry.is_dir(follow_symlinks=False):
             for dirpath, _, filenames in os.walk(entry.path, followlinks=False):
