@@ -510,6 +510,8 @@ def install(
         text += f"\nbackup: {report.backup}"
     if report.mcp:
         text += f"\nMCP server registered in {report.mcp}"
+    if report.note:
+        text += f"\nnote: {report.note}"
     emit(report, as_json, text)
 
 
