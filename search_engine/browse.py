@@ -19,7 +19,7 @@ from indexer import tombstones
 from indexer.base.errors import UsageError
 from indexer.base.reports import PrivacyStats, SessionInfo, Stats, StorageEntry
 from indexer.base.settings import Settings
-from indexer.base.types import Hit
+from indexer.base.types import KINDS, Hit
 from indexer.privacy import kinds as marker_kinds
 from indexer.sources import printable_path
 from indexer.store import Store
@@ -29,6 +29,8 @@ from search_engine.hits import make_hit
 from search_engine.reading import read_configured
 
 MAX_RECENT = 1000
+#: What ``recent --type`` takes: a kind, or the type of an event the hooks and transcript imports record.
+RECENT_TYPES = (*KINDS, "prompt", "response", "tool")
 
 
 def _opening(text: str) -> bool:
@@ -87,6 +89,8 @@ def recent(
     fact, event) or an event type (prompt, response, tool, …). Superseded, archived and retired items are left out."""
     if not 1 <= limit <= MAX_RECENT:
         raise UsageError(f"--limit must be between 1 and {MAX_RECENT}")
+    if type is not None and type not in RECENT_TYPES:
+        raise UsageError(f"invalid type {type!r}: use one of {', '.join(RECENT_TYPES)}")
     rows, _ = read_configured(settings, lambda store: [] if store is None else store.recent_rows(
         session=session, type=type, project=project, limit=limit))
     return [make_hit(row) for row in rows]
