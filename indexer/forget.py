@@ -73,7 +73,7 @@ def _select(store: SqliteStore, selector: ForgetSelector, matched: Sequence[str]
         chosen = _by_ids(store, selector.ids)
     if selector.match:
         if matched is None:
-            raise UsageError("forget --match needs the ids its search shows (search_engine.lookup.matching)")
+            raise UsageError("forget --match needs the ids of the chunks holding its words (search_engine.lookup.matching)")
         hits = {r.id for r in store.stored_chunks(uids=list(matched))} if matched else set()
         chosen = hits if chosen is None else chosen & hits
     if chosen is not None and not chosen:
@@ -107,8 +107,8 @@ def _snippet(text: str) -> str:
 
 def plan_forget(settings: Settings, selector: ForgetSelector, matched: Sequence[str] | None = None) -> ForgetPlan:
     """What ``selector`` takes, changing nothing but the index's freshness (events logged since the last index
-    run are indexed first, so a dry run lists them too). A ``match`` selector takes ``matched``: the ids its search
-    shows, from :func:`search_engine.lookup.matching` (the indexer does not search).
+    run are indexed first, so a dry run lists them too). A ``match`` selector takes ``matched``: the ids of the
+    chunks holding every word of it, from :func:`search_engine.lookup.matching` (the indexer does not search).
 
     >>> from indexer.base.settings import resolve_settings
     >>> plan_forget(resolve_settings("/tmp/memsearch-doctest-forget"), ForgetSelector(session="s1")).items

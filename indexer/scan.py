@@ -14,7 +14,7 @@ from indexer import tombstones
 from indexer.base.settings import Settings
 from indexer.batches import WriteBatches
 from indexer.chunker import CHUNKER_VERSION
-from indexer.sources import discover
+from indexer.sources import discover, valid_name
 from indexer.store import sqlite
 from indexer.store.local import SqliteStore
 from indexer.writer import Progress, SourceWriter, display_path
@@ -64,8 +64,11 @@ def scan(settings: Settings, store: SqliteStore, paths: list[Path] | None, full:
     run = SourceWriter(settings, store, full)
     scope = [p.absolute() for p in paths] if paths else source_roots(settings)
     for p in scope:
-        if not p.exists():
+        if not valid_name(str(p)):
+            run.skip(display_path(p, settings.home), "name is not valid UTF-8")
+        elif not p.exists():
             run.skip(str(p), "does not exist")
+    scope = [p for p in scope if valid_name(str(p))]  # the index holds paths as text
     # a scoped run (a hook's ingest) reads only its own rows, not the whole table
     known = store.sources_under(str(p) for p in scope) if paths else store.sources()
     found = list(discover([p for p in scope if p.exists()], source_roots(settings),

@@ -88,23 +88,33 @@ def discover(
     A symlinked file found inside a folder is taken only when its target lies inside ``allowed`` (default: the
     roots), so a link in the memory root can never pull an outside file into the index: such links are passed to
     ``refused`` with the reason. Links that loop or dangle are yielded, to be reported as unreadable like any
-    file that cannot be read (whatever they had in the index stays there).
+    file that cannot be read (whatever they had in the index stays there). A file or folder whose name is not
+    valid UTF-8 is refused too: the index, its JSON and every surface hold paths as UTF-8 text.
     """
     seen: set[Path] = set()
     inside = [os.path.realpath(p) for p in (allowed if allowed is not None else roots)]
+
+    def named_badly(path: Path, what: str) -> bool:
+        if valid_name(str(path)):
+            return False
+        if refused:
+            refused(path, f"{what} name is not valid UTF-8")
+        return True
+
     for root in roots:
         if root.is_file():
             source = classify(root) or "note"
-            if root not in seen:
+            if root not in seen and not named_badly(root, "file"):
                 seen.add(root)
                 yield root, source
             continue
         for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-            dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
+            dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith(".")
+                                 and not named_badly(Path(dirpath) / d, "folder"))
             for name in sorted(filenames):
                 path = Path(dirpath) / name
                 kind = classify(path)
-                if not kind or path in seen:
+                if not kind or path in seen or named_badly(path, "file"):
                     continue
                 if path.is_symlink():
                     why = _link_problem(path, inside)
@@ -114,6 +124,31 @@ def discover(
                         continue
                 seen.add(path)
                 yield path, kind
+
+
+def valid_name(path: str) -> bool:
+    """Whether ``path`` is text: a name that is not valid UTF-8 reaches Python with surrogate escapes in it.
+
+    >>> valid_name("daily/2026-01-02.md"), valid_name("daily/bad-\\udcff.md")
+    (True, False)
+    """
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def printable_path(path: str) -> str:
+    """``path`` as text that can be printed and serialised: undecodable bytes shown as ``\\xff``.
+
+    >>> printable_path("daily/bad-\\udcff.md")
+    'daily/bad-\\\\xff.md'
+    """
+    try:
+        return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a lone surrogate that stands for no byte (from JSON, say)
+        return path.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _link_problem(path: Path, inside: list[str]) -> str | None:

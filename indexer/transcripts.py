@@ -246,8 +246,16 @@ def import_transcripts(settings, paths: list[Path] | None = None) -> ImportRepor
     """Append the events of Claude Code transcripts to the event log, idempotently: each transcript is read from
     the byte offset the last import stopped at, events whose ids are already indexed, or were forgotten
     (``memsearch forget``), are skipped, and so are the turns and tool calls the hooks already captured
-    (:func:`hook_captured`)."""
+    (:func:`hook_captured`). A path given that does not exist is a :class:`UsageError`; a transcript whose name
+    is not valid UTF-8 is reported and skipped (the import state keeps paths as text)."""
     from indexer import tombstones
+    from indexer.base.errors import UsageError
+    from indexer.sources import printable_path, valid_name
+
+    for p in paths or ():
+        if not p.exists():
+            raise UsageError(f"{printable_path(str(p))} does not exist: give transcript files (.jsonl) or folders "
+                             "of them (default: Claude Code's projects folder)")
     from indexer.pipeline import ingest
     from indexer.store.local import SqliteStore
 
@@ -267,6 +275,9 @@ def import_transcripts(settings, paths: list[Path] | None = None) -> ImportRepor
     try:
         for path in files:
             key = str(path.resolve())
+            if not valid_name(key):
+                problems.append(f"{printable_path(str(path))}: file name is not valid UTF-8")
+                continue
             offset = int(state.get(key, 0))
             try:
                 with path.open("rb") as f:

@@ -20,7 +20,7 @@ from indexer.base.chunktext import TURN_TYPES, Turn, content_hash, reply_of
 from indexer.base.reports import Skipped
 from indexer.base.settings import Settings
 from indexer.eventread import HEAD_BYTES, head_hash, read_blocks, resume_offset
-from indexer.sources import MAX_FILE_BYTES, PARSERS, Draft, SourceError, decode, path_context
+from indexer.sources import MAX_FILE_BYTES, PARSERS, Draft, SourceError, decode, path_context, printable_path
 from indexer.store import ChunkRow, SourceState
 from indexer.store.local import SqliteStore
 from indexer.tombstones import Tombstones, chunk_key
@@ -109,7 +109,7 @@ class SourceWriter:
         return self.counts["added"] + self.counts["removed"]
 
     def skip(self, rel: str, reason: str) -> None:
-        self.skipped.append(Skipped(rel, reason))
+        self.skipped.append(Skipped(printable_path(rel), reason))
 
     # -- chunks ---------------------------------------------------------------------------------------------
 

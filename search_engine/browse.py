@@ -19,8 +19,9 @@ from indexer import tombstones
 from indexer.base.errors import UsageError
 from indexer.base.reports import PrivacyStats, SessionInfo, Stats, StorageEntry
 from indexer.base.settings import Settings
-from indexer.base.types import Hit
+from indexer.base.types import KINDS, Hit
 from indexer.privacy import kinds as marker_kinds
+from indexer.sources import printable_path
 from indexer.store import Store
 from indexer.store.local import SqliteStore
 from indexer.summaries import summary_path
@@ -28,6 +29,8 @@ from search_engine.hits import make_hit
 from search_engine.reading import read_configured
 
 MAX_RECENT = 1000
+#: What ``recent --type`` takes: a kind, or the type of an event the hooks and transcript imports record.
+RECENT_TYPES = (*KINDS, "prompt", "response", "tool")
 
 
 def _opening(text: str) -> bool:
@@ -86,6 +89,8 @@ def recent(
     fact, event) or an event type (prompt, response, tool, …). Superseded, archived and retired items are left out."""
     if not 1 <= limit <= MAX_RECENT:
         raise UsageError(f"--limit must be between 1 and {MAX_RECENT}")
+    if type is not None and type not in RECENT_TYPES:
+        raise UsageError(f"invalid type {type!r}: use one of {', '.join(RECENT_TYPES)}")
     rows, _ = read_configured(settings, lambda store: [] if store is None else store.recent_rows(
         session=session, type=type, project=project, limit=limit))
     return [make_hit(row) for row in rows]
@@ -154,7 +159,7 @@ def _storage(settings: Settings) -> tuple[StorageEntry, ...]:
     if settings.state_dir.is_dir():
         entries += [(e, f"{settings.state_dir.name}/{e.name}") for e in os.scandir(settings.state_dir)]
     for entry, label in sorted(entries, key=lambda pair: pair[1]):
-        name = label + ("/" if entry.is_dir(follow_symlinks=False) else "")
+        name = printable_path(label) + ("/" if entry.is_dir(follow_symlinks=False) else "")
         total, files = 0, 0
         if entry.is_dir(follow_symlinks=False):
             for dirpath, _, filenames in os.walk(entry.path, followlinks=False):

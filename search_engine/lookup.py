@@ -84,9 +84,12 @@ def show(settings: Settings, ident: str) -> ChunkView:
 
 
 def matching(settings: Settings, selector: ForgetSelector) -> list[str] | None:
-    """The ids ``memsearch search`` shows for ``selector.match`` with the selector's filters (``limit`` hits,
-    ``mode`` as for search): what ``forget --match`` takes. None when the selector has no ``match``. Events logged
-    since the last index run are indexed first, so a dry run finds them too."""
+    """The ids of the chunks ``forget --match`` takes: those whose own title or text holds every content word of
+    ``selector.match`` (stemmed as BM25 reads them; common words left out), within the selector's other criteria,
+    whatever their status; the best ``selector.limit`` by BM25 when it is set. Never the nearest by meaning: a
+    search fills its hits with whatever is closest, and forgetting must not take what merely resembles the words.
+    None when the selector has no ``match``. Events logged since the last index run are indexed first, so a dry
+    run finds them too. Always the local index: forget rewrites this machine's files and index."""
     if not selector.match:
         return None
     from datetime import datetime, timedelta
@@ -94,13 +97,25 @@ def matching(settings: Settings, selector: ForgetSelector) -> list[str] | None:
     from indexer.base.paths import EVENTS_DIR
     from indexer.pipeline import ingest
     from search_engine.filters import Filters
-    from search_engine.search import search
+    from search_engine.query import words_of
+    from search_engine.reading import reading
 
+    terms = words_of(selector.match)
+    if not terms:
+        raise UsageError(f"--match {selector.match!r} holds no word to look for (only common words): "
+                         "give the words the memories to forget contain")
+    if selector.limit is not None and selector.limit < 1:
+        raise UsageError("-k must be at least 1")
     if settings.db_path.exists() and (settings.home / EVENTS_DIR).is_dir():
         ingest(settings, [settings.home / EVENTS_DIR], lock_timeout=2.0)
     until = None
     if selector.before:
         until = (datetime.fromisoformat(selector.before) - timedelta(seconds=1)).strftime("%Y-%m-%dT%H:%M:%S")
-    filters = Filters(session=selector.session, project=selector.project, since=selector.since, until=until)
-    result = search(settings, selector.match, mode=selector.mode, k=selector.limit, filters=filters)
-    return [h.id for h in result.hits]
+    filters = Filters(session=selector.session, project=selector.project, since=selector.since, until=until,
+                      all_status=True)
+    with reading(settings) as store:
+        if store is None:
+            return []
+        ranked = [s.id for s in store.holding_every(terms, filters, selector.limit)]
+        rows = store.fetch_hits(ranked)
+        return [rows[i].uid for i in ranked if i in rows]

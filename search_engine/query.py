@@ -192,6 +192,16 @@ def content_terms(all_terms: list[Term]) -> list[Term]:
     return kept or all_terms
 
 
+def words_of(text: str) -> list[Term]:
+    """The content terms of ``text`` with no fallback: [] when it holds only common words (what a selection that
+    must not take everything, ``forget --match``, reads).
+
+    >>> [t.text for t in words_of("the staging password")], words_of("who are they")
+    (['staging', 'password'], [])
+    """
+    return [t for t in terms(text) if not _filler(t)]
+
+
 def _filler(term: Term) -> bool:
     if term.cjk:
         return len(term.text) == 2 and re.fullmatch(_HIRAGANA, term.text) is not None

@@ -201,8 +201,10 @@ class Stats:
 @dataclass(frozen=True)
 class ForgetSelector:
     """What ``memsearch forget`` should remove. Every given criterion must hold (they combine with AND);
-    ``ids`` are chunk ids (or unique prefixes) or event ids; ``match`` takes what a search for it with the same
-    filters shows (``limit`` hits, ``mode`` as for search). ``before`` is exclusive, ``since`` inclusive."""
+    ``ids`` are chunk ids (or unique prefixes) or event ids; ``match`` takes the chunks whose own title or text
+    holds every content word of it (as BM25 reads words: stemmed, common words left out), never the nearest by
+    meaning; ``limit`` keeps the best ``limit`` of them by BM25 (None: all). ``before`` is exclusive, ``since``
+    inclusive."""
 
     ids: tuple[str, ...] = ()
     session: str | None = None
@@ -210,8 +212,7 @@ class ForgetSelector:
     since: str | None = None
     project: str | None = None
     match: str | None = None
-    mode: str = "hybrid"
-    limit: int = 10
+    limit: int | None = None
 
     @property
     def empty(self) -> bool:

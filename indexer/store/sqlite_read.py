@@ -120,6 +120,21 @@ class SqliteReader:
                 return ranked
         return self._bm25(fts5_query(terms, op), filters, limit)
 
+    def holding_every(self, terms: Sequence[QueryTerm], filters: FilterSpec, limit: int | None = None) -> list[Scored]:
+        """Chunks whose own title or text holds every term (not the turn before them, which the context column
+        holds), within ``filters``, best BM25 first; all of them when ``limit`` is None. What ``forget --match``
+        takes: a selection by what the chunks say, never by nearness."""
+        if not terms:
+            return []
+        where, params = filter_sql(filters)
+        sql = (
+            f"SELECT c.id, {_SCORE} AS score FROM chunks_fts "
+            f"JOIN chunks c ON c.id = chunks_fts.rowid WHERE chunks_fts MATCH ? AND {where} "
+            f"ORDER BY score DESC LIMIT ?"
+        )
+        expression = f"{{title body}} : ({fts5_query(terms, 'AND')})"
+        return [Scored(row[0], row[1]) for row in self.conn.execute(sql, [expression, *params, limit or -1])]
+
     def keep_lexicon_in_memory(self) -> Lexicon:
         """Rank the BM25 list from the postings of the phrases searches use, held in memory (:class:`Lexicon`,
         for a long-lived process): the same scores as FTS5's bm25(), without visiting every matching row."""

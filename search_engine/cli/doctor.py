@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 from dataclasses import dataclass
+from pathlib import Path
 
 from indexer.base import lost
 from indexer.base.embedder import resolve_model
@@ -16,7 +17,7 @@ from indexer.base.paths import EVENTS_DIR, LOST_EVENTS
 from indexer.base.settings import Settings
 from indexer.store import sqlite as store
 from indexer.store.local import SqliteStore
-from search_engine.cli.install import SCOPES, command_program, installed_commands
+from search_engine.cli.install import SCOPES, command_program, installed_commands, registered_mcp
 from search_engine.serve.client import is_running, server_pid
 
 
@@ -56,6 +57,33 @@ def hook_checks() -> list[Check]:
                 tried[path] = Check("", ok, detail, None if ok else "run `make install` (or reinstall memsearch)")
             c = tried[path]
             out.append(Check(f"hook {event} ({scope})", c.ok, c.detail, c.fix))
+    return out
+
+
+def mcp_checks(settings: Settings) -> list[Check]:
+    """Each MCP registration (optional, so none is no finding): its program exists, and it searches this memory
+    root (its ``env``'s ``MEMSEARCH_HOME``, else the one in this environment, else the default)."""
+    from indexer.base.settings import default_home
+
+    out = []
+    for scope in SCOPES:
+        entry = registered_mcp(scope)
+        if entry is None:
+            continue
+        name, fix = f"mcp ({scope})", f"run `memsearch install --mcp --scope {scope} --home {settings.home}`"
+        if scope == "project":  # shared: memsearch by name, no root; both come from this machine's environment
+            fix = (f"put `memsearch` on PATH and set MEMSEARCH_HOME={settings.home} in .claude/settings.local.json's "
+                   "\"env\"")
+        program = shutil.which(str(entry.get("command")))
+        env = entry.get("env")
+        env = env if isinstance(env, dict) else {}
+        root = Path(env.get("MEMSEARCH_HOME") or os.environ.get("MEMSEARCH_HOME") or default_home()).expanduser()
+        if program is None:
+            out.append(Check(name, False, f"{entry.get('command')!r} not found", fix))
+        elif root.absolute() != settings.home.absolute():
+            out.append(Check(name, False, f"searches {root}, not {settings.home}", fix))
+        else:
+            out.append(Check(name, True, f"{program} mcp, memory root {root}"))
     return out
 
 
@@ -137,6 +165,7 @@ def run_checks(settings: Settings, load_model: bool = True) -> list[Check]:
         checks.append(Check("server", True, "not running (the next Claude Code session or prompt starts it)",
                             info=True))
     checks += hook_checks()
+    checks += mcp_checks(settings)
     crontab = shutil.which("crontab")
     line = None
     if crontab:

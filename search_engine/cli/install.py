@@ -9,7 +9,13 @@ Scopes: ``user`` (``~/.claude/settings.json``), ``project`` (``.claude/settings.
 its command names ``memsearch-hook`` without this machine's path, found on each member's PATH) and ``local``
 (``.claude/settings.local.json``, this machine only). Backups of a project's files go to the memory root
 (``.memsearch/backups/``), never into the repository. A memory root other than the default is written into each
-command (``MEMSEARCH_HOME=… memsearch-hook …``), so the hooks use it whatever the environment Claude Code has.
+command (``MEMSEARCH_HOME=… memsearch-hook …``) and into the MCP server's ``env``, so hooks and MCP use it whatever
+the environment Claude Code has; except in the project scope, whose files are shared and hold no local path (the
+report then says in one line which root the hooks will use).
+
+The MCP server goes where Claude Code keeps each scope's servers: ``user`` in ``.claude.json``'s ``mcpServers``,
+``local`` in its ``projects[<project dir>].mcpServers`` (this machine only), ``project`` in the project's
+``.mcp.json`` (shared: ``memsearch`` by name, no ``env``).
 """
 
 from __future__ import annotations
@@ -47,6 +53,7 @@ class InstallReport:
     added: tuple[str, ...]
     removed: tuple[str, ...]
     mcp: str | None = None
+    note: str | None = None
 
 
 def claude_dir(home: Path | None = None) -> Path:
@@ -73,12 +80,27 @@ def hook_command(event_arg: str, scope: str = "user", home: Path | None = None) 
     """The shell command for one hook: this installation's memsearch-hook by absolute path (by name in a
     project's shared settings), with the memory root when it is not the default.
 
+    >>> hook_command("prompt", "local", Path("/data/mem")).startswith("MEMSEARCH_HOME=/data/mem ")
+    True
     >>> hook_command("prompt", "project", Path("/data/mem"))
-    'MEMSEARCH_HOME=/data/mem memsearch-hook prompt'
+    'memsearch-hook prompt'
     """
-    script = MARKER if scope == "project" else f'"{Path(sys.executable).with_name(MARKER)}"'
+    if scope == "project":  # shared: no path of this machine
+        return f"{MARKER} {event_arg}"
+    script = f'"{Path(sys.executable).with_name(MARKER)}"'
     prefix = f"MEMSEARCH_HOME={shlex.quote(str(home))} " if home is not None else ""
     return f"{prefix}{script} {event_arg}"
+
+
+def project_root_note(home: Path | None) -> str | None:
+    """For the project scope, which names no memory root: one line when ``home`` is not the root its hooks use."""
+    from indexer.base.settings import default_home
+
+    if home is None or home == default_home():
+        return None
+    return (f"the shared project settings name no memory root: the hooks use MEMSEARCH_HOME from Claude Code's "
+            f"environment, else {default_home()}; for {home}, set MEMSEARCH_HOME in .claude/settings.local.json's "
+            f"\"env\" or in your shell")
 
 
 def command_program(command: str) -> str | None:
@@ -191,7 +213,8 @@ def install(scope: str = "user", project_dir: Path | None = None, with_mcp: bool
         added.append(event)
     backup = _save(path, data, _backups(scope, home)) if orjson.dumps(data) != before else None
     mcp = _install_mcp(scope, project_dir, home) if with_mcp else None
-    return InstallReport(str(path), backup, tuple(added), (), mcp)
+    note = project_root_note(home) if scope == "project" else None
+    return InstallReport(str(path), backup, tuple(added), (), mcp, note)
 
 
 def uninstall(scope: str = "user", project_dir: Path | None = None, home: Path | None = None) -> InstallReport:
@@ -200,13 +223,16 @@ def uninstall(scope: str = "user", project_dir: Path | None = None, home: Path |
     removed = _strip(data)
     backup = _save(path, data, _backups(scope, home)) if removed else None
     mcp = _uninstall_mcp(scope, project_dir, home)
+    legacy = registered_mcp("project", project_dir) if scope == "local" else None
+    if legacy is not None and legacy.get("command") != "memsearch":  # an older install put local's in .mcp.json
+        mcp = _uninstall_mcp("project", project_dir, home) or mcp
     return InstallReport(str(path), backup, (), tuple(dict.fromkeys(removed)), mcp)
 
 
 def _mcp_path(scope: str, project_dir: Path | None, home: Path | None = None) -> Path:
-    """Where Claude Code keeps user MCP servers: ``.claude.json`` in its folder when one is set (the
-    ``claude_dir`` setting), else in the home directory, beside ``~/.claude``."""
-    if scope in ("project", "local"):
+    """The file holding ``scope``'s MCP servers: the project's ``.mcp.json``, else ``.claude.json`` in Claude
+    Code's folder when one is set (the ``claude_dir`` setting), else in the home directory, beside ``~/.claude``."""
+    if scope == "project":
         return (project_dir or Path.cwd()) / ".mcp.json"
     from indexer.base.settings import resolve_settings
 
@@ -215,17 +241,42 @@ def _mcp_path(scope: str, project_dir: Path | None, home: Path | None = None) ->
     return base / ".claude.json"
 
 
-def _mcp_entry() -> dict[str, Any]:
-    return {"type": "stdio", "command": str(Path(sys.executable).with_name("memsearch")), "args": ["mcp"]}
+def _servers(data: dict[str, Any], scope: str, project_dir: Path | None, create: bool) -> dict[str, Any] | None:
+    """The ``mcpServers`` object of ``scope`` in ``data`` (a local scope's sits under its project's entry)."""
+    holder: Any = data
+    if scope == "local":
+        projects = data.setdefault("projects", {}) if create else data.get("projects")
+        key = str((project_dir or Path.cwd()).absolute())
+        holder = projects.setdefault(key, {}) if create and isinstance(projects, dict) else (
+            projects.get(key) if isinstance(projects, dict) else None)
+    if not isinstance(holder, dict):
+        return None
+    servers = holder.setdefault("mcpServers", {}) if create else holder.get("mcpServers")
+    return servers if isinstance(servers, dict) else None
+
+
+def mcp_entry(scope: str, home: Path | None) -> dict[str, Any]:
+    """The MCP server's registration: this installation's ``memsearch mcp`` with the memory root in its ``env``
+    when that is not the default; in a project's shared ``.mcp.json``, ``memsearch`` by name and no root."""
+    if scope == "project":
+        return {"type": "stdio", "command": "memsearch", "args": ["mcp"]}
+    entry: dict[str, Any] = {"type": "stdio", "command": str(Path(sys.executable).with_name("memsearch")),
+                             "args": ["mcp"]}
+    if home is not None:
+        entry["env"] = {"MEMSEARCH_HOME": str(home)}
+    return entry
 
 
 def _install_mcp(scope: str, project_dir: Path | None, home: Path | None = None) -> str:
     path = _mcp_path(scope, project_dir, home)
     data = _load(path)
-    servers = data.setdefault("mcpServers", {})
-    if servers.get("memsearch") != _mcp_entry():
-        servers["memsearch"] = _mcp_entry()
-        _save(path, data)
+    servers = _servers(data, scope, project_dir, create=True)
+    if servers is None:
+        raise MemsearchError(f"{path} does not hold its MCP servers as a JSON object; fix it, then run the command "
+                             "again")
+    if servers.get("memsearch") != mcp_entry(scope, home):
+        servers["memsearch"] = mcp_entry(scope, home)
+        _save(path, data, _backups(scope, home) if scope == "project" else None)
     return str(path)
 
 
@@ -234,15 +285,26 @@ def _uninstall_mcp(scope: str, project_dir: Path | None, home: Path | None = Non
     if not path.exists():
         return None
     data = _load(path)
-    servers = data.get("mcpServers")
-    entry = servers.get("memsearch") if isinstance(servers, dict) else None
-    if not isinstance(servers, dict) or not isinstance(entry, dict) or "memsearch" not in str(entry.get("command", "")):
+    servers = _servers(data, scope, project_dir, create=False)
+    entry = servers.get("memsearch") if servers is not None else None
+    if servers is None or not isinstance(entry, dict) or "memsearch" not in str(entry.get("command", "")):
         return None
     del servers["memsearch"]
     if not servers:
-        del data["mcpServers"]
-    _save(path, data, _backups(scope, home) if scope != "user" else None)
+        holder = data if scope != "local" else data["projects"][str((project_dir or Path.cwd()).absolute())]
+        del holder["mcpServers"]
+    _save(path, data, _backups(scope, home) if scope == "project" else None)
     return str(path)
+
+
+def registered_mcp(scope: str, project_dir: Path | None = None) -> dict[str, Any] | None:
+    """memsearch's MCP registration in ``scope``, or None."""
+    path = _mcp_path(scope, project_dir)
+    if not path.exists():
+        return None
+    servers = _servers(_load(path), scope, project_dir, create=False)
+    entry = servers.get("memsearch") if servers is not None else None
+    return entry if isinstance(entry, dict) and "memsearch" in str(entry.get("command", "")) else None
 
 
 def installed_commands(scope: str, project_dir: Path | None = None) -> dict[str, str]:

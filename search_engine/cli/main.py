@@ -335,10 +335,9 @@ def forget(
     before: Annotated[Optional[str], typer.Option("--before", help="Older than this (YYYY-MM-DD, ISO time, 7d…).")] = None,
     since: Annotated[Optional[str], typer.Option("--since", help="From this time on.")] = None,
     project: Annotated[Optional[str], typer.Option("--project", help="Everything of this project.")] = None,
-    match: Annotated[Optional[str], typer.Option("--match", help="What `memsearch search QUERY` with the same "
-                                                 "filters shows.")] = None,
-    mode: Annotated[str, typer.Option("--mode", help="Search mode for --match: hybrid, bm25 or vector.")] = "hybrid",
-    k: Annotated[int, typer.Option("-k", help="How many hits of --match.")] = 10,
+    match: Annotated[Optional[str], typer.Option("--match", help="The memories whose text holds every word of "
+                                                 "QUERY (as BM25 reads words; common words left out).")] = None,
+    k: Annotated[Optional[int], typer.Option("-k", help="Only the best K of --match by BM25 (default: all).")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="List what would be forgotten; change nothing.")] = False,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask (for scripts).")] = False,
     vacuum: Annotated[bool, typer.Option("--vacuum", help="Also VACUUM the index file (slower).")] = False,
@@ -353,7 +352,7 @@ def forget(
     from search_engine.lookup import matching
 
     selector = ForgetSelector(ids=tuple(ids or ()), session=session, before=parse_date(before),
-                              since=parse_date(since), project=project, match=match, mode=mode, limit=k)
+                              since=parse_date(since), project=project, match=match, limit=k)
     settings = _settings(home)
     plan = plan_forget(settings, selector, matching(settings, selector))
     if dry_run or not plan.items and not plan.archived_events:
@@ -510,6 +509,8 @@ def install(
         text += f"\nbackup: {report.backup}"
     if report.mcp:
         text += f"\nMCP server registered in {report.mcp}"
+    if report.note:
+        text += f"\nnote: {report.note}"
     emit(report, as_json, text)
 
 

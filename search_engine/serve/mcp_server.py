@@ -12,7 +12,8 @@ one-line message, never a traceback.
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any
 
 from pydantic import Field
 
@@ -66,14 +67,62 @@ def _tool_errors(fn):
     return run
 
 
+def argument_problem(errors: Sequence[Mapping[str, Any]]) -> str:
+    """Pydantic's report on a tool's arguments as memsearch's one-line message, like the CLI's usage errors.
+
+    >>> argument_problem([{"type": "string_pattern_mismatch", "loc": ("mode",), "input": "fuzzy",
+    ...                    "ctx": {"pattern": "^(hybrid|bm25|vector)$"}, "msg": "String should match pattern"}])
+    "invalid mode 'fuzzy': use hybrid, bm25 or vector"
+    >>> argument_problem([{"type": "greater_than_equal", "loc": ("k",), "input": 0, "ctx": {"ge": 1},
+    ...                    "msg": "Input should be greater than or equal to 1"}])
+    'invalid k 0: it must be at least 1'
+    >>> argument_problem([{"type": "missing", "loc": ("ids",), "input": {}, "msg": "Field required"}])
+    'missing argument ids'
+    """
+    import re
+
+    out = []
+    for err in errors:
+        name = ".".join(str(part) for part in err.get("loc", ())) or "arguments"
+        ctx, kind, given = err.get("ctx") or {}, err.get("type"), err.get("input")
+        choices = re.fullmatch(r"\^\(([\w|]+)\)\$", str(ctx.get("pattern", "")))
+        if kind == "missing":
+            out.append(f"missing argument {name}")
+        elif choices:
+            words = choices.group(1).split("|")
+            out.append(f"invalid {name} {given!r}: use {', '.join(words[:-1])} or {words[-1]}")
+        elif "ge" in ctx or "le" in ctx:
+            out.append(f"invalid {name} {given!r}: it must be " + (f"at least {ctx['ge']}" if "ge" in ctx
+                                                                   else f"at most {ctx['le']}"))
+        else:
+            msg = str(err.get("msg", "not valid"))
+            out.append(f"invalid {name}: {msg[:1].lower()}{msg[1:]}")
+    return "; ".join(out)
+
+
 def build(settings: Settings):
     from mcp.server import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+    from pydantic import ValidationError
+
+    class Server(MCPServer):
+        """The SDK's server with memsearch's one-line message for arguments that fail the tools' schema (the
+        SDK passes on pydantic's multi-line report, with a link)."""
+
+        async def call_tool(self, name, arguments, context=None):
+            try:
+                return await super().call_tool(name, arguments, context)
+            except ToolError as exc:
+                if isinstance(exc.__cause__, ValidationError):
+                    raise ToolError(f"Error executing tool {name}: {argument_problem(exc.__cause__.errors())}") \
+                        from exc.__cause__
+                raise
 
     from search_engine.filters import Filters
     from search_engine.lookup import get_many, timeline as run_timeline
     from search_engine.search import search as run_search
 
-    server = MCPServer("memsearch", instructions=INSTRUCTIONS)
+    server = Server("memsearch", instructions=INSTRUCTIONS)
     warm: dict = {}
 
     def embedder():
@@ -132,7 +181,13 @@ def build(settings: Settings):
                                                     "are skipped).")],
     ) -> list[dict]:
         """Step 3: the full items for these ids, with source path, lines, date, session and project."""
-        return [h._asdict() for h in get_many(settings, ids[:20])]
+        from indexer.base.errors import NotFound
+
+        found = get_many(settings, ids[:20])
+        if not found:
+            raise NotFound(f"no memory with id {', '.join(ids[:20]) or '(none given)'}: ids come from `search`, "
+                           "`timeline` or `recent`")
+        return [h._asdict() for h in found]
 
     @server.tool()
     @_tool_errors

@@ -83,6 +83,9 @@ def test_recent_filters_by_session_and_type(captured):
     assert len(json.loads(cli("recent", "--json", "--limit", "2").stdout)) == 2
     bad = cli("recent", "--limit", "0")
     assert bad.returncode == 2 and bad.stderr.startswith("Error: --limit must be between 1 and")
+    bogus = cli("recent", "--type", "bogus")
+    assert (bogus.returncode, bogus.stdout) == (2, "")
+    assert bogus.stderr == "Error: invalid type 'bogus': use one of note, fact, event, prompt, response, tool\n"
 
 
 def test_stats_counts_events_storage_and_privacy(captured):

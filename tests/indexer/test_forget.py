@@ -32,7 +32,7 @@ from search_engine.serve.server import Server
 
 
 def _plan(settings, selector: ForgetSelector):
-    """What `memsearch forget` plans: a --match selector takes what its search shows."""
+    """What `memsearch forget` plans: a --match selector takes the chunks holding every word of it."""
     return plan_forget(settings, selector, matching(settings, selector))
 
 
@@ -90,16 +90,16 @@ def captured(home):
 
 def test_dry_run_lists_and_changes_nothing(captured, home):
     before = {p: p.read_bytes() for p in home.rglob("*") if p.is_file() and ".memsearch" not in p.parts}
-    plan = _plan(captured, ForgetSelector(match="zanzibar", mode="bm25"))
+    plan = _plan(captured, ForgetSelector(match="zanzibar"))
     assert {i.action for i in plan.items} == {"rewrite", "tombstone"}
     assert any("rack 12" in i.snippet for i in plan.items)
     assert plan.notes == (str(home / "daily" / "2026-11-19.md"),)
     assert {p: p.read_bytes() for p in before} == before
-    assert search(captured, "zanzibar", mode="bm25").hits
+    assert search(captured, "zanzibar").hits
 
 
 def test_forget_events_removes_the_text_and_keeps_other_ids(captured, home):
-    others = {h.id for h in search(captured, "kestrel", mode="bm25").hits}
+    others = {h.id for h in search(captured, "kestrel").hits}
     log = next((home / "events").glob("*.jsonl"))
     size = log.stat().st_size
     plan = _plan(captured, ForgetSelector(session="s1"))
@@ -109,12 +109,12 @@ def test_forget_events_removes_the_text_and_keeps_other_ids(captured, home):
     assert log.stat().st_size == size  # lines blanked to the same length: offsets and ids of the rest hold
     assert _files_holding(home, "zanzibar eviction") == []
     assert _files_holding(home, "LRU with 512") == []
-    assert "LRU" not in _texts(search(captured, "zanzibar eviction LRU", mode="bm25"))
-    assert {h.id for h in search(captured, "kestrel", mode="bm25").hits} == others
+    assert "LRU" not in _texts(search(captured, "zanzibar eviction LRU"))
+    assert {h.id for h in search(captured, "kestrel").hits} == others
     index(captured, embedder=None)
     rebuild(captured, embedder=None)
-    assert "LRU" not in _texts(search(captured, "zanzibar eviction LRU", mode="bm25"))
-    assert {h.id for h in search(captured, "kestrel", mode="bm25").hits} == others
+    assert "LRU" not in _texts(search(captured, "zanzibar eviction LRU"))
+    assert {h.id for h in search(captured, "kestrel").hits} == others
     log_text = (home / ".memsearch" / "logs" / "forget.log").read_text()
     assert "events=2" in log_text and "zanzibar" not in log_text
 
@@ -122,7 +122,7 @@ def test_forget_events_removes_the_text_and_keeps_other_ids(captured, home):
 def test_forgetting_an_event_rebuilds_its_session_summary(captured, home):
     summary = summary_path(captured, "s2")
     assert "kestrel signing" in summary.read_text()
-    plan = _plan(captured, ForgetSelector(match="rotate kestrel signing certificate", mode="bm25", limit=1))
+    plan = _plan(captured, ForgetSelector(match="rotate kestrel signing certificate", limit=1))
     assert [i.category for i in plan.items] == ["prompt"]
     assert plan.summaries == (str(summary),)
     report = apply_forget(captured, plan)
@@ -131,7 +131,7 @@ def test_forgetting_an_event_rebuilds_its_session_summary(captured, home):
     assert "renew monthly" in summary.read_text()  # the decision that remains stays in the summary
     assert _files_holding(home, "kestrel signing") == []
     rebuild(captured, embedder=None)
-    assert "signing" not in _texts(search(captured, "kestrel signing certificate", mode="bm25"))
+    assert "signing" not in _texts(search(captured, "kestrel signing certificate"))
 
 
 def test_forgetting_a_whole_session_deletes_its_summary(captured, home):
@@ -139,29 +139,29 @@ def test_forgetting_a_whole_session_deletes_its_summary(captured, home):
     assert not summary_path(captured, "s2").exists()
     assert _files_holding(home, "kestrel") == []
     rebuild(captured, embedder=None)
-    assert not search(captured, "kestrel", mode="bm25").hits
+    assert not search(captured, "kestrel").hits
 
 
 def test_a_user_note_gets_a_tombstone_until_it_changes(captured, home):
     note = home / "daily" / "2026-11-19.md"
     original = note.read_bytes()
-    plan = _plan(captured, ForgetSelector(match="zanzibar rack", mode="bm25"))
+    plan = _plan(captured, ForgetSelector(match="zanzibar rack"))
     items = [i for i in plan.items if i.action == "tombstone"]
     assert len(items) == 1
     report = apply_forget(captured, plan)
     assert note.read_bytes() == original  # never edited behind the user's back
     assert [(n.path, n.line_start) for n in report.notes_to_edit] == [("daily/2026-11-19.md", 1)]
     assert report.tombstones_added == 1
-    assert "rack 12" not in _texts(search(captured, "zanzibar rack", mode="bm25"))
-    assert "tea" in _texts(search(captured, "unrelated tea", mode="bm25"))  # the rest of the note stays
+    assert "rack 12" not in _texts(search(captured, "zanzibar rack"))
+    assert "tea" in _texts(search(captured, "unrelated tea"))  # the rest of the note stays
     os.utime(note, (time.time() + 5, time.time() + 5))  # touched, not changed: still hidden
     index(captured, embedder=None)
     rebuild(captured, embedder=None)
-    assert "rack 12" not in _texts(search(captured, "zanzibar rack", mode="bm25"))
+    assert "rack 12" not in _texts(search(captured, "zanzibar rack"))
     assert b"rack 12" not in (home / ".memsearch" / "forgotten.json").read_bytes()
     note.write_text(original.decode() + "\nedited by the user\n")  # the file changed: the tombstone lapses
     index(captured, embedder=None)
-    assert "rack 12" in _texts(search(captured, "zanzibar rack", mode="bm25"))
+    assert "rack 12" in _texts(search(captured, "zanzibar rack"))
     assert tombstones.load(captured.state_dir).count == 0
 
 
@@ -186,7 +186,7 @@ def test_dates_ids_and_projects_select(captured):
             if i.kind == "event"} == {"s1"}
     assert {i.session_id for i in _plan(captured, ForgetSelector(since="2026-11-20T00:00:00")).items
             if i.kind == "event"} == {"s2"}
-    hit = search(captured, "kestrel signing", mode="bm25", filters=Filters(kind="event")).hits[0]
+    hit = search(captured, "kestrel signing", filters=Filters(kind="event")).hits[0]
     assert [i.id for i in _plan(captured, ForgetSelector(ids=(hit.id[:6],))).items] == [hit.id]
     assert [i.id for i in _plan(captured, ForgetSelector(ids=(hit.event_id,))).items] == [hit.id]
     by_project = _plan(captured, ForgetSelector(project="shop")).items
@@ -214,7 +214,7 @@ def test_cli_dry_run_confirmation_and_json(captured, home):
     refused = _cli("forget", "--session", "s1")  # not a terminal, no --yes
     assert refused.returncode == 1
     assert refused.stderr.startswith("Error: forget needs a confirmation") and refused.stderr.count("\n") == 1
-    assert search(captured, "zanzibar eviction", mode="bm25").hits
+    assert search(captured, "zanzibar eviction").hits
     done = _cli("forget", "--session", "s1", "--yes", "--json")
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
@@ -223,6 +223,41 @@ def test_cli_dry_run_confirmation_and_json(captured, home):
     assert nothing.returncode == 2 and nothing.stderr.startswith("Error: say what to forget")
     again = _cli("forget", "--session", "s1", "--yes")
     assert again.returncode == 0 and again.stdout.startswith("Nothing matches")
+
+
+def test_match_takes_only_what_holds_every_word_never_the_nearest(sample_home, settings):
+    """A search fills its hits with whatever is nearest; forget --match takes only the chunks whose own text holds
+    every content word (stemmed), whatever their status, and says so when nothing does."""
+    write(sample_home / "daily" / "2026-11-21.md", "# 2026-11-21\n## Secrets\nThe staging passwords rotate on "
+          "Mondays.\n\n## Lunch\nTried the new ramen place.\n")
+    _log(sample_home, _event("what is the staging password again?", session="s9", ts="2026-11-21T10:00:00"),
+         _event("It is kept in the vault, not in memory.", session="s9", ts="2026-11-21T10:00:05", kind="response"))
+    index(settings, embedder=None)
+    plan = _plan(settings, ForgetSelector(match="staging password"))
+    assert sorted((i.path, i.title) for i in plan.items) == [
+        ("daily/2026-11-21.md", "2026-11-21 > Secrets"), ("events/2026-11-21.jsonl", "prompt")]
+    # the reply after the prompt holds neither word (only its context does), MEMORY.md says "staging database"
+    assert not any("vault" in i.snippet or "PostgreSQL" in i.snippet for i in plan.items)
+    assert len(_plan(settings, ForgetSelector(match="staging password", limit=1)).items) == 1
+    assert _plan(settings, ForgetSelector(match="staging password zebra")).items == ()
+    with pytest.raises(UsageError, match="only common words"):
+        _plan(settings, ForgetSelector(match="who are they"))
+
+
+@pytest.mark.model
+def test_cli_match_with_the_model_takes_the_one_matching_chunk(sample_home, model_cache):
+    """The new user's report: with vectors, the default hybrid search filled -k with the nearest chunks, so
+    `forget --match "staging password"` would have taken 10 of the demo memory's chunks."""
+    write(sample_home / "daily" / "2026-11-21.md", "# 2026-11-21\n## Secrets\nThe staging password is hunter2.\n")
+    env = {**os.environ, "MEMSEARCH_CACHE_DIR": str(model_cache)}
+    subprocess.run([MEMSEARCH, "index"], env=env, check=True, capture_output=True, timeout=300)
+    dry = subprocess.run([MEMSEARCH, "forget", "--match", "staging password", "--dry-run", "--json"], env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert dry.returncode == 0, dry.stderr
+    assert [i["path"] for i in json.loads(dry.stdout)["items"]] == ["daily/2026-11-21.md"]
+    gone = subprocess.run([MEMSEARCH, "forget", "--match", "staging password", "--mode", "vector"], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert gone.returncode == 2 and "--mode" in gone.stderr
 
 
 @pytest.mark.model
@@ -290,7 +325,7 @@ def test_after_forget_nothing_shows_the_forgotten_text(real_embedder, words, for
         chosen = [(tok, note) for tok, note, go in items if go]
         ids = []
         for tok, _ in chosen:
-            hit = search(settings, tok, mode="bm25", k=1).hits[0]
+            hit = search(settings, tok, k=1).hits[0]
             assert tok in hit.text
             ids.append(hit.id)
         if how == "ids":
@@ -299,7 +334,7 @@ def test_after_forget_nothing_shows_the_forgotten_text(real_embedder, words, for
             selectors = [ForgetSelector(ids=(i,)) if note else ForgetSelector(session=f"s{words.index(tok[2:])}")
                          for i, (tok, note) in zip(ids, chosen)]
         else:
-            selectors = [ForgetSelector(match=tok, mode="bm25", limit=1) for tok, _ in chosen]
+            selectors = [ForgetSelector(match=tok, limit=1) for tok, _ in chosen]
         for selector in selectors:
             apply_forget(settings, _plan(settings, selector))
         kept = [tok for tok, _, go in items if not go]
@@ -318,7 +353,7 @@ def test_after_forget_nothing_shows_the_forgotten_text(real_embedder, words, for
                 served = server.handle({"op": "search", "query": query, "k": 20, "mode": "hybrid"})
                 assert served["ok"] and tok not in json.dumps(served["result"]["hits"])
             for tok in kept:
-                assert tok in _texts(search(settings, tok, mode="bm25", k=5))
+                assert tok in _texts(search(settings, tok, k=5))
 
         check()
         rebuild(settings, embedder=real_embedder)
@@ -337,12 +372,12 @@ def test_a_transcript_import_does_not_bring_forgotten_events_back(home, tmp_path
     transcript = write(tmp_path / "projects" / "-w-app" / "T.jsonl", "\n".join(json.dumps(x) for x in lines) + "\n")
     settings = resolve_settings(home, model="none")
     assert import_transcripts(settings, [transcript]).events_imported == 2
-    apply_forget(settings, _plan(settings, ForgetSelector(match="ocelot", mode="bm25", limit=1)))
+    apply_forget(settings, _plan(settings, ForgetSelector(match="ocelot", limit=1)))
     (settings.state_dir / "imports.json").unlink()  # as if the import state were lost: it reads from the start
     again = import_transcripts(settings, [transcript])
     assert again.events_imported == 0
     assert _files_holding(home, "ocelot") == []
-    assert not search(settings, "ocelot", mode="bm25").hits and search(settings, "heron", mode="bm25").hits
+    assert not search(settings, "ocelot").hits and search(settings, "heron").hits
 
 
 def test_vacuum_on_request_and_forget_without_an_index(home):
@@ -355,7 +390,7 @@ def test_vacuum_on_request_and_forget_without_an_index(home):
     report = apply_forget(settings, _plan(settings, ForgetSelector(session="s1")), vacuum=True)
     assert report.vacuumed and report.chunks_removed == 200
     assert report.db_bytes_after < report.db_bytes_before
-    assert search(settings, "marmot", mode="bm25").hits
+    assert search(settings, "marmot").hits
 
 
 def test_hooks_appending_during_a_forget_lose_no_event(home):
@@ -394,8 +429,8 @@ def test_a_forgotten_note_chunk_stays_hidden_when_a_newer_filter_masks_more_of_i
                                      "# Tea\nunrelated tea notes stay\n")
     settings = resolve_settings(home, model="none")
     index(settings, embedder=None)
-    apply_forget(settings, _plan(settings, ForgetSelector(match="zanzibar rack", mode="bm25", limit=1)))
-    assert "rack 12" not in _texts(search(settings, "zanzibar rack", mode="bm25"))
+    apply_forget(settings, _plan(settings, ForgetSelector(match="zanzibar rack", limit=1)))
+    assert "rack 12" not in _texts(search(settings, "zanzibar rack"))
 
     class Newer:  # the next filter version also masks the pin
         def __init__(self, result):
@@ -404,8 +439,8 @@ def test_a_forgotten_note_chunk_stays_hidden_when_a_newer_filter_masks_more_of_i
     monkeypatch.setattr(sources, "redact", lambda text: Newer(real_redact(text)))
     rebuild(settings, embedder=None)
     index(settings, embedder=None, full=True)
-    assert "rack 12" not in _texts(search(settings, "zanzibar rack", mode="bm25"))
-    assert "tea" in _texts(search(settings, "unrelated tea", mode="bm25"))
+    assert "rack 12" not in _texts(search(settings, "zanzibar rack"))
+    assert "tea" in _texts(search(settings, "unrelated tea"))
 
 
 def test_a_forgotten_turn_leaves_the_reply_of_the_turn_after_it(home):
@@ -432,7 +467,7 @@ def test_a_forgotten_turn_leaves_the_reply_of_the_turn_after_it(home):
 
     before, pending, _ = answer()
     assert before.reply_to == "is the quokka token rotated?" and pending == 0
-    apply_forget(settings, _plan(settings, ForgetSelector(match="quokka token rotated", mode="bm25", limit=1)))
+    apply_forget(settings, _plan(settings, ForgetSelector(match="quokka token rotated", limit=1)))
     after, pending, orphans = answer()
     assert after.reply_to == ""  # a response after a response answers what that one did: nothing here
     assert (after.hash != before.hash, after.uid != before.uid, pending, orphans) == (True, True, 1, 0)

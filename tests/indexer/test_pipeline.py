@@ -13,6 +13,7 @@ from conftest import write
 from fake_embedder import FakeEmbedder
 from indexer.base.chunktext import REPLY_CHARS, content_hash, embed_input, shorten
 from indexer.base.settings import resolve_settings
+from indexer.base.types import to_json
 from indexer.chunker import CHUNKER_VERSION
 from indexer.maintain import check_index
 from indexer.pipeline import embed_pending, index, ingest, pending_count, source_roots
@@ -166,6 +167,28 @@ def test_malformed_sources_are_skipped_and_nothing_is_lost(sample_home, settings
     assert _ids(settings, "Celery") == before, "a broken file keeps what it had in the index"
     assert set(_ids(settings, "good")) == {"events/2026-11-21.jsonl"}
     assert len(search(settings, "good", mode="bm25").hits) == 2
+
+
+def test_a_name_that_is_not_utf8_is_reported_in_one_line_and_skipped(home, settings, fake):
+    """Such a name reaches Python with surrogate escapes, which SQLite and JSON refuse: the file is skipped (once
+    per run, by every kind of scan), the other files are indexed, and the report can be printed and serialised."""
+    write(home / "daily" / "2026-11-20.md", "# fine\nquokka\n")
+    bad_file = os.fsdecode(bytes(home / "daily") + b"/bad-\xff\xfe-name.md")
+    bad_dir = os.fsdecode(bytes(home) + b"/dir-\xff")
+    write(Path(bad_file), "# x\nzebra\n")
+    write(Path(bad_dir) / "n.md", "# y\nzebra\n")
+    expected = {"daily/bad-\\xff\\xfe-name.md": "file name is not valid UTF-8",
+                "dir-\\xff": "folder name is not valid UTF-8"}
+    for run in (lambda: index(settings, embedder=fake), lambda: index(settings, full=True, embedder=fake),
+                lambda: rebuild(settings, embedder=fake)):
+        report = run()
+        assert {s.path: s.reason for s in report.skipped} == expected
+        assert "\\xff" in to_json(report)
+    # the warm server's idle rescan and a hook's ingest of that very file
+    assert ingest(settings, source_roots(settings), vanished=True)
+    assert ingest(settings, [Path(bad_file)])
+    assert _ids(settings, "quokka") == ["daily/2026-11-20.md"]
+    assert _ids(settings, "zebra") == []
 
 
 def test_invalid_utf8_in_an_event_line_skips_only_that_line(home, settings, fake):

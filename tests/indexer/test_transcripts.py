@@ -4,7 +4,9 @@ the hooks already captured."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -46,6 +48,23 @@ def test_import_transcripts_is_idempotent_and_skips_injected_context(home, tmp_p
     out = json.loads(subprocess.run([MEMSEARCH, "search", "ingestion pipeline tour", "--mode", "bm25", "--json"],
                                     capture_output=True, text=True).stdout)
     assert out["hits"] and out["hits"][0]["session_id"] == "S"
+
+
+def test_import_of_a_missing_path_is_a_usage_error_and_a_bad_name_is_skipped(home, tmp_path):
+    missing = subprocess.run([MEMSEARCH, "import", "transcripts", str(tmp_path / "nonexistent")],
+                             capture_output=True, text=True)
+    assert (missing.returncode, missing.stdout) == (2, "")
+    assert missing.stderr.startswith(f"Error: {tmp_path / 'nonexistent'} does not exist") and \
+        missing.stderr.count("\n") == 1
+    line = {"type": "user", "uuid": "u1", "sessionId": "S", "timestamp": "2026-06-15T10:00:01.000Z",
+            "message": {"role": "user", "content": "a transcript that is fine"}}
+    folder = tmp_path / "projects" / "-w-app"
+    write(folder / "S.jsonl", json.dumps(line) + "\n")
+    write(Path(os.fsdecode(bytes(folder) + b"/bad-\xff.jsonl")), json.dumps({**line, "uuid": "u2"}) + "\n")
+    report = json.loads(subprocess.run([MEMSEARCH, "import", "transcripts", str(tmp_path / "projects"), "--json"],
+                                       capture_output=True, text=True, check=True).stdout)
+    assert report["events_imported"] == 1
+    assert [p for p in report["problems"] if "bad-\\xff.jsonl: file name is not valid UTF-8" in p]
 
 
 def test_import_skips_what_the_hooks_already_captured(home, tmp_path):

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import MEMSEARCH, write
+from conftest import MEMSEARCH, mcp_rpc, write
 from hookrun import prompt_payload
 
 
@@ -53,10 +53,13 @@ def test_install_scopes_home_and_an_uninstall_that_leaves_nothing(tmp_path, home
 
     shared = {"permissions": {"allow": ["Bash(make test)"]}}
     write(project / ".claude" / "settings.json", json.dumps(shared))
-    run("install", "--scope", "project", "--home", str(custom))
+    out = run("install", "--scope", "project", "--home", str(custom)).stdout
     data = json.loads((project / ".claude" / "settings.json").read_text())
-    assert data["hooks"]["Stop"][0]["hooks"][0]["command"] == f"MEMSEARCH_HOME='{custom}' memsearch-hook stop"
+    assert data["hooks"]["Stop"][0]["hooks"][0]["command"] == "memsearch-hook stop", "a shared file: no local path"
     assert sys.executable.rsplit("/", 2)[0] not in (project / ".claude" / "settings.json").read_text()
+    assert str(custom) not in (project / ".claude" / "settings.json").read_text()
+    note = [line for line in out.splitlines() if line.startswith("note: ")]
+    assert len(note) == 1 and str(custom) in note[0] and "settings.local.json" in note[0]
 
     run("uninstall", "--scope", "local", "--home", str(custom))
     run("uninstall", "--scope", "project", "--home", str(custom))
@@ -76,3 +79,67 @@ def test_changes_within_one_second_keep_every_backup(tmp_path):
     backups = [r.backup for r in reports]
     assert len(set(backups)) == 3 and all(Path(b).parent == custom / ".memsearch" / "backups" for b in backups)
     assert json.loads(Path(backups[0]).read_text()) == {"model": "opus"}
+
+
+def test_the_mcp_server_is_registered_with_the_hooks_memory_root_and_searches_it(tmp_path):
+    """`install --home X --mcp`: the MCP server gets X in its env, as every hook command does; Claude Code starts
+    it from that entry and it finds what X holds; doctor agrees; uninstall takes the entry out."""
+    config, custom = tmp_path / "claude", tmp_path / "other memory"
+    write(custom / "daily" / "2026-11-20.md", "# Deploys\nthe staging password rotates every monday\n")
+    env = {**os.environ, "CLAUDE_CONFIG_DIR": str(config), "MEMSEARCH_MODEL": "none"}
+    env.pop("MEMSEARCH_HOME")
+    subprocess.run([MEMSEARCH, "index", "--home", str(custom)], env=env, check=True, capture_output=True)
+    out = subprocess.run([MEMSEARCH, "install", "--home", str(custom), "--mcp"], env=env, check=True,
+                         capture_output=True, text=True).stdout
+    assert f"MCP server registered in {config / '.claude.json'}" in out
+    entry = json.loads((config / ".claude.json").read_text())["mcpServers"]["memsearch"]
+    assert entry["env"] == {"MEMSEARCH_HOME": str(custom)} and entry["args"] == ["mcp"]
+    hooks = json.loads((config / "settings.json").read_text())["hooks"]
+    assert hooks["Stop"][0]["hooks"][0]["command"].startswith(f"MEMSEARCH_HOME='{custom}' ")
+
+    proc = subprocess.Popen([entry["command"], *entry["args"]], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env={**env, **entry["env"]})
+    try:
+        mcp_rpc(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}})
+        mcp_rpc(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        found = mcp_rpc(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                               "params": {"name": "search", "arguments": {"query": "staging password"}}})
+        assert "staging password" in found["result"]["content"][0]["text"]
+    finally:
+        proc.kill()
+        proc.wait()
+
+    doctor = json.loads(subprocess.run([MEMSEARCH, "doctor", "--json", "--home", str(custom)], env=env,
+                                       capture_output=True, text=True).stdout)
+    checks = {c["name"]: c for c in (doctor["checks"] if isinstance(doctor, dict) else doctor)}
+    assert checks["mcp (user)"]["ok"], checks["mcp (user)"]
+    elsewhere = json.loads(subprocess.run([MEMSEARCH, "doctor", "--json", "--home", str(tmp_path / "nope")],
+                                          env=env, capture_output=True, text=True).stdout)
+    checks = {c["name"]: c for c in (elsewhere["checks"] if isinstance(elsewhere, dict) else elsewhere)}
+    assert not checks["mcp (user)"]["ok"] and f"searches {custom}" in checks["mcp (user)"]["detail"]
+
+    subprocess.run([MEMSEARCH, "uninstall", "--home", str(custom)], env=env, check=True, capture_output=True)
+    assert not (config / ".claude.json").exists(), "the file it alone held is removed"
+
+
+def test_mcp_scopes_keep_local_paths_out_of_the_shared_file(tmp_path, home, monkeypatch):
+    from search_engine.cli.install import install, uninstall
+
+    project, custom = tmp_path / "repo", tmp_path / "mem"
+    (project / ".claude").mkdir(parents=True)
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "claude"))
+    report = install("project", project, with_mcp=True, home=custom)
+    assert json.loads((project / ".mcp.json").read_text())["mcpServers"]["memsearch"] == {
+        "type": "stdio", "command": "memsearch", "args": ["mcp"]}
+    assert report.note and str(custom) in report.note
+    install("local", project, with_mcp=True, home=custom)
+    user_file = json.loads((tmp_path / "claude" / ".claude.json").read_text())
+    local = user_file["projects"][str(project)]["mcpServers"]["memsearch"]
+    assert local["env"] == {"MEMSEARCH_HOME": str(custom)} and local["command"].startswith("/")
+    uninstall("local", project, home=custom)
+    assert "mcpServers" not in json.loads((tmp_path / "claude" / ".claude.json").read_text())["projects"][
+        str(project)]
+    assert "memsearch" in (project / ".mcp.json").read_text(), "the project's entry stays"
+    uninstall("project", project, home=custom)
+    assert not (project / ".mcp.json").exists()

@@ -5,6 +5,7 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -154,6 +155,20 @@ def test_bad_files_are_reported_one_line_each(home):
     out = run("index").stdout
     assert "skipped: bad.json: invalid JSON" in out and "Traceback" not in out
 
+
+
+def test_a_file_name_that_is_not_utf8_is_one_line_and_the_rest_is_indexed(home):
+    write(home / "ok.md", "# Fine\nquokka\n")
+    write(Path(os.fsdecode(bytes(home) + b"/bad-\xff\xfe-name.md")), "# x\nzebra\n")
+    env = {"MEMSEARCH_MODEL": "none"}
+    for args in (["index"], ["index", "--full"], ["maintain"]):
+        proc = run(*args, env=env)
+        assert "skipped: bad-\\xff\\xfe-name.md: file name is not valid UTF-8\n" in proc.stdout, proc.stdout
+        assert proc.stderr == ""
+    data = json.loads(run("index", "--json", env=env).stdout)
+    assert data["skipped"] == [{"path": "bad-\\xff\\xfe-name.md", "reason": "file name is not valid UTF-8"}]
+    assert "bad-\\xff\\xfe-name.md" in {e["path"] for e in json.loads(run("stats", "--json").stdout)["storage"]}
+    assert json.loads(run("search", "quokka", "--mode", "bm25", "--json").stdout)["hits"][0]["path"] == "ok.md"
 
 _PROBE = """
 import sys

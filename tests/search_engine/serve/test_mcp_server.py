@@ -57,6 +57,32 @@ def test_mcp_server_answers_over_stdio(memory):
         proc.kill()
 
 
+def test_mcp_argument_errors_are_one_line_and_an_unknown_id_is_said(memory):
+    proc = subprocess.Popen([MEMSEARCH, "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**os.environ, "MEMSEARCH_MODEL": "none"})
+    try:
+        mcp_rpc(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}})
+        mcp_rpc(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        expected = {
+            ("search", '{"query": "x", "mode": "fuzzy"}'): "invalid mode 'fuzzy': use hybrid, bm25 or vector",
+            ("search", '{"query": "x", "k": 0}'): "invalid k 0: it must be at least 1",
+            ("search", '{"query": "x", "k": 5000}'): "invalid k 5000: it must be at most 50",
+            ("search", '{"query": "x", "kind": "notes"}'): "invalid kind 'notes': use note, fact or event",
+            ("get", '{"id": "5093c47e168c"}'): "missing argument ids",
+            ("get", '{"ids": ["0123456789ab"]}'): "no memory with id 0123456789ab",
+        }
+        for n, ((tool, arguments), message) in enumerate(expected.items(), start=2):
+            reply = mcp_rpc(proc, {"jsonrpc": "2.0", "id": n, "method": "tools/call",
+                                   "params": {"name": tool, "arguments": json.loads(arguments)}})
+            text = reply["result"]["content"][0]["text"]
+            assert reply["result"]["isError"] is True and message in text and "\n" not in text, text
+            assert "pydantic" not in text
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def test_mcp_hybrid_search_keeps_one_loaded_model(sample_home):
     subprocess.run([MEMSEARCH, "index"], check=True, capture_output=True, timeout=300)
     proc = subprocess.Popen([MEMSEARCH, "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
