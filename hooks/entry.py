@@ -15,6 +15,10 @@ import time
 from hooks.log import Disabled, log
 
 EVENTS = ("session-start", "prompt", "tool", "stop", "session-end", "summarize")
+#: The events whose hooks Claude Code runs in the background (``"async": true`` in ``hooks/hooks.json`` and
+#: ``memsearch install``): their output reaches Claude on the next turn, never the user, so they print nothing and
+#: leave what the user must hear (a lost event) to the next prompt's hook.
+ASYNC_EVENTS = ("tool", "stop")
 MAX_STDIN = 8 * 1024 * 1024
 
 
@@ -73,6 +77,8 @@ def _with_notices(output: str | None) -> str | None:
     if handlers is None or not notices:
         return output
     handlers.NOTICES.clear()  # one hook run's: tests and `memsearch hook` run several in one process
+    if not getattr(handlers, "ANNOUNCE", True):
+        return output
     import json
 
     try:
@@ -110,6 +116,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         from hooks import handlers
 
+        handlers.ANNOUNCE = name not in ASYNC_EVENTS
         if name == "summarize":
             handlers.summarize(argv[1:])
         else:

@@ -69,6 +69,9 @@ def _project(payload: dict[str, Any]) -> str | None:
 
 #: What the user must hear from this hook run (shown as ``systemMessage``): events that could not be recorded.
 NOTICES: list[str] = []
+#: Whether this hook run can tell the user anything: False in a background (async) hook, whose output would reach
+#: Claude instead; its lost events stay counted as not yet told, for the next prompt's hook to tell.
+ANNOUNCE = True
 
 
 def _record(settings: Settings, event: Event, *, ingest_now: bool = True) -> Path | None:
@@ -76,7 +79,8 @@ def _record(settings: Settings, event: Event, *, ingest_now: bool = True) -> Pat
     in this process (skipped if a long index run holds the writer lock: that run, or the next, picks it up).
 
     When the log cannot be written (a full disk, a read-only memory root), the event is counted as lost and the
-    user is told at once; None is returned. The first event recorded after that tells of the losses too.
+    user is told at once (by a background hook: at the next prompt); None is returned. The first event recorded
+    after that by a hook that can tell the user tells of the losses.
     """
     from indexer.base import lost
 
@@ -88,11 +92,12 @@ def _record(settings: Settings, event: Event, *, ingest_now: bool = True) -> Pat
         from hooks.log import log
 
         log(f"{event.type}: event not recorded: {reason}")
-        NOTICES.append(f"memsearch: this {event.type} event could not be recorded ({reason}: "
-                       f"{settings.home / 'events'}); it is lost" + ("" if counted else
-                       ", and memsearch could not count it for `memsearch status`"))
+        if ANNOUNCE:
+            NOTICES.append(f"memsearch: this {event.type} event could not be recorded ({reason}: "
+                           f"{settings.home / 'events'}); it is lost" + ("" if counted else
+                           ", and memsearch could not count it for `memsearch status`"))
         return None
-    earlier = lost.unannounced(settings.state_dir)
+    earlier = lost.unannounced(settings.state_dir) if ANNOUNCE else None
     if earlier:
         NOTICES.append(f"memsearch: {lost.describe(earlier, earlier['new'])}; see `memsearch doctor`")
     if ingest_now:
@@ -118,8 +123,9 @@ def too_large(event_name: str, limit: int) -> None:
     reason = f"a {event_name} hook payload over {limit // 2**20} MiB"
     log(f"{event_name}: event not recorded: payload over {limit // 2**20} MiB")
     lost.record(settings.state_dir, reason)
-    NOTICES.append(f"memsearch: this {event_name} event was not recorded: its payload is over "
-                   f"{limit // 2**20} MiB")
+    if ANNOUNCE:
+        NOTICES.append(f"memsearch: this {event_name} event was not recorded: its payload is over "
+                       f"{limit // 2**20} MiB")
 
 
 def is_trivial(prompt: str) -> bool:

@@ -166,8 +166,10 @@ def _tool(command: str) -> dict:
 
 
 @pytest.mark.parametrize("partial", [False, True])
-def test_events_lost_to_a_full_disk_are_said_by_the_hook_the_next_hook_status_and_doctor(
+def test_events_lost_to_a_full_disk_are_said_by_the_next_prompt_hook_status_and_doctor(
         home, monkeypatch, capsys, partial):
+    """The tool hook runs in the background: what it prints reaches Claude on the next turn, not the user. So it
+    prints nothing, and the next prompt's hook (which the user sees) says what was lost, once."""
     import errno
 
     monkeypatch.setenv("MEMSEARCH_MODEL", "none")
@@ -176,15 +178,17 @@ def test_events_lost_to_a_full_disk_are_said_by_the_hook_the_next_hook_status_an
     with monkeypatch.context() as disk_full:
         _failing_writes(disk_full, home / "events", errno.ENOSPC, partial)
         for i in range(3):
-            out, err = _hook_in_process("tool", _tool(f"echo lost {i}"), capsys)
-            assert err == "" and "could not be recorded (No space left on device" in out["systemMessage"]
+            assert _hook_in_process("tool", _tool(f"echo lost {i}"), capsys) == (None, "")
     log = event_path(home).read_bytes()
     assert log.endswith(b"\n") and b"lost 0" not in log  # a half-written line is taken back
-    out, _ = _hook_in_process("tool", _tool("echo after"), capsys)  # room again: the next hook says what was lost
-    assert re.match(r"memsearch: 3 events could not be recorded (at|between) 20", out["systemMessage"])
-    assert _hook_in_process("tool", _tool("echo later"), capsys) == (None, "")  # said once
-    assert [json.loads(line)["metadata"]["command"] for line in event_path(home).read_bytes().splitlines()] == [
-        "echo before", "echo after", "echo later"]
+    assert _hook_in_process("tool", _tool("echo after"), capsys) == (None, "")  # room again, still in the background
+    prompt = {"session_id": "s1", "cwd": "/w/app", "prompt": "what did the last command print"}
+    out, err = _hook_in_process("prompt", prompt, capsys)  # the user's next prompt: told here
+    assert err == "" and re.match(r"memsearch: 3 events could not be recorded (at|between) 20", out["systemMessage"])
+    out, _ = _hook_in_process("prompt", {**prompt, "prompt": "and the one before that?"}, capsys)
+    assert out is None or "systemMessage" not in out  # said once
+    assert [json.loads(line)["metadata"].get("command") for line in event_path(home).read_bytes().splitlines()
+            if json.loads(line)["type"] == "tool"] == ["echo before", "echo after"]
     status = _cli("status", "--json")
     lost = json.loads(status.stdout)["lost_events"]
     assert lost["count"] == 3 and lost["reason"] == "No space left on device" and lost["first"] <= lost["last"]
@@ -232,8 +236,10 @@ def read_only_root(tmp_path):
 
 
 @pytest.mark.parametrize("command", [["index"], ["index", "--full"], ["maintain"],
-                                     ["import", "transcripts", "/nonexistent"]])
-def test_writing_commands_on_a_read_only_root_say_so_in_one_line(read_only_root, command):
+                                     ["import", "transcripts", "{transcripts}"]])
+def test_writing_commands_on_a_read_only_root_say_so_in_one_line(read_only_root, tmp_path, command):
+    (tmp_path / "transcripts").mkdir()
+    command = [arg.format(transcripts=tmp_path / "transcripts") for arg in command]
     result = _cli(*command, env={"MEMSEARCH_HOME": str(read_only_root)})
     assert result.returncode == 1 and result.stdout == "" and "Traceback" not in result.stderr
     assert result.stderr.count("\n") == 1 and result.stderr.startswith("Error: ")
@@ -254,11 +260,12 @@ def test_a_read_only_root_can_still_be_searched(read_only_root):
 
 def test_hooks_on_a_read_only_root_say_the_event_is_lost(read_only_root):
     env = {"MEMSEARCH_HOME": str(read_only_root)}
-    for event, payload in (("tool", _tool("ls")), ("prompt", {"session_id": "s", "prompt": "how does export retry"}),
-                           ("stop", {"session_id": "s", "last_assistant_message": "Done."})):
-        result = _hook(event, payload, env=env)
-        assert result.returncode == 0 and result.stderr == b""
-        assert "could not be recorded" in json.loads(result.stdout)["systemMessage"]
+    for event, payload in (("tool", _tool("ls")), ("stop", {"session_id": "s", "last_assistant_message": "Done."})):
+        result = _hook(event, payload, env=env)  # background hooks: nothing printed, for it would reach Claude
+        assert result.returncode == 0 and result.stderr == b"" and result.stdout == b""
+    result = _hook("prompt", {"session_id": "s", "prompt": "how does export retry"}, env=env)
+    assert result.returncode == 0 and result.stderr == b""
+    assert "could not be recorded" in json.loads(result.stdout)["systemMessage"]
     doctor = _cli("doctor", env=env)
     assert doctor.returncode == 1 and "FAIL capture: " in doctor.stdout and "not writable" in doctor.stdout
 
@@ -266,10 +273,14 @@ def test_hooks_on_a_read_only_root_say_the_event_is_lost(read_only_root):
 def test_an_oversized_payload_is_logged_counted_and_said(home):
     big = json.dumps({**_tool("cat big.log"), "tool_response": {"stdout": "x" * (9 * 2**20)}}).encode()
     result = _hook("tool", big)
-    assert result.returncode == 0 and result.stderr == b""
-    assert "over 8 MiB" in json.loads(result.stdout)["systemMessage"]
+    assert result.returncode == 0 and result.stderr == b"" and result.stdout == b""  # a background hook
     assert "tool: event not recorded: payload over 8 MiB" in (home / ".memsearch" / "logs" / "hooks.log").read_text()
     assert json.loads(_cli("status", "--json").stdout)["lost_events"]["count"] == 1
+    told = _hook("prompt", {"session_id": "s", "prompt": "what did big.log hold?"})
+    assert re.match(r"memsearch: 1 event could not be recorded at 20.*payload over 8 MiB",
+                    json.loads(told.stdout)["systemMessage"])
+    result = _hook("prompt", json.dumps({"session_id": "s", "prompt": "x" * (9 * 2**20)}).encode())
+    assert "over 8 MiB" in json.loads(result.stdout)["systemMessage"]  # the prompt's own hook tells at once
 
 
 def test_the_prompt_hook_answers_in_utf8_whatever_the_stdout_encoding(home):

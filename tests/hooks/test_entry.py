@@ -28,6 +28,19 @@ def test_malformed_stdin_exits_0_with_nothing_or_one_json(memory, raw):
         context_of(out)
 
 
+def test_the_hooks_that_print_nothing_are_the_ones_claude_code_runs_in_the_background():
+    """An async hook's output reaches Claude on the next turn, not the user (hooks reference, 3.6): the entry point
+    keeps its notices for the next prompt's hook, so its list must be what the plugin and `install` register."""
+    from hooks.entry import ASYNC_EVENTS
+    from search_engine.cli.install import HOOKS
+
+    plugin = json.loads((REPO / "hooks" / "hooks.json").read_text())["hooks"]
+    in_plugin = {h["command"].rsplit(" ", 1)[-1] for groups in plugin.values() for g in groups for h in g["hooks"]
+                 if h.get("async")}
+    installed = {arg for arg, _, _, is_async in HOOKS.values() if is_async}
+    assert set(ASYNC_EVENTS) == in_plugin == installed
+
+
 def test_disabled_by_env(memory):
     assert hook("prompt", prompt_payload("database locked nightly export"), env={"MEMSEARCH_DISABLE": "1"}) == ""
 
