@@ -142,11 +142,18 @@ def _save(path: Path, data: dict[str, Any], backups: Path | None = None) -> str 
             target, n = target.with_name(f"{target.name.rsplit('~', 1)[0]}~{n}"), n + 1
         backup = str(target)
         shutil.copy2(path, backup)
+        if backups is not None:
+            os.chmod(backup, 0o600)  # under the memory root, as every file memsearch writes there
     if not data:
         path.unlink(missing_ok=True)
         return backup
+    mode = path.stat().st_mode & 0o777 if path.exists() else None
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666 if mode is None else mode)
+    with open(fd, "wb") as out:
+        if mode is not None:
+            os.fchmod(fd, mode)  # the file keeps its mode (~/.claude.json is its user's alone), a leftover tmp's too
+        out.write(orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
     os.replace(tmp, path)
     return backup
 

@@ -34,7 +34,7 @@ HomeOpt = Annotated[
     Optional[Path], typer.Option("--home", help="Memory root (default $MEMSEARCH_HOME or ~/.claude/memory).")
 ]
 ModelOpt = Annotated[
-    Optional[str], typer.Option("--model", help="Embedding model: bundled, none, or a pulled fastembed model.")
+    Optional[str], typer.Option("--model", help="Embedding model: bundled, multilingual-e5-small, minilm+e5, none, or a pulled fastembed model.")
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON output.")]
 DbUrlOpt = Annotated[
@@ -181,14 +181,14 @@ def search(
     until: Annotated[Optional[str], typer.Option("--until")] = None,
     all_status: Annotated[bool, typer.Option("--all-status", help="Include superseded/archived/retired.")] = False,
     raw: Annotated[bool, typer.Option("--raw", help="Pass FTS5 query syntax through.")] = False,
-    explain: Annotated[bool, typer.Option("--explain", help="Show ranks, RRF contributions, dedup.")] = False,
+    explain: Annotated[bool, typer.Option("--explain", help="Show ranks, each list's contribution, boosts, dedup.")] = False,
     fmt: Annotated[str, typer.Option("--format", help="full or index (one compact line per hit).")] = "full",
     as_json: JsonOpt = False,
     home: HomeOpt = None,
     model: ModelOpt = None,
     db_url: DbUrlOpt = None,
 ) -> None:
-    """Search memory. Hybrid (BM25 + vectors, fused by RRF) by default; BM25 alone when no model is available."""
+    """Search memory. Hybrid (BM25 + vectors, fused by score) by default; BM25 alone when no model is available."""
     from search_engine.filters import Filters
     from search_engine.search import search as run_search
 
@@ -483,7 +483,7 @@ def team_init(
 
 @app.command()
 def mcp(home: HomeOpt = None) -> None:
-    """Run the MCP server on stdio (tools: search, timeline, get)."""
+    """Run the MCP server on stdio (tools: search, timeline, get, recent)."""
     try:
         from search_engine.serve.mcp_server import run
     except ImportError:

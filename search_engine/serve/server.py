@@ -39,7 +39,7 @@ from indexer.base.embedder import Embedder
 from indexer.base.errors import MemsearchError
 from indexer.base.locks import LockTimeout, file_lock
 from indexer.base.paths import SERVE_LOCK, SERVE_LOG, SERVE_PID, SERVE_SOCK, SERVE_STARTING
-from indexer.base.private import append_line, private_dirs
+from indexer.base.private import append_line, private_dirs, write_private
 from indexer.base.settings import Settings, resolve_settings, with_tuning
 from indexer.base.types import plain
 from indexer.pipeline import embed_pending, ingest, pending_count, pending_estimate, source_roots
@@ -487,7 +487,7 @@ def run(settings: Settings, idle_timeout: float = IDLE_TIMEOUT) -> int:
     try:
         # a short wait, not none: a hook probing whether the lock is held holds it for a few microseconds
         with file_lock(settings.state_dir / SERVE_LOCK, 0.5):
-            pid_path.write_text(f"{os.getpid()}\n")
+            write_private(pid_path, f"{os.getpid()}\n".encode())
             _started(settings)
             try:
                 return _run_locked(settings, idle_timeout)

@@ -79,6 +79,17 @@ def test_changes_within_one_second_keep_every_backup(tmp_path):
     backups = [r.backup for r in reports]
     assert len(set(backups)) == 3 and all(Path(b).parent == custom / ".memsearch" / "backups" for b in backups)
     assert json.loads(Path(backups[0]).read_text()) == {"model": "opus"}
+    assert {Path(b).stat().st_mode & 0o777 for b in backups} == {0o600}, "under the memory root: its user's alone"
+
+
+def test_a_rewritten_settings_file_keeps_its_mode(tmp_path):
+    from search_engine.cli.install import install
+
+    project, custom = tmp_path / "repo", tmp_path / "mem"
+    settings = write(project / ".claude" / "settings.local.json", json.dumps({"env": {"TOKEN": "x"}}))
+    settings.chmod(0o600)
+    install("local", project, home=custom)
+    assert "memsearch-hook" in settings.read_text() and settings.stat().st_mode & 0o777 == 0o600
 
 
 def test_the_mcp_server_is_registered_with_the_hooks_memory_root_and_searches_it(tmp_path):

@@ -96,6 +96,14 @@ def test_usage_errors_exit_2(indexed_cli):
     assert run("search", "x", "--kind", "memo", check_rc=2).stderr.startswith("Error: invalid kind")
 
 
+def test_a_cjk_query_in_vector_mode_with_the_english_only_model_is_refused_in_one_line(indexed_cli):
+    refused = run("search", "東京の会議", "--mode", "vector", check_rc=None)
+    assert refused.returncode != 0 and refused.stdout == "" and "Traceback" not in refused.stderr
+    assert refused.stderr.count("\n") == 1 and "English-only" in refused.stderr and "--mode bm25" in refused.stderr
+    hybrid = json.loads(run("search", "東京の会議", "--json").stdout)
+    assert hybrid["mode_used"] == "bm25" and "English-only" in hybrid["fallback_reason"]
+
+
 def test_search_before_indexing(home):
     data = json.loads(run("search", "anything", "--json").stdout)
     assert data["hits"] == [] and data["health"]["index_exists"] is False
