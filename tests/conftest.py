@@ -6,6 +6,7 @@ network), and the real model is loaded once per session for the tests that need 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -213,6 +214,22 @@ def write(path: Path, text: str | bytes) -> Path:
     else:
         path.write_text(text, encoding="utf-8")
     return path
+
+
+@contextlib.contextmanager
+def mcp_session(command: list[str] | None = None, env: dict | None = None):
+    """An MCP server on stdio as Claude Code starts it (``memsearch mcp`` unless ``command``), past the
+    ``initialize`` handshake: yields ``(process, the initialize reply)``; killed at the end."""
+    proc = subprocess.Popen(command or [MEMSEARCH, "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env)
+    try:
+        init = mcp_rpc(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}})
+        mcp_rpc(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        yield proc, init
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 def mcp_rpc(proc, message):

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import MEMSEARCH, mcp_rpc, write
+from conftest import MEMSEARCH, mcp_rpc, mcp_session, write
 from hookrun import prompt_payload
 
 
@@ -108,18 +108,10 @@ def test_the_mcp_server_is_registered_with_the_hooks_memory_root_and_searches_it
     hooks = json.loads((config / "settings.json").read_text())["hooks"]
     assert hooks["Stop"][0]["hooks"][0]["command"].startswith(f"MEMSEARCH_HOME='{custom}' ")
 
-    proc = subprocess.Popen([entry["command"], *entry["args"]], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env={**env, **entry["env"]})
-    try:
-        mcp_rpc(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}})
-        mcp_rpc(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+    with mcp_session([entry["command"], *entry["args"]], env={**env, **entry["env"]}) as (proc, _):
         found = mcp_rpc(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
                                "params": {"name": "search", "arguments": {"query": "staging password"}}})
         assert "staging password" in found["result"]["content"][0]["text"]
-    finally:
-        proc.kill()
-        proc.wait()
 
     doctor = json.loads(subprocess.run([MEMSEARCH, "doctor", "--json", "--home", str(custom)], env=env,
                                        capture_output=True, text=True).stdout)

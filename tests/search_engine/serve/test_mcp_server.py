@@ -4,19 +4,14 @@ import json
 import os
 import subprocess
 
-from conftest import HOSTILE_IDS, MEMSEARCH, mcp_rpc
+from conftest import HOSTILE_IDS, MEMSEARCH, mcp_rpc, mcp_session
 from indexer.base.settings import resolve_settings
 from indexer.pipeline import index
 
 
 def test_mcp_server_answers_over_stdio(memory):
-    proc = subprocess.Popen([MEMSEARCH, "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env={**os.environ, "MEMSEARCH_MODEL": "none"})
-    try:
-        init = mcp_rpc(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}})
+    with mcp_session(env={**os.environ, "MEMSEARCH_MODEL": "none"}) as (proc, init):
         assert "three steps" in init["result"]["instructions"]
-        mcp_rpc(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
         tools = mcp_rpc(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
         listed = {t["name"]: t for t in tools["result"]["tools"]}
         assert set(listed) == {"search", "timeline", "get", "recent"}
@@ -53,17 +48,10 @@ def test_mcp_server_answers_over_stdio(memory):
         bad = mcp_rpc(proc, {"jsonrpc": "2.0", "id": 6, "method": "tools/call",
                           "params": {"name": "get", "arguments": {"ids": ["../../etc/passwd"]}}})
         assert "etc/passwd" not in json.dumps(bad.get("result", {}).get("structuredContent", {}))
-    finally:
-        proc.kill()
 
 
 def test_mcp_argument_errors_are_one_line_and_an_unknown_id_is_said(memory):
-    proc = subprocess.Popen([MEMSEARCH, "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env={**os.environ, "MEMSEARCH_MODEL": "none"})
-    try:
-        mcp_rpc(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}})
-        mcp_rpc(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+    with mcp_session(env={**os.environ, "MEMSEARCH_MODEL": "none"}) as (proc, _):
         expected = {
             ("search", '{"query": "x", "mode": "fuzzy"}'): "invalid mode 'fuzzy': use hybrid, bm25 or vector",
             ("search", '{"query": "x", "k": 0}'): "invalid k 0: it must be at least 1",
@@ -78,18 +66,11 @@ def test_mcp_argument_errors_are_one_line_and_an_unknown_id_is_said(memory):
             text = reply["result"]["content"][0]["text"]
             assert reply["result"]["isError"] is True and message in text and "\n" not in text, text
             assert "pydantic" not in text
-    finally:
-        proc.kill()
-        proc.wait()
 
 
 def test_mcp_hybrid_search_keeps_one_loaded_model(sample_home):
     subprocess.run([MEMSEARCH, "index"], check=True, capture_output=True, timeout=300)
-    proc = subprocess.Popen([MEMSEARCH, "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        mcp_rpc(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}})
-        mcp_rpc(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+    with mcp_session() as (proc, _):
         for n, query in enumerate(["what prevents a shopper paying double", "why do exports hit locked databases"]):
             found = mcp_rpc(proc, {"jsonrpc": "2.0", "id": 10 + n, "method": "tools/call",
                                    "params": {"name": "search", "arguments": {"query": query, "k": 3}}})
@@ -98,18 +79,11 @@ def test_mcp_hybrid_search_keeps_one_loaded_model(sample_home):
         assert "Provider calls" in mcp_rpc(proc, {"jsonrpc": "2.0", "id": 20, "method": "tools/call", "params": {
             "name": "search", "arguments": {"query": "what prevents a shopper paying double", "k": 1}}}
         )["result"]["content"][0]["text"]
-    finally:
-        proc.kill()
 
 
 def test_mcp_tools_read_nothing_outside_the_memory_root(linked_home):
     index(resolve_settings(linked_home, model="none"), embedder=None)
-    proc = subprocess.Popen([MEMSEARCH, "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env={**os.environ, "MEMSEARCH_MODEL": "none"})
-    try:
-        mcp_rpc(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}})
-        mcp_rpc(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+    with mcp_session(env={**os.environ, "MEMSEARCH_MODEL": "none"}) as (proc, _):
         replies = [
             mcp_rpc(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
                         "params": {"name": "search", "arguments": {"query": "swordfish launch code"}}}),
@@ -118,9 +92,6 @@ def test_mcp_tools_read_nothing_outside_the_memory_root(linked_home):
             mcp_rpc(proc, {"jsonrpc": "2.0", "id": 4, "method": "tools/call",
                         "params": {"name": "timeline", "arguments": {"id": "../../etc/passwd"}}}),
         ]
-    finally:
-        proc.kill()
-        proc.wait()
     assert replies[0]["result"]["content"][0]["text"].endswith("no results")
     dumped = json.dumps(replies)
     assert "swordfish" not in dumped and "root:x:0" not in dumped
