@@ -558,6 +558,7 @@ _TYPE_RE = _Lazy(rf"{_TYPE_ATOM}(?:\s*\|\s*{_TYPE_ATOM})*\s*[;,]?")
 _BUILTIN_TYPES = frozenset({
     "str", "string", "number", "boolean", "bool", "int", "float", "bytes", "any", "unknown", "undefined", "null",
     "none", "object", "void", "never", "dict", "list", "bytearray", "buffer", "uuid", "secretstr", "secretbytes",
+    "optional", "path", "date", "datetime", "uint8array", "arraybuffer", "record", "map", "set", "tuple", "char",
 })
 
 
@@ -571,17 +572,17 @@ def _is_prose(v: str) -> bool:
 
 
 def _is_type(v: str) -> bool:
-    """A type annotation (``SecretStr``, ``string | undefined;``, ``&'a str``, ``Optional[str]``), not a value: a
-    capitalised word alone counts only with two capitals (a password may well be ``Hunter``)."""
-    syntax = any(c in v for c in "<[?;,&|")
-    if not _TYPE_RE.fullmatch(v) or not syntax and any(c.isdigit() for c in v):
+    """A type annotation (``SecretStr``, ``string | undefined;``, ``&'a str``, ``Optional[str]``), not a value: type
+    syntax (a union, generic brackets, ``?``, a reference), or one word that names a common type. Any other word
+    alone is taken for a value: ``MySecret``, ``RootPass`` and ``Hunter`` are passwords as often as types, and a
+    masked annotation costs less than a kept password. A trailing ``;`` or ``,`` ends a value as well as a type."""
+    if not _TYPE_RE.fullmatch(v):
         return False
     atoms = [a.strip("&?;, ") for a in re.split(r"\s*\|\s*", v)]
-    if len(atoms) > 1 or syntax:
+    if len(atoms) == 1 and atoms[0].lower() in _BUILTIN_TYPES:
         return True
-    word = atoms[0]
-    return word.lower() in _BUILTIN_TYPES or sum(c.isupper() for c in word) >= 2 and not word.isupper() or (
-        word.isupper() and len(word) <= 5)
+    return any(c in v for c in "<[?&|") and not (len(atoms) == 1 and any(c.isdigit() for c in atoms[0]) and
+                                                 not any(c in v for c in "<[&"))
 
 
 def _skip_value(value: str) -> bool:

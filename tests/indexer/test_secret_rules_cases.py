@@ -48,6 +48,10 @@ SECRETS = [
     ("export DB_PASSWORD='river stone amber lantern'", "river stone amber lantern"),
     ("ops_" + "f3A9kZ2qL8vN1xW7cR5tY0uB", "f3A9kZ2qL8vN1xW7cR5tY0uB"),
     ("server.login('me@example.com', 'Pq7-vX2!')", "Pq7-vX2!"),
+    # a value shaped like a type name is a password unless it names a common type or has type syntax
+    ("db_password: GreenHarbor", "GreenHarbor"),
+    ("admin password: LakeView,", "LakeView"),
+    ("password: amber77;", "amber77"),
 ]
 
 
