@@ -37,6 +37,10 @@ def hook_checks() -> list[Check]:
     found = {scope: installed_commands(scope) for scope in SCOPES}
     if not any(found.values()):
         return [Check("hooks", False, "not installed", "run `memsearch install`")]
+    scopes = [scope for scope, commands in found.items() if commands]
+    if len(scopes) > 1:  # Claude Code runs each scope's hooks: every event would be recorded once per scope
+        out.append(Check("hooks (scopes)", False, f"installed in {' and '.join(scopes)}: each event is recorded "
+                         f"{len(scopes)} times", f"keep one: `memsearch uninstall --scope {scopes[-1]}`"))
     tried: dict[str, Check] = {}
     for scope, commands in found.items():
         for event, command in commands.items():

@@ -220,8 +220,19 @@ def install(scope: str = "user", project_dir: Path | None = None, with_mcp: bool
         added.append(event)
     backup = _save(path, data, _backups(scope, home)) if orjson.dumps(data) != before else None
     mcp = _install_mcp(scope, project_dir, home) if with_mcp else None
-    note = project_root_note(home) if scope == "project" else None
-    return InstallReport(str(path), backup, tuple(added), (), mcp, note)
+    notes = [project_root_note(home) if scope == "project" else None, twice_note(scope, project_dir)]
+    return InstallReport(str(path), backup, tuple(added), (), mcp, "; ".join(n for n in notes if n) or None)
+
+
+def twice_note(scope: str, project_dir: Path | None = None) -> str | None:
+    """One line when memsearch's hooks are also in another scope: Claude Code runs the hooks of every scope, so
+    each event would be recorded once for each."""
+    others = [other for other in SCOPES if other != scope and installed_commands(other, project_dir)]
+    if not others:
+        return None
+    return (f"memsearch's hooks are also in the {' and '.join(others)} scope: Claude Code runs every scope's hooks, "
+            f"so each event is recorded {len(others) + 1} times; keep one (`memsearch uninstall --scope "
+            f"{others[0]}`)")
 
 
 def uninstall(scope: str = "user", project_dir: Path | None = None, home: Path | None = None) -> InstallReport:

@@ -60,6 +60,9 @@ def test_install_scopes_home_and_an_uninstall_that_leaves_nothing(tmp_path, home
     assert str(custom) not in (project / ".claude" / "settings.json").read_text()
     note = [line for line in out.splitlines() if line.startswith("note: ")]
     assert len(note) == 1 and str(custom) in note[0] and "settings.local.json" in note[0]
+    assert "also in the local scope" in note[0] and "recorded 2 times" in note[0]  # both scopes' hooks would run
+    doctor = subprocess.run([MEMSEARCH, "doctor"], capture_output=True, text=True, env=env, cwd=project).stdout
+    assert "FAIL hooks (scopes): installed in project and local: each event is recorded 2 times" in doctor
 
     run("uninstall", "--scope", "local", "--home", str(custom))
     run("uninstall", "--scope", "project", "--home", str(custom))
