@@ -126,6 +126,8 @@ def _capture_check(settings: Settings) -> Check:
     gone = lost.summary(settings.state_dir)
     events = settings.home / EVENTS_DIR
     folder = events if events.is_dir() else settings.home
+    while not folder.exists() and folder.parent != folder:  # not made yet: the first hook creates it
+        folder = folder.parent
     writable = os.access(folder, os.W_OK)
     if gone:
         return Check("capture", False, lost.describe(gone),
@@ -134,6 +136,8 @@ def _capture_check(settings: Settings) -> Check:
     if not writable:
         return Check("capture", False, f"{folder} is not writable: the hooks cannot record events",
                      "make the memory root writable (a read-only mount or another user's folder?)")
+    if not settings.home.exists():
+        return Check("capture", True, f"no event lost; {settings.home} does not exist yet (the first hook creates it)")
     return Check("capture", True, "no event lost")
 
 

@@ -25,6 +25,17 @@ from search_engine.viewer.app import create_app
 HOST = "127.0.0.1"
 
 
+def _duration(seconds: float) -> str:
+    """``300`` -> ``5 minutes``, ``5`` -> ``5 seconds``, ``90`` -> ``90 seconds``.
+
+    >>> _duration(300), _duration(5), _duration(90), _duration(60)
+    ('5 minutes', '5 seconds', '90 seconds', '1 minute')
+    """
+    if seconds >= 60 and seconds % 60 == 0:
+        minutes = int(seconds // 60)
+        return f"{minutes} minute{'s' if minutes != 1 else ''}"
+    return f"{seconds:g} second{'s' if seconds != 1 else ''}"
+
 def bind(port: int) -> socket.socket:
     """A listening TCP socket on the loopback address (never on another interface)."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -55,7 +66,7 @@ def run(settings: Settings, *, port: int = 0, open_browser: bool = True, idle_ti
     try:
         echo(f"memsearch ui for {settings.home}\n  {url}\n"
              f"(this address holds the key for this launch: share it with no one; Ctrl-C stops, and so does "
-             f"{idle_timeout / 60:g} minutes without use)")
+             f"{_duration(idle_timeout)} without use)")
         if open_browser:
             once = f"http://{HOST}:{port}/?token={guard.ticket()}"
             threading.Thread(target=webbrowser.open, args=(once,), daemon=True).start()

@@ -25,3 +25,12 @@ def test_doctor_checks_each_hook_command_and_exits_1_on_failure(sample_home, tmp
     bad = subprocess.run([MEMSEARCH, "doctor"], env=env, capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert bad.returncode == 1
     assert "FAIL hook UserPromptSubmit (user): '/gone/memsearch-hook' not found" in bad.stdout
+
+
+def test_doctor_on_a_memory_root_not_made_yet_says_the_first_hook_creates_it(tmp_path):
+    root = tmp_path / "not yet" / "memory"
+    env = {**os.environ, "CLAUDE_CONFIG_DIR": str(tmp_path / "claude"), "MEMSEARCH_MODEL": "none",
+           "MEMSEARCH_HOME": str(root)}
+    out = subprocess.run([MEMSEARCH, "doctor"], env=env, capture_output=True, text=True, timeout=120).stdout
+    assert f"ok   capture: no event lost; {root} does not exist yet (the first hook creates it)" in out
+    assert "not writable" not in out and not root.exists()
