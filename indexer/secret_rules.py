@@ -193,7 +193,7 @@ class _ConnectionString(_Scan):
                           and (j == 0 or not (text[j - 1].isalnum() or text[j - 1] == "_"))), -1)
             user = self._USER.match(text, p + 3)
             q = user.end() + 1 if user else n
-            if start < 0 or q > n or text[q - 1] != ":" or text.startswith(_MARK, q):
+            if start < 0 or q > n or text[q - 1] != ":" or text.startswith(_MARK, q) or text.startswith(_MARK, p + 3):
                 p = text.find("://", p + 3)
                 continue
             if not tok_start <= q < tok_end:
@@ -292,6 +292,9 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
     ("private-key", ("-----end",), _KeyTail(), 0),
     ("private-key", ("private-lines:",), _Lazy(r"Private-Lines:\s*\d+\s*(?:[A-Za-z0-9+/=]+\s*)+"), 0),
     ("private-key", ("age-secret-key-",), _Lazy(r"AGE-SECRET-KEY-1[0-9A-Z]{20,}"), 0),
+    # the secret access key printed on the line of its key id (`aws iam create-access-key --output text|table`)
+    ("aws-key", ("akia", "asia"),
+     _Lazy(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b[^\n]{0,200}?(?<![A-Za-z0-9/+])([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"), 1),
     (
         "aws-key",
         ("akia", "asia", "abia", "acca", "agpa", "aida", "aipa", "anpa", "anva", "aroa", "apka"),
@@ -335,6 +338,12 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
         _ConnectionString(),
         1,
     ),
+    # a token as the whole user part (`https://<PAT>@dev.azure.com/…`, `https://<token>:x-oauth-basic@github.com`):
+    # long, and mixing letters and digits as no user name does
+    ("connection-string", ("://",),
+     _Checked(_Lazy(r"\b[A-Za-z][A-Za-z0-9+.\-]{1,15}://(?!\[REDACTED)([A-Za-z0-9_\-.~]{20,200})"
+                    r"(?=@[A-Za-z0-9\[]|:(?:x-oauth-basic|x-token-auth|\[REDACTED)[^\s@]{0,40}@)"),
+              lambda m: _looks_random(m.group(1)) and any(c.isdigit() for c in m.group(1))), 1),
     (
         "password",
         ("-u", "--user"),
@@ -367,7 +376,26 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
     ("password", ("password", "identified"),
      _Lazy(r"(?i)(?:\bwith\s+(?:encrypted\s+|unencrypted\s+)?password|\bidentified\s+(?:with\s+\w+\s+)?by"
            r"|\bpassword\s*\()\s*(?:=\s*)?([\"'])(?!\[REDACTED)([^\"'\n]+)\1"), 2),
-    ("password", ("machine",), _Lazy(r"\bmachine\s+\S+\s+login\s+\S+\s+password\s+(?!\[REDACTED)(\S+)"), 1),
+    # .netrc: a password in any order after its machine (or default) entry, on the line or the lines below it
+    ("password", ("machine", "default"),
+     _Lazy(r"(?m)^[ \t]*(?:machine\s+\S+|default)\b(?:[ \t]+(?!password\b)\S+|\s*\n[ \t]+(?!password\b)"
+           r"(?:login|account|port|macdef)\b[^\n]{0,200}){0,6}?\s+password\s+(?!\[REDACTED)(\S+)"), 1),
+    # a prompt answered in place: "AWS Secret Access Key [None]: …", "Password for 'https://…': …"
+    ("password", ("secret access key", "session token"),
+     _Lazy(r"(?i)\b(?:secret access key|session token)(?:\s*\[[^\]\n]{0,40}\])?[ \t]*:[ \t]*"
+           r"(?!\[REDACTED)(?!None\b)([A-Za-z0-9/+=]{16,})"), 1),
+    # a row of two columns, a secret's name and its value: `vault kv get`, a Markdown table, TSV, `key  value`
+    ("password", ("pass", "pwd", "secret", "token", "key", "credential"),
+     _Checked(_Lazy(r"(?m)^[ \t]*\|?[ \t]*([A-Za-z][\w.-]{1,60})[ \t]*(?:\|[ \t]*|[ \t]{2,}|\t[ \t]*)"
+                    r"(?!\[REDACTED)([^\s|]{4,200})[ \t]*\|?[ \t]*$"), lambda m: _table_secret(m)), 2),
+    # .pgpass: host:port:database:user:password (a host with a letter, a dot or *; a port or *)
+    ("password", (":5432:", ":*:", ":6432:", ":5433:"),
+     _Lazy(r"(?m)^[ \t]*[^\s:#]*[A-Za-z.*][^\s:#]*:(?:[0-9]{1,5}|\*):[^\s:]+:[^\s:]+:(?!\[REDACTED)(\S+)[ \t]*$"),
+     1),
+    # Oracle user/password@db and Go's user:password@tcp(…): a login without a scheme
+    ("password", ("@tcp(", "@unix("),
+     _Lazy(r"\b[\w.-]{1,64}:(?!\[REDACTED)([^\s\"'@:/]{1,128})@(?:tcp|unix)\("), 1),
+    ("password", (":thin:",), _Lazy(r":thin:[\w.-]{1,64}/(?!\[REDACTED)([^\s\"'@/]{1,128})@"), 1),
     ("password", ("convertto-securestring",),
      _Lazy(r"(?i)ConvertTo-SecureString\s+(?:-String\s+)?([\"'])(?!\[REDACTED)([^\"'\n]+)\1"), 2),
     ("password", ("pass:",), _Lazy(r"(?i)(?:-pass(?:in|out)?|-passwd|-k)\s+[\"']?pass:(?!\[REDACTED)([^\s\"']+)"),
@@ -560,6 +588,15 @@ _BUILTIN_TYPES = frozenset({
     "none", "object", "void", "never", "dict", "list", "bytearray", "buffer", "uuid", "secretstr", "secretbytes",
     "optional", "path", "date", "datetime", "uint8array", "arraybuffer", "record", "map", "set", "tuple", "char",
 })
+
+
+def _table_secret(m: re.Match[str]) -> bool:
+    """A table row's value is a secret when its name is a strong secret name and the value is no label, reference
+    or word about the secret ("password  required")."""
+    named = name_kind(m.group(1))
+    value = m.group(2)
+    return bool(named and named[1]) and not _skip_value(value) and value.lower() not in _ABOUT_LAST \
+        and not set(value) <= set("-=:+")
 
 
 def _is_prose(v: str) -> bool:

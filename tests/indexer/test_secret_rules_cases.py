@@ -79,12 +79,39 @@ MISSED_BEFORE = [
     ("printf 'Yt6Nq2Wz8Kv4' | sudo -S systemctl restart app", "Yt6Nq2Wz8Kv4"),
     ("aws configure set aws_secret_access_key Pq9Lz2Xv7Rk4Tm8Wn3Bc6Hs1Jd5Fg0Ae2Uy7Io --profile ci", "Pq9Lz2Xv7Rk4"),
     ("$ vault login hvb.Kz8Qm2Xv7Rt4Lp9Wn3", "Kz8Qm2Xv7Rt4Lp9Wn3"),
+    # files and outputs that give a secret by position or layout
+    ("machine registry.example.org\n    login ci-bot\n    password Fh3Wq8Zt2Lm6\n", "Fh3Wq8Zt2Lm6"),
+    ("machine files.example.org password Nv5Kx2Rq8Tz1 login ops", "Nv5Kx2Rq8Tz1"),
+    ("replica.internal:6432:orders:reporter:Wd4Hy7Qs2Lk9", "Wd4Hy7Qs2Lk9"),
+    ("AWS Secret Access Key [****************ABCD]: Gm3Tz8Qk2Lx7Vn4Rp9Wd6Hs1Jf5Bc0Ye3Ua8Io2", "Gm3Tz8Qk2Lx7Vn4R"),
+    ("ACCESSKEY\tAKIA" + "Q7ZX3LM2VT9KR4WP" + "\t2026-01-02T03:04:05Z\tZp8Kw2Qx7Lm4Tr9Vn3Bd6Hs1Jf5Gc0Ya2Ue8Io3W\tActive",
+     "Zp8Kw2Qx7Lm4Tr9V"),
+    ("Key              Value\n---              -----\napi_token        Lq7Vz2Xm9Kt4Rw8Pn3\n", "Lq7Vz2Xm9Kt4Rw8Pn3"),
+    ("| name | value |\n| --- | --- |\n| smtp_password | Cz6Wn1Qv8Ht3 |", "Cz6Wn1Qv8Ht3"),
+    ('dsn := "report:Jx5Pq8Lw2Zt7@tcp(db.internal:3306)/sales"', "Jx5Pq8Lw2Zt7"),
+    ("url=jdbc:oracle:thin:hr/Bv9Rt2Kq6Xm3@//ora01:1521/PDB1", "Bv9Rt2Kq6Xm3"),
+    ("git remote add origin https://v8k2qz7mt4lx9wp3rn6bd1hs5jf0gc2ya8ue@dev.example.com/org/_git/app",
+     "v8k2qz7mt4lx9wp3rn6b"),
 ]
 
 
 @pytest.mark.parametrize("text, secret", MISSED_BEFORE)
 def test_secrets_in_forms_once_missed_are_masked(text, secret):
     assert secret not in redact(text).text, redact(text).text
+
+
+def test_a_masked_secret_is_never_masked_again_inside_its_marker():
+    for text in ("https://ghp_" + "Zx8yQ2vLm9Tk4Rw7Pn3Jb6Hc1Fd5Gs0Ae2" + "@github.com/acme/repo.git",
+                 "https://sk-ant-" + "Zx8yQ2vLm9Tk4Rw7Pn3Jb6" + ":x@example.com"):
+        out = redact(text).text
+        assert "[REDACTED:[REDACTED" not in out and out.count("[REDACTED:") == 1, out
+
+
+def test_layouts_without_a_secret_stay():
+    for text in ("password    required", "token_count    4096", "primary_key    id", "key         value",
+                 "12:30:45:123:foo", "https://jenkins-build-agent-12@ci.example.com", "the secret access key rotates",
+                 "| password | The user's password |", "AWS Session Token [None]: None"):
+        assert redact(text).text == text, redact(text).text
 
 
 def test_variable_references_and_empty_options_stay():
