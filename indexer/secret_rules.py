@@ -388,6 +388,22 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
     ("password", ("pass", "pwd", "secret", "token", "key", "credential"),
      _Checked(_Lazy(r"(?m)^[ \t]*\|?[ \t]*([A-Za-z][\w.-]{1,60})[ \t]*(?:\|[ \t]*|[ \t]{2,}|\t[ \t]*)"
                     r"(?!\[REDACTED)([^\s|]{4,200})[ \t]*\|?[ \t]*$"), lambda m: _table_secret(m)), 2),
+    # Terraform: variable "db_password" { default = "…" }
+    ("password", ("variable",),
+     _Checked(_Lazy(r"\bvariable\s+\"([^\"\n]{1,80})\"\s*\{[^{}]{0,400}?\bdefault\s*=\s*\"(?!\[REDACTED)([^\"\n]+)\""),
+              lambda m: _named_value(m, strong=False)), 2),
+    # a Dockerfile's legacy ENV NAME VALUE
+    ("password", ("env ",),
+     _Checked(_Lazy(r"(?m)^[ \t]*ENV[ \t]+([A-Za-z_][\w.-]{0,80})[ \t]+(?!\[REDACTED)([^\s=][^\n]{0,300}?)[ \t]*$"),
+              lambda m: _named_value(m, strong=True)), 2),
+    # a function key or an OAuth code in a query string (Azure Functions' ?code=, a redirect's ?code=)
+    ("secret", ("code=",), _Lazy(r"[?&]code=(?!\[REDACTED)([A-Za-z0-9_\-%=.~]{20,})"), 1),
+    # prose: "my password for the staging DB is …", "the passphrase: '…'", "pw …"
+    ("password", ("pass", "pw"),
+     _Checked(_Lazy(r"(?i)\b(?:password|passphrase|passwd|pw)\b(?:[ \t]+(?:for|of|on)[ \t]+[^\n:=]{1,40}?)?"
+                    r"(?:[ \t]+(?:is|was|to|as)\b|[ \t]*[:=]|(?=[ \t]))[ \t]*([\"']?)(?!\[REDACTED)"
+                    r"(?=[^\s\"']{0,127}[0-9!@#$%^&*+/_~\-])([^\s\"']{6,128}?)\1(?=[.,;!?]?(?:\s|$))"),
+              lambda m: _mixed(m.group(2)) and not _skip_value(m.group(2))), 2),
     # .pgpass: host:port:database:user:password (a host with a letter, a dot or *; a port or *)
     ("password", (":5432:", ":*:", ":6432:", ":5433:"),
      _Lazy(r"(?m)^[ \t]*[^\s:#]*[A-Za-z.*][^\s:#]*:(?:[0-9]{1,5}|\*):[^\s:]+:[^\s:]+:(?!\[REDACTED)(\S+)[ \t]*$"),
@@ -462,7 +478,7 @@ def _key_material(text: str) -> tuple[str, int]:
 
 # -- 2. names --------------------------------------------------------------------------------------------------
 #: run over the lower-cased text: an IGNORECASE scan costs ~15x more (measured: 8.5 ms vs 0.5 ms per 64 KB)
-_NAME_WORD_RE = _Lazy(r"pass|pwd|secret|token|key|auth|cred|sig|salt|cookie|pw")
+_NAME_WORD_RE = _Lazy(r"pass|pwd|secret|token|key|auth|cred|sig|salt|cookie|pw|psk|mnemonic|dockerc")
 _IDENT_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.")
 _CAMEL_RE = _Lazy(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 #: a component that marks a password
@@ -473,6 +489,8 @@ _SECRET_WORDS = frozenset({
     "secret", "secrets", "credential", "credentials", "creds", "cred", "apikey", "privatekey", "secretkey",
     "accesskey", "authkey", "authtoken", "accesstoken", "refreshtoken", "sessiontoken", "idtoken", "clientsecret",
     "signingkey", "encryptionkey", "masterkey", "licensekey", "webhooksecret",
+    # a Wi-Fi pre-shared key, a wallet's seed words, registry credentials (a Kubernetes Secret's key)
+    "psk", "mnemonic", "dockerconfigjson", "dockercfg",
 })
 #: last components that make a prefixed name secret (``GITHUB_TOKEN``, ``API_KEY``, ``BASIC_AUTH``)
 #: names that alone are too common in code to mask a value that does not look random (``key = "name"``)
@@ -536,8 +554,8 @@ def name_kind(name: str) -> tuple[str, bool] | None:
 
     >>> name_kind("AWS_SECRET_ACCESS_KEY"), name_kind("dbPassword"), name_kind("PASSWORD_FILE"), name_kind("token")
     (('secret', True), ('password', True), None, ('secret', True))
-    >>> name_kind("key")
-    ('secret', False)
+    >>> name_kind("key"), name_kind("client-key-data"), name_kind("psk"), name_kind("token_count")
+    (('secret', False), ('secret', True), ('secret', True), None)
     """
     parts = _components(name)
     while parts and parts[-1].isdigit():  # key1, SECRET_2
@@ -547,6 +565,8 @@ def name_kind(name: str) -> tuple[str, bool] | None:
     last = parts[-1]
     password = any(p.startswith(_PASSWORD_PARTS) or "passw" in p or p in _PASSWORD_WORDS for p in parts)
     secret = any(p in _SECRET_WORDS or (p.startswith("secret") and not p.startswith("secretar")) for p in parts)
+    if last == "data" and len(parts) > 1 and parts[-2] == "key":  # kubeconfig's client-key-data: a private key
+        return "secret", True
     if last in _ABOUT_LAST and not (last == "id" and (password or secret)):
         return None
     if last == "id" and not (password or secret):
@@ -588,6 +608,19 @@ _BUILTIN_TYPES = frozenset({
     "none", "object", "void", "never", "dict", "list", "bytearray", "buffer", "uuid", "secretstr", "secretbytes",
     "optional", "path", "date", "datetime", "uint8array", "arraybuffer", "record", "map", "set", "tuple", "char",
 })
+
+
+def _named_value(m: re.Match[str], strong: bool) -> bool:
+    """Group 1 names a secret (a strong name when ``strong``) and group 2 is a value, not a reference."""
+    named = name_kind(m.group(1))
+    return bool(named and (named[1] or not strong)) and not _skip_value(m.group(2))
+
+
+def _mixed(value: str) -> bool:
+    """Two or more kinds of character (lower, upper, digit, symbol): a password in prose, not a word of it."""
+    kinds = (any(c.islower() for c in value), any(c.isupper() for c in value), any(c.isdigit() for c in value),
+             any(not c.isalnum() for c in value))
+    return sum(kinds) >= 2 and not value[:1].isupper() or sum(kinds) >= 3
 
 
 def _table_secret(m: re.Match[str]) -> bool:

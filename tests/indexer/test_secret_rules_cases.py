@@ -92,6 +92,15 @@ MISSED_BEFORE = [
     ("url=jdbc:oracle:thin:hr/Bv9Rt2Kq6Xm3@//ora01:1521/PDB1", "Bv9Rt2Kq6Xm3"),
     ("git remote add origin https://v8k2qz7mt4lx9wp3rn6bd1hs5jf0gc2ya8ue@dev.example.com/org/_git/app",
      "v8k2qz7mt4lx9wp3rn6b"),
+    # names of other secrets, Terraform and Dockerfile forms, a function key, a password told in a sentence
+    ("users:\n- name: ci\n  user:\n    client-key-data: TFMwdExTMUNSVWRKVGlCU1UwRWdVRkpKVmtGVVJTQkxSVmt0\n",
+     "TFMwdExTMUNSVWRKVGlC"),
+    ('network={\n    ssid="lab"\n    psk="Hw7Zq2Lx9Vt4"\n}', "Hw7Zq2Lx9Vt4"),
+    ('WALLET_MNEMONIC="orbit maple canyon velvet tiger sugar"', "orbit maple canyon"),
+    ('variable "api_token" {\n  type    = string\n  default = "Rk5Tq8Wz2Lm7"\n}', "Rk5Tq8Wz2Lm7"),
+    ("ENV REDIS_PASSWORD Gy4Lp9Qz2Wx7", "Gy4Lp9Qz2Wx7"),
+    ("https://app.example.net/api/hook?code=Tq8Zm2Lx7Vn4Rk9Wp3Bd6Hs1==&clientId=x", "Tq8Zm2Lx7Vn4Rk9Wp3Bd6"),
+    ("fyi the password for the demo tenant is Kq7-Zv2Lm, change it after", "Kq7-Zv2Lm"),
 ]
 
 
@@ -110,7 +119,10 @@ def test_a_masked_secret_is_never_masked_again_inside_its_marker():
 def test_layouts_without_a_secret_stay():
     for text in ("password    required", "token_count    4096", "primary_key    id", "key         value",
                  "12:30:45:123:foo", "https://jenkins-build-agent-12@ci.example.com", "the secret access key rotates",
-                 "| password | The user's password |", "AWS Session Token [None]: None"):
+                 "| password | The user's password |", "AWS Session Token [None]: None",
+                 "the password is required.", "Password reset emails are sent by the worker", "password-reset flow",
+                 'variable "region" {\n  default = "eu-west-1"\n}', "ENV PATH /usr/local/bin:$PATH",
+                 "see ?code=42 in the docs"):
         assert redact(text).text == text, redact(text).text
 
 
