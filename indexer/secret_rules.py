@@ -556,6 +556,8 @@ def name_kind(name: str) -> tuple[str, bool] | None:
     (('secret', True), ('password', True), None, ('secret', True))
     >>> name_kind("key"), name_kind("client-key-data"), name_kind("psk"), name_kind("token_count")
     (('secret', False), ('secret', True), ('secret', True), None)
+    >>> name_kind("sort_key"), name_kind("MAPBOX_KEY")
+    (('secret', False), ('secret', True))
     """
     parts = _components(name)
     while parts and parts[-1].isdigit():  # key1, SECRET_2
@@ -577,8 +579,10 @@ def name_kind(name: str) -> tuple[str, bool] | None:
     if any(p in ("public", "publishable", "pub") for p in parts):
         return None  # public_key, STRIPE_PUBLISHABLE_KEY: meant to be shown
     if last in _SECRET_LAST or last.endswith("token") and len(last) > 5:
-        if last == "key" and len(parts) > 1 and parts[-2] not in _KEY_QUALIFIERS:
-            return kind, False  # partition_key, sort_key, author_key: a value must look random
+        if last == "key" and len(parts) > 1 and parts[-2] not in _KEY_QUALIFIERS and not name.isupper():
+            # partition_key, sort_key, author_key: a value must look random; but an environment variable's
+            # OPENROUTER_KEY, MAPBOX_KEY is a provider's key, whatever it looks like
+            return kind, False
         return kind, len(parts) > 1 or last not in _WEAK_ALONE
     return None
 

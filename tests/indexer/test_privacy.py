@@ -343,3 +343,14 @@ def test_anchors_are_lower_case_and_plain_text_passes_through():
 def test_truncate_middle_reports_what_it_cut():
     out = truncate_middle("a" * 3000)
     assert re.search(r"\[… \d+ characters cut …\]", out) and len(out) < 2100
+
+
+def test_every_case_of_the_privacy_audit_is_filtered_out():
+    """The audit script's 80 cases (scripts/privacy_audit.py sends them through every capture path, slowly): the
+    filter alone must already take each canary out, so a rule change that lets one through fails here at once."""
+    from scripts.privacy_audit import _cases
+
+    cases = _cases()
+    assert len(cases) >= 80
+    kept = [(cls, canary) for cls, canary, text in cases if canary.lower() in redact(text).text.lower()]
+    assert kept == []
