@@ -104,6 +104,53 @@ class _Checked(_Scan):
         return (m for m in self.pattern.finditer(text) if self.keep(m))
 
 
+class _CallArgument(_Scan):
+    """A string literal passed to a known call at a known place: ``Client("AC…", "<token>")`` (argument 1),
+    ``jwt.encode(payload, "<key>")``. The arguments are read left to right from the call's ``(`` (quoted strings,
+    brackets nested to any depth, at most 600 characters), so each call is read once. Group 2 is the literal's text."""
+
+    _LITERAL = _Lazy(r"([\"'])((?:(?!\1)[^\n\\]|\\.){1,300})\1")
+
+    def __init__(self, callee: str, index: int, random: bool = False) -> None:
+        self.callee, self.index, self.random = _Lazy(callee + r"\s*\("), index, random
+
+    def matches(self, text: str) -> Iterator[re.Match[str]]:
+        read_to = 0
+        for call in self.callee.finditer(text):
+            if call.end() <= read_to:  # a call inside the arguments just read: every character is read once
+                continue
+            i, arg, depth, end = call.end(), 0, 0, min(len(text), call.end() + 600)
+            start = None
+            while i < end:
+                c = text[i]
+                if depth == 0 and arg == self.index and start is None and not c.isspace():
+                    start = i + (c in "bBrRuU" and i + 1 < end and text[i + 1] in "\"'")  # b"…", r'…'
+
+                if c in "\"'":
+                    close = text.find(c, i + 1, end)
+                    while close > 0 and text[close - 1] == "\\":
+                        close = text.find(c, close + 1, end)
+                    if close < 0:
+                        break
+                    i = close
+                elif c in "([{":
+                    depth += 1
+                elif c in ")]}":
+                    if depth == 0:
+                        break
+                    depth -= 1
+                elif c == "," and depth == 0:
+                    if arg == self.index:
+                        break
+                    arg, start = arg + 1, None
+                i += 1
+            read_to = i
+            literal = self._LITERAL.match(text, start) if start is not None else None
+            if literal and not literal.group(2).startswith(_MARK) and (
+                    not self.random or _looks_random(literal.group(2))):
+                yield literal
+
+
 _SEGMENT_END_RE = _Lazy(r"[\n|;&]")
 
 
@@ -417,6 +464,22 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
     ("password", ("pass:",), _Lazy(r"(?i)(?:-pass(?:in|out)?|-passwd|-k)\s+[\"']?pass:(?!\[REDACTED)([^\s\"']+)"),
      1),
 ]
+
+#: calls that take a secret at a known place (0 the first argument): a literal there is masked, a variable is not
+_CALL_SECRETS: tuple[tuple[str, tuple[str, ...], str, int], ...] = (
+    ("secret", ("client(",), r"\bClient", -1),  # twilio's Client(account_sid, auth_token): a random literal only
+    ("secret", ("jwt.encode(", "jwt.sign("), r"\bjwt\.(?:encode|sign)", 1),
+    ("secret", ("hmac.new(",), r"\bhmac\.new", 0),
+    ("password", ("getconnection(",), r"\bgetConnection", 2),  # JDBC (url, user, password)
+    ("password", ("mysqli_connect(", "new mysqli("), r"\b(?:mysqli_connect|new\s+mysqli)", 2),
+    ("password", ("pdo(",), r"\bnew\s+PDO", 2),
+    ("password", ("networkcredential(",), r"\bNetworkCredential", 1),
+    ("secret", ("clientsecretcredential(",), r"\bClientSecretCredential", 2),
+    ("secret", ("algoliasearch(", "searchclient.create("), r"\b(?:algoliasearch|SearchClient\.create)", 1),
+    ("secret", ("basicauth(", "httpbasicauth("), r"\b(?:HTTPBasicAuth|BasicAuth)", 1),
+)
+_FORMATS.extend((kind, anchors, _CallArgument(callee, abs(index), random=index < 0), 2)
+                for kind, anchors, callee, index in _CALL_SECRETS)
 
 #: commands and the option (or the words) after which they take a password or a token; each matched within the
 #: command's segment by :class:`_Command`, so a table row costs one search per segment

@@ -101,6 +101,12 @@ MISSED_BEFORE = [
     ("ENV REDIS_PASSWORD Gy4Lp9Qz2Wx7", "Gy4Lp9Qz2Wx7"),
     ("https://app.example.net/api/hook?code=Tq8Zm2Lx7Vn4Rk9Wp3Bd6Hs1==&clientId=x", "Tq8Zm2Lx7Vn4Rk9Wp3Bd6"),
     ("fyi the password for the demo tenant is Kq7-Zv2Lm, change it after", "Kq7-Zv2Lm"),
+    # a literal passed where a known call takes its secret
+    ('twilio = Client("AC" + sid, "d41d8cd98f00b204e9800998ecf8427e")', "d41d8cd98f00b204e9800998ecf8427e"),
+    ("const t = jwt.sign({ sub: u.id }, 'Wq7-Lz2Xk9', { expiresIn: 60 })", "Wq7-Lz2Xk9"),
+    ('digest = hmac.new(b"Nt5Kv8Qz2Lw", body, "sha256").hexdigest()', "Nt5Kv8Qz2Lw"),
+    ('DriverManager.getConnection("jdbc:postgresql://db/app", "app", "Rb6Yq1Wz8Lc")', "Rb6Yq1Wz8Lc"),
+    ("$db = new PDO('mysql:host=db;dbname=shop', 'shop', 'Hx2Kp9Qv4Lt');", "Hx2Kp9Qv4Lt"),
 ]
 
 
@@ -122,7 +128,8 @@ def test_layouts_without_a_secret_stay():
                  "| password | The user's password |", "AWS Session Token [None]: None",
                  "the password is required.", "Password reset emails are sent by the worker", "password-reset flow",
                  'variable "region" {\n  default = "eu-west-1"\n}', "ENV PATH /usr/local/bin:$PATH",
-                 "see ?code=42 in the docs"):
+                 "see ?code=42 in the docs", 'c = httpx.Client("https://api.example.com", "v2")',
+                 "Client(account_sid, auth_token)", "jwt.sign(payload, process.env.JWT_SECRET)"):
         assert redact(text).text == text, redact(text).text
 
 

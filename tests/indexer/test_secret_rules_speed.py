@@ -36,6 +36,10 @@ INPUTS = {
     "private key END lines": "-----END PRIVATE KEY-----\n" * 3_800,
     "base64url blob": _B64URL,
     "base64url blob in quotes": 'x = "' + _B64URL + '"',
+    "calls that take a secret, nested": "Client(" * 14_000 + ")" * 14_000,
+    "calls with many arguments": "jwt.sign(" + "'a', " * 20_000 + ")",
+    "two-column rows of names": "password    x\n" * 7_000,
+    "netrc entries without a password": "machine h login u\n" * 5_000,
 }
 
 
