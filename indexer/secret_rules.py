@@ -435,6 +435,18 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
     ("password", ("pass", "pwd", "secret", "token", "key", "credential"),
      _Checked(_Lazy(r"(?m)^[ \t]*\|?[ \t]*([A-Za-z][\w.-]{1,60})[ \t]*(?:\|[ \t]*|[ \t]{2,}|\t[ \t]*)"
                     r"(?!\[REDACTED)([^\s|]{4,200})[ \t]*\|?[ \t]*$"), lambda m: _table_secret(m)), 2),
+    # a secret's fallback in code: process.env.API_TOKEN || '…', os.environ.get("DB_PASSWORD", "…"), os.getenv(…)
+    ("password", ("process.env", "environ.get(", "getenv("),
+     _Checked(_Lazy(r"(?:process\.env\.([A-Za-z_][\w]{0,80})\s*(?:\|\||\?\?)\s*"
+                    r"|(?:environ\.get|getenv)\(\s*[\"']([A-Za-z_][\w.-]{0,80})[\"']\s*,\s*)"
+                    r"([\"'`])(?!\[REDACTED)([^\"'`\n]{1,300})\3"),
+              lambda m: _fallback_secret(m)), 4),
+    # base64 of a JSON object with no dots (a Cloudflare tunnel token, a Grafana key): a token, not a JWT
+    ("api-token", ("eyj",), _Lazy(r"(?<![\w.+/-])eyJ[A-Za-z0-9+/_-]{56,}={0,2}(?![\w.+/=-])"), 0),
+    # cookies: a long random value in a Cookie or Set-Cookie header
+    ("secret", ("cookie:",),
+     _Checked(_Lazy(r"(?i)(?:^|[\s;,])(?:set-)?cookie:[^\n]{0,40}?\b[\w.-]{1,64}=(?!\[REDACTED)([^;\s,\"']{16,})"),
+              lambda m: _looks_random(m.group(1))), 1),
     # Terraform: variable "db_password" { default = "…" }
     ("password", ("variable",),
      _Checked(_Lazy(r"\bvariable\s+\"([^\"\n]{1,80})\"\s*\{[^{}]{0,400}?\bdefault\s*=\s*\"(?!\[REDACTED)([^\"\n]+)\""),
@@ -675,6 +687,12 @@ _BUILTIN_TYPES = frozenset({
     "none", "object", "void", "never", "dict", "list", "bytearray", "buffer", "uuid", "secretstr", "secretbytes",
     "optional", "path", "date", "datetime", "uint8array", "arraybuffer", "record", "map", "set", "tuple", "char",
 })
+
+
+def _fallback_secret(m: re.Match[str]) -> bool:
+    """The literal a secret's environment variable falls back to (group 1 or 2 its name, group 4 the literal)."""
+    named = name_kind(m.group(1) or m.group(2))
+    return bool(named and named[1]) and not _skip_value(m.group(4))
 
 
 def _named_value(m: re.Match[str], strong: bool) -> bool:

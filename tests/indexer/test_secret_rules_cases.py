@@ -107,6 +107,11 @@ MISSED_BEFORE = [
     ('digest = hmac.new(b"Nt5Kv8Qz2Lw", body, "sha256").hexdigest()', "Nt5Kv8Qz2Lw"),
     ('DriverManager.getConnection("jdbc:postgresql://db/app", "app", "Rb6Yq1Wz8Lc")', "Rb6Yq1Wz8Lc"),
     ("$db = new PDO('mysql:host=db;dbname=shop', 'shop', 'Hx2Kp9Qv4Lt');", "Hx2Kp9Qv4Lt"),
+    # a secret's fallback in code, base64 JSON tokens, cookies
+    ("const key = process.env.STRIPE_SECRET ?? 'Vk3Qz8Lm2Xw';", "Vk3Qz8Lm2Xw"),
+    ('SIGNING_KEY = os.getenv("SIGNING_KEY", "Pw4Lx9Qz2Tv")', "Pw4Lx9Qz2Tv"),
+    ("token: eyJrIjoiWnE5dkxtMlh0N1JrNFdwOE5iM1ljNkhkMUZzIiwibiI6ImNpIiwiaWQiOjF9", "WnE5dkxtMlh0N1JrNFdw"),
+    ("Cookie: csrftoken=abc; sessionid=Yt7Lq2Zx9Wv4Kp8Nb3Rc6Hd", "Yt7Lq2Zx9Wv4Kp8Nb3Rc6Hd"),
 ]
 
 
@@ -129,7 +134,9 @@ def test_layouts_without_a_secret_stay():
                  "the password is required.", "Password reset emails are sent by the worker", "password-reset flow",
                  'variable "region" {\n  default = "eu-west-1"\n}', "ENV PATH /usr/local/bin:$PATH",
                  "see ?code=42 in the docs", 'c = httpx.Client("https://api.example.com", "v2")',
-                 "Client(account_sid, auth_token)", "jwt.sign(payload, process.env.JWT_SECRET)"):
+                 "Client(account_sid, auth_token)", "jwt.sign(payload, process.env.JWT_SECRET)",
+                 "const port = process.env.PORT || '3000';", 'host = os.environ.get("DB_HOST", "localhost")',
+                 'header = "eyJhbGciOiJIUzI1NiJ9"'):
         assert redact(text).text == text, redact(text).text
 
 

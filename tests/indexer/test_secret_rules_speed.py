@@ -40,6 +40,8 @@ INPUTS = {
     "calls with many arguments": "jwt.sign(" + "'a', " * 20_000 + ")",
     "two-column rows of names": "password    x\n" * 7_000,
     "netrc entries without a password": "machine h login u\n" * 5_000,
+    "environment fallbacks": "process.env.A_TOKEN || " * 5_000,
+    "cookie headers": "Cookie: a=b; " * 8_000,
 }
 
 
