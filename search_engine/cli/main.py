@@ -13,7 +13,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from indexer.base.errors import MemsearchError, os_error_text
+from indexer.base.errors import MemsearchError, UsageError, os_error_text
 from indexer.base.settings import Settings, resolve_settings
 from indexer.base.types import to_json
 from search_engine.cli import render
@@ -261,16 +261,32 @@ def model_install(home: HomeOpt = None) -> None:
 @model_app.command("pull")
 def model_pull(name: Annotated[str, typer.Argument(help="A fastembed model name.")], home: HomeOpt = None) -> None:
     """Download a fastembed model into the cache (needs network; never done by hooks or searches)."""
+    import logging
+    import socket
+
     settings = _settings(home, name)
     try:
         from fastembed import TextEmbedding
     except ImportError:
         raise MemsearchError("fastembed is not installed; run `make install`") from None
+    known = {m["model"] for m in TextEmbedding.list_supported_models()}
+    if name not in known:
+        raise UsageError(f"{name!r} is not a model fastembed knows ({len(known)} do, e.g. BAAI/bge-small-en-v1.5)")
+    try:  # fastembed retries a download it cannot make for ~40 s, logging each try: ask the host once instead
+        socket.create_connection((MODEL_HOST, 443), timeout=5).close()
+    except OSError as exc:
+        raise MemsearchError(f"cannot download {name}: {MODEL_HOST} is not reachable from here "
+                             f"({exc.strerror or exc}); the bundled model needs no download") from None
+    logging.getLogger("fastembed").setLevel(logging.CRITICAL)  # its retry lines; the failure is said below
     try:
         TextEmbedding(model_name=name, cache_dir=str(settings.cache_dir / "fastembed"))
     except Exception as exc:  # fastembed/huggingface raise many unrelated types for a failed download
         raise MemsearchError(f"cannot download {name}: {str(exc).splitlines()[0]}") from None
     typer.echo(f"model {name} downloaded; use it with MEMSEARCH_MODEL={name}")
+
+
+#: where fastembed downloads models from
+MODEL_HOST = "huggingface.co"
 
 
 @app.command()
@@ -462,7 +478,6 @@ def team_init(
 ) -> None:
     """Print (or --apply) the administrator's SQL: pgvector, the schema, row-level security, one role per member."""
     from indexer.base.embedder import BUNDLED_DIM, BUNDLED_ID
-    from indexer.base.errors import UsageError
     from indexer.store.pg_schema import check_role, mask_url, team_init_sql
 
     members = [check_role(m) for m in member or []]

@@ -230,3 +230,29 @@ def test_status_says_an_upgraded_index_is_catching_up_until_the_next_index_run(h
     assert "catching up: the index predates this version's chunker" in run("status", env=env).stdout
     assert "chunker settings changed" in run("index", env=env).stdout
     assert "catching up" not in run("status", env=env).stdout
+
+
+def test_model_pull_says_in_one_line_that_the_model_host_is_unreachable_without_retrying(home, monkeypatch):
+    """Offline, fastembed retries a download for ~40 s and logs each try: pull asks the host once and stops."""
+    import socket
+
+    import fastembed
+    from typer.testing import CliRunner
+
+    from indexer.base.errors import MemsearchError, UsageError
+    from search_engine.cli.main import MODEL_HOST, app
+
+    def unreachable(address, timeout=None):
+        assert address == (MODEL_HOST, 443) and timeout
+        raise OSError(-2, "Name or service not known")
+
+    def never(*args, **kwargs):
+        raise AssertionError("no download may start")
+
+    monkeypatch.setattr(socket, "create_connection", unreachable)
+    monkeypatch.setattr(fastembed.TextEmbedding, "__init__", never)
+    result = CliRunner().invoke(app, ["model", "pull", "BAAI/bge-small-en-v1.5"])
+    assert isinstance(result.exception, MemsearchError)
+    assert str(result.exception).count("\n") == 0 and "huggingface.co is not reachable" in str(result.exception)
+    unknown = CliRunner().invoke(app, ["model", "pull", "foo/bar"])
+    assert isinstance(unknown.exception, UsageError) and "not a model fastembed knows" in str(unknown.exception)
