@@ -81,10 +81,11 @@ def _index(settings: Settings, paths, full: bool, embedder, progress, lock_timeo
             raise MemsearchError(
                 f"another memsearch index run holds {settings.state_dir / WRITER_LOCK}; wait for it and try again"
             ) from None
-        embedded, model_id = 0, None
+        embedded, model_id, disabled = 0, None, False
         if embedder is AUTO:
             choice = resolve_model(settings)
             model_id = choice.model_id
+            disabled = model_id is None  # model = "none": no chunk awaits an embedding, as status says
             if not choice.available:
                 notes.append(f"BM25 only: {choice.reason}")
             elif store.pending_count(model_id):
@@ -107,7 +108,7 @@ def _index(settings: Settings, paths, full: bool, embedder, progress, lock_timeo
             chunks_added=c["added"],
             chunks_removed=c["removed"],
             chunks_embedded=embedded,
-            chunks_pending=store.pending_count(model_id),
+            chunks_pending=0 if disabled else store.pending_count(model_id),
             model=model_id,
             model_note="; ".join(notes) or None,
             full=run.full,

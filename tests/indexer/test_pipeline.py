@@ -789,3 +789,13 @@ def test_text_the_model_cannot_represent_is_not_embedded(home, settings, real_em
     # BM25 still finds it, and a second run has nothing to embed
     assert search(settings, "東京", mode="bm25").hits[0].path == "notes/tokyo.md"
     assert index(settings, embedder=real_embedder).chunks_embedded == 0
+
+
+def test_with_embeddings_disabled_no_chunk_is_reported_awaiting_one(sample_home, settings, fake):
+    """model = "none": nothing awaits an embedding (status says 0 too), whether or not vectors exist already."""
+    from indexer.base.settings import resolve_settings
+
+    index(settings, embedder=fake)
+    disabled = resolve_settings(sample_home, model="none")
+    report = index(disabled)
+    assert report.model is None and report.chunks_pending == 0 and "disabled" in (report.model_note or "")
