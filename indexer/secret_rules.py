@@ -9,7 +9,10 @@ Three families of rules, each masking the secret as ``[REDACTED:<kind>]`` and ke
    commands (``curl -u user:pass``, ``mysql -pPASS``, ``sshpass -p``, ``redis-cli -a``, ``openssl … pass:``, and a
    table of tools and their password options, :data:`_CLI_SECRETS`), values echoed into ``--password-stdin``,
    ``sudo -S`` or ``chpasswd``, SQL ``WITH PASSWORD '…'`` / ``IDENTIFIED BY '…'``, and ``Authorization:`` with any
-   scheme word.
+   scheme word. Secrets given by layout: ``.netrc``, ``.pgpass``, a two-column row of a secret's name and value, the
+   AWS CLI's prompt and output, a token as a URL's user part, Oracle and Go logins, Terraform defaults, Dockerfile
+   ``ENV``, a sentence ("the password for X is …"); and a literal where a known call takes its secret
+   (:data:`_CALL_SECRETS`).
 2. Names. Any assignment whose name marks a secret, whatever its prefix or spelling (``DB_PASSWORD``,
    ``aws_secret_access_key``, ``SECRET_KEY_BASE``, ``githubToken``, ``X-Api-Key``, ``--client-secret``), in env,
    shell, YAML, JSON, TOML, INI, XML, code and flag forms; a quoted value is masked whole, spaces included, an
@@ -125,7 +128,6 @@ class _CallArgument(_Scan):
                 c = text[i]
                 if depth == 0 and arg == self.index and start is None and not c.isspace():
                     start = i + (c in "bBrRuU" and i + 1 < end and text[i + 1] in "\"'")  # b"…", r'…'
-
                 if c in "\"'":
                     close = text.find(c, i + 1, end)
                     while close > 0 and text[close - 1] == "\\":
@@ -440,7 +442,7 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
      _Checked(_Lazy(r"(?:process\.env\.([A-Za-z_][\w]{0,80})\s*(?:\|\||\?\?)\s*"
                     r"|(?:environ\.get|getenv)\(\s*[\"']([A-Za-z_][\w.-]{0,80})[\"']\s*,\s*)"
                     r"([\"'`])(?!\[REDACTED)([^\"'`\n]{1,300})\3"),
-              lambda m: _fallback_secret(m)), 4),
+              lambda m: _names_a_secret(m.group(1) or m.group(2), m.group(4))), 4),
     # base64 of a JSON object with no dots (a Cloudflare tunnel token, a Grafana key): a token, not a JWT
     ("api-token", ("eyj",), _Lazy(r"(?<![\w.+/-])eyJ[A-Za-z0-9+/_-]{56,}={0,2}(?![\w.+/=-])"), 0),
     # cookies: a long random value in a Cookie or Set-Cookie header
@@ -450,11 +452,11 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
     # Terraform: variable "db_password" { default = "…" }
     ("password", ("variable",),
      _Checked(_Lazy(r"\bvariable\s+\"([^\"\n]{1,80})\"\s*\{[^{}]{0,400}?\bdefault\s*=\s*\"(?!\[REDACTED)([^\"\n]+)\""),
-              lambda m: _named_value(m, strong=False)), 2),
+              lambda m: _names_a_secret(m.group(1), m.group(2), strong=False)), 2),
     # a Dockerfile's legacy ENV NAME VALUE
     ("password", ("env ",),
      _Checked(_Lazy(r"(?m)^[ \t]*ENV[ \t]+([A-Za-z_][\w.-]{0,80})[ \t]+(?!\[REDACTED)([^\s=][^\n]{0,300}?)[ \t]*$"),
-              lambda m: _named_value(m, strong=True)), 2),
+              lambda m: _names_a_secret(m.group(1), m.group(2))), 2),
     # a function key or an OAuth code in a query string (Azure Functions' ?code=, a redirect's ?code=)
     ("secret", ("code=",), _Lazy(r"[?&]code=(?!\[REDACTED)([A-Za-z0-9_\-%=.~]{20,})"), 1),
     # prose: "my password for the staging DB is …", "the passphrase: '…'", "pw …"
@@ -662,13 +664,17 @@ def name_kind(name: str) -> tuple[str, bool] | None:
     return None
 
 
+def _char_kinds(value: str) -> tuple[bool, bool, bool, bool]:
+    """Whether ``value`` holds lower case, upper case, digits, and other characters."""
+    return (any(c.islower() for c in value), any(c.isupper() for c in value), any(c.isdigit() for c in value),
+            any(not c.isalnum() for c in value))
+
+
 def _looks_random(value: str) -> bool:
     """Long enough and mixing at least two classes of characters (lower, upper, digits, symbols)."""
     if len(value) < 12 or " " in value.strip():
         return False
-    classes = (any(c.islower() for c in value), any(c.isupper() for c in value), any(c.isdigit() for c in value),
-               any(not c.isalnum() for c in value))
-    if sum(classes) < 2:
+    if sum(_char_kinds(value)) < 2:
         return False
     return not all(_WORDLIKE_RE.fullmatch(piece) for piece in re.split(r"[^A-Za-z0-9]+", value) if piece)
 
@@ -689,32 +695,23 @@ _BUILTIN_TYPES = frozenset({
 })
 
 
-def _fallback_secret(m: re.Match[str]) -> bool:
-    """The literal a secret's environment variable falls back to (group 1 or 2 its name, group 4 the literal)."""
-    named = name_kind(m.group(1) or m.group(2))
-    return bool(named and named[1]) and not _skip_value(m.group(4))
-
-
-def _named_value(m: re.Match[str], strong: bool) -> bool:
-    """Group 1 names a secret (a strong name when ``strong``) and group 2 is a value, not a reference."""
-    named = name_kind(m.group(1))
-    return bool(named and (named[1] or not strong)) and not _skip_value(m.group(2))
+def _names_a_secret(name: str, value: str, strong: bool = True) -> bool:
+    """``name`` marks a secret (a strong name when ``strong``) and ``value`` is a value, not a reference."""
+    named = name_kind(name)
+    return bool(named and (named[1] or not strong)) and not _skip_value(value)
 
 
 def _mixed(value: str) -> bool:
     """Two or more kinds of character (lower, upper, digit, symbol): a password in prose, not a word of it."""
-    kinds = (any(c.islower() for c in value), any(c.isupper() for c in value), any(c.isdigit() for c in value),
-             any(not c.isalnum() for c in value))
-    return sum(kinds) >= 2 and not value[:1].isupper() or sum(kinds) >= 3
+    kinds = sum(_char_kinds(value))
+    return kinds >= 2 and not value[:1].isupper() or kinds >= 3
 
 
 def _table_secret(m: re.Match[str]) -> bool:
     """A table row's value is a secret when its name is a strong secret name and the value is no label, reference
     or word about the secret ("password  required")."""
-    named = name_kind(m.group(1))
     value = m.group(2)
-    return bool(named and named[1]) and not _skip_value(value) and value.lower() not in _ABOUT_LAST \
-        and not set(value) <= set("-=:+")
+    return _names_a_secret(m.group(1), value) and value.lower() not in _ABOUT_LAST and not set(value) <= set("-=:+")
 
 
 def _is_prose(v: str) -> bool:
@@ -1003,8 +1000,7 @@ def _random_tail(m: re.Match[str]) -> bool:
     prefix = max((p for p in _PREFIXED_TOKENS if low.startswith(p)), key=len, default="")
     tail = token[len(prefix):].split("/", 1)[0]
     for run in _ALNUM_RUN_RE.findall(tail):
-        digits, upper, lower = (any(c.isdigit() for c in run), any(c.isupper() for c in run),
-                                any(c.islower() for c in run))
+        lower, upper, digits, _ = _char_kinds(run)
         if (digits and (upper or lower)) or (upper and lower):
             return True
     return False
