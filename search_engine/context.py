@@ -69,7 +69,7 @@ def coverage(query: ParsedQuery, hit: Hit) -> float:
     if not wanted:
         return 0.0
     body = f"{hit.title} {hit.text}"
-    words = {_stem(t.text) for t in terms(body, limit=None) if not t.cjk}
+    words = {_stem(t.text) for t in terms(body, limit=None, forms=False) if not t.cjk}
     found = sum(1 for t in wanted if (any(f in body for f in t.forms) if t.cjk else _stem(t.text) in words))
     return found / len(wanted)
 

@@ -100,19 +100,20 @@ def hangul_stem(word: str) -> str | None:
     return None
 
 
-def terms(text: str, limit: int | None = MAX_TERMS) -> list[Term]:
-    """The searchable terms of ``text``, in order, lower-cased, without repeats (the first ``limit``)."""
+def terms(text: str, limit: int | None = MAX_TERMS, forms: bool = True) -> list[Term]:
+    """The searchable terms of ``text``, in order, lower-cased, without repeats (the first ``limit``); an English
+    word with its other forms unless ``forms`` is False (a hit's own words, which are only compared)."""
     out: list[Term] = []
     seen: set[str] = set()
     pos = 0
     for m in cjk_run_re().finditer(text) if may_hold_cjk(text) else ():
-        _words(text[pos : m.start()], out, seen)
+        _words(text[pos : m.start()], out, seen, forms)
         for term in _cjk_terms(m.group(0)):
             if term.text not in seen:
                 seen.add(term.text)
                 out.append(term)
         pos = m.end()
-    _words(text[pos:], out, seen)
+    _words(text[pos:], out, seen, forms)
     return out[:limit]
 
 
@@ -168,12 +169,12 @@ def _cjk_terms(run: str) -> list[Term]:
     return [Term(piece, cjk=True) for piece in query_bigrams(stem or run)]
 
 
-def _words(text: str, out: list[Term], seen: set[str]) -> None:
+def _words(text: str, out: list[Term], seen: set[str], forms: bool) -> None:
     for m in _WORD_RE.finditer(text):
         word = m.group(0).lower()
         if word not in seen:
             seen.add(word)
-            out.append(Term(word, alts=other_forms(word)))
+            out.append(Term(word, alts=other_forms(word) if forms else ()))
 
 
 def content_terms(all_terms: list[Term]) -> list[Term]:

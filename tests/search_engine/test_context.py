@@ -121,3 +121,14 @@ def test_the_gate_is_the_one_of_the_model_that_scored_the_hits():
     assert format_context(query, [hit])[1] == [hit]
     assert format_context(query, [hit], model=e5_id) == ("", [])
     assert format_context(query, [hit._replace(similarity=0.97)], model=e5_id)[1]
+
+
+def test_the_gate_counts_a_query_word_as_written_not_by_its_other_forms():
+    """Search finds "bought" for "buy" (search_engine.wordforms), but the gate's coverage counts the word as written:
+    counting its other forms too raised false injection (README, "A word's other forms")."""
+    from search_engine.context import coverage
+
+    question = ParsedQuery.parse("which desk did I buy")
+    assert any(t.alts for t in question.terms)
+    assert coverage(question, _hit("I bought the oak desk")) == 0.5  # "desk" only
+    assert coverage(question, _hit("I buy the oak desk")) == 1.0
