@@ -182,12 +182,13 @@ def _search(request: Request, store: Store | None) -> SearchResult:
     not_ready = _vectors_ready(store, choice.model_id) if choice.available else choice.reason
     if mode == "vector" and not_ready:
         raise ModelUnavailable(f"--mode vector cannot run: {not_ready}")
-    if mode == "vector" and english_only(choice.model_id) and cjk_share(query.text) > CJK_QUERY_SHARE:
+    unreadable = mode != "bm25" and english_only(choice.model_id) and cjk_share(query.text) > CJK_QUERY_SHARE
+    if mode == "vector" and unreadable:
         raise ModelUnavailable("--mode vector cannot answer a CJK query: the embedding model is English-only "
                                "(use --mode bm25 or hybrid, or the model multilingual-e5-small)")
     if mode == "hybrid" and not_ready:
         mode_used, reason = "bm25", not_ready
-    elif mode == "hybrid" and english_only(choice.model_id) and cjk_share(query.text) > CJK_QUERY_SHARE:
+    elif mode == "hybrid" and unreadable:
         mode_used, reason = "bm25", "the embedding model is English-only: a CJK query is answered by BM25 alone"
 
     pool = max(settings.candidates, request.k)
