@@ -259,12 +259,22 @@ def _mcp_path(scope: str, project_dir: Path | None, home: Path | None = None) ->
     return base / ".claude.json"
 
 
+def _project_key(project_dir: Path | None) -> str:
+    """A project's entry in ``.claude.json``'s ``projects``: its absolute path."""
+    return str((project_dir or Path.cwd()).absolute())
+
+
+def _our_server(entry: Any) -> bool:
+    """An MCP server entry that runs memsearch (a hook handler is :func:`_is_ours`)."""
+    return isinstance(entry, dict) and "memsearch" in str(entry.get("command", ""))
+
+
 def _servers(data: dict[str, Any], scope: str, project_dir: Path | None, create: bool) -> dict[str, Any] | None:
     """The ``mcpServers`` object of ``scope`` in ``data`` (a local scope's sits under its project's entry)."""
     holder: Any = data
     if scope == "local":
         projects = data.setdefault("projects", {}) if create else data.get("projects")
-        key = str((project_dir or Path.cwd()).absolute())
+        key = _project_key(project_dir)
         holder = projects.setdefault(key, {}) if create and isinstance(projects, dict) else (
             projects.get(key) if isinstance(projects, dict) else None)
     if not isinstance(holder, dict):
@@ -304,12 +314,11 @@ def _uninstall_mcp(scope: str, project_dir: Path | None, home: Path | None = Non
         return None
     data = _load(path)
     servers = _servers(data, scope, project_dir, create=False)
-    entry = servers.get("memsearch") if servers is not None else None
-    if servers is None or not isinstance(entry, dict) or "memsearch" not in str(entry.get("command", "")):
+    if servers is None or not _our_server(servers.get("memsearch")):
         return None
     del servers["memsearch"]
     if not servers:
-        holder = data if scope != "local" else data["projects"][str((project_dir or Path.cwd()).absolute())]
+        holder = data if scope != "local" else data["projects"][_project_key(project_dir)]
         del holder["mcpServers"]
     _save(path, data, _backups(scope, home) if scope == "project" else None)
     return str(path)
@@ -322,7 +331,7 @@ def registered_mcp(scope: str, project_dir: Path | None = None) -> dict[str, Any
         return None
     servers = _servers(_load(path), scope, project_dir, create=False)
     entry = servers.get("memsearch") if servers is not None else None
-    return entry if isinstance(entry, dict) and "memsearch" in str(entry.get("command", "")) else None
+    return entry if _our_server(entry) else None
 
 
 def installed_commands(scope: str, project_dir: Path | None = None) -> dict[str, str]:
