@@ -16,6 +16,7 @@ from collections import defaultdict
 from dataclasses import replace
 
 from indexer import tombstones
+from indexer.base.chunktext import TURN_TYPES
 from indexer.base.errors import UsageError
 from indexer.base.reports import PrivacyStats, SessionInfo, Stats, StorageEntry
 from indexer.base.settings import Settings
@@ -30,7 +31,7 @@ from search_engine.reading import read_configured
 
 MAX_RECENT = 1000
 #: What ``recent --type`` takes: a kind, or the type of an event the hooks and transcript imports record.
-RECENT_TYPES = (*KINDS, "prompt", "response", "tool")
+RECENT_TYPES = (*KINDS, *TURN_TYPES, "tool")
 
 
 def _opening(text: str) -> bool:

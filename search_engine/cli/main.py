@@ -258,6 +258,10 @@ def model_install(home: HomeOpt = None) -> None:
     typer.echo(f"model {BUNDLED_ID} ready at {path} ({len(vector) // 4} dimensions)")
 
 
+#: where fastembed downloads models from
+MODEL_HOST = "huggingface.co"
+
+
 @model_app.command("pull")
 def model_pull(name: Annotated[str, typer.Argument(help="A fastembed model name.")], home: HomeOpt = None) -> None:
     """Download a fastembed model into the cache (needs network; never done by hooks or searches)."""
@@ -284,9 +288,6 @@ def model_pull(name: Annotated[str, typer.Argument(help="A fastembed model name.
         raise MemsearchError(f"cannot download {name}: {str(exc).splitlines()[0]}") from None
     typer.echo(f"model {name} downloaded; use it with MEMSEARCH_MODEL={name}")
 
-
-#: where fastembed downloads models from
-MODEL_HOST = "huggingface.co"
 
 
 @app.command()
