@@ -10,12 +10,12 @@ ranges ("between May and July 2023"), parts of a month or year ("early 2024", "l
 weeks and weekends of a month, holidays (:data:`HOLIDAYS`: "at Christmas", "on Thanksgiving 2023", "Easter last
 year"), the usual relative forms resolved against ``now`` ("over the weekend", "two Saturdays ago", "a few weeks
 back", "on the 20th", "the other day", "a week ago Tuesday", "the Tuesday before last", "around this time last
-year", "a year ago today"), and an offset from a date or a holiday ("the week before 16 November
-2023", "the day after Christmas"). A month, season, weekday or holiday without a year means the latest one not after
-``now``. ``since``, ``after`` and ``before`` a time open the window to the present or to the past. Whatever it does
-not understand is ignored: no window, the query ranks as before ("recently", "this time next year"). A holiday's
-name that is also an everyday phrase in lower case ("a good friday deploy", "the easter egg") names the day only
-where it stands as a time.
+year", "a year ago today"), and an offset from a date or a holiday ("the week before 16 November 2023", "the day
+after Christmas"). A month, season, weekday or holiday without a year means the latest one not after ``now``.
+``since``, ``after`` and ``before`` a time open the window to the present or to the past. Whatever it does not
+understand is ignored: no window, the query ranks as before ("recently", "this time next year"). A holiday's name
+that is also an everyday phrase in lower case ("a good friday deploy", "the easter egg") names the day only where it
+stands as a time.
 
 An offset from something the memory tells rather than a date ("two days before the concert") is an
 :class:`EventAnchor`: search looks the event up and takes the window from its date (:func:`event_anchor`).
@@ -376,6 +376,16 @@ def _same_day(day: date, months: int) -> date:
     return start.replace(day=min(day.day, (_next_month(start) - start).days))
 
 
+def _units_back(today: date, n: int, unit: str) -> date:
+    """The same day ``n`` years or months before ``today`` (a shorter month's last day), or ``n`` days, weeks or
+    fortnights before it."""
+    from datetime import timedelta
+
+    if unit in ("year", "month"):
+        return _same_day(today, -n * (12 if unit == "year" else 1))
+    return today - timedelta(days=n * UNIT_DAYS[unit])
+
+
 def _latest_day(month: int, dom: int, today: date) -> date:
     """Day ``dom`` of ``month`` in the latest year in which it is not after ``today``."""
     from datetime import date
@@ -528,15 +538,11 @@ def resolve(kind: str, m: re.Match, today: date) -> tuple[date, date] | None:
             return day, day + timedelta(days=1)
         if kind == "this_time_last":
             unit = g["unit"].lower()
-            day = _same_day(today, -12) if unit == "year" else _same_day(today, -1) if unit == "month" \
-                else today - timedelta(days=7)
+            day = _units_back(today, 1, unit)
             slack = 0 if g["exact"].lower() != "time" else THIS_TIME_SLACK[unit]
             return day - timedelta(days=slack), day + timedelta(days=slack + 1)
         if kind == "ago_today":  # "a year ago today": that very day
-            unit = g["unit"].lower()
-            n = _count(g["n"])
-            day = _same_day(today, -12 * n) if unit == "year" else _same_day(today, -n) if unit == "month" \
-                else today - timedelta(days=n * UNIT_DAYS[unit])
+            day = _units_back(today, _count(g["n"]), g["unit"].lower())
             return day, day + timedelta(days=1)
         if kind == "month":
             month = MONTHS[g["month"].lower()]
