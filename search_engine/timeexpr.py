@@ -661,7 +661,8 @@ def holiday_day(name: str, year: int) -> date | None:
 #: Holiday names that are also everyday phrases in lower case ("a good friday deploy", "the easter egg in the CLI"):
 #: written so, they name the holiday only where they stand as a time (after "on", "at", "over"…, or with a year).
 _EVERYDAY_NAMES = frozenset({"good friday"})
-_AS_TIME = re.compile(r"\b(?:on|at|over|around|before|after|since|until|till|by|for|during|from)\s+(?:the\s+)?$", re.I)
+#: the words before a name that make it a time (compiled when a lower-case everyday name is met: rarely)
+_AS_TIME = r"\b(?:on|at|over|around|before|after|since|until|till|by|for|during|from)\s+(?:the\s+)?$"
 
 
 def _names_the_holiday(m: re.Match) -> bool:
@@ -676,7 +677,7 @@ def _names_the_holiday(m: re.Match) -> bool:
     if key not in _EVERYDAY_NAMES:
         return True
     return bool(m.group("which") or m.group("year") or m.group("ly")
-                or _AS_TIME.search(m.string, 0, m.start("holiday")))
+                or re.compile(_AS_TIME, re.I).search(m.string, 0, m.start("holiday")))
 
 
 def _holiday_on(name: str, today: date, year: str | None = None, which: str | None = None) -> date | None:
