@@ -95,11 +95,11 @@ def test_dry_run_lists_and_changes_nothing(captured, home):
     assert any("rack 12" in i.snippet for i in plan.items)
     assert plan.notes == (str(home / "daily" / "2026-11-19.md"),)
     assert {p: p.read_bytes() for p in before} == before
-    assert search(captured, "zanzibar").hits
+    assert search(captured, "zanzibar", mode="bm25").hits
 
 
 def test_forget_events_removes_the_text_and_keeps_other_ids(captured, home):
-    others = {h.id for h in search(captured, "kestrel").hits}
+    others = {h.id for h in search(captured, "kestrel", mode="bm25").hits}
     log = next((home / "events").glob("*.jsonl"))
     size = log.stat().st_size
     plan = _plan(captured, ForgetSelector(session="s1"))
@@ -109,12 +109,12 @@ def test_forget_events_removes_the_text_and_keeps_other_ids(captured, home):
     assert log.stat().st_size == size  # lines blanked to the same length: offsets and ids of the rest hold
     assert _files_holding(home, "zanzibar eviction") == []
     assert _files_holding(home, "LRU with 512") == []
-    assert "LRU" not in _texts(search(captured, "zanzibar eviction LRU"))
-    assert {h.id for h in search(captured, "kestrel").hits} == others
+    assert "LRU" not in _texts(search(captured, "zanzibar eviction LRU", mode="bm25"))
+    assert {h.id for h in search(captured, "kestrel", mode="bm25").hits} == others
     index(captured, embedder=None)
     rebuild(captured, embedder=None)
-    assert "LRU" not in _texts(search(captured, "zanzibar eviction LRU"))
-    assert {h.id for h in search(captured, "kestrel").hits} == others
+    assert "LRU" not in _texts(search(captured, "zanzibar eviction LRU", mode="bm25"))
+    assert {h.id for h in search(captured, "kestrel", mode="bm25").hits} == others
     log_text = (home / ".memsearch" / "logs" / "forget.log").read_text()
     assert "events=2" in log_text and "zanzibar" not in log_text
 
@@ -131,7 +131,7 @@ def test_forgetting_an_event_rebuilds_its_session_summary(captured, home):
     assert "renew monthly" in summary.read_text()  # the decision that remains stays in the summary
     assert _files_holding(home, "kestrel signing") == []
     rebuild(captured, embedder=None)
-    assert "signing" not in _texts(search(captured, "kestrel signing certificate"))
+    assert "signing" not in _texts(search(captured, "kestrel signing certificate", mode="bm25"))
 
 
 def test_forgetting_a_whole_session_deletes_its_summary(captured, home):
@@ -139,7 +139,7 @@ def test_forgetting_a_whole_session_deletes_its_summary(captured, home):
     assert not summary_path(captured, "s2").exists()
     assert _files_holding(home, "kestrel") == []
     rebuild(captured, embedder=None)
-    assert not search(captured, "kestrel").hits
+    assert not search(captured, "kestrel", mode="bm25").hits
 
 
 def test_a_user_note_gets_a_tombstone_until_it_changes(captured, home):
@@ -152,16 +152,16 @@ def test_a_user_note_gets_a_tombstone_until_it_changes(captured, home):
     assert note.read_bytes() == original  # never edited behind the user's back
     assert [(n.path, n.line_start) for n in report.notes_to_edit] == [("daily/2026-11-19.md", 1)]
     assert report.tombstones_added == 1
-    assert "rack 12" not in _texts(search(captured, "zanzibar rack"))
-    assert "tea" in _texts(search(captured, "unrelated tea"))  # the rest of the note stays
+    assert "rack 12" not in _texts(search(captured, "zanzibar rack", mode="bm25"))
+    assert "tea" in _texts(search(captured, "unrelated tea", mode="bm25"))  # the rest of the note stays
     os.utime(note, (time.time() + 5, time.time() + 5))  # touched, not changed: still hidden
     index(captured, embedder=None)
     rebuild(captured, embedder=None)
-    assert "rack 12" not in _texts(search(captured, "zanzibar rack"))
+    assert "rack 12" not in _texts(search(captured, "zanzibar rack", mode="bm25"))
     assert b"rack 12" not in (home / ".memsearch" / "forgotten.json").read_bytes()
     note.write_text(original.decode() + "\nedited by the user\n")  # the file changed: the tombstone lapses
     index(captured, embedder=None)
-    assert "rack 12" in _texts(search(captured, "zanzibar rack"))
+    assert "rack 12" in _texts(search(captured, "zanzibar rack", mode="bm25"))
     assert tombstones.load(captured.state_dir).count == 0
 
 
@@ -186,7 +186,7 @@ def test_dates_ids_and_projects_select(captured):
             if i.kind == "event"} == {"s1"}
     assert {i.session_id for i in _plan(captured, ForgetSelector(since="2026-11-20T00:00:00")).items
             if i.kind == "event"} == {"s2"}
-    hit = search(captured, "kestrel signing", filters=Filters(kind="event")).hits[0]
+    hit = search(captured, "kestrel signing", mode="bm25", filters=Filters(kind="event")).hits[0]
     assert [i.id for i in _plan(captured, ForgetSelector(ids=(hit.id[:6],))).items] == [hit.id]
     assert [i.id for i in _plan(captured, ForgetSelector(ids=(hit.event_id,))).items] == [hit.id]
     by_project = _plan(captured, ForgetSelector(project="shop")).items
@@ -214,7 +214,7 @@ def test_cli_dry_run_confirmation_and_json(captured, home):
     refused = _cli("forget", "--session", "s1")  # not a terminal, no --yes
     assert refused.returncode == 1
     assert refused.stderr.startswith("Error: forget needs a confirmation") and refused.stderr.count("\n") == 1
-    assert search(captured, "zanzibar eviction").hits
+    assert search(captured, "zanzibar eviction", mode="bm25").hits
     done = _cli("forget", "--session", "s1", "--yes", "--json")
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
@@ -325,7 +325,7 @@ def test_after_forget_nothing_shows_the_forgotten_text(real_embedder, words, for
         chosen = [(tok, note) for tok, note, go in items if go]
         ids = []
         for tok, _ in chosen:
-            hit = search(settings, tok, k=1).hits[0]
+            hit = search(settings, tok, mode="bm25", k=1).hits[0]
             assert tok in hit.text
             ids.append(hit.id)
         if how == "ids":
@@ -353,7 +353,7 @@ def test_after_forget_nothing_shows_the_forgotten_text(real_embedder, words, for
                 served = server.handle({"op": "search", "query": query, "k": 20, "mode": "hybrid"})
                 assert served["ok"] and tok not in json.dumps(served["result"]["hits"])
             for tok in kept:
-                assert tok in _texts(search(settings, tok, k=5))
+                assert tok in _texts(search(settings, tok, mode="bm25", k=5))
 
         check()
         rebuild(settings, embedder=real_embedder)
@@ -377,7 +377,7 @@ def test_a_transcript_import_does_not_bring_forgotten_events_back(home, tmp_path
     again = import_transcripts(settings, [transcript])
     assert again.events_imported == 0
     assert _files_holding(home, "ocelot") == []
-    assert not search(settings, "ocelot").hits and search(settings, "heron").hits
+    assert not search(settings, "ocelot", mode="bm25").hits and search(settings, "heron", mode="bm25").hits
 
 
 def test_vacuum_on_request_and_forget_without_an_index(home):
@@ -390,7 +390,7 @@ def test_vacuum_on_request_and_forget_without_an_index(home):
     report = apply_forget(settings, _plan(settings, ForgetSelector(session="s1")), vacuum=True)
     assert report.vacuumed and report.chunks_removed == 200
     assert report.db_bytes_after < report.db_bytes_before
-    assert search(settings, "marmot").hits
+    assert search(settings, "marmot", mode="bm25").hits
 
 
 def test_hooks_appending_during_a_forget_lose_no_event(home):
@@ -430,7 +430,7 @@ def test_a_forgotten_note_chunk_stays_hidden_when_a_newer_filter_masks_more_of_i
     settings = resolve_settings(home, model="none")
     index(settings, embedder=None)
     apply_forget(settings, _plan(settings, ForgetSelector(match="zanzibar rack", limit=1)))
-    assert "rack 12" not in _texts(search(settings, "zanzibar rack"))
+    assert "rack 12" not in _texts(search(settings, "zanzibar rack", mode="bm25"))
 
     class Newer:  # the next filter version also masks the pin
         def __init__(self, result):
@@ -439,8 +439,8 @@ def test_a_forgotten_note_chunk_stays_hidden_when_a_newer_filter_masks_more_of_i
     monkeypatch.setattr(sources, "redact", lambda text: Newer(real_redact(text)))
     rebuild(settings, embedder=None)
     index(settings, embedder=None, full=True)
-    assert "rack 12" not in _texts(search(settings, "zanzibar rack"))
-    assert "tea" in _texts(search(settings, "unrelated tea"))
+    assert "rack 12" not in _texts(search(settings, "zanzibar rack", mode="bm25"))
+    assert "tea" in _texts(search(settings, "unrelated tea", mode="bm25"))
 
 
 def test_a_forgotten_turn_leaves_the_reply_of_the_turn_after_it(home):

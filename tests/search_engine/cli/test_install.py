@@ -118,11 +118,11 @@ def test_the_mcp_server_is_registered_with_the_hooks_memory_root_and_searches_it
 
     doctor = json.loads(subprocess.run([MEMSEARCH, "doctor", "--json", "--home", str(custom)], env=env,
                                        capture_output=True, text=True).stdout)
-    checks = {c["name"]: c for c in (doctor["checks"] if isinstance(doctor, dict) else doctor)}
+    checks = {c["name"]: c for c in doctor}  # doctor --json: a list of checks
     assert checks["mcp (user)"]["ok"], checks["mcp (user)"]
     elsewhere = json.loads(subprocess.run([MEMSEARCH, "doctor", "--json", "--home", str(tmp_path / "nope")],
                                           env=env, capture_output=True, text=True).stdout)
-    checks = {c["name"]: c for c in (elsewhere["checks"] if isinstance(elsewhere, dict) else elsewhere)}
+    checks = {c["name"]: c for c in elsewhere}
     assert not checks["mcp (user)"]["ok"] and f"searches {custom}" in checks["mcp (user)"]["detail"]
 
     subprocess.run([MEMSEARCH, "uninstall", "--home", str(custom)], env=env, check=True, capture_output=True)
