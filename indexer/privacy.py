@@ -17,7 +17,7 @@ through :func:`cut_head` / :func:`cut_tail`, which never split a marker; whoever
 what is stored is a fixed point of the filter and ``memsearch scrub`` leaves it alone.
 
 Marker kinds: ``private``, ``private-key``, ``key-material``, ``password``, ``secret``, ``connection-string``,
-``bearer-token``, ``high-entropy``, ``webhook-url``, ``api-token`` and the providers' own (``aws-key``,
+``bearer-token``, ``high-entropy``, ``webhook-url``, ``api-token``, ``password-hash`` and the providers' own (``aws-key``,
 ``github-token``, ``gitlab-token``, ``anthropic-key``, ``openai-key``, ``stripe-key``, ``slack-token``,
 ``google-key``, ``huggingface-token``, ``npm-token``, ``pypi-token``, ``sendgrid-key``, ``twilio-key``,
 ``mailgun-key``, ``mailchimp-key``, ``telegram-token``, ``azure-key``, ``sas-signature``, ``jwt``).
@@ -37,7 +37,7 @@ from indexer.secret_rules import mask
 
 #: Bumped whenever the filter would change what it stores; ``memsearch maintain`` scrubs when it differs from
 #: the version the memory was last scrubbed with.
-FILTER_VERSION = 4
+FILTER_VERSION = 5
 PRIVATE_MARKER = "[REDACTED:private]"
 MARKER_RE = re.compile(r"\[REDACTED:([a-z0-9-]+)\]")
 

@@ -11,8 +11,10 @@ Three families of rules, each masking the secret as ``[REDACTED:<kind>]`` and ke
    ``sudo -S`` or ``chpasswd``, SQL ``WITH PASSWORD '…'`` / ``IDENTIFIED BY '…'``, and ``Authorization:`` with any
    scheme word. Secrets given by layout: ``.netrc``, ``.pgpass``, a two-column row of a secret's name and value, the
    AWS CLI's prompt and output, a token as a URL's user part, Oracle and Go logins, Terraform defaults, Dockerfile
-   ``ENV``, a sentence ("the password for X is …"); and a literal where a known call takes its secret
-   (:data:`_CALL_SECRETS`).
+   ``ENV``, a sentence ("the password for X is …", "the auth token for Y: …"); and a literal where a known call
+   takes its secret (:data:`_CALL_SECRETS`). Secrets told by what holds or prints them: password hashes by their
+   format, Ansible Vault ciphertext, a Kubernetes Secret's data (:class:`_SecretManifest`), and the output of a
+   command that prints a secret (:class:`_PrintedSecret`).
 2. Names. Any assignment whose name marks a secret, whatever its prefix or spelling (``DB_PASSWORD``,
    ``aws_secret_access_key``, ``SECRET_KEY_BASE``, ``githubToken``, ``X-Api-Key``, ``--client-secret``), in env,
    shell, YAML, JSON, TOML, INI, XML, code and flag forms; a quoted value is masked whole, spaces included, an
@@ -23,8 +25,11 @@ Three families of rules, each masking the secret as ``[REDACTED:<kind>]`` and ke
    ``cache_key``) needs a value that looks random, and ``public_key`` none at all.
    The same idea as detect-secrets' keyword detector, done as a scan for name words rather than one regex per
    syntax, so a name that no pattern foresaw still counts.
-3. Entropy. A quoted string of 20+ characters from the base64 alphabet that mixes upper case, lower case and
-   digits with a Shannon entropy of at least 4.3 bits a character (detect-secrets' base64 detector, which uses 4.5).
+3. Entropy. A quoted string of 20+ characters from the base64 alphabet (and dots, when a piece of 16+ is random)
+   that mixes upper case, lower case and digits with a Shannon entropy of at least 4.3 bits a character
+   (detect-secrets' base64 detector, which uses 4.5), unless it is CamelCase words; and a random literal given to a
+   client's constructor or set-up call (:func:`_client_literal`; hex from 32 characters, as detect-secrets' hex
+   detector, but only there, where a commit id or a digest is not).
 
 Every format rule has literal anchors (lower case): a rule runs only on a text that holds one, so the common text
 costs a few substring tests. No rule may rescan a line from every start position: a command's password is searched
@@ -328,6 +333,21 @@ def _user_password(m: re.Match[str]) -> bool:
     return not _CONTAINER_CMD_RE.search(m.string, max(0, m.start() - 300), m.start())
 
 
+
+def _prose(words: str, separators: str, shortest: int, code: bool = True) -> _Checked:
+    """A secret told in a sentence: one of ``words``, maybe ``for``/``of``/``on`` what, then ``is``/``was`` or one
+    of ``separators`` (a regex), and a value of ``shortest`` characters or more holding a digit or a symbol; unless
+    ``code``, a value that is an attribute path (``self._in_arguments``) is code, not a secret."""
+    return _Checked(_Lazy(
+        rf"(?i)\b(?:{words})\b(?:[ \t]+(?:for|of|on)[ \t]+[^\n:=]{{1,40}}?)?"
+        rf"(?:[ \t]+(?:is|was|to|as)\b|{separators})[ \t]*([\"']?)(?!\[REDACTED)"
+        rf"(?=[^\s\"']{{0,127}}[0-9!@#$%^&*+/_~\-])([^\s\"']{{{shortest},128}}?)\1(?=[.,;!?]?(?:\s|$))"),
+        lambda m: _mixed(m.group(2)) and not _skip_value(m.group(2)) and (code or not _CODE_PATH_RE.fullmatch(
+            m.group(2))))
+
+
+_CODE_PATH_RE = _Lazy(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+(?:\(\))?")
+
 _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
     (
         "private-key",
@@ -422,6 +442,12 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
      _Checked(_Lazy(r"(?i)(?:login|auth|connect|authenticate|password)\(\s*(?:[\w.]+\s*=\s*)?([\"'])([^\"'\n]*)\1"
                     r"\s*,\s*(?:[\w.]+\s*=\s*)?([\"'])(?!\[REDACTED)([^\"'\n]+)\3"),
               lambda m: not (m.group(4).isdigit() or "://" in m.group(2))), 4),
+    # smtplib's, ftplib's, imaplib's login(user, "…"): the user given by a variable
+    ("password", (".login(", ".authenticate("),
+     _Checked(_Lazy(r"\.(?:login|authenticate)\(\s*[A-Za-z_][\w.]*\s*,\s*(?:[\w.]+\s*=\s*)?([\"'])"
+                    r"(?!\[REDACTED)([^\"'\n]+)\1\s*\)"), lambda m: not m.group(2).isdigit()), 2),
+    ("api-token", ("access_token$",),
+     _Lazy(r"\baccess_token\$(?:production|sandbox|development)\$[0-9a-z]{16}\$[0-9a-f]{32}\b"), 0),
     ("password", ("password", "identified"),
      _Lazy(r"(?i)(?:\bwith\s+(?:encrypted\s+|unencrypted\s+)?password|\bidentified\s+(?:with\s+\w+\s+)?by"
            r"|\bpassword\s*\()\s*(?:=\s*)?([\"'])(?!\[REDACTED)([^\"'\n]+)\1"), 2),
@@ -435,8 +461,8 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
            r"(?!\[REDACTED)(?!None\b)([A-Za-z0-9/+=]{16,})"), 1),
     # a row of two columns, a secret's name and its value: `vault kv get`, a Markdown table, TSV, `key  value`
     ("password", ("pass", "pwd", "secret", "token", "key", "credential"),
-     _Checked(_Lazy(r"(?m)^[ \t]*\|?[ \t]*([A-Za-z][\w.-]{1,60})[ \t]*(?:\|[ \t]*|[ \t]{2,}|\t[ \t]*)"
-                    r"(?!\[REDACTED)([^\s|]{4,200})[ \t]*\|?[ \t]*$"), lambda m: _table_secret(m)), 2),
+     _Checked(_Lazy(r"(?m)^[ \t]*\|{0,2}[ \t]*([A-Za-z][\w.-]{1,60})[ \t]*(?:\|[ \t]*|[ \t]{2,}|\t[ \t]*)"
+                    r"(?!\[REDACTED)([^\s|]{4,200})[ \t]*\|{0,2}[ \t]*$"), lambda m: _table_secret(m)), 2),
     # a secret's fallback in code: process.env.API_TOKEN || '…', os.environ.get("DB_PASSWORD", "…"), os.getenv(…)
     ("password", ("process.env", "environ.get(", "getenv("),
      _Checked(_Lazy(r"(?:process\.env\.([A-Za-z_][\w]{0,80})\s*(?:\|\||\?\?)\s*"
@@ -446,8 +472,9 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
     # base64 of a JSON object with no dots (a Cloudflare tunnel token, a Grafana key): a token, not a JWT
     ("api-token", ("eyj",), _Lazy(r"(?<![\w.+/-])eyJ[A-Za-z0-9+/_-]{56,}={0,2}(?![\w.+/=-])"), 0),
     # cookies: a long random value in a Cookie or Set-Cookie header
-    ("secret", ("cookie:",),
-     _Checked(_Lazy(r"(?i)(?:^|[\s;,])(?:set-)?cookie:[^\n]{0,40}?\b[\w.-]{1,64}=(?!\[REDACTED)([^;\s,\"']{16,})"),
+    ("secret", ("cookie:", "--cookie"),
+     _Checked(_Lazy(r"(?i)(?:(?:^|[\s;,])(?:set-)?cookie:[^\n]{0,40}?|--cookie[ =]\s*[\"']?)\b[\w.-]{1,64}="
+                    r"(?!\[REDACTED)([^;\s,\"']{16,})"),
               lambda m: _looks_random(m.group(1))), 1),
     # Terraform: variable "db_password" { default = "…" }
     ("password", ("variable",),
@@ -460,11 +487,9 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
     # a function key or an OAuth code in a query string (Azure Functions' ?code=, a redirect's ?code=)
     ("secret", ("code=",), _Lazy(r"[?&]code=(?!\[REDACTED)([A-Za-z0-9_\-%=.~]{20,})"), 1),
     # prose: "my password for the staging DB is …", "the passphrase: '…'", "pw …"
-    ("password", ("pass", "pw"),
-     _Checked(_Lazy(r"(?i)\b(?:password|passphrase|passwd|pw)\b(?:[ \t]+(?:for|of|on)[ \t]+[^\n:=]{1,40}?)?"
-                    r"(?:[ \t]+(?:is|was|to|as)\b|[ \t]*[:=]|(?=[ \t]))[ \t]*([\"']?)(?!\[REDACTED)"
-                    r"(?=[^\s\"']{0,127}[0-9!@#$%^&*+/_~\-])([^\s\"']{6,128}?)\1(?=[.,;!?]?(?:\s|$))"),
-              lambda m: _mixed(m.group(2)) and not _skip_value(m.group(2))), 2),
+    ("password", ("pass", "pw"), _prose(r"password|passphrase|passwd|pw", r"[ \t]*[:=]|(?=[ \t])", 6), 2),
+    # "the auth token for the registry: …", "API token is …", "webhook secret = …": a token is long
+    ("secret", ("token", "secret"), _prose(r"(?:auth|access|api|bearer)?[ \t]?token|secret", r"[ \t]*:", 12, code=False), 2),
     # .pgpass: host:port:database:user:password (a host with a letter, a dot or *; a port or *)
     ("password", (":5432:", ":*:", ":6432:", ":5433:"),
      _Lazy(r"(?m)^[ \t]*[^\s:#]*[A-Za-z.*][^\s:#]*:(?:[0-9]{1,5}|\*):[^\s:]+:[^\s:]+:(?!\[REDACTED)(\S+)[ \t]*$"),
@@ -516,6 +541,11 @@ _CLI_SECRETS: tuple[tuple[str, str, str], ...] = (
     ("secret", "snyk", r"\sauth\s+"),
     ("secret", "aws", r"\sconfigure\s+set\s+(?:[\w.]*\.)?aws_(?:secret_access_key|session_token)\s+"),
     ("secret", "yc", r"\sconfig\s+set\s+token\s+"),
+    # SNMP: v1/v2c's community string, v3's auth and privacy passphrases
+    ("secret", "snmpwalk snmpbulkwalk snmpget snmpgetnext snmpbulkget snmpset snmptable snmptrap snmpinform "
+               "snmpdf snmpstatus snmpnetstat snmpdelta", r"\s-[cAX]\s*"),
+    # MinIO client: mc alias set NAME URL ACCESS_KEY SECRET_KEY
+    ("secret", "mc", r"\s(?:alias\s+set|config\s+host\s+add)\s+\S+\s+\S+\s+\S+\s+"),
 )
 _CLI_VALUE = r"(?!\[REDACTED)(?!-|''|\"\")([^\s\"'|;&]+|\"[^\"\n]*\"|'[^'\n]*')"
 _FORMATS.extend(
@@ -523,6 +553,137 @@ _FORMATS.extend(
                                           + r")(?![\w-])", flag + _CLI_VALUE), 1)
     for kind, tools, flag in _CLI_SECRETS
 )
+
+# -- secrets told by what holds or prints them -------------------------------------------------------------------
+# password hashes: crypt(3) and its descendants, the frameworks' own forms, LDAP's {SCHEME}, a SAM dump's LM:NT pair.
+# A hash is no password, but it is the password's stand-in to anyone who can crack or replay it.
+_HASH_ANCHORS = ("$2", "$1$", "$5$", "$6$", "$md5", "$apr1$", "$y$", "$7$", "$gy$", "$argon2", "$pbkdf2", "$scrypt",
+                 "pbkdf2_", "pbkdf2:", "bcrypt", "scrypt", "argon2$", "{ssha", "{sha", "{smd5", "{md5}", "{crypt}",
+                 "{pbkdf2", "{argon2", ":::")
+_HASH_RE = _Lazy(
+    r"(?<![\w$])(?:"
+    r"\$2[abxy]?\$[0-9]{2}\$[./A-Za-z0-9]{53}"  # bcrypt
+    r"|\$(?:1|5|6|md5|apr1|sha1)\$(?:rounds=[0-9]+\$)?[./A-Za-z0-9]{1,64}\$[./A-Za-z0-9]{16,}"  # MD5/SHA crypt
+    r"|\$(?:y|gy|7)\$[./A-Za-z0-9]+\$(?:[./A-Za-z0-9]+\$)?[./A-Za-z0-9]{16,}"  # yescrypt, scrypt
+    r"|\$(?:argon2(?:id|i|d)|scrypt|pbkdf2(?:-sha[0-9]+)?|bcrypt-sha256)\$[\w$=,./+-]{16,}"  # PHC strings
+    r"|(?:pbkdf2_sha[0-9]+|bcrypt_sha256|bcrypt|argon2|scrypt|sha1|md5|unsalted_md5)\$[\w$=,./+-]{20,}"  # Django
+    r"|(?:pbkdf2:sha[0-9]+|scrypt)(?::[0-9]+)+\$[A-Za-z0-9./+]+\$[0-9a-f]{32,}"  # Werkzeug
+    r"|(?i:\{(?:s?sha(?:256|384|512)?|smd5|md5|crypt|pbkdf2(?:-sha[0-9]+)?|argon2)\})[A-Za-z0-9+/=.$,:-]{8,}"
+    r")"
+)
+_SAM_RE = _Lazy(r"(?m)^[^\s:]{1,64}:[0-9]{1,10}:((?:[0-9a-fA-F]{32}|\*{32}|NO PASSWORD\*{21}):[0-9a-fA-F]{32}):::")
+# an Ansible Vault: its header and the hex lines of ciphertext under it
+_VAULT_RE = _Lazy(r"\$ANSIBLE_VAULT;[0-9.]+;[A-Z0-9]+(?:;[\w.-]+)?[ \t]*(?:\r?\n[ \t]*[0-9a-fA-F]{16,}[ \t]*)+")
+
+
+class _SecretManifest(_Scan):
+    """The values of a Kubernetes Secret's ``data:`` and ``stringData:``, YAML or JSON, whatever their keys are named
+    (``DATABASE_URL: cG9zdGdyZXM6…``): the kind says they are secrets. Each line is read once."""
+
+    _KIND = _Lazy(r"(?:^|[\s{,])[\"']?kind[\"']?[ \t]*:[ \t]*[\"']?Secret(?![\w-])")
+    _BLOCK = _Lazy(r"(?m)^([ \t]*)[\"']?(?:data|stringData)[\"']?[ \t]*:[ \t]*(\{)?[ \t]*$")
+    _YAML_ENTRY = _Lazy(r"[ \t]+[\"']?[\w.-]+[\"']?[ \t]*:[ \t]+(?!\[REDACTED)(?![|>][-+0-9]*[ \t]*$)(\S[^\n]*?)[ \t]*$",
+                        re.MULTILINE)
+    _JSON_ENTRY = _Lazy(r"[ \t]*\"[\w.-]+\"[ \t]*:[ \t]*\"(?!\[REDACTED)([^\"\n]+)\"[ \t]*,?[ \t]*$", re.MULTILINE)
+
+    def matches(self, text: str) -> Iterator[re.Match[str]]:
+        if not self._KIND.search(text):
+            return
+        n = len(text)
+        for block in self._BLOCK.finditer(text):
+            indent, entry = len(block.group(1).expandtabs()), self._JSON_ENTRY if block.group(2) else self._YAML_ENTRY
+            pos = block.end() + 1
+            while pos < n:
+                nl = text.find("\n", pos)
+                end = n if nl < 0 else nl
+                line = text[pos:end]
+                if line.strip():
+                    if len(line.expandtabs()) - len(line.expandtabs().lstrip()) <= indent:
+                        break
+                    m = entry.match(text, pos, end)
+                    if m is not None:
+                        yield m
+                pos = end + 1
+
+
+class _PrintedSecret(_Scan):
+    """The output of a command that prints a secret, on the lines after the command (a terminal's ``$ …`` or a
+    tool observation's ``Bash: …``): a password manager's or a cloud's secret read (``op read``, ``vault kv get
+    -field=``, ``gcloud secrets versions access``, ``security find-generic-password -w``), a token printed for a
+    login (``gh auth token``, ``aws ecr get-login-password``), a secret generated (``openssl rand``, ``rails
+    secret``), a secret variable echoed (``echo $API_TOKEN``, ``printenv DB_PASSWORD``), or a secret file read
+    (``cat config/master.key``). Up to the next blank or command line, at most 20 lines; each line read once."""
+
+    _COMMAND = _Lazy(r"(?m)^[ \t]*(?:(?:[\w.@~:/()\[\]-]*[$#%❯›]|PS [^\n>]{0,80}>)[ \t]+|(?:Bash|PowerShell|Shell)"
+                     r":[ \t]*)(\S[^\n]*)$")
+    _PRINTS = _Lazy(
+        r"(?i)(?:^|[|;&(]\s*|\bsudo\s+(?:-\S+\s+)*)(?:"
+        r"op\s+(?:read\b|item\s+get\b[^|;&]*\s--fields?\b|inject\b)"
+        r"|g?pass\s+(?:show\s+)?(?!-)[\w./@-]+\s*(?:$|\|)"
+        r"|vault\s+(?:kv\s+get|read)\b[^|;&]*\s-field[= ]"
+        r"|security\s+find-(?:generic|internet)-password\b[^|;&]*\s-w\b"
+        r"|secret-tool\s+lookup\b|keyring\s+get\b|bw\s+get\s+(?:password|totp)\b|lpass\s+show\b[^|;&]*--password"
+        r"|(?:doppler|infisical)\s+secrets\s+get\b[^|;&]*--plain|sops\s+(?:-d|--decrypt)\b[^|;&]*--extract"
+        r"|gcloud\s+secrets\s+versions\s+access\b|gcloud\s+auth\s+(?:application-default\s+)?print-\w+-token\b"
+        r"|aws\s+(?:ecr|ecr-public)\s+get-login-password\b|az\s+acr\s+login\b[^|;&]*--expose-token"
+        r"|(?:gh|glab)\s+auth\s+token\b|heroku\s+auth:token\b|kubectl\s+create\s+token\b"
+        r"|kubectl\s+get\s+secrets?\b[^|;&]*(?:jsonpath|go-template)"
+        r"|openssl\s+rand\b|pwgen\b|(?:bin/)?rails\s+secret\b|mix\s+phx\.gen\.secret\b"
+        r"|python[0-9.]*\s+-c\s+[^\n]*\bsecrets\.token_"
+        r"|(?:echo|printf)\s+(?:-\w+\s+)*[\"']?\$\{?(?P<echoed>[A-Za-z_]\w*)"
+        r"|printenv\s+(?P<printed>[A-Za-z_]\w*)"
+        r"|(?:cat|head|tail|less|more|bat|type|get-content|gc)\s+(?:-\S+\s+)*[\"']?(?P<file>[^\s\"'|;&<>]+)"
+        r")"
+    )
+    _FILE_EXTS = frozenset({".key", ".secret", ".secrets", ".token", ".pass", ".password", ".pwd", ".cred"})
+    _LINE = _Lazy(r"[ \t]*(?!\[REDACTED)(\S[^\n]*?)[ \t]*$", re.MULTILINE)
+
+    @classmethod
+    def _prints_secret(cls, command: str) -> bool:
+        for m in cls._PRINTS.finditer(command):
+            variable = m.group("echoed") or m.group("printed")
+            if variable:
+                if _strong_name(variable):
+                    return True
+            elif m.group("file"):
+                base = m.group("file").replace("\\", "/").rsplit("/", 1)[-1]
+                stem, dot, ext = base.rpartition(".")
+                stem, ext = (stem, "." + ext.lower()) if dot and stem else (base, "")
+                if ext in cls._FILE_EXTS or ext in ("", ".txt") and _strong_name(stem.lstrip(".")):
+                    return True
+            else:
+                return True
+        return False
+
+    def matches(self, text: str) -> Iterator[re.Match[str]]:
+        n = len(text)
+        commands = list(self._COMMAND.finditer(text))
+        for k, command in enumerate(commands):
+            if not self._prints_secret(command.group(1)):
+                continue
+            stop = commands[k + 1].start() if k + 1 < len(commands) else n
+            pos, lines = command.end() + 1, 0
+            while pos < stop and lines < 20:
+                nl = text.find("\n", pos, stop)
+                end = stop if nl < 0 else nl
+                if not text[pos:end].strip():
+                    break
+                m = self._LINE.match(text, pos, end)
+                if m is not None:
+                    yield m
+                pos, lines = end + 1, lines + 1
+
+
+_FORMATS.extend([
+    ("password-hash", _HASH_ANCHORS[:-1], _HASH_RE, 0),
+    ("password-hash", (":::",), _SAM_RE, 1),
+    ("secret", ("$ansible_vault",), _VAULT_RE, 0),
+    ("secret", ("secret",), _SecretManifest(), 1),
+    ("secret", ("op ", "pass", "vault", "security", "secret", "keyring", "bw ", "lpass", "sops", "gcloud", "ecr",
+                "acr", "auth", "kubectl", "openssl", "pwgen", "rails", "phx.gen", "secrets.token", "echo", "printf",
+                "printenv", "cat ", "head ", "tail ", "less ", "more ", "bat ", "type ", "get-content", "gc "),
+     _PrintedSecret(), 1),
+])
 
 _FORMAT_ANCHORS = tuple(dict.fromkeys(a for _, anchors, _, _ in _FORMATS for a in anchors))
 
@@ -555,7 +716,7 @@ def _key_material(text: str) -> tuple[str, int]:
 
 # -- 2. names --------------------------------------------------------------------------------------------------
 #: run over the lower-cased text: an IGNORECASE scan costs ~15x more (measured: 8.5 ms vs 0.5 ms per 64 KB)
-_NAME_WORD_RE = _Lazy(r"pass|pwd|secret|token|key|auth|cred|sig|salt|cookie|pw|psk|mnemonic|dockerc")
+_NAME_WORD_RE = _Lazy(r"pass|pwd|secret|token|key|auth|cred|sig|salt|cookie|pw|psk|mnemonic|dockerc|pat|seed")
 _IDENT_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.")
 _CAMEL_RE = _Lazy(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 #: a component that marks a password
@@ -614,6 +775,7 @@ _TYPED_RE = _Lazy(r"(?:\[REDACTED:[a-z0-9-]+\]|[A-Z][\w.<>\[\]]*\??|str|string|b
                        r"[ \t]*=(?![=>])[ \t]*")
 _PAIR_RE = _Lazy(r"\(\s*([\"'])[^\"'\n]*\1\s*,\s*([\"'])([^\"'\n]+)\2\s*\)")
 _LOCATION_RE = _Lazy(r":[0-9]+(?::[0-9]+)?(?::|,|[ \t]*$)", re.MULTILINE)
+_REFERENCE_RE = _Lazy(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*")
 _CODE_VALUE_RE = _Lazy(r"[A-Za-z_$][\w.$]*\s*[(\[]")
 
 
@@ -646,6 +808,11 @@ def name_kind(name: str) -> tuple[str, bool] | None:
     secret = any(p in _SECRET_WORDS or (p.startswith("secret") and not p.startswith("secretar")) for p in parts)
     if last == "data" and len(parts) > 1 and parts[-2] == "key":  # kubeconfig's client-key-data: a private key
         return "secret", True
+    if last == "pat" and not (password or secret):  # GITHUB_PAT, but IPV4_PAT and longopt_pat are patterns
+        return "secret", False
+    if "seed" in parts and not (password or secret):  # TOTP_SEED, a wallet's seed phrase; not RANDOM_SEED=42
+        return ("secret", True) if last in ("phrase", "words", "mnemonic") else ("secret", False) if last == "seed" \
+            else None
     if last in _ABOUT_LAST and not (last == "id" and (password or secret)):
         return None
     if last == "id" and not (password or secret):
@@ -674,11 +841,13 @@ def _looks_random(value: str) -> bool:
     """Long enough and mixing at least two classes of characters (lower, upper, digits, symbols)."""
     if len(value) < 12 or " " in value.strip():
         return False
-    if sum(_char_kinds(value)) < 2:
+    if sum(_char_kinds(value)) < 2 or _REGEX_SYNTAX_RE.search(value):
         return False
     return not all(_WORDLIKE_RE.fullmatch(piece) for piece in re.split(r"[^A-Za-z0-9]+", value) if piece)
 
 
+#: a regular expression's syntax: a value that is a pattern (``IPV4_PAT = "[0-9]{1,3}"``), not random characters
+_REGEX_SYNTAX_RE = _Lazy(r"\[[^\]]*\]|\(\?|\\[dwsbDWS]|\{[0-9]+(?:,[0-9]*)?\}")
 #: a piece of a value that is a word, CamelCase words or a number, not random characters
 _WORDLIKE_RE = _Lazy(r"[0-9]+|[A-Z]+|[A-Za-z][a-z]+(?:[A-Z][a-z]+)*[0-9]{0,4}")
 
@@ -695,10 +864,14 @@ _BUILTIN_TYPES = frozenset({
 })
 
 
+def _strong_name(name: str) -> bool:
+    named = name_kind(name)
+    return bool(named and named[1])
+
+
 def _names_a_secret(name: str, value: str, strong: bool = True) -> bool:
     """``name`` marks a secret (a strong name when ``strong``) and ``value`` is a value, not a reference."""
-    named = name_kind(name)
-    return bool(named and (named[1] or not strong)) and not _skip_value(value)
+    return (_strong_name(name) if strong else name_kind(name) is not None) and not _skip_value(value)
 
 
 def _mixed(value: str) -> bool:
@@ -751,7 +924,20 @@ def _skip_value(value: str) -> bool:
         return True
     if v[:1] in "fF" and v[1:2] in ("'", '"') and "{" in v:  # an f-string: code, not a literal secret
         return True
+    if v.startswith(("self.", "this.", "cls.", "await ", "yield ", "new ")):  # code
+        return True
     return bool(_CODE_VALUE_RE.match(v)) or bool(_VERSION_RE.fullmatch(v)) or _is_prose(v) or _is_type(v)
+
+
+def _reads_itself(name: str, value: str) -> bool:
+    """``value`` is a variable or an attribute of the same name as the secret's (``api_key`` for ``api_key``,
+    ``settings.SECRET_KEY`` for ``secret_key``, ``self._password`` for ``password``)."""
+    if not _REFERENCE_RE.fullmatch(value):
+        return False
+    def key(word: str) -> str:
+        return word.rsplit(".", 1)[-1].replace("_", "").replace("-", "").lower()
+
+    return key(value) == key(name)
 
 
 def _quoted_end(text: str, start: int, quote: str) -> int:
@@ -942,6 +1128,8 @@ def _named(text: str, lower: str) -> tuple[str, int]:
                     value = text[prose.end() : end].rstrip(".,;:!?)\"'")
                     if value and value.lower() not in _PROSE_STOP and not _skip_value(value):
                         span = (prose.end(), prose.end() + len(value))
+        if span and _reads_itself(name, text[span[0] : span[1]]):
+            span = None  # api_key=api_key, secret_key = settings.SECRET_KEY: the variable read, not a value
         if span and span[1] > span[0] and not (spans and span[0] < spans[-1][1]):
             spans.append((span[0], span[1], kind))
     if not spans:
@@ -957,7 +1145,7 @@ def _named(text: str, lower: str) -> tuple[str, int]:
 
 
 # -- 3. entropy ------------------------------------------------------------------------------------------------
-_QUOTED_RE = _Lazy(r"([\"'])([A-Za-z0-9+/_\-]{20,200}={0,2})\1")
+_QUOTED_RE = _Lazy(r"([\"'])([A-Za-z0-9+/_\-.]{20,300}={0,2})\1")
 _DIGEST_PREFIXES = ("sha1-", "sha256-", "sha384-", "sha512-", "md5-", "sha-")
 
 
@@ -974,6 +1162,15 @@ def shannon_entropy(value: str) -> float:
     return -sum(c / n * math.log2(c / n) for c in counts.values())
 
 
+def _identifier_like(value: str) -> bool:
+    """CamelCase words with a few capitals and digits (``ThisIsAVeryLongName2024``): three quarters of the characters
+    sit in capitalised words of four letters or more. In a random token of mixed case fewer than 1 in 1,000 do
+    (measured over 3,000 random tokens of 20-40 characters); lower-case tokens are never taken for names."""
+    if sum(c.isupper() for c in value) < 2:
+        return False
+    return sum(len(w) for w in _CAMEL_RE.findall(value) if len(w) >= 4 and w[-1].islower()) >= 0.75 * len(value)
+
+
 def _high_entropy(text: str) -> tuple[str, int]:
     count = 0
 
@@ -981,12 +1178,58 @@ def _high_entropy(text: str) -> tuple[str, int]:
         nonlocal count
         value = m.group(2)
         if (value.lower().startswith(_DIGEST_PREFIXES) or not re.search("[a-z]", value)
-                or not re.search("[A-Z]", value) or not re.search("[0-9]", value) or shannon_entropy(value) < 4.3):
+                or not re.search("[A-Z]", value) or not re.search("[0-9]", value) or shannon_entropy(value) < 4.3
+                or _identifier_like(value)):
             return m.group(0)
+        if "." in value and ("/" in value or max(map(len, value.split("."))) < 16 or not _looks_random(value)):
+            return m.group(0)  # a dotted name (com.example.MyApp2), a path, not a token with dots
         count += 1
         return m.group(1) + _marker("high-entropy") + m.group(1)
 
     return _QUOTED_RE.sub(sub, text), count
+
+
+#: a literal given to a constructor or a client's set-up call, first or after one short argument:
+#: ``together.Together("<hex>")``, ``new Api("<token>")``, ``Client::new("admin", "<password>")``
+_CONSTRUCTOR_ARG_RE = _Lazy(
+    r"(?<![\w.:$])((?:new\s+)?[A-Za-z_][\w.]*(?:::[A-Za-z_]\w*)*)\s*\(\s*"
+    r"(?:(?:[A-Za-z_][\w.]*|[\"'][^\"'\n]{0,64}[\"'])\s*,\s*)?([\"'])(?!\[REDACTED)([^\s\"'\\]{10,300})\2\s*[,)]")
+_FILE_NAME_RE = _Lazy(r"\.[A-Za-z][A-Za-z0-9]{0,4}$")
+#: what a constructor's name says it builds when it is no client: a value, not a connection
+_NOT_CLIENTS = frozenset({
+    "error", "exception", "hash", "digest", "sha", "md5", "commit", "uuid", "id", "object", "regexp", "regex",
+    "pattern", "url", "uri", "path", "date", "time", "decimal", "string", "str", "buffer", "hex", "color", "colour",
+    "version", "checksum", "etag", "ref", "rev", "fingerprint", "name", "label", "text", "message", "log", "file",
+    "symbol", "big", "int", "number", "selector", "query", "event", "intl", "locale", "image", "font", "mime",
+})
+#: lower-case calls that set up a client
+_CLIENT_WORDS = frozenset({
+    "client", "connect", "login", "auth", "authenticate", "init", "initialize", "configure", "setup", "api", "sdk",
+    "key", "token", "credential", "credentials", "secret", "session",
+})
+
+
+def _client_literal(m: re.Match[str]) -> bool:
+    """The literal is random (letters and digits, no words; a password of 10+ with three kinds of character) and
+    the callee builds a client: a class (``Together``, ``Api``) or a set-up call (``connect``, ``init``)."""
+    value = m.group(3)
+    names = [c for c in re.split(r"\.|::|\s+", m.group(1)) if c and c != "new"]
+    if not names:
+        return False
+    callee = names[-1]
+    parts = _components(callee)
+    if not parts or _NOT_CLIENTS.intersection(parts):
+        return False
+    if not (callee[0].isupper() or _CLIENT_WORDS.intersection(parts)):
+        return False
+    if value[0] in "./~" or "/" in value and "." in value or _FILE_NAME_RE.search(value):
+        return False  # a path or a file name
+    lower, upper, digits, other = _char_kinds(value)
+    if not (lower or upper) or not digits or not _looks_random(value) or _identifier_like(value):
+        return False
+    if len(value) >= 20:
+        return shannon_entropy(value) >= 3.0
+    return lower + upper + digits + other >= 3 and m.group(0).count(",") >= 1  # Client("admin", "nK7q%a9…")
 
 
 _ALNUM_RUN_RE = _Lazy(r"[A-Za-z0-9]{12,}")
@@ -1007,6 +1250,7 @@ def _random_tail(m: re.Match[str]) -> bool:
 
 
 _PREFIXED = _Checked(_PREFIX_RE, _random_tail)
+_CLIENT_ARG = _Checked(_CONSTRUCTOR_ARG_RE, _client_literal)
 _LONG_TOKEN_RE = _Lazy(r"(?<![\w\-.=+/])[\w\-.=+/]{20,}")
 _TWILIO_RE = _Lazy(r"(?<![0-9A-Za-z])(?:SK|AC)[0-9a-fA-F]{32}(?![0-9A-Za-z])")
 
@@ -1082,4 +1326,7 @@ def mask(text: str) -> tuple[str, int]:
     if '"' in text or "'" in text:
         text, count = _high_entropy(text)
         total += count
+        if "(" in text:
+            text, count = _apply(_CLIENT_ARG, "secret", 3, text)
+            total += count
     return text, total

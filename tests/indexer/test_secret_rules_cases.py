@@ -144,3 +144,59 @@ def test_variable_references_and_empty_options_stay():
     for text in ("password: $DB_PASSWORD", "password: ${DB_PASSWORD}", "API_KEY=$(pass show api)",
                  "ssh-keygen -t ed25519 -N '' -f key", "apiKey: <YOUR_API_KEY>", "az login --use-device-code"):
         assert redact(text).text == text
+
+
+# secrets told by what holds or prints them: a hash's format, a Secret's kind, a command that prints one
+TOLD_BY_THEIR_HOLDER = [
+    ("deploy:$2b$12$" + "Qm4Lz8Rt2Xv7Kp9Wn3Bd6Hs1Jf5Gc0Ya2Ue8Io3Tq7Lm4Zx9Rv2Kw", "Qm4Lz8Rt2Xv7Kp9W"),
+    ("ops:$6$rounds=5000$Hq2Lz7Xv$" + "Tm8Kw3Rq9Zp2Lx7Vn4Bd6Hs1Jf5Gc0Ya" + ":19700:0:99999:7:::", "Tm8Kw3Rq9Zp2Lx7V"),
+    ("ci:$y$j9T$Vb3Nq8Lz2Wx$" + "Pk7Rt4Zm9Lq2Xw8Vn3Bd6Hs1Jf5Gc0Ya2Ue8Io3Tq", "Pk7Rt4Zm9Lq2Xw8V"),
+    ('"password": "pbkdf2_sha256$720000$Wq8Lz2Xv$Zt7Kq2Lm9Rx4Vn8Bd3Hs6Jf1Gc5Ya0Ue="', "Zt7Kq2Lm9Rx4Vn8B"),
+    ("hash = '$argon2id$v=19$m=65536,t=3,p=4$Rk2Lq8Zx$Vm7Tq3Lz9Wx2Kp8Nb4Hd6Js1Fg5'", "Vm7Tq3Lz9Wx2Kp8N"),
+    ("userPassword: {SSHA}Yq8Lz2Xv7Rt4Kp9Wn3Bd6Hs1Jf5Gc0=", "Yq8Lz2Xv7Rt4Kp9W"),
+    ("svc_backup:1104:aad3b435b51404eeaad3b435b51404ee:8846f7eaee8fb117ad06bdd830b7586c:::",
+     "8846f7eaee8fb117ad06bdd830b7586c"),
+    ("smtp_pass: !vault |\n  $ANSIBLE_VAULT;1.1;AES256\n  " + "3a7f9c2e" * 8 + "\n  " + "61b4d8e0" * 8 + "\n",
+     "3a7f9c2e3a7f9c2e"),
+    ("apiVersion: v1\nkind: Secret\nmetadata:\n  name: app\ntype: Opaque\ndata:\n  SMTP_URL: "
+     "c210cDovL21haWw6UXo4THcyWHY3QG14LmV4YW1wbGUuY29t\n  region: ZXUtd2VzdC0x\n", "c210cDovL21haWw6UXo4"),
+    ('{"apiVersion": "v1", "kind": "Secret",\n "data": {\n  "ADMIN_DSN": "cG9zdGdyZXM6Ly9hOmJAaC9k"\n }\n}',
+     "cG9zdGdyZXM6Ly9hOmJAaC9k"),
+    ("$ op read 'op://Infra/prod-db/credential'\nVt8Qm2Lx9Zr4\n$ ls", "Vt8Qm2Lx9Zr4"),
+    ("Bash: gcloud secrets versions access latest --secret=stripe-webhook\nwhsk_Zq8Lm2Xv7Rt4Kp9W", "Zq8Lm2Xv7Rt4Kp9W"),
+    ("$ security find-generic-password -s wifi -w\nmaple-Orbit-77", "maple-Orbit-77"),
+    ("~/app$ echo \"$SENTRY_AUTH_TOKEN\"\n9c1f0e7ab24d4b8e8f1d2c3b4a596877", "9c1f0e7ab24d4b8e8f1d2c3b4a596877"),
+    ("PS C:\\app> Get-Content .\\config\\deploy.key\nKm3Tz8Qk2Lx7Vn4R", "Km3Tz8Qk2Lx7Vn4R"),
+    ("$ openssl rand -base64 24\nq7Lz2Xv9Rt4Kp8Wn3Bd6Hs1Jf5Gc0Ya", "q7Lz2Xv9Rt4Kp8Wn3Bd6"),
+    ("snmpget -v2c -c Rq7Lz2Xw9 10.1.2.3 sysUpTime.0", "Rq7Lz2Xw9"),
+    ("mc alias set backup https://s3.internal:9000 backupuser Wz8Kq2Lm7Xr4Tv9", "Wz8Kq2Lm7Xr4Tv9"),
+    ("GITLAB_DEPLOY_PAT=zq8lm2xv7rt4kp9wn3bd6hs1", "zq8lm2xv7rt4kp9wn3bd6hs1"),
+    ("OTP_SEED=JBSWY3DPEHPK3PXPQ7LZ2XV9", "JBSWY3DPEHPK3PXPQ7LZ2XV9"),
+    ('curl --cookie "sid=Vq8Lz2Xm7Rt4Kp9Wn3Bd6; theme=dark" https://app.example.com', "Vq8Lz2Xm7Rt4Kp9Wn3Bd6"),
+    ("|  SessionToken  |  Fq7Lz2Xv9Rt4Kp8Wn3Bd6Hs1Jf5Gc0Ya  |", "Fq7Lz2Xv9Rt4Kp8Wn3Bd6"),
+    ('imap.login(account, "Tq7-Lz2Xv9")', "Tq7-Lz2Xv9"),
+    ('client = replicate.Client("c7d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3")', "c7d9e0f1a2b3c4d5e6f7"),
+    ('sdk = Mixpanel("6f2c8e1d9a7b4c3e5f0a1b2c3d4e5f6a")', "6f2c8e1d9a7b4c3e5f0a"),
+    ('conn = Database::connect("reporting", "Lq7#Zx2Vm9Tk")', "Lq7#Zx2Vm9Tk"),
+    ("bot.start('OTk4NzY1NDMyMTA5ODc2NTQz.Gq8Lz2.Xv7Rt4Kp9Wn3Bd6Hs1Jf5Gc0Ya2Ue8Io3Tq7L')", "Xv7Rt4Kp9Wn3Bd6Hs1Jf"),
+    ("the deploy token for staging: Vz8-Lq2.Xm7+Tk4", "Vz8-Lq2.Xm7+Tk4"),
+]
+
+
+@pytest.mark.parametrize("text, secret", TOLD_BY_THEIR_HOLDER)
+def test_secrets_told_by_their_format_kind_or_command_are_masked(text, secret):
+    assert secret not in redact(text).text, redact(text).text
+
+
+def test_what_only_looks_held_like_a_secret_stays():
+    for text in ("RANDOM_SEED=42", "seed: 1337", 'IPV4_PAT = "[0-9]{1,3}(?:\\.[0-9]{1,3}){3}"',
+                 "longopt_pat = r'[-a-zA-Z0-9]+'", 'repo.commit("9fceb02d0ae598e95dc970b74767f19372d61af8")',
+                 'ObjectId("507f1f77bcf86cd799439011")', 'Path("fixtures/Run2024Q3/report.csv")',
+                 "const label = 'ThisIsAVeryLongConstantName2024WithDigits';",
+                 '"transcript_path": "~/.claude/projects/-home-dev-app/7c1e4f2a-91d3-4b8e-a6f5.jsonl"',
+                 "$ echo $HOME\n/home/dev", "$ cat README.md\nmemsearch indexes notes", "the token is invalid",
+                 "token = self._in_arguments and ARGUMENT or SYNTAX", "API token is 128-bit",
+                 "kind: ConfigMap\ndata:\n  LOG_LEVEL: ZGVidWc=\n", "export PATH=$HOME/bin:$PATH",
+                 "s = SrcPackage(cache, '../tests/pkg_0.2.9-6.dsc')", "snmpwalk -v2c 10.0.0.1 system",
+                 "price = Decimal('12345678901234567890.25')"):
+        assert redact(text).text == text, redact(text).text

@@ -42,6 +42,14 @@ INPUTS = {
     "netrc entries without a password": "machine h login u\n" * 5_000,
     "environment fallbacks": "process.env.A_TOKEN || " * 5_000,
     "cookie headers": "Cookie: a=b; " * 8_000,
+    "prompts echoing secret variables": "$ echo $API_TOKEN\n" * 6_000,
+    "a Secret's long data block": "kind: Secret\ndata:\n" + "  k: dmFsdWU=\n" * 8_000,
+    "hash prefixes repeated": "$2y$10$" * 14_000,
+    "a crypt prefix before a long run": "$6$" + "a" * 100_000,
+    "constructor calls nested": "Api(" * 25_000,
+    "dotted run before a call": "a." * 50_000 + "(",
+    "token words in prose": "token is " * 11_000,
+    "quoted dotted run": '"' + "a1B." * 25_000 + '"',
 }
 
 
