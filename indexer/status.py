@@ -100,6 +100,7 @@ def status(settings: Settings) -> dict[str, Any]:
 def _status(settings: Settings, choice: ModelChoice, conn: apsw.Connection | None) -> dict[str, Any]:
     out: dict[str, Any] = {
         "home": str(settings.home),
+        "home_exists": settings.home.is_dir(),
         "db_path": str(settings.db_path),
         "index_exists": conn is not None,
         "settings": settings.describe(),

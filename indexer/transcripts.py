@@ -168,6 +168,8 @@ class ImportReport:
     events_imported: int
     events_skipped: int
     problems: tuple[str, ...] = ()
+    #: transcripts with nothing new since the last import (read from where it stopped)
+    transcripts_unchanged: int = 0
 
 
 _KEY_CHARS = 160
@@ -268,7 +270,7 @@ def import_transcripts(settings, paths: list[Path] | None = None) -> ImportRepor
     except orjson.JSONDecodeError:
         state = {}
     store = SqliteStore.open(settings.db_path)
-    imported = skipped = 0
+    imported = skipped = unchanged = 0
     problems: list[str] = []
     files = _discover(paths or [default_transcripts_dir(settings)])
     logs: dict[Path, bytes] = {}  # the hooks' event logs as they were before this import appended to them
@@ -290,6 +292,9 @@ def import_transcripts(settings, paths: list[Path] | None = None) -> ImportRepor
                 problems.append(f"{path}: cannot read: {exc.strerror or exc}")
                 continue
             end = data.rfind(b"\n") + 1
+            if end == 0:
+                unchanged += 1
+                continue
             events = transcript_events(data[:end], str(path))
             ids = [e.id for e in events]
             known = store.known_event_ids(ids)
@@ -308,4 +313,4 @@ def import_transcripts(settings, paths: list[Path] | None = None) -> ImportRepor
     finally:
         store.close()
     ingest(settings, [settings.home / EVENTS_DIR], lock_timeout=60)
-    return ImportReport(len(files), imported, skipped, tuple(problems))
+    return ImportReport(len(files), imported, skipped, tuple(problems), unchanged)

@@ -64,6 +64,9 @@ def index(
     from indexer.rebuild import rebuild
 
     settings = _settings(home, model, db_url)
+    if not settings.home.exists():  # a first index makes the root; a mistyped --home should not pass unseen
+        sys.stderr.write(f"memsearch: the memory root {settings.home} did not exist; it is created now (empty). "
+                         "If that path is a typo, delete it and check --home or MEMSEARCH_HOME.\n")
 
     def run(progress=None):
         if full and not paths:
@@ -454,7 +457,9 @@ def import_transcripts(
     from indexer.transcripts import import_transcripts as run_import
 
     report = run_import(_settings(home), paths)
-    text = (f"transcripts: {report.transcripts}, events imported: {report.events_imported}, "
+    unchanged = f" ({report.transcripts_unchanged} unchanged since the last import)" if (
+        report.transcripts_unchanged) else ""
+    text = (f"transcripts: {report.transcripts}{unchanged}, events imported: {report.events_imported}, "
             f"already there: {report.events_skipped}")
     text += "".join(f"\nskipped: {p}" for p in report.problems)
     emit(report, as_json, text)

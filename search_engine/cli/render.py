@@ -17,7 +17,7 @@ from indexer.base.reports import (
     Stats,
     Timeline,
 )
-from indexer.base.types import Health, Hit, SearchResult
+from indexer.base.types import HIDDEN_STATUSES, Health, Hit, SearchResult
 
 SNIPPET_CHARS = 240
 
@@ -172,7 +172,8 @@ def status_text(info: dict[str, Any]) -> str:
     model = f"{m['id']} ({m['source']}{', ' + m['path'] if m['path'] else ''})" if m["available"] else (
         f"none: {m['reason']}")
     out = [
-        f"home: {info['home']}",
+        f"home: {info['home']}" + ("" if info.get("home_exists", True) else " (does not exist: check --home or "
+                                                                           "MEMSEARCH_HOME)"),
         f"index: {info['db_path']}" + ("" if info["index_exists"] else " (never built; run `memsearch index`)"),
         f"model: {model}",
         f"chunks: {info['chunks']}" + (
@@ -200,7 +201,9 @@ def status_text(info: dict[str, Any]) -> str:
 
 def timeline_text(view: Timeline) -> str:
     def line(hit: Hit, mark: str) -> str:
-        return f"{mark} {hit.ts or '?':<19}  {hit.id}  [{hit.kind}/{hit.category}] {_snippet(hit.title + ': ' + hit.text, 110)}"
+        status = f" ({hit.status}: searches leave it out)" if hit.status in HIDDEN_STATUSES else ""
+        return (f"{mark} {hit.ts or '?':<19}  {hit.id}  [{hit.kind}/{hit.category}]{status} "
+                f"{_snippet(hit.title + ': ' + hit.text, 110)}")
 
     lines = [*(line(h, " ") for h in view.before), line(view.center, ">"), *(line(h, " ") for h in view.after)]
     return "\n".join(lines + ([f"note: {view.note}"] if view.note else []))

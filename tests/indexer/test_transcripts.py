@@ -38,7 +38,9 @@ def test_import_transcripts_is_idempotent_and_skips_injected_context(home, tmp_p
     assert first["events_imported"] == 4
     second = json.loads(subprocess.run([MEMSEARCH, "import", "transcripts", str(transcript), "--json"],
                                        capture_output=True, text=True, check=True).stdout)
-    assert second["events_imported"] == 0
+    assert (second["events_imported"], second["transcripts_unchanged"]) == (0, 1)
+    again = subprocess.run([MEMSEARCH, "import", "transcripts", str(transcript)], capture_output=True, text=True)
+    assert again.stdout.startswith("transcripts: 1 (1 unchanged since the last import), events imported: 0")
     recorded = events(home)
     contents = [e["content"] for e in recorded]
     assert "Give me a tour of the ingestion pipeline" in contents and "Now fix reader.py" in contents

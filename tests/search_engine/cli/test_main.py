@@ -157,6 +157,17 @@ def test_home_flag_and_config_file(tmp_path):
     assert "unknown key(s)" in run("status", "--home", str(root), check_rc=1).stderr
 
 
+def test_a_memory_root_that_does_not_exist_is_said_by_status_and_by_the_index_that_creates_it(tmp_path):
+    typo = tmp_path / "memroy"
+    status = run("status", "--home", str(typo), env={"MEMSEARCH_MODEL": "none"})
+    assert f"home: {typo} (does not exist: check --home or MEMSEARCH_HOME)" in status.stdout
+    assert json.loads(run("status", "--home", str(typo), "--json").stdout)["home_exists"] is False
+    first = run("index", "--home", str(typo), env={"MEMSEARCH_MODEL": "none"})
+    assert first.stderr.count("\n") == 1 and f"the memory root {typo} did not exist; it is created now" in first.stderr
+    assert typo.is_dir() and run("index", "--home", str(typo), env={"MEMSEARCH_MODEL": "none"}).stderr == ""
+    assert "does not exist" not in run("status", "--home", str(typo)).stdout
+
+
 def test_bad_files_are_reported_one_line_each(home):
     write(home / "ok.md", "# Fine\ntext\n")
     write(home / "bad.json", "{nope")
@@ -256,3 +267,17 @@ def test_model_pull_says_in_one_line_that_the_model_host_is_unreachable_without_
     assert str(result.exception).count("\n") == 0 and "huggingface.co is not reachable" in str(result.exception)
     unknown = CliRunner().invoke(app, ["model", "pull", "foo/bar"])
     assert isinstance(unknown.exception, UsageError) and "not a model fastembed knows" in str(unknown.exception)
+
+
+def test_timeline_marks_what_searches_leave_out(home):
+    write(home / "areas" / "projects" / "shop" / "facts.json", json.dumps({"facts": [
+        {"id": "f1", "fact": "Totals are rounded per line item.", "status": "active", "timestamp": "2026-11-19"},
+        {"id": "f2", "fact": "Totals were rounded per basket.", "status": "superseded", "timestamp": "2026-10-01"}]}))
+    env = {"MEMSEARCH_MODEL": "none"}
+    run("index", env=env)
+    hits = json.loads(run("search", "totals rounded", "--json", env=env).stdout)["hits"]
+    assert [h["text"] for h in hits] == ["Totals are rounded per line item."]
+    lines = run("timeline", hits[0]["id"], env=env).stdout.splitlines()
+    basket = next(line for line in lines if "per basket" in line)
+    assert "(superseded: searches leave it out)" in basket
+    assert not any("searches leave it out" in line for line in lines if "per line item" in line)
