@@ -702,6 +702,8 @@ def _key_material(text: str) -> tuple[str, int]:
         nonlocal count
         block = m.group(0)
         before = text[max(0, m.start() - 120) : m.start()]
+        if "base64" in before.lower() and ("content-transfer-encoding" in before.lower() or "data:" in before):
+            return block  # a MIME part or a data: URI in base64: a file, not key material
         after = text[m.end() : m.end() + 60]
         begin = before.rfind("-----BEGIN ")
         if (begin >= 0 and _PUBLIC_BLOCK_RE.match(before, begin)) or _PUBLIC_BLOCK_RE.match(after.lstrip()):
@@ -742,6 +744,12 @@ _KEY_QUALIFIERS = frozenset({
     "subscription", "primary", "secondary", "root", "server", "live", "prod", "production", "test", "sandbox",
     "write", "read", "ingest", "management", "personal", "user", "project", "org", "bot", "integration",
 })
+_FILE_EXTENSIONS = frozenset(
+    "bin json yaml yml toml txt md py js ts tsx jsx go rs rb java kt cs php sh ps1 log csv xml html lock cfg ini conf "
+    "gz zip tar pt pth onnx safetensors pkl".split())
+#: a tokenizer's special tokens (``eos_token``, ``additional_special_tokens``): text markers, not credentials
+_TOKENIZER_WORDS = frozenset({"bos", "eos", "unk", "pad", "cls", "sep", "mask", "eot", "eod", "sot", "special",
+                              "additional", "image", "vision", "tool", "think", "fim"})
 #: last components that say the value is about a secret, not the secret (``PASSWORD_FILE=/run/secrets/db``)
 _ABOUT_LAST = frozenset({
     "file", "files", "path", "dir", "name", "names", "ref", "env", "var", "vars", "length", "len", "size", "count",
@@ -749,6 +757,7 @@ _ABOUT_LAST = frozenset({
     "expiry", "expires", "expiration", "ttl", "timeout", "at", "in", "format", "mode", "enabled", "provider",
     "manager", "store", "rotation", "label", "hint", "min", "max", "regex", "pattern", "reset", "changed", "version",
     "algorithm", "alg", "method", "scheme", "strength", "valid", "validator", "validation", "index", "position",
+    "encryption", "hashing", "hasher", "fd", "prefix", "permission", "permissions", "scope", "scopes", "audience",
 })
 _NOT_VALUES = frozenset({
     "null", "none", "nil", "true", "false", "undefined", "str", "string", "int", "bool", "boolean", "bytes", "any",
@@ -756,6 +765,7 @@ _NOT_VALUES = frozenset({
     "return", "yes", "no", "on", "off", "omitted", "hidden", "masked", "redacted", "unset", "empty", "char",
     "text", "varchar", "object", "number", "integer", "list", "dict", "map", "void", "async", "raise", "throw",
     "if", "else", "not", "and", "or", "is", "in", "yield", "continue", "break", "pass", "nullptr", "nothing",
+    "write", "read", "read-all", "write-all", "inherit",  # GitHub Actions' permissions (id-token: write)
 })
 _PROSE_STOP = frozenset({
     "is", "was", "the", "a", "an", "not", "required", "incorrect", "wrong", "invalid", "missing", "set", "stored",
@@ -776,6 +786,8 @@ _TYPED_RE = _Lazy(r"(?:\[REDACTED:[a-z0-9-]+\]|[A-Z][\w.<>\[\]]*\??|str|string|b
 _PAIR_RE = _Lazy(r"\(\s*([\"'])[^\"'\n]*\1\s*,\s*([\"'])([^\"'\n]+)\2\s*\)")
 _LOCATION_RE = _Lazy(r":[0-9]+(?::[0-9]+)?(?::|,|[ \t]*$)", re.MULTILINE)
 _REFERENCE_RE = _Lazy(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*")
+_PATH_VALUE_RE = _Lazy(r"(?:[\w.-]+:)?(?:/|~/|\./|\.\./)[\w./%@+-]*")
+_OR_ELSE_RE = _Lazy(r"\s+(?:or|\|\||\?\?|\?:)\s")
 _CODE_VALUE_RE = _Lazy(r"[A-Za-z_$][\w.$]*\s*[(\[]")
 
 
@@ -803,6 +815,12 @@ def name_kind(name: str) -> tuple[str, bool] | None:
         parts.pop()
     if not parts:
         return None
+    if parts[-1] in ("token", "tokens") and _TOKENIZER_WORDS.intersection(parts):
+        return None  # a tokenizer's special tokens: bos_token, pad_token, mask_token
+    if "." in name and name.rsplit(".", 1)[1].lower() in _FILE_EXTENSIONS:
+        return None  # secrets_detector.bin, api_token.py: a file's name
+    if any(p.startswith("secret") and p.endswith(("manager", "store", "service", "provider")) for p in parts):
+        return None  # secretsmanager, SecretStore: a service that keeps secrets
     last = parts[-1]
     password = any(p.startswith(_PASSWORD_PARTS) or "passw" in p or p in _PASSWORD_WORDS for p in parts)
     secret = any(p in _SECRET_WORDS or (p.startswith("secret") and not p.startswith("secretar")) for p in parts)
@@ -815,6 +833,8 @@ def name_kind(name: str) -> tuple[str, bool] | None:
             else None
     if last in _ABOUT_LAST and not (last == "id" and (password or secret)):
         return None
+    if last == "id" and (password or secret):  # Vault's secret_id is random; --secret-id prod/db names one
+        return ("password" if password else "secret"), False
     if last == "id" and not (password or secret):
         return None
     kind = "password" if password else "secret"
@@ -924,16 +944,37 @@ def _skip_value(value: str) -> bool:
         return True
     if v[:1] in "fF" and v[1:2] in ("'", '"') and "{" in v:  # an f-string: code, not a literal secret
         return True
-    if v.startswith(("self.", "this.", "cls.", "await ", "yield ", "new ")):  # code
+    if v.startswith(("self.", "this.", "cls.", "await ", "yield ", "new ")) or _stands_in(v):  # code, a stand-in
+        return True
+    if _PATH_VALUE_RE.fullmatch(v):  # /run/secrets/db, ~/.ssh/id_ed25519, db_password:/etc/app/db_password
         return True
     return bool(_CODE_VALUE_RE.match(v)) or bool(_VERSION_RE.fullmatch(v)) or _is_prose(v) or _is_type(v)
+
+
+#: what stands in for a secret, not a secret: a variable ($TOKEN, "${DB_PASS}", $(cmd), %PASS%, {{ .Values.pw }}),
+#: a placeholder (<token>, <set me>, [hidden], ****, sk-..., YOUR_API_KEY_HERE, REPLACE_ME), a secret manager's
+#: reference (op://vault/item/field, vault:secret/data/x, !secret name, {{resolve:secretsmanager:…}}, an ARN)
+_STANDS_IN_RE = _Lazy(
+    r"(?i)\$[A-Za-z_]\w*|\$\{[^{}\n]{1,80}\}|\$\([^()\n]{1,120}\)|%[A-Za-z_]\w*%|\{\{[^{}\n]{1,120}\}\}"
+    r"|<[^<>\n]{1,40}>|\[[A-Za-z][A-Za-z ._-]{0,20}\]?|[*x•.…]{3,}|[\w-]{1,12}(?:\.\.\.|…|\*{4,})"
+    r"|(?:your|insert|enter|put|add)[-_ ][\w -]{1,40}|[\w-]{1,40}[-_ ]here|replace[-_ ]?me|change[-_ ]?it"
+    r"|(?:op|vault|awssm|gcpsm|azkv|sops|secret|ref\+\w+)://\S+|vault:\S+|!(?:secret|vault|ref|sub|getatt)(?:\s+\S+)?"
+    r"|arn:aws:(?:secretsmanager|ssm|kms):\S+|@Microsoft\.KeyVault\(.*\)|projects/[^/\s]+/secrets/\S+")
+
+
+def _stands_in(value: str) -> bool:
+    """``value`` is a variable, a placeholder or a reference to a secret kept elsewhere (:data:`_STANDS_IN_RE`)."""
+    v = value.strip().strip("\"'`").strip()
+    return len(v) <= 160 and bool(_STANDS_IN_RE.fullmatch(v))
 
 
 def _reads_itself(name: str, value: str) -> bool:
     """``value`` is a variable or an attribute of the same name as the secret's (``api_key`` for ``api_key``,
     ``settings.SECRET_KEY`` for ``secret_key``, ``self._password`` for ``password``)."""
-    if not _REFERENCE_RE.fullmatch(value):
+    ref = _REFERENCE_RE.match(value)
+    if ref is None or not (ref.end() == len(value) or _OR_ELSE_RE.match(value, ref.end())):
         return False
+    value = ref.group(0)
     def key(word: str) -> str:
         return word.rsplit(".", 1)[-1].replace("_", "").replace("-", "").lower()
 
@@ -1093,7 +1134,7 @@ def _named(text: str, lower: str) -> tuple[str, int]:
                 span = _value_span(text, sep.end(), False, strong)
         elif a > 0 and text[a - 1] == "<" and text.startswith(">", b):
             close = text.find("<", b + 1)
-            if close > b + 1:
+            if close > b + 1 and text.startswith("</" + raw + ">", close) and raw.lower() != "key":
                 value = text[b + 1 : close]
                 if not _skip_value(value) and (strong or _looks_random(value)):
                     span = (b + 1, close)
@@ -1113,8 +1154,11 @@ def _named(text: str, lower: str) -> tuple[str, int]:
                 at_start = (spaced or strong and sep.group(1) == "=") and _line_start(text, a - quoted_name)
                 span = _value_span(text, vstart, spaced and at_start, strong,
                                    strong and at_start and not spaced and sep.group(1) == "=" and not quoted_name)
-            elif (quoted_name or text.startswith("env:", a - 4)) and (pair := _ARG_SEP_RE.match(text, b)):
+            elif ((quoted_name and text[max(0, a - 21) : a - 1].rstrip().endswith("(")
+                   or text.startswith("env:", a - 4)) and (pair := _ARG_SEP_RE.match(text, b))):
                 span = _value_span(text, pair.end(), False, strong)  # setenv("API_KEY", "…"), env:API_KEY '…'
+                if span and name_kind(text[span[0] : span[1]]):
+                    span = None  # ("password", "api_key", "token"): a list of names
             elif _NAME_FIELD_RE.search(text, max(0, a - 40), a - quoted_name if a else 0):
                 field = _VALUE_FIELD_RE.search(text, b, min(n, b + 160))
                 if field:
@@ -1177,6 +1221,8 @@ def _high_entropy(text: str) -> tuple[str, int]:
     def sub(m: re.Match[str]) -> str:
         nonlocal count
         value = m.group(2)
+        if m.string.startswith("W/", m.start() - 2) or len(value) >= 26 and len(set(value)) == len(value):
+            return m.group(0)  # an ETag, an alphabet ("ABC…xyz0123456789+/")
         if (value.lower().startswith(_DIGEST_PREFIXES) or not re.search("[a-z]", value)
                 or not re.search("[A-Z]", value) or not re.search("[0-9]", value) or shannon_entropy(value) < 4.3
                 or _identifier_like(value)):
@@ -1291,7 +1337,7 @@ def _apply(pattern: _Lazy | _Scan, kind: str, group: int, text: str) -> tuple[st
         if group == 0:
             count += 1
             return marker
-        if m.start(group) == m.end(group):
+        if m.start(group) == m.end(group) or _stands_in(m.group(group)):
             return m.group(0)
         count += 1
         whole = m.group(0)
