@@ -201,7 +201,9 @@ class _Piped(_Scan):
     Each line is read once."""
 
     _READER = _Lazy(r"--password-stdin|\bsudo\b[^\n|;&]{0,200}?\s-[a-zA-Z]*S\b|\bsudo\s+--stdin\b|\bchpasswd\b"
-                    r"|\bpasswd\b[^\n|;&]{0,200}?\s--stdin\b")
+                    r"|\bpasswd\b[^\n|;&]{0,200}?\s--stdin\b|\bsecrets?\s+(?:create|put|set|add)\b"
+                    r"|\bversions\s+add\b|\benv\s+add\b|--passphrase-fd[ =]0\b|\bcryptsetup\b"
+                    r"|--(?:key|data)-file[ =]-(?!\w)|--from-file[ =]/dev/stdin")
     _ECHO = _Lazy(r"\b(?:echo|printf)\s+(?:-[neE]+\s+)?(?!\[REDACTED)([^\s\"'|]+|\"[^\"\n]*\"|'[^'\n]*')")
 
     def matches(self, text: str) -> Iterator[re.Match[str]]:
@@ -308,7 +310,8 @@ _PREFIXED_TOKENS = (
     "atatt3 akcp rubygems_ clojars_ oy2 ltai akid fo1_ ezak shippo_live_ shippo_test_ duffel_live_ duffel_test_ "
     "dt0c01. sgp_ pnu_ rdme_ ico- tfp_ aio_ whsec_ gocspx- ya29. sk.eyj sl.b dapi- ops_ ghcr_ ak_live_ sk_live_ "
     "api_live_ key_live_ live_sk_ atbb eaaa eaab eaac eaag cfpat- sqp_ squ_ sqa_ bkua_ rnd_ sb_secret_ ccipat_ "
-    "api_org_ fm1r_ fm2_ glagent- y0_"
+    "api_org_ fm1r_ fm2_ glagent- y0_ esecret_ csk- fw_ napi_ phx_ sntryu_ dp.sa. dp.scim. dp.audit. lin_oauth_ "
+    "ek_live_ ek_test_ nrii- tskey- absk pat-na1- pat-eu1- sdk- v4.public. v4.local. oauth: mlsn. sl.u."
 ).split()
 _PREFIX_RE = _Lazy(
     r"(?<![A-Za-z0-9_])(?:" + "|".join(re.escape(p) for p in _PREFIXED_TOKENS) + r")[A-Za-z0-9_\-.=+/]{16,}",
@@ -335,13 +338,16 @@ def _user_password(m: re.Match[str]) -> bool:
 
 
 def _prose(words: str, separators: str, shortest: int, code: bool = True) -> _Checked:
-    """A secret told in a sentence: one of ``words``, maybe ``for``/``of``/``on`` what, then ``is``/``was`` or one
-    of ``separators`` (a regex), and a value of ``shortest`` characters or more holding a digit or a symbol; unless
-    ``code``, a value that is an attribute path (``self._in_arguments``) is code, not a secret."""
+    """A secret told in a sentence: one of ``words``, maybe ``for``/``of``/``on`` what, then ``is``/``was`` (or the
+    word in a few other languages) or one of ``separators`` (a regex), with Markdown emphasis around either, and a
+    value of ``shortest`` characters or more holding a digit or a symbol, maybe in quotes or backticks; unless
+    ``code``, a value that is an attribute path (``self._in_arguments``) is code, not a secret. A flag
+    (``--type``) or a bracket is never the value."""
     return _Checked(_Lazy(
-        rf"(?i)\b(?:{words})\b(?:[ \t]+(?:for|of|on)[ \t]+[^\n:=]{{1,40}}?)?"
-        rf"(?:[ \t]+(?:is|was|to|as)\b|{separators})[ \t]*([\"']?)(?!\[REDACTED)"
-        rf"(?=[^\s\"']{{0,127}}[0-9!@#$%^&*+/_~\-])([^\s\"']{{{shortest},128}}?)\1(?=[.,;!?]?(?:\s|$))"),
+        rf"(?i)(?<![\w-])(?:{words})\b(?:\*\*|__)?(?:[ \t]+(?:for|of|on|für|pour|para|de)[ \t]+[^\n:=]{{1,40}}?)?"
+        rf"(?:\*\*|__)?(?:[ \t]+(?:is|was|to|as|ist|est|es|é|är|er|jest|je)\b|{separators})(?:\*\*|__)?[ \t]*"
+        rf"([\"'`]?)(?!\[REDACTED)(?=[^\s\"'`]{{0,127}}[0-9!@#$%^&*+/_~\-])([^\s\"'`(\[<-][^\s\"'`]{{{shortest - 1},127}}?)"
+        rf"\1(?=[.,;!?)]?(?:\s|$))"),
         lambda m: _mixed(m.group(2)) and not _skip_value(m.group(2)) and (code or not _CODE_PATH_RE.fullmatch(
             m.group(2))))
 
@@ -387,7 +393,26 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
     ("mailchimp-key", ("-us",), _Lazy(r"\b[0-9a-f]{32}-us[0-9]{1,2}\b"), 0),
     ("telegram-token", (":aa",), _Lazy(r"(?<![0-9])[0-9]{8,10}:AA[A-Za-z0-9_\-]{33}"), 0),
     ("google-refresh-token", ("1//0",), _Lazy(r"(?<![\w/])1//0[A-Za-z0-9_\-]{30,}"), 0),
+    ("api-token", ("re_",), _Lazy(r"\bre_[A-Za-z0-9]{8}_[A-Za-z0-9]{24,}"), 0),  # Resend
+    ("api-token", ("nral",), _Lazy(r"\b[a-z0-9]{6}[0-9a-f]{30}NRAL\b"), 0),  # New Relic license key
+    ("api-token", (".",), _Lazy(r"\bpat[A-Za-z0-9]{14}\.[0-9a-f]{64}\b"), 0),  # Airtable personal access token
+    # extended private keys (BIP32) and Wallet Import Format keys: base58 of their exact lengths
+    ("private-key", ("prv",), _Lazy(r"\b[xtyzuv]prv[1-9A-HJ-NP-Za-km-z]{100,112}\b"), 0),
+    ("private-key", ("5", "k", "l"),
+     _Checked(_Lazy(r"(?<![\w/+])(?:5[HJK][1-9A-HJ-NP-Za-km-z]{49}|[KL][1-9A-HJ-NP-Za-km-z]{51})(?![\w/+=])"),
+              lambda m: sum(_char_kinds(m.group(0))[:3]) == 3), 0),
     ("api-token", (".atlasv1.",), _Lazy(r"\b[A-Za-z0-9]{10,}\.atlasv1\.[A-Za-z0-9_\-=]{40,}"), 0),
+    # a webhook's key in its path: Mattermost and Rocket.Chat /hooks/<key>, Zapier /hooks/catch/<n>/<key>,
+    # IFTTT /with/key/<key>, any /webhook(s)/…/<random>
+    ("webhook-url", ("/hooks/", "/with/key/", "/webhook"),
+     _Checked(_Lazy(r"(?i)(?:/hooks/(?:catch/[0-9]+/)?|/with/key/|/webhooks?/(?:[\w-]{1,40}/){0,3}?)"
+                    r"(?!\[REDACTED)([A-Za-z0-9_-]{7,}(?:/[A-Za-z0-9_-]{7,})*)/?"),
+              lambda m: any(_looks_random(p) or len(p) >= 20 and not p.isalpha() for p in m.group(1).split("/"))), 1),
+    ("secret", ("::add-mask::",), _Lazy(r"::add-mask::(?!\[REDACTED)([^\s\"']+)"), 1),
+    # a key in a query string under a name no rule knows as a secret's: ?appid=…, &key=…
+    ("secret", ("appid=", "app_id=", "key=", "apikey="),
+     _Checked(_Lazy(r"(?i)[?&](?:appid|app_id|key|apikey|api_key|access_key|auth_key|license_key|client_key)="
+                    r"(?!\[REDACTED)([^&\s#\"'<>]{12,})"), lambda m: _looks_random(m.group(1))), 1),
     ("webhook-url", ("hooks.slack.com/", "/api/webhooks/", "webhook.office.com/", "/webhookb2/"),
      _Lazy(r"(?i)(?:hooks\.slack\.com/(?:services|workflows|triggers)/|/api/webhooks/[0-9]+/|/webhookb2/)"
                 r"([A-Za-z0-9_\-/@]{8,})"), 1),
@@ -398,6 +423,11 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
     ("jwt", ("eyj",), _Lazy(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"), 0),
     ("bearer-token", ("bearer",), _Checked(_Lazy(r"(?i)\bbearer\s+(?!\[REDACTED)([A-Za-z0-9._~+/\-]{8,}=*)"),
                                            lambda m: not _plain_word(m.group(1))), 1),
+    ("bearer-token", ("authorization",),
+     _Checked(_Lazy(r"(?i)\bauthorization[\"']?(?:\s*[:=]\s*|[ \t]+)[\"']?(?!\[REDACTED)(?:(?:basic|bearer|token|"
+                    r"digest|apikey|key|sso-key|otoken|splunk|ssws|klaviyo-api-key)\s+)?([A-Za-z0-9+/=_.~:-]{16,})"
+                    r"(?=[\"'\s;,]|$)"), lambda m: _looks_random(m.group(1)) and any(c.isdigit() for c in m.group(1))),
+     1),
     ("bearer-token", ("authorization",), _Lazy(
         r"(?i)\bauthorization[\"']?\s*[:=]\s*[\"']?[A-Za-z][\w.\-]{0,30}\s+"
         r"(?!\[REDACTED)([^\s\"',;]{6,})"), 1),
@@ -441,7 +471,11 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
     ("password", ("login(", "auth(", "connect(", "authenticate(", "password("),
      _Checked(_Lazy(r"(?i)(?:login|auth|connect|authenticate|password)\(\s*(?:[\w.]+\s*=\s*)?([\"'])([^\"'\n]*)\1"
                     r"\s*,\s*(?:[\w.]+\s*=\s*)?([\"'])(?!\[REDACTED)([^\"'\n]+)\3"),
-              lambda m: not (m.group(4).isdigit() or "://" in m.group(2))), 4),
+              lambda m: not (m.group(4).isdigit() or any(c in m.group(2) for c in ":=/;"))), 4),
+    # connect("dbi:Pg:dbname=app", "app", "…"): a DSN, a user, then the password
+    ("password", ("connect(",),
+     _Lazy(r"(?i)connect\(\s*([\"'])[^\"'\n]*[:=/;][^\"'\n]*\1\s*,\s*([\"'])[^\"'\n]*\2\s*,\s*([\"'])"
+           r"(?!\[REDACTED)([^\"'\n]+)\3"), 4),
     # smtplib's, ftplib's, imaplib's login(user, "…"): the user given by a variable
     ("password", (".login(", ".authenticate("),
      _Checked(_Lazy(r"\.(?:login|authenticate)\(\s*[A-Za-z_][\w.]*\s*,\s*(?:[\w.]+\s*=\s*)?([\"'])"
@@ -487,9 +521,32 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
     # a function key or an OAuth code in a query string (Azure Functions' ?code=, a redirect's ?code=)
     ("secret", ("code=",), _Lazy(r"[?&]code=(?!\[REDACTED)([A-Za-z0-9_\-%=.~]{20,})"), 1),
     # prose: "my password for the staging DB is …", "the passphrase: '…'", "pw …"
-    ("password", ("pass", "pw"), _prose(r"password|passphrase|passwd|pw", r"[ \t]*[:=]|(?=[ \t])", 6), 2),
+    ("password", ("pass", "pw", "passwort", "kennwort", "mot de passe", "contraseña", "senha", "пароль", "wachtwoord",
+                  "parola", "hasło", "lösenord", "salasana", "heslo", "şifre", "密码", "パスワード", "비밀번호"),
+     _prose(r"password|passphrase|passwd|pw|passwort|kennwort|mot de passe|contraseña|senha|пароль|wachtwoord|parola"
+            r"|hasło|lösenord|salasana|heslo|şifre|密码|パスワード|비밀번호", r"[ \t]*[:=：]|(?=[ \t])", 6), 2),
     # "the auth token for the registry: …", "API token is …", "webhook secret = …": a token is long
-    ("secret", ("token", "secret"), _prose(r"(?:auth|access|api|bearer)?[ \t]?token|secret", r"[ \t]*:", 12, code=False), 2),
+    ("secret", ("token", "secret", "key", "cred"),
+     _prose(r"(?:auth|access|api|bearer|personal access|integration|bot|deploy)?[ \t]?token|secret"
+            r"|(?:api|access|secret|license|private|app)[ \t_-]?key|creds|credentials", r"[ \t]*:", 12, code=False), 2),
+    # "here's my api key …", "login succeeded with token …": a random value right after the words
+    ("secret", ("key", "token"),
+     _Checked(_Lazy(r"(?i)\b(?:api[ \t_-]?key|access[ \t_-]?key|(?:with|using|use)[ \t]+(?:the[ \t]+)?token)[ \t]+"
+                    r"([\"'`]?)(?!\[REDACTED)([A-Za-z0-9+/=_.~-]{16,200})\1(?![\w])"),
+              lambda m: _looks_random(m.group(2)) and any(c.isdigit() for c in m.group(2))), 2),
+    # "use … as the password", "… is the new root password": the value before the words
+    ("password", ("pass", "token", "secret", "key"),
+     _Checked(_Lazy(r"(?i)(?:\buse[ \t]+|(?:^|(?<=[.!?:]\s)))([\"'`]?)(?!\[REDACTED)([^\s\"'`]{6,128})\1[ \t]+"
+                    r"(?:as|is)[ \t]+(?:the|my|our|your)[ \t]+(?:new[ \t]+|current[ \t]+|temporary[ \t]+)?(?:[\w-]+[ \t]+)?"
+                    r"(?:password|passphrase|pw|token|secret|api key)\b", re.MULTILINE),
+              lambda m: _mixed(m.group(2)) and any(c.isdigit() for c in m.group(2))
+              and not _skip_value(m.group(2)) and not _CODE_PATH_RE.fullmatch(m.group(2))), 2),
+    # a login told as user and password: "creds are admin / …", "login for the router is admin:…", "(admin / …)"
+    ("password", ("cred", "login", "log in", "sign in", "user", "account"),
+     _Checked(_Lazy(r"(?i)\b(?:creds|credentials|login|log[ \t]?in|sign[ \t]?in|user(?:name)?|account)\b[^\n]{0,60}?"
+                    r"[\s(][\w.@+-]{1,40}(?:[ \t]*/[ \t]*|:)(?!\[REDACTED)([^\s/:)\"'`]{6,128})(?=[.,;!?)]?(?:\s|$))"),
+              lambda m: _mixed(m.group(1)) and any(c.isdigit() for c in m.group(1)) and not m.group(1).isdigit()
+              and not m.group(1).startswith("-") and not _skip_value(m.group(1))), 1),
     # .pgpass: host:port:database:user:password (a host with a letter, a dot or *; a port or *)
     ("password", (":5432:", ":*:", ":6432:", ":5433:"),
      _Lazy(r"(?m)^[ \t]*[^\s:#]*[A-Za-z.*][^\s:#]*:(?:[0-9]{1,5}|\*):[^\s:]+:[^\s:]+:(?!\[REDACTED)(\S+)[ \t]*$"),
@@ -516,6 +573,10 @@ _CALL_SECRETS: tuple[tuple[str, tuple[str, ...], str, int], ...] = (
     ("secret", ("clientsecretcredential(",), r"\bClientSecretCredential", 2),
     ("secret", ("algoliasearch(", "searchclient.create("), r"\b(?:algoliasearch|SearchClient\.create)", 1),
     ("secret", ("basicauth(", "httpbasicauth("), r"\b(?:HTTPBasicAuth|BasicAuth)", 1),
+    ("secret", ("totp(", "hotp("), r"\b(?:TOTP|HOTP)", 0),  # pyotp's TOTP('<base32 seed>')
+    # a session cookie set in code: cookies.set('sid', '<random>'), res.cookie('sid', …), set_cookie('sid', …)
+    ("secret", ("cookies.set(", "cookies.add(", ".cookie(", "set_cookie(", "setcookie("),
+     r"(?:\bcookies\.(?:set|add)|\.cookie|\bset_cookie|\bsetCookie|\bsetcookie)", -1),
 )
 _FORMATS.extend((kind, anchors, _CallArgument(callee, abs(index), random=index < 0), 2)
                 for kind, anchors, callee, index in _CALL_SECRETS)
@@ -1290,7 +1351,8 @@ def _random_tail(m: re.Match[str]) -> bool:
     tail = token[len(prefix):].split("/", 1)[0]
     for run in _ALNUM_RUN_RE.findall(tail):
         lower, upper, digits, _ = _char_kinds(run)
-        if (digits and (upper or lower)) or (upper and lower):
+        if ((digits and (upper or lower)) or (upper and lower)) and not (
+                _WORDLIKE_RE.fullmatch(run) or _identifier_like(run)):  # re_splitComparison, fw_versionNumber2
             return True
     return False
 
