@@ -204,7 +204,8 @@ class _Piped(_Scan):
                     r"|\bpasswd\b[^\n|;&]{0,200}?\s--stdin\b|\bsecrets?\s+(?:create|put|set|add)\b"
                     r"|\bversions\s+add\b|\benv\s+add\b|--passphrase-fd[ =]0\b|\bcryptsetup\b"
                     r"|--(?:key|data)-file[ =]-(?!\w)|--from-file[ =]/dev/stdin")
-    _ECHO = _Lazy(r"\b(?:echo|printf)\s+(?:-[neE]+\s+)?(?!\[REDACTED)([^\s\"'|]+|\"[^\"\n]*\"|'[^'\n]*')")
+    _ECHO = _Lazy(r"\b(?:echo|printf)\s+(?:-[neE]+\s+)?(?:([\"'])%[^\"'\n]*\1\s+)?(?!\[REDACTED)"
+                  r"([^\s\"'|]+|\"[^\"\n]*\"|'[^'\n]*')")
 
     def matches(self, text: str) -> Iterator[re.Match[str]]:
         n = len(text)
@@ -219,7 +220,7 @@ class _Piped(_Scan):
                 continue  # the last reader of its line is the one an echo pipes into
             start = text.rfind("\n", done, reader.start()) + 1 or done
             for m in self._ECHO.finditer(text, start, reader.start()):
-                if text.find("|", m.start(1), reader.start()) >= 0:
+                if text.find("|", m.start(2), reader.start()) >= 0:
                     yield m
             done = line_end
 
@@ -311,7 +312,7 @@ _PREFIXED_TOKENS = (
     "dt0c01. sgp_ pnu_ rdme_ ico- tfp_ aio_ whsec_ gocspx- ya29. sk.eyj sl.b dapi- ops_ ghcr_ ak_live_ sk_live_ "
     "api_live_ key_live_ live_sk_ atbb eaaa eaab eaac eaag cfpat- sqp_ squ_ sqa_ bkua_ rnd_ sb_secret_ ccipat_ "
     "api_org_ fm1r_ fm2_ glagent- y0_ esecret_ csk- fw_ napi_ phx_ sntryu_ dp.sa. dp.scim. dp.audit. lin_oauth_ "
-    "ek_live_ ek_test_ nrii- tskey- absk pat-na1- pat-eu1- sdk- v4.public. v4.local. oauth: mlsn. sl.u."
+    "ek_live_ ek_test_ nrii- tskey- absk pat-na1- pat-eu1- sdk- v4.public. v4.local. oauth: mlsn. sl.u. secret_"
 ).split()
 _PREFIX_RE = _Lazy(
     r"(?<![A-Za-z0-9_])(?:" + "|".join(re.escape(p) for p in _PREFIXED_TOKENS) + r")[A-Za-z0-9_\-.=+/]{16,}",
@@ -344,8 +345,8 @@ def _prose(words: str, separators: str, shortest: int, code: bool = True) -> _Ch
     ``code``, a value that is an attribute path (``self._in_arguments``) is code, not a secret. A flag
     (``--type``) or a bracket is never the value."""
     return _Checked(_Lazy(
-        rf"(?i)(?<![\w-])(?:{words})\b(?:\*\*|__)?(?:[ \t]+(?:for|of|on|für|pour|para|de)[ \t]+[^\n:=]{{1,40}}?)?"
-        rf"(?:\*\*|__)?(?:[ \t]+(?:is|was|to|as|ist|est|es|é|är|er|jest|je)\b|{separators})(?:\*\*|__)?[ \t]*"
+        rf"(?i)(?<![\w:/.-])(?:{words})\b(?:\*\*|__)?(?:[ \t]+(?:for|of|on|für|pour|para|de)[ \t]+[^\n:=]{{1,40}}?)?"
+        rf"(?:\*\*|__)?(?:[ \t]+(?:is|was|to|as|ist|lautet|est|es|é|är|er|jest|je)\b:?|{separators})(?:\*\*|__)?[ \t]*"
         rf"([\"'`]?)(?!\[REDACTED)(?=[^\s\"'`]{{0,127}}[0-9!@#$%^&*+/_~\-])([^\s\"'`(\[<-][^\s\"'`]{{{shortest - 1},127}}?)"
         rf"\1(?=[.,;!?)]?(?:\s|$))"),
         lambda m: _mixed(m.group(2)) and not _skip_value(m.group(2)) and (code or not _CODE_PATH_RE.fullmatch(
@@ -464,7 +465,8 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
               r"\s-p\s+(?!\[REDACTED)([^\s\"'|]+|\"[^\"\n]*\"|'[^'\n]*')"), 1),
     ("password", ("ldap",),
      _Command(r"\bldap\w*\b", r"\s-w\s+(?!\[REDACTED)([^\s\"'|]+|\"[^\"\n]*\"|'[^'\n]*')"), 1),
-    ("password", ("--password-stdin", "sudo", "chpasswd", "--stdin"), _Piped(), 1),
+    ("password", ("--password-stdin", "sudo", "chpasswd", "--stdin", "secret", "versions add", "env add",
+                  "--passphrase-fd", "cryptsetup", "--key-file", "--data-file", "--from-file"), _Piped(), 2),
     ("password", ("htpasswd", "/user:", "--with-token"),
      _Lazy(r"(?:\bhtpasswd\s+-\w*b\w*\s+\S+\s+\S+\s+|\s/user:\S+\s+|--with-token\s*<<<\s*)"
            r"(?!\[REDACTED)([^\s\"'|]+|\"[^\"\n]*\"|'[^'\n]*')"), 1),
@@ -531,7 +533,7 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
             r"|(?:api|access|secret|license|private|app)[ \t_-]?key|creds|credentials", r"[ \t]*:", 12, code=False), 2),
     # "here's my api key …", "login succeeded with token …": a random value right after the words
     ("secret", ("key", "token"),
-     _Checked(_Lazy(r"(?i)\b(?:api[ \t_-]?key|access[ \t_-]?key|(?:with|using|use)[ \t]+(?:the[ \t]+)?token)[ \t]+"
+     _Checked(_Lazy(r"(?i)\b(?:api[ \t_-]?key|access[ \t_-]?key|token)[ \t]+"
                     r"([\"'`]?)(?!\[REDACTED)([A-Za-z0-9+/=_.~-]{16,200})\1(?![\w])"),
               lambda m: _looks_random(m.group(2)) and any(c.isdigit() for c in m.group(2))), 2),
     # "use … as the password", "… is the new root password": the value before the words
@@ -592,7 +594,7 @@ _CLI_SECRETS: tuple[tuple[str, str, str], ...] = (
     ("password", "7z 7za 7zz 7zr", r"\s-p(?=\S)"),
     ("password", "az", r"\s(?:-p|--password)[ =]\s*"),
     ("password", "ssh-keygen", r"\s-[NP]\s+"),
-    ("password", "rabbitmqctl", r"\s(?:add_user|change_password)\s+\S+\s+"),
+    ("password", "rabbitmqctl", r"\s(?:add_user|change_password|authenticate_user)\s+\S+\s+"),
     ("password", "net", r"\suser\s+[^\s/]+\s+"),
     ("password", "mysqladmin", r"\spassword\s+"),
     ("password", "nmcli", r"\spassword\s+"),
@@ -605,6 +607,29 @@ _CLI_SECRETS: tuple[tuple[str, str, str], ...] = (
     # SNMP: v1/v2c's community string, v3's auth and privacy passphrases
     ("secret", "snmpwalk snmpbulkwalk snmpget snmpgetnext snmpbulkget snmpset snmptable snmptrap snmpinform "
                "snmpdf snmpstatus snmpnetstat snmpdelta", r"\s-[cAX]\s*"),
+    ("password", "http https xh xhs", r"\s(?:-a|--auth)[ =]\s*(?:[^\s:\"']+:)?"),  # HTTPie: -a user:pass, -a token
+    ("password", "lftp", r"\s-u\s+[^\s,]+,"),
+    ("password", "grafana-cli", r"\sadmin\s+reset-admin-password\s+(?:--\S+\s+)*"),
+    ("password", "rclone", r"\sobscure\s+"),
+    ("password", "ipmitool", r"\s-P\s*"),
+    ("password", "rabbitmqadmin twine", r"\s(?:-p|--password)[ =]\s*"),
+    ("secret", "vercel netlify", r"\s(?:-t|--token|--auth)[ =]\s*"),
+    ("secret", "wandb", r"\slogin\s+(?:--\S+\s+)*"),
+    ("secret", "ngrok", r"\s(?:config\s+add-authtoken|authtoken)\s+"),
+    ("password", "wpa_passphrase", r"\s(?:\"[^\"\n]*\"|'[^'\n]*'|\S+)\s+"),
+    ("password", "poetry", r"\sconfig\s+http-basic\.\S+\s+\S+\s+"),
+    ("secret", "poetry", r"\sconfig\s+pypi-token\.\S+\s+"),
+    ("password", "bundle", r"\sconfig\s+(?:set\s+)?(?:--(?:global|local)\s+)?\S+\.\S+\s+[^\s:]+:"),
+    # a secret stored by a CLI: gh secret set NAME -b …, glab variable set --value …, az keyvault secret set
+    # --value …, aws ssm put-parameter --value …, kubectl create secret --from-literal=k=…, netlify env:set NAME …,
+    # supabase/fly secrets set NAME=…
+    ("secret", "gh", r"\ssecret\s+set\s+(?:\S+\s+)*?(?:-b|--body)[ =]\s*"),
+    ("secret", "glab", r"\svariable\s+(?:set|create|update)\s+(?:\S+\s+)*?(?:-v|--value)[ =]\s*"),
+    ("secret", "az", r"\skeyvault\s+secret\s+set\s+(?:\S+\s+)*?--value[ =]\s*"),
+    ("secret", "aws", r"\sssm\s+put-parameter\s+(?:\S+\s+)*?--value[ =]\s*"),
+    ("secret", "kubectl oc", r"\s--from-literal[ =][^=\s]+="),
+    ("secret", "netlify", r"\senv:set\s+\S+\s+"),
+    ("secret", "supabase fly flyctl", r"\ssecrets\s+set\s+(?:--\S+\s+)*[A-Za-z_][\w.-]*="),
     # MinIO client: mc alias set NAME URL ACCESS_KEY SECRET_KEY
     ("secret", "mc", r"\s(?:alias\s+set|config\s+host\s+add)\s+\S+\s+\S+\s+\S+\s+"),
 )
@@ -682,14 +707,18 @@ class _PrintedSecret(_Scan):
         r"op\s+(?:read\b|item\s+get\b[^|;&]*\s--fields?\b|inject\b)"
         r"|g?pass\s+(?:show\s+)?(?!-)[\w./@-]+\s*(?:$|\|)"
         r"|vault\s+(?:kv\s+get|read)\b[^|;&]*\s-field[= ]"
-        r"|security\s+find-(?:generic|internet)-password\b[^|;&]*\s-w\b"
+        r"|security\s+find-(?:generic|internet)-password\b[^|;&]*\s-[a-z]*w[a-z]*\b"
         r"|secret-tool\s+lookup\b|keyring\s+get\b|bw\s+get\s+(?:password|totp)\b|lpass\s+show\b[^|;&]*--password"
         r"|(?:doppler|infisical)\s+secrets\s+get\b[^|;&]*--plain|sops\s+(?:-d|--decrypt)\b[^|;&]*--extract"
         r"|gcloud\s+secrets\s+versions\s+access\b|gcloud\s+auth\s+(?:application-default\s+)?print-\w+-token\b"
         r"|aws\s+(?:ecr|ecr-public)\s+get-login-password\b|az\s+acr\s+login\b[^|;&]*--expose-token"
         r"|(?:gh|glab)\s+auth\s+token\b|heroku\s+auth:token\b|kubectl\s+create\s+token\b"
         r"|kubectl\s+get\s+secrets?\b[^|;&]*(?:jsonpath|go-template)"
-        r"|openssl\s+rand\b|pwgen\b|(?:bin/)?rails\s+secret\b|mix\s+phx\.gen\.secret\b"
+        r"|openssl\s+(?:rand|passwd)\b|pwgen\b|(?:bin/)?rails\s+secret\b|mix\s+phx\.gen\.secret\b"
+        r"|wg\s+gen(?:key|psk)\b|rclone\s+obscure\b|[\w/.-]*-reset-password\b|mkpasswd\b|htpasswd\s+-\w*n"
+        r"|gpg\s+--gen-random\b|/dev/u?random\b|xkcdpass\b|diceware\b|apg\b|keepassxc-cli\s+show\b"
+        r"|chamber\s+read\b|gopass\s+show\b|sops\s+(?:-d|--decrypt)\b|ansible-vault\s+(?:view|decrypt)\b"
+        r"|(?:gpg|age)\s+(?:-d|--decrypt)\b"
         r"|python[0-9.]*\s+-c\s+[^\n]*\bsecrets\.token_"
         r"|(?:echo|printf)\s+(?:-\w+\s+)*[\"']?\$\{?(?P<echoed>[A-Za-z_]\w*)"
         r"|printenv\s+(?P<printed>[A-Za-z_]\w*)"
@@ -699,8 +728,41 @@ class _PrintedSecret(_Scan):
     _FILE_EXTS = frozenset({".key", ".secret", ".secrets", ".token", ".pass", ".password", ".pwd", ".cred"})
     _LINE = _Lazy(r"[ \t]*(?!\[REDACTED)(\S[^\n]*?)[ \t]*$", re.MULTILINE)
 
+    #: a command that reads (or makes) something, whose arguments name a secret, prints it: `terraform output -raw
+    #: db_password`, `heroku config:get SECRET_KEY_BASE`, `aws secretsmanager get-secret-value … --query
+    #: SecretString`, `doctl databases connection … --format Password`, `… | jq -r .login.password`
+    _READS = frozenset({"get", "show", "read", "access", "output", "reveal", "print", "view", "decrypt", "config:get",
+                        "get-secret-value", "get-parameter", "get-parameters", "connection", "export", "fetch", "cat"})
+    _MAKES_RE = _Lazy(r"(?:get|print|create|generate|new|show)-[\w-]*(?:token|password|secret|key)s?")
+    #: a kind of resource, not one secret's name (`kubectl get secrets` lists their names)
+    _KINDS = frozenset({"secret", "secrets", "credential", "credentials", "creds", "token", "tokens", "keys",
+                        "passwords", "secretkeys", "apikeys"})
+    _STORES = frozenset({"keyvault", "secretsmanager", "ssm", "secret", "secrets", "kv", "vault", "keychain",
+                         "passwords", "credentials"})
+    _SEARCHES = frozenset({"grep", "rg", "ag", "ack", "find", "ls", "git", "sed", "awk", "diff", "tree", "fd", "man"})
+    _ARG_PARTS_RE = _Lazy(r"[./:=\[\]\"']+")
+
+    @classmethod
+    def _names_what_it_prints(cls, command: str) -> bool:
+        words = [w for w in re.split(r"\s+|\|", command) if w]
+        if not words or words[0].rsplit("/", 1)[-1] in cls._SEARCHES:
+            return False
+        if not any(w.lower() in cls._READS or cls._MAKES_RE.fullmatch(w.lower()) for w in words[1:]):
+            return False
+        if words[0] not in ("kubectl", "oc") and any(w.lower() in cls._STORES for w in words[1:]):
+            return True  # az keyvault secret show, aws secretsmanager get-secret-value, aws ssm get-parameter
+        for w in words[1:]:
+            if w.startswith("-"):
+                w = w.partition("=")[2]
+            parts = [p for p in cls._ARG_PARTS_RE.split(w) if p]
+            if parts and parts[-1].lower() not in cls._KINDS and _strong_name(parts[-1]):
+                return True
+        return False
+
     @classmethod
     def _prints_secret(cls, command: str) -> bool:
+        if cls._names_what_it_prints(command):
+            return True
         for m in cls._PRINTS.finditer(command):
             variable = m.group("echoed") or m.group("printed")
             if variable:
@@ -735,15 +797,119 @@ class _PrintedSecret(_Scan):
                 pos, lines = end + 1, lines + 1
 
 
+def _named_by(group: int, strong: bool = True) -> Callable[[re.Match[str]], bool]:
+    """A match whose ``group`` names a secret (strong, or any secret name when not ``strong``)."""
+    return lambda m: (_strong_name(m.group(group).strip()) if strong else name_kind(m.group(group).strip()) is not None)
+
+
+def _random_value(group: int) -> Callable[[re.Match[str]], bool]:
+    return lambda m: _looks_random(m.group(group))
+
+
+#: names whose value is a host and port, an image and tag, a time: no user and password
+_NOT_CREDENTIAL_NAMES = frozenset({
+    "image", "host", "hostname", "addr", "address", "url", "uri", "endpoint", "time", "date", "port", "version", "tag",
+    "ref", "path", "bind", "listen", "proxy", "server", "dsn", "from", "to", "source", "target", "volume", "volumes",
+    "mount", "ports", "expose", "command", "entrypoint", "platform", "network", "label", "labels", "name", "id",
+})
+
 _FORMATS.extend([
+    # a secret named by a field beside its value: <entry key="jdbc.password">…</entry>, <string name="api_secret">…,
+    # <add key="ApiKey" value="…"/>, <key>API_KEY</key><string>…</string>, <param-name>…</param-name><param-value>…,
+    # "db_pass": {"value": "…"} (Terraform state and output), httpHeaderName1: X-Api-Key … httpHeaderValue1: …
+    ("secret", ("key=", "name="),
+     _Checked(_Lazy(r"<([\w:.-]+)\b[^<>\n]{0,200}?\b(?:key|name)\s*=\s*[\"']([^\"'<>\n]{1,80})[\"'][^<>\n]{0,200}?>"
+                    r"(?!\[REDACTED)([^<>\n]{1,300})</\1>"), _named_by(2)), 3),
+    ("secret", ("<key>", "<param-name>", "<name>"),
+     _Checked(_Lazy(r"<(key|param-name|name)>\s*([^<>\n]{1,80}?)\s*</\1>\s*<(string|param-value|value|data)>"
+                    r"(?!\[REDACTED)([^<>\n]{1,300})</\3>"), _named_by(2)), 4),
+    ("secret", ('"value"',),
+     _Checked(_Lazy(r"\"([\w.-]{1,80})\"\s*:\s*\{[^{}]{0,400}?\"value\"\s*:\s*\"(?!\[REDACTED)([^\"\n]+)\""),
+              _named_by(1)), 2),
+    ("secret", ("headername",),
+     _Checked(_Lazy(r"(?i)headername([0-9]*)[\"']?\s*[:=]\s*[\"']?([\w-]{1,80})[\s\S]{0,300}?"
+                    r"headervalue\1[\"']?\s*[:=]\s*[\"']?(?!\[REDACTED)([^\s\"']+)"), _named_by(2)), 3),
+    # a cookie in a HAR file or a browser export: {"name": "sid", "value": "<random>"} under "cookies"
+    ("secret", ('"cookies"',),
+     _Checked(_Lazy(r"\{\s*\"name\"\s*:\s*\"[^\"\n]{1,64}\"\s*,\s*\"value\"\s*:\s*\"(?!\[REDACTED)([^\"\n]{16,})\""),
+              lambda m: _looks_random(m.group(1)) and '"cookies"' in m.string[max(0, m.start() - 4000) : m.start()]), 1),
+    # a cookie file (Netscape format): domain, flag, path, secure, expiry, name, value
+    ("secret", ("true\t", "false\t"),
+     _Checked(_Lazy(r"(?m)^(?:#HttpOnly_)?[^\t\n]*\t(?:TRUE|FALSE)\t[^\t\n]*\t(?:TRUE|FALSE)\t[0-9]+\t[^\t\n]+\t"
+                    r"(?!\[REDACTED)([^\t\n]{8,})$"), _random_value(1)), 1),
+    # a Wi-Fi QR code's password, an expect script's answer to a password prompt, Maven's master password
+    ("password", ("wifi:",), _Lazy(r"WIFI:[^\n]*?\bP:(?!\[REDACTED)((?:\\.|[^;\\\n])+);"), 1),
+    ("password", ("expect",),
+     _Lazy(r"(?i)\bexpect\s+(?:-\S+\s+)*[\"'{][^\"'}\n]*(?:pass|pin|token|secret|passphrase)[^\"'}\n]*[\"'}]\s*\n"
+           r"\s*send\s+(?:--\s+)?[\"'{](?!\[REDACTED)([^\"'}\n]+?)(?:\\r|\\n)?[\"'}]"), 1),
+    ("password", ("<master>",), _Lazy(r"<master>(?!\[REDACTED)(\{[A-Za-z0-9+/=]{16,}\})</master>"), 1),
+    # MySQL's native password hash; pgbouncer's userlist ("user" "password")
+    ("password-hash", ("*",), _Lazy(r"(?<![\w*])\*[0-9A-Fa-f]{40}(?![\w])"), 0),
+    ("password", ('" "',),
+     _Checked(_Lazy(r"(?m)^[ \t]*\"[\w.@-]{1,64}\"[ \t]+\"(?!\[REDACTED)([^\"\s<>{}]{4,200})\"[ \t]*$"),
+              lambda m: _mixed(m.group(1)) and any(c.isdigit() for c in m.group(1))
+              or m.group(1).startswith(("md5", "SCRAM-"))), 1),
+    # a JSON Web Key's private members (d, p, q, dp, dq, qi; k of a symmetric key)
+    ("private-key", ('"kty"',),
+     _Lazy(r"\"(?:d|p|q|dp|dq|qi|k)\"\s*:\s*\"(?!\[REDACTED)([A-Za-z0-9_-]{16,})\""), 1),
+    # other armoured secret keys: OpenVPN's static key, PGP's secret key block, any BEGIN … SECRET/PRIVATE KEY
+    ("private-key", ("-----begin",),
+     _Lazy(r"(?i)-----BEGIN [A-Z0-9 ]*(?:SECRET|STATIC|PRIVATE) KEY[A-Z0-9 ]*-----[\s\S]*?"
+           r"(?:-----END [A-Z0-9 ]*(?:SECRET|STATIC|PRIVATE) KEY[A-Z0-9 ]*-----|\Z)"), 0),
+    ("private-key", ("untrusted comment:",),
+     _Lazy(r"(?i)untrusted comment:[^\n]*secret key[^\n]*\r?\n(?!\[REDACTED)([A-Za-z0-9+/=]{40,})"), 1),
+    # a wallet's seed words, a TOTP setup key, a 2FA export, recovery codes, a keypair file's 64 bytes
+    ("secret", ("phrase", "words", "mnemonic"),
+     _Lazy(r"(?i)\b(?:seed|recovery|mnemonic|secret|backup|wallet)[ \t]+(?:phrase|words)\b[^\n:]{0,30}[:\-–]?"
+           r"[ \t]*(?:\r?\n[ \t]*)?(?!\[REDACTED)((?:[a-z]{3,8}[ \t]+){11,23}[a-z]{3,8})\b"), 1),
+    ("secret", ("key", "secret", "seed", "code"),
+     _Lazy(r"(?i)\b(?:setup|secret|totp|2fa|mfa|otp|authenticator)[ \t]+(?:key|secret|seed|code)\b[^\n:]{0,30}:?"
+           r"[ \t]*(?!\[REDACTED)((?:[A-Z2-7]{4}[ \t]?){4,16})(?![A-Za-z0-9])"), 1),
+    ("secret", ("otpauth-migration:",), _Lazy(r"otpauth-migration://[^\s?]*\?data=(?!\[REDACTED)([^\s&\"']+)"), 1),
+    ("secret", ("codes",),
+     _Lazy(r"(?i)\b(?:recovery|backup|one-time|2fa|mfa|emergency|scratch)[ \t]+codes?\b[^\n]*\n(?:[ \t]*\n)?"
+           r"((?:[ \t]*(?:[0-9]{1,2}[.)][ \t]*)?[A-Za-z0-9]{4,12}(?:-[A-Za-z0-9]{4,12})?[ \t]*(?:\n|$)){2,20})"), 1),
+    ("private-key", ("[",), _Lazy(r"\[(?:[ \t\n]*[0-9]{1,3}[ \t\n]*,){63}[ \t\n]*[0-9]{1,3}[ \t\n]*\]"), 0),
+    # Redis: requirepass / masterauth lines, an ACL user's >password, AUTH at the prompt
+    ("password", ("requirepass", "masterauth"),
+     _Lazy(r"(?im)(?:^[ \t]*|--)(?:requirepass|masterauth)[ \t]+(?!\[REDACTED)([\"']?)([^\s\"']+)\1"), 2),
+    ("password", ("user ", "setuser"),
+     _Lazy(r"(?im)^[ \t]*(?:ACL[ \t]+SETUSER|user)[ \t]+\S+[^\n]*?[ \t]>(?!\[REDACTED)(\S+)"), 1),
+    ("password", ("auth ",),
+     _Lazy(r"(?m)(?:^|[>$][ \t]*)AUTH[ \t]+(?:[\w.-]+[ \t]+)?(?!\[REDACTED)([^\s\"']+)[ \t]*$"), 1),
+    # a web server's or a daemon's directive that sets a secret: SetEnv DB_PASSWORD …, proxy_set_header X-Api-Key …;
+    # fastcgi_param APP_SECRET …; and a directive named for a secret with one value (AuthLDAPBindPassword "…")
+    ("secret", ("setenv", "set ", "env ", "_param", "header"),
+     _Checked(_Lazy(r"(?im)^[ \t]*(?:SetEnv|setenv|set|PassEnv|env|fastcgi_param|uwsgi_param|scgi_param|proxy_set_header"
+                    r"|add_header|grpc_set_header|(?:Request)?Header[ \t]+(?:set|add|append))[ \t]+([A-Za-z_][\w.-]*)[ \t]+"
+                    r"(?!\[REDACTED)([\"']?)([^\s\"';]+)\2"),
+              lambda m: _strong_name(m.group(1)) and not _skip_value(m.group(3))), 3),
+    ("password", ("pass", "pwd", "secret", "token", "key", "credential"),
+     _Checked(_Lazy(r"(?m)^[ \t]*([A-Za-z][\w.-]{2,60})[ \t]+([\"']?)(?!\[REDACTED)([^\s\"';]{4,200})\2[ \t]*;?[ \t]*$"),
+              lambda m: _strong_name(m.group(1)) and _mixed(m.group(3)) and any(c.isdigit() for c in m.group(3))
+              and not _skip_value(m.group(3))), 3),
+    # a value made of a user and a password: user = "deploy:…", npmAuthIdent: "ci:…", BUNDLE_GEMS__X=ci:…
+    ("password", (":",),
+     _Checked(_Lazy(r"(?m)^[ \t]*(?:export[ \t]+)?[\"']?([A-Za-z_][\w.-]{0,80})[\"']?[ \t]*[:=][ \t]*[\"']?"
+                    r"[\w.@+-]{1,64}:(?!\[REDACTED)([^\s\"'`:@/()\[\]{}<>]{8,128})[\"']?[ \t]*$"),
+              lambda m: not _NOT_CREDENTIAL_NAMES.intersection(_components(m.group(1))) and sum(
+                  _char_kinds(m.group(2))) >= 3 and any(c.isdigit() for c in m.group(2)) and not _skip_value(m.group(2))),
+     2),
+    # a random value under any name at a line's start (an env file): MISTRAL=…, LN_MACAROON=…
+    ("secret", ("=",),
+     _Checked(_Lazy(r"(?m)^[ \t]*(?:export[ \t]+)?[A-Za-z_][A-Za-z0-9_]{1,80}[ \t]*[?+:]?=[ \t]*([\"']?)"
+                    r"(?!\[REDACTED)([A-Za-z0-9+/=_.~-]{20,400})\1[ \t]*$"),
+              lambda m: sum(_char_kinds(m.group(2))[:3]) == 3 and _looks_random(m.group(2))
+              and not _identifier_like(m.group(2)) and shannon_entropy(m.group(2)) >= 4.0
+              and not _CODE_PATH_RE.fullmatch(m.group(2))), 2),
+    # an IRC server password; Zapier's catch hook
+    ("password", ("pass ",), _Lazy(r"(?m)^PASS[ \t]+(?!\[REDACTED)(\S+)"), 1),
+    ("webhook-url", ("hooks.zapier.com",), _Lazy(r"hooks\.zapier\.com/hooks/catch/[0-9]+/(?!\[REDACTED)(\w+)"), 1),
     ("password-hash", _HASH_ANCHORS[:-1], _HASH_RE, 0),
     ("password-hash", (":::",), _SAM_RE, 1),
     ("secret", ("$ansible_vault",), _VAULT_RE, 0),
     ("secret", ("secret",), _SecretManifest(), 1),
-    ("secret", ("op ", "pass", "vault", "security", "secret", "keyring", "bw ", "lpass", "sops", "gcloud", "ecr",
-                "acr", "auth", "kubectl", "openssl", "pwgen", "rails", "phx.gen", "secrets.token", "echo", "printf",
-                "printenv", "cat ", "head ", "tail ", "less ", "more ", "bat ", "type ", "get-content", "gc "),
-     _PrintedSecret(), 1),
+    ("secret", ("$ ", "# ", "% ", "> ", "❯", "›", "bash:", "powershell:", "shell:"), _PrintedSecret(), 1),
 ])
 
 _FORMAT_ANCHORS = tuple(dict.fromkeys(a for _, anchors, _, _ in _FORMATS for a in anchors))
@@ -784,7 +950,7 @@ _IDENT_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01
 _CAMEL_RE = _Lazy(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 #: a component that marks a password
 _PASSWORD_PARTS = ("passw", "passphrase", "passcode")
-_PASSWORD_WORDS = frozenset({"pwd", "pw", "pass", "pword", "passwd"})
+_PASSWORD_WORDS = frozenset({"pwd", "pw", "pass", "pword", "passwd", "sshpass", "requirepass", "masterauth"})
 #: a component that marks some other secret
 _SECRET_WORDS = frozenset({
     "secret", "secrets", "credential", "credentials", "creds", "cred", "apikey", "privatekey", "secretkey",
@@ -834,7 +1000,7 @@ _PROSE_STOP = frozenset({
     "for", "to", "of", "on", "at", "by", "with", "from", "that", "this", "it", "must", "should", "will", "can",
     "hashed", "encrypted", "needed", "ok", "valid", "weak", "strong", "long", "short", "same", "different",
 })
-_SEP_RE = _Lazy(r"(?:\\?[\"'])?\]?[ \t]*(:=|=>|->|=|:)(?![=:/])[ \t]*")
+_SEP_RE = _Lazy(r"(?:\\?[\"'])?\]?[ \t]*(:=|=>|->|\?=|=|:)(?![=:/])[ \t]*")
 #: ``name: API_KEY`` … ``value: x`` (Kubernetes env, .NET appSettings, CloudFormation parameters)
 _NAME_FIELD_RE = _Lazy(r"(?i)(?:name|key|parameterkey|id)\\?[\"']?\s*[:=]\s*\\?[\"']?$")
 _VALUE_FIELD_RE = _Lazy(r"(?i)value\\?[\"']?\s*[:=]\s*")
@@ -848,6 +1014,7 @@ _PAIR_RE = _Lazy(r"\(\s*([\"'])[^\"'\n]*\1\s*,\s*([\"'])([^\"'\n]+)\2\s*\)")
 _LOCATION_RE = _Lazy(r":[0-9]+(?::[0-9]+)?(?::|,|[ \t]*$)", re.MULTILINE)
 _REFERENCE_RE = _Lazy(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*")
 _PATH_VALUE_RE = _Lazy(r"(?:[\w.-]+:)?(?:/|~/|\./|\.\./)[\w./%@+-]*")
+_ARN_RE = _Lazy(r"\barn:[\w-]+:[\w-]+:[^\s\"']*$")
 _OR_ELSE_RE = _Lazy(r"\s+(?:or|\|\||\?\?|\?:)\s")
 _CODE_VALUE_RE = _Lazy(r"[A-Za-z_$][\w.$]*\s*[(\[]")
 
@@ -930,7 +1097,7 @@ def _looks_random(value: str) -> bool:
 #: a regular expression's syntax: a value that is a pattern (``IPV4_PAT = "[0-9]{1,3}"``), not random characters
 _REGEX_SYNTAX_RE = _Lazy(r"\[[^\]]*\]|\(\?|\\[dwsbDWS]|\{[0-9]+(?:,[0-9]*)?\}")
 #: a piece of a value that is a word, CamelCase words or a number, not random characters
-_WORDLIKE_RE = _Lazy(r"[0-9]+|[A-Z]+|[A-Za-z][a-z]+(?:[A-Z][a-z]+)*[0-9]{0,4}")
+_WORDLIKE_RE = _Lazy(r"[0-9]+|[A-Z]+[0-9]{0,4}|[A-Za-z][a-z]+(?:[A-Z][a-z]+)*[0-9]{0,4}")
 
 
 _VAR_REF_RE = _Lazy(r"\$(?:\{|\(|[A-Za-z_][A-Za-z0-9_]*(?:$|[/:.\-\s\"',;)}\]])|[0-9*#?@!$-](?:$|[^A-Za-z0-9]))")
@@ -1189,6 +1356,8 @@ def _named(text: str, lower: str) -> tuple[str, int]:
             continue  # ${DB_PASSWORD:?missing}: an error message, not a value
         if text.startswith(":", b) and _LOCATION_RE.match(text, b):
             continue  # src/auth/password.py:42: a file and a line number (grep, a traceback, a warning)
+        if a > 0 and text[a - 1] == ":" and _ARN_RE.search(text, max(0, a - 120), a):
+            continue  # arn:aws:secretsmanager:…:secret:prod/db: a resource's name
         if raw.startswith("-"):
             sep = _FLAG_SEP_RE.match(text, b)
             if sep:
@@ -1408,9 +1577,41 @@ def _apply(pattern: _Lazy | _Scan, kind: str, group: int, text: str) -> tuple[st
     return pattern.sub(sub, text), count
 
 
-def mask(text: str) -> tuple[str, int]:
+_ARGV_RE = _Lazy(r"\[[ \t]*([\"'])(?:[^\"'\\\n]|\\.)*\1(?:[ \t]*,[ \t]*([\"'])(?:[^\"'\\\n]|\\.)*\2){1,60}[ \t]*\]")
+_ARGV_ITEM_RE = _Lazy(r"([\"'])((?:[^\"'\\\n]|\\.)*)\1")
+
+
+def _argv_lists(text: str) -> tuple[str, int]:
+    """A command written as a list of strings (``subprocess.run(["mysql", "-u", "root", "-p…"])``, a container's
+    ``args:`` or ``test: ["CMD", …]``): its items are read as one command line by the other rules, and the items
+    they mask are masked in the list."""
+    total = 0
+
+    def sub(m: re.Match[str]) -> str:
+        nonlocal total
+        items = list(_ARGV_ITEM_RE.finditer(m.group(0)))
+        if not any(i.group(2).startswith("-") for i in items):
+            return m.group(0)
+        masked, count = mask(" ".join(i.group(2).replace(" ", "\x1f") for i in items), _argv=False)
+        words = masked.split(" ")
+        if not count or len(words) != len(items):
+            return m.group(0)
+        out, cursor = [], 0
+        for item, word in zip(items, words):
+            out.append(m.group(0)[cursor : item.start(2)])
+            out.append(word.replace("\x1f", " "))
+            cursor = item.end(2)
+        total += count
+        return "".join(out) + m.group(0)[cursor:]
+
+    return _ARGV_RE.sub(sub, text), total
+
+
+def mask(text: str, _argv: bool = True) -> tuple[str, int]:
     """Mask every secret in ``text``; returns the masked text and how many were masked."""
     total = 0
+    if _argv and ("[\"" in text or "['" in text or "[ " in text):
+        text, total = _argv_lists(text)
     lower = _ascii_lower(text)
     present = {a for a in _FORMAT_ANCHORS if a in lower}
     if present:

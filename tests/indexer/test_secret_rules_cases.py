@@ -200,3 +200,68 @@ def test_what_only_looks_held_like_a_secret_stays():
                  "s = SrcPackage(cache, '../tests/pkg_0.2.9-6.dsc')", "snmpwalk -v2c 10.0.0.1 system",
                  "price = Decimal('12345678901234567890.25')"):
         assert redact(text).text == text, redact(text).text
+
+
+# secrets given by a layout the name rules do not see: fields beside their value, lists of arguments, directives,
+# stdin, a command's output, prose; each a family, the values made up
+BY_LAYOUT = [
+    ('<setting key="smtp.password">Vq7-Lz2Xm9</setting>', "Vq7-Lz2Xm9"),
+    ("<key>STRIPE_SECRET</key>\n    <string>Rk8Tq2Lz7Xw4Vm9</string>", "Rk8Tq2Lz7Xw4Vm9"),
+    ('"signing_secret": {\n  "sensitive": true,\n  "value": "Hq2Lz8Xv7Rt4"\n}', "Hq2Lz8Xv7Rt4"),
+    ('cmd = ["pg_dump", "-h", "db", "-U", "app", "--password=Wq8Lz2Xv7"]', "Wq8Lz2Xv7"),
+    ("  command: [\"redis-cli\", \"-a\", \"Tz7Kq2Lm9Rx4\", \"ping\"]", "Tz7Kq2Lm9Rx4"),
+    ("fastcgi_param APP_SECRET Lx9Qz2Wv7Rt4Km8;", "Lx9Qz2Wv7Rt4Km8"),
+    ("RequestHeader set X-Auth-Token \"Zm8Kq2Lx7Vt4Rw9\"", "Zm8Kq2Lx7Vt4Rw9"),
+    ("requirepass Qz8-Lm2Xv7\nmaxmemory 2gb", "Qz8-Lm2Xv7"),
+    ("cache:6379> AUTH Kv7Lq2Zx9", "Kv7Lq2Zx9"),
+    ("echo 'Nq7Lz2Xv9Rt4' | wrangler secret put STRIPE_KEY", "Nq7Lz2Xv9Rt4"),
+    ("printf '%s' 'Bz8Kq2Lm7' | docker secret create db_pass -", "Bz8Kq2Lm7"),
+    ("kubectl create secret generic api --from-literal=token=Xq7Lz2Vm9Rt4", "Xq7Lz2Vm9Rt4"),
+    ("gh secret set NPM_TOKEN --body Lq8Zx2Vm7Tk4Rw9", "Lq8Zx2Vm7Tk4Rw9"),
+    ("$ terraform output -raw smtp_password\nGq7-Lz2Xv9\n$ ", "Gq7-Lz2Xv9"),
+    ("$ aws ssm get-parameter --name /ci/npm --with-decryption --query Parameter.Value --output text\n"
+     "Wz8Kq2Lm7Xr4Tv9", "Wz8Kq2Lm7Xr4Tv9"),
+    ("$ wg genpsk\nQm4Lz8Rt2Xv7Kp9Wn3Bd6Hs1Jf5Gc0Ya2Ue8Io3Tq7L=", "Qm4Lz8Rt2Xv7Kp9Wn3Bd6"),
+    ("VENDOR_API=Tq7Lz2Xv9Rk4Wm8Pn3Bd6Hs1", "Tq7Lz2Xv9Rk4Wm8Pn3Bd6Hs1"),
+    ("registry:\n  auth: \"builder:Kq7Lz2Xv9Rt4\"", "Kq7Lz2Xv9Rt4"),
+    ("**API key:** `Vb8Kq2Lm7Xr4Tz9Wn3`", "Vb8Kq2Lm7Xr4Tz9Wn3"),
+    ("Das Passwort lautet: Hz7-Kq2Lm9", "Hz7-Kq2Lm9"),
+    ("use Pz8!Lq2Xv7 as the password for the vpn", "Pz8!Lq2Xv7"),
+    ("the wifi login is guest:Rv7Kq2Lz9x", "Rv7Kq2Lz9x"),
+    ('curl -H "Authorization: Zq8Lm2Xv7Rt4Kp9Wn3Bd6" https://api.example.com', "Zq8Lm2Xv7Rt4Kp9Wn3Bd6"),
+    ("https://chat.example.com/hooks/9xq2lmz7vt4rw8kp3bd6hs1jf5", "9xq2lmz7vt4rw8kp3bd6hs1jf5"),
+    ("https://api.example.com/weather?city=Oslo&appid=q7Lz2Xv9Rt4Kp8Wn3Bd6", "q7Lz2Xv9Rt4Kp8Wn3Bd6"),
+    ('{"kty": "oct", "k": "Vq8Lz2Xm7Rt4Kp9Wn3Bd6Hs1"}', "Vq8Lz2Xm7Rt4Kp9Wn3Bd6Hs1"),
+    ("-----BEGIN OpenVPN Static key V1-----\n" + "3f9a7c2e" * 8 + "\n-----END OpenVPN Static key V1-----",
+     "3f9a7c2e3f9a7c2e"),
+    ("my recovery phrase: orbit maple canyon velvet tiger sugar lemon harbor quiet sand pilot frost", "velvet tiger"),
+    ("Your 2FA backup codes:\n  4821-9935\n  1177-0242\n  6630-5518\n", "4821-9935"),
+    ("Enter this setup key: JBSW Y3DP EHPK 3PXP", "JBSW Y3DP EHPK 3PXP"),
+    ("IDENTIFIED WITH mysql_native_password AS '*2470C0C06DEE42FD1618BB99005ADCA2EC9D1E19'",
+     "2470C0C06DEE42FD1618BB99005ADCA2EC9D1E19"),
+    ("res.cookie('sid', 'Qz8Lm2Xv7Rt4Kp9Wn3Bd6', { httpOnly: true })", "Qz8Lm2Xv7Rt4Kp9Wn3Bd6"),
+    ("ipmitool -H 10.0.0.9 -U root -P Kx7-Qz2Lm9 sensor list", "Kx7-Qz2Lm9"),
+    ("twine upload -u ci -p Lz8Kq2Xv7Rt4 dist/*", "Lz8Kq2Xv7Rt4"),
+]
+
+
+@pytest.mark.parametrize("text, secret", BY_LAYOUT)
+def test_secrets_given_by_layout_are_masked(text, secret):
+    assert secret not in redact(text).text, redact(text).text
+
+
+def test_stand_ins_and_names_stay():
+    for text in ('curl -H "Authorization: Bearer $GITHUB_TOKEN" https://api.github.com',
+                 'mysql -u root -p"$MYSQL_ROOT_PASSWORD" -e "select 1"', "DB_PASSWORD=op://Prod/Postgres/password",
+                 "password: !secret mqtt_password", "api_key: <set me>", "API_KEY=YOUR_API_KEY_HERE",
+                 "OPENAI_API_KEY=sk-...", 'tokenizer.add_special_tokens({"pad_token": "[PAD]"})',
+                 '{"bos_token": "<s>", "eos_token": "</s>"}', "permissions:\n  id-token: write",
+                 "password_encryption = scram-sha-256", 'FIELDS = ("password", "api_key", "token")',
+                 "api_key = api_key or os.environ.get('API_KEY')", "client = OpenAI(api_key=api_key)",
+                 "secret_key = settings.SECRET_KEY", "<key>CFBundleName</key>\n<string>Memo</string>",
+                 'ETag: W/"25c39de0-B07tjdmTHt/4QQEZeRk4Q/2gTGv"', "$ kubectl get secrets\nNAME    TYPE    DATA",
+                 "LoadCredential=tls_key:/etc/app/tls.key", "arn:aws:secretsmanager:eu-west-1:1234:secret:prod/db",
+                 "See :manpage:`shutdown(2)`.", "OID_RSA_WITH_SHA256 = x509.oid.SignatureAlgorithmOID.RSA_WITH_SHA256",
+                 "res = re_splitComparison.match(pred)", "self.token += nextchar",
+                 'SAMPLE = ["--verbose", "--output", "report.txt"]', "user install incompatible with --prefix/--home"):
+        assert redact(text).text == text, redact(text).text

@@ -50,6 +50,11 @@ INPUTS = {
     "dotted run before a call": "a." * 50_000 + "(",
     "token words in prose": "token is " * 11_000,
     "quoted dotted run": '"' + "a1B." * 25_000 + '"',
+    "an argument list without end": '["-a", ' * 15_000,
+    "brackets": "[" * 60_000,
+    "user:value lines": "user = a:Bc9!xyz\n" * 6_000,
+    "env lines of random values": "K=Ab3" + "x9Z" * 10 + "\n" * 1 + "K=Ab3" * 18_000,
+    "field and value pairs": "<key>API_KEY</key><string>" * 4_000,
 }
 
 
