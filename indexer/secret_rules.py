@@ -338,6 +338,25 @@ def _user_password(m: re.Match[str]) -> bool:
 
 
 
+class _ValueBefore(_Scan):
+    """A secret told before its words: "use … as the password", "… is the new root password" (at a line's start
+    or after a sentence's end). The words are found first, then the value is read backward from them."""
+
+    _WORDS = _Lazy(r"(?i)[ \t]+(?:as|is)[ \t]+(?:the|my|our|your)[ \t]+(?:new[ \t]+|current[ \t]+|temporary[ \t]+)?"
+                   r"(?:[\w-]+[ \t]+)?(?:password|passphrase|pw|token|secret|api key)\b")
+    _VALUE = _Lazy(r"(?i)(?:\buse[ \t]+|^[ \t]*|[.!?:][ \t]+)([\"'`]?)(?!\[REDACTED)([^\s\"'`]{6,128})\1$")
+
+    def matches(self, text: str) -> Iterator[re.Match[str]]:
+        last = 0
+        for words in self._WORDS.finditer(text):
+            start = max(last, text.rfind("\n", 0, words.start()) + 1, words.start() - 160)
+            m = self._VALUE.search(text, start, words.start())
+            if m and _mixed(m.group(2)) and any(c.isdigit() for c in m.group(2)) and not _skip_value(m.group(2)) \
+                    and not _CODE_PATH_RE.fullmatch(m.group(2)):
+                yield m
+                last = words.end()
+
+
 def _prose(words: str, separators: str, shortest: int, code: bool = True) -> _Checked:
     """A secret told in a sentence: one of ``words``, maybe ``for``/``of``/``on`` what, then ``is``/``was`` (or the
     word in a few other languages) or one of ``separators`` (a regex), with Markdown emphasis around either, and a
@@ -396,12 +415,10 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
     ("google-refresh-token", ("1//0",), _Lazy(r"(?<![\w/])1//0[A-Za-z0-9_\-]{30,}"), 0),
     ("api-token", ("re_",), _Lazy(r"\bre_[A-Za-z0-9]{8}_[A-Za-z0-9]{24,}"), 0),  # Resend
     ("api-token", ("nral",), _Lazy(r"\b[a-z0-9]{6}[0-9a-f]{30}NRAL\b"), 0),  # New Relic license key
-    ("api-token", (".",), _Lazy(r"\bpat[A-Za-z0-9]{14}\.[0-9a-f]{64}\b"), 0),  # Airtable personal access token
+
     # extended private keys (BIP32) and Wallet Import Format keys: base58 of their exact lengths
     ("private-key", ("prv",), _Lazy(r"\b[xtyzuv]prv[1-9A-HJ-NP-Za-km-z]{100,112}\b"), 0),
-    ("private-key", ("5", "k", "l"),
-     _Checked(_Lazy(r"(?<![\w/+])(?:5[HJK][1-9A-HJ-NP-Za-km-z]{49}|[KL][1-9A-HJ-NP-Za-km-z]{51})(?![\w/+=])"),
-              lambda m: sum(_char_kinds(m.group(0))[:3]) == 3), 0),
+
     ("api-token", (".atlasv1.",), _Lazy(r"\b[A-Za-z0-9]{10,}\.atlasv1\.[A-Za-z0-9_\-=]{40,}"), 0),
     # a webhook's key in its path: Mattermost and Rocket.Chat /hooks/<key>, Zapier /hooks/catch/<n>/<key>,
     # IFTTT /with/key/<key>, any /webhook(s)/…/<random>
@@ -465,7 +482,8 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
               r"\s-p\s+(?!\[REDACTED)([^\s\"'|]+|\"[^\"\n]*\"|'[^'\n]*')"), 1),
     ("password", ("ldap",),
      _Command(r"\bldap\w*\b", r"\s-w\s+(?!\[REDACTED)([^\s\"'|]+|\"[^\"\n]*\"|'[^'\n]*')"), 1),
-    ("password", ("--password-stdin", "sudo", "chpasswd", "--stdin", "secret", "versions add", "env add",
+    ("password", ("--password-stdin", "sudo", "chpasswd", "--stdin", "secret put", "secret create", "secrets create",
+                  "secret set", "secrets set", "secret add", "secrets add", "versions add", "env add",
                   "--passphrase-fd", "cryptsetup", "--key-file", "--data-file", "--from-file"), _Piped(), 2),
     ("password", ("htpasswd", "/user:", "--with-token"),
      _Lazy(r"(?:\bhtpasswd\s+-\w*b\w*\s+\S+\s+\S+\s+|\s/user:\S+\s+|--with-token\s*<<<\s*)"
@@ -529,23 +547,18 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
             r"|hasło|lösenord|salasana|heslo|şifre|密码|パスワード|비밀번호", r"[ \t]*[:=：]|(?=[ \t])", 6), 2),
     # "the auth token for the registry: …", "API token is …", "webhook secret = …": a token is long
     ("secret", ("token", "secret", "key", "cred"),
-     _prose(r"(?:auth|access|api|bearer|personal access|integration|bot|deploy)?[ \t]?token|secret"
-            r"|(?:api|access|secret|license|private|app)[ \t_-]?key|creds|credentials", r"[ \t]*:", 12, code=False), 2),
+     _prose(r"token|secret|(?:api|access|secret|license|private|app)[ \t_-]?key|creds|credentials", r"[ \t]*:", 12,
+            code=False), 2),
     # "here's my api key …", "login succeeded with token …": a random value right after the words
     ("secret", ("key", "token"),
      _Checked(_Lazy(r"(?i)\b(?:api[ \t_-]?key|access[ \t_-]?key|token)[ \t]+"
                     r"([\"'`]?)(?!\[REDACTED)([A-Za-z0-9+/=_.~-]{16,200})\1(?![\w])"),
               lambda m: _looks_random(m.group(2)) and any(c.isdigit() for c in m.group(2))), 2),
     # "use … as the password", "… is the new root password": the value before the words
-    ("password", ("pass", "token", "secret", "key"),
-     _Checked(_Lazy(r"(?i)(?:\buse[ \t]+|(?:^|(?<=[.!?:]\s)))([\"'`]?)(?!\[REDACTED)([^\s\"'`]{6,128})\1[ \t]+"
-                    r"(?:as|is)[ \t]+(?:the|my|our|your)[ \t]+(?:new[ \t]+|current[ \t]+|temporary[ \t]+)?(?:[\w-]+[ \t]+)?"
-                    r"(?:password|passphrase|pw|token|secret|api key)\b", re.MULTILINE),
-              lambda m: _mixed(m.group(2)) and any(c.isdigit() for c in m.group(2))
-              and not _skip_value(m.group(2)) and not _CODE_PATH_RE.fullmatch(m.group(2))), 2),
+    ("password", (" as ", " is "), _ValueBefore(), 2),
     # a login told as user and password: "creds are admin / …", "login for the router is admin:…", "(admin / …)"
-    ("password", ("cred", "login", "log in", "sign in", "user", "account"),
-     _Checked(_Lazy(r"(?i)\b(?:creds|credentials|login|log[ \t]?in|sign[ \t]?in|user(?:name)?|account)\b[^\n]{0,60}?"
+    ("password", ("cred", "login", "log in", "sign in", "username"),
+     _Checked(_Lazy(r"(?i)\b(?:creds|credentials|login|log[ \t]?in|sign[ \t]?in|username)\b[^\n]{0,60}?"
                     r"[\s(][\w.@+-]{1,40}(?:[ \t]*/[ \t]*|:)(?!\[REDACTED)([^\s/:)\"'`]{6,128})(?=[.,;!?)]?(?:\s|$))"),
               lambda m: _mixed(m.group(1)) and any(c.isdigit() for c in m.group(1)) and not m.group(1).isdigit()
               and not m.group(1).startswith("-") and not _skip_value(m.group(1))), 1),
@@ -945,7 +958,8 @@ def _key_material(text: str) -> tuple[str, int]:
 
 # -- 2. names --------------------------------------------------------------------------------------------------
 #: run over the lower-cased text: an IGNORECASE scan costs ~15x more (measured: 8.5 ms vs 0.5 ms per 64 KB)
-_NAME_WORD_RE = _Lazy(r"pass|pwd|secret|token|key|auth|cred|sig|salt|cookie|pw|psk|mnemonic|dockerc|pat|seed")
+_NAME_WORD_RE = _Lazy(r"pass|pwd|secret|token|key|auth|cred|sig|salt|cookie|pw|psk|mnemonic|dockerc|seed"
+                      r"|pat(?![hc]|ter|ien|ron)")
 _IDENT_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.")
 _CAMEL_RE = _Lazy(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 #: a component that marks a password
@@ -1465,11 +1479,27 @@ def _high_entropy(text: str) -> tuple[str, int]:
     return _QUOTED_RE.sub(sub, text), count
 
 
-#: a literal given to a constructor or a client's set-up call, first or after one short argument:
-#: ``together.Together("<hex>")``, ``new Api("<token>")``, ``Client::new("admin", "<password>")``
-_CONSTRUCTOR_ARG_RE = _Lazy(
-    r"(?<![\w.:$])((?:new\s+)?[A-Za-z_][\w.]*(?:::[A-Za-z_]\w*)*)\s*\(\s*"
-    r"(?:(?:[A-Za-z_][\w.]*|[\"'][^\"'\n]{0,64}[\"'])\s*,\s*)?([\"'])(?!\[REDACTED)([^\s\"'\\]{10,300})\2\s*[,)]")
+class _ClientLiteral(_Scan):
+    """A literal given to a constructor or a client's set-up call, first or after one short argument:
+    ``together.Together("<hex>")``, ``new Api("<token>")``, ``Client::new("admin", "<password>")``. The arguments
+    are found from each ``(``, then the callee is read backward from it (at most 200 characters)."""
+
+    _ARGS = _Lazy(r"\(\s*(?:(?:[A-Za-z_][\w.]*|[\"'][^\"'\n]{0,64}[\"'])\s*,\s*)?([\"'])(?!\[REDACTED)"
+                  r"([^\s\"'\\]{10,300})\1\s*[,)]")
+    _CALLEE_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.:")
+
+    def matches(self, text: str) -> Iterator[re.Match[str]]:
+        for m in self._ARGS.finditer(text):
+            end = m.start()
+            while end > 0 and text[end - 1] in " \t":
+                end -= 1
+            start = end
+            while start > max(0, end - 200) and text[start - 1] in self._CALLEE_CHARS:
+                start -= 1
+            if start < end and _client_literal(text[start:end], m.group(0), m.group(2)):
+                yield m
+
+
 _FILE_NAME_RE = _Lazy(r"\.[A-Za-z][A-Za-z0-9]{0,4}$")
 #: what a constructor's name says it builds when it is no client: a value, not a connection
 _NOT_CLIENTS = frozenset({
@@ -1485,11 +1515,10 @@ _CLIENT_WORDS = frozenset({
 })
 
 
-def _client_literal(m: re.Match[str]) -> bool:
-    """The literal is random (letters and digits, no words; a password of 10+ with three kinds of character) and
+def _client_literal(callee_path: str, arguments: str, value: str) -> bool:
+    """``value`` is random (letters and digits, no words; a password of 10+ with three kinds of character) and
     the callee builds a client: a class (``Together``, ``Api``) or a set-up call (``connect``, ``init``)."""
-    value = m.group(3)
-    names = [c for c in re.split(r"\.|::|\s+", m.group(1)) if c and c != "new"]
+    names = [c for c in re.split(r"\.|::", callee_path) if c and c != "new"]
     if not names:
         return False
     callee = names[-1]
@@ -1505,7 +1534,7 @@ def _client_literal(m: re.Match[str]) -> bool:
         return False
     if len(value) >= 20:
         return shannon_entropy(value) >= 3.0
-    return lower + upper + digits + other >= 3 and m.group(0).count(",") >= 1  # Client("admin", "nK7q%a9…")
+    return lower + upper + digits + other >= 3 and arguments.count(",") >= 1  # Client("admin", "nK7q%a9…")
 
 
 _ALNUM_RUN_RE = _Lazy(r"[A-Za-z0-9]{12,}")
@@ -1527,19 +1556,29 @@ def _random_tail(m: re.Match[str]) -> bool:
 
 
 _PREFIXED = _Checked(_PREFIX_RE, _random_tail)
-_CLIENT_ARG = _Checked(_CONSTRUCTOR_ARG_RE, _client_literal)
+_CLIENT_ARG = _ClientLiteral()
 _LONG_TOKEN_RE = _Lazy(r"(?<![\w\-.=+/])[\w\-.=+/]{20,}")
 _TWILIO_RE = _Lazy(r"(?<![0-9A-Za-z])(?:SK|AC)[0-9a-fA-F]{32}(?![0-9A-Za-z])")
 
 
+#: tokens known by their shape rather than a prefix: a Wallet Import Format key (base58, 51 or 52 characters),
+#: an Airtable personal access token
+_SHAPED_TOKENS = (("private-key", _Lazy(r"(?:5[HJK][1-9A-HJ-NP-Za-km-z]{49}|[KL][1-9A-HJ-NP-Za-km-z]{51})")),
+                  ("api-token", _Lazy(r"pat[A-Za-z0-9]{14}\.[0-9a-f]{64}")))
+
+
 def _prefixed_tokens(text: str) -> tuple[str, int]:
-    """Tokens of the ~70 providers known by their prefix, found among the long tokens of the text (one cheap scan;
-    an alternation of 70 prefixes costs ~20x more per KB)."""
+    """Tokens of the ~100 providers known by their prefix, and tokens known by their shape, found among the long
+    tokens of the text (one cheap scan; an alternation of 100 prefixes costs ~20x more per KB)."""
     count = 0
 
     def sub(m: re.Match[str]) -> str:
         nonlocal count
         token = m.group(0)
+        for kind, shape in _SHAPED_TOKENS:
+            if shape.fullmatch(token) and sum(_char_kinds(token)[:3]) == 3:
+                count += 1
+                return _marker(kind)
         low = token.lower()
         if not any(p in low for p in _PREFIXED_TOKENS):
             return token
@@ -1636,6 +1675,6 @@ def mask(text: str, _argv: bool = True) -> tuple[str, int]:
         text, count = _high_entropy(text)
         total += count
         if "(" in text:
-            text, count = _apply(_CLIENT_ARG, "secret", 3, text)
+            text, count = _apply(_CLIENT_ARG, "secret", 2, text)
             total += count
     return text, total
