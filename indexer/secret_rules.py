@@ -203,7 +203,8 @@ class _Piped(_Scan):
     _READER = _Lazy(r"--password-stdin|\bsudo\b[^\n|;&]{0,200}?\s-[a-zA-Z]*S\b|\bsudo\s+--stdin\b|\bchpasswd\b"
                     r"|\bpasswd\b[^\n|;&]{0,200}?\s--stdin\b|\bsecrets?\s+(?:create|put|set|add)\b"
                     r"|\bversions\s+add\b|\benv\s+add\b|--passphrase-fd[ =]0\b|\bcryptsetup\b"
-                    r"|--(?:key|data)-file[ =]-(?!\w)|--from-file[ =]/dev/stdin")
+                    r"|--(?:key|data)-file[ =]-(?!\w)|--from-file[ =]/dev/stdin"
+                    r"|\b(?:devops|auth|registry)\s+login\b|\blogin\s+--with-token\b")
     _ECHO = _Lazy(r"\b(?:echo|printf)\s+(?:-[neE]+\s+)?(?:([\"'])%[^\"'\n]*\1\s+)?(?!\[REDACTED)"
                   r"([^\s\"'|]+|\"[^\"\n]*\"|'[^'\n]*')")
 
@@ -319,6 +320,9 @@ _PREFIX_RE = _Lazy(
     re.IGNORECASE,
 )
 
+_EMAIL_RE = _Lazy(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+
+
 def _plain_word(value: str) -> bool:
     """A word of prose (``authentication``, ``Token``): letters only, one case after the first."""
     return value.isalpha() and (value.islower() or value[1:].islower() or value.isupper() and len(value) < 12)
@@ -336,6 +340,164 @@ def _user_password(m: re.Match[str]) -> bool:
         return False
     return not _CONTAINER_CMD_RE.search(m.string, max(0, m.start() - 300), m.start())
 
+
+
+#: "password" in the languages developers write in (and its common short forms); then the same in scripts
+#: written without spaces, where no word boundary follows
+_PASSWORD_WORDS_ANY = (
+    "password", "passwd", "passwort", "kennwort", "wachtwoord", "lösenord", "lösenordet", "salasana", "adgangskode",
+    "passord", "heslo", "hasło", "parola", "parolă", "jelszó", "şifre", "şifresi", "senha", "contraseña", "clave",
+    "mdp", "psw", "пароль", "пароля", "паролем", "κωδικός", "mot de passe", "mật khẩu", "kata sandi", "पासवर्ड",
+)
+_PASSWORD_WORDS_CJK = ("密码", "密碼", "口令", "パスワード", "暗証番号", "비밀번호", "암호")
+_PASSWORD_WORDS_RE = _Lazy(
+    r"(?i)(?<![\w:/.-])(?:" + "|".join(re.escape(w) for w in _PASSWORD_WORDS_ANY) + r")(?!\w)"
+    + "|" + "|".join(_PASSWORD_WORDS_CJK))
+
+
+class _PasswordNearby(_Scan):
+    """A password told in a sentence in any language: after a word for "password" (:data:`_PASSWORD_WORDS_ANY`),
+    the first token of the same line (within 80 characters, at most 8 tokens on) that looks like a password: 8 to
+    128 characters, with a digit, and upper and lower case or a symbol; never a URL, a path, a file name, an
+    e-mail, a flag, code or a version. Tokens end at white space and at CJK punctuation."""
+
+    _TOKEN = _Lazy(r"[^\s，。、！？：；「」（）\"'`|]+")
+    _WRAP = "\"'`*_([{<>)]}.,;:!?"
+    _WORDS = _PASSWORD_WORDS_RE
+    _PROSE_ONLY = False
+
+    @staticmethod
+    def _takes(value: str) -> bool:
+        return _password_like(value)
+
+    def matches(self, text: str) -> Iterator[re.Match[str]]:
+        last = 0
+        for word in self._WORDS.finditer(text):
+            if word.start() < last:
+                continue
+            end = text.find("\n", word.end(), word.end() + 80)
+            end = min(len(text), word.end() + 80) if end < 0 else end
+            if self._PROSE_ONLY:
+                line_from = text.rfind("\n", max(0, word.start() - 200), word.start()) + 1
+                if any(c in text[line_from:end] for c in "(){}[]=;<>$%"):
+                    continue  # code, where names say what is secret
+            line_end = text.find("\n", word.end())
+            line_end = len(text) if line_end < 0 else line_end
+            for k, token in enumerate(self._TOKEN.finditer(text, word.end(), end)):
+                if k >= 8:
+                    break
+                token = self._TOKEN.match(text, token.start(), min(line_end, token.start() + 4096)) or token
+                value = token.group(0).strip(self._WRAP)
+                if value and self._takes(value):
+                    a = token.start() + token.group(0).index(value)
+                    m = _SPAN_RE.match(text, a, a + len(value))
+                    if m is not None:
+                        yield m
+                        last = m.end()
+                    break
+
+
+_SPAN_RE = _Lazy(r"(?s)(.+)")
+
+
+class _TokenNearby(_PasswordNearby):
+    """A token or a key told in a sentence: after "token", "key" or "secret", the first token of the line that is
+    random (16+ characters, a digit, no words; mixed case, or 24+ characters)."""
+
+    _WORDS = _Lazy(r"(?i)(?<![\w:/.-])(?:tokens?|keys?|secrets?|api[ _-]?key|credentials?)(?!\w)")
+    _PROSE_ONLY = True
+
+    @staticmethod
+    def _takes(value: str) -> bool:
+        lower, upper, digits, _ = _char_kinds(value)
+        return (len(value) >= 16 and digits and (upper and lower or len(value) >= 24) and _looks_random(value)
+                and not _identifier_like(value) and "://" not in value and not _stands_in(value)
+                and not _FILE_NAME_RE.search(value) and not value.startswith(_MARK))
+
+
+def _password_like(value: str) -> bool:
+    lower, upper, digits, other = _char_kinds(value)
+    if not 8 <= len(value) <= 128 or not digits or not (upper and lower or other) or value.startswith(_MARK):
+        return False
+    if value.startswith("-") or "://" in value or "@" in value and "." in value.rsplit("@", 1)[-1]:
+        return False  # a flag, a URL, an e-mail
+    if _VERSION_RE.fullmatch(value) or _FILE_NAME_RE.search(value) or _PATH_VALUE_RE.fullmatch(value):
+        return False
+    if _CODE_PATH_RE.fullmatch(value) or _CODE_VALUE_RE.match(value) or _stands_in(value):
+        return False
+    if re.fullmatch(r"[0-9:/.-]+[A-Za-z]{0,3}", value):  # 2026-11-23, 24h, 10:30, 128-bit
+        return False
+    return not (other and not (upper and lower) and all(_WORDLIKE_RE.fullmatch(p) for p in re.split(
+        r"[^A-Za-z0-9]+", value) if p))  # scram-sha-256, utf-8, max-age=3600: words and numbers
+
+
+class _SecretCall(_Scan):
+    """A call named for a secret, with the secret as a literal among its arguments (at any depth):
+    ``setPassword("…")``, ``basic_auth("admin", Some("…"))``, ``Credentials.basic("u", "…")``,
+    ``smtp.PlainAuth("", "alerts@x.io", "…", host)``, ``fromPassword('admin', SecretValue.unsafePlainText('…'))``.
+    A literal is taken when it looks like a password or a random token; a getter (``getPassword("name")``) is
+    skipped. Each call's arguments are read once (at most 600 characters)."""
+
+    _CALLEE = _Lazy(r"(?:[Pp]assword|PASSWORD|[Ss]ecret|[Tt]oken|[Aa]uth|[Bb]asic|[Cc]redentials?|[Pp]lain[Tt]ext"
+                    r"|[Pp]assphrase)[A-Za-z0-9_]{0,40}\s*\(")
+    _NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.:")
+    _LITERAL = _Lazy(r"([\"'])((?:(?!\1)[^\n\\]|\\.){0,300})\1")
+    _GETTERS = ("get", "read", "fetch", "load", "find", "lookup", "has", "delete", "remove", "describe", "list", "is")
+
+    def matches(self, text: str) -> Iterator[re.Match[str]]:
+        read_to = 0
+        for call in self._CALLEE.finditer(text):
+            if call.end() <= read_to:
+                continue
+            start = call.start()
+            while start > max(0, call.start() - 200) and text[start - 1] in self._NAME_CHARS:
+                start -= 1
+            last = re.split(r"[.:]", text[start : call.end() - 1].rstrip())[-1]
+            if _components(last)[:1] and _components(last)[0] in self._GETTERS:
+                continue
+            i, depth, end = call.end(), 0, min(len(text), call.end() + 600)
+            found: list[re.Match[str]] = []
+            while i < end:
+                c = text[i]
+                if c in "\"'":
+                    lit = self._LITERAL.match(text, i, end)
+                    if lit is None:
+                        break
+                    found.append(lit)
+                    i = lit.end()
+                    continue
+                if c in "([{":
+                    depth += 1
+                elif c in ")]}":
+                    if depth == 0:
+                        break
+                    depth -= 1
+                i += 1
+            read_to = i
+            for lit in found:
+                value = lit.group(2)
+                if not value.startswith(_MARK) and (_password_like(value) or len(value) >= 16 and _looks_random(value)
+                                                    and any(ch.isdigit() for ch in value)):
+                    yield lit
+
+
+class _ParamDefault(_Scan):
+    """A template parameter named for a secret, with its ``Default:`` a few lines below (CloudFormation, SAM):
+    ``DBMasterPassword:`` / ``Type: String`` / ``Default: '…'``. Each parameter line is tried on its own."""
+
+    _NAME = _Lazy(r"(?m)^([ \t]*)([A-Za-z][\w.-]{0,80})[ \t]*:[ \t]*\r?\n")
+    _BODY = _Lazy(r"(?:[ \t]+[^\n]*\n){0,6}?[ \t]+Default[ \t]*:[ \t]*([\"']?)(?!\[REDACTED)([^\s\"'][^\"'\n]*?)\1[ \t]*$",
+                  re.MULTILINE)
+
+    def matches(self, text: str) -> Iterator[re.Match[str]]:
+        last = 0
+        for name in self._NAME.finditer(text):
+            if name.start() < last or not _strong_name(name.group(2)):
+                continue
+            body = self._BODY.match(text, name.end())
+            if body and not _skip_value(body.group(2)):
+                yield body
+                last = body.end()
 
 
 class _ValueBefore(_Scan):
@@ -428,9 +590,11 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
               lambda m: any(_looks_random(p) or len(p) >= 20 and not p.isalpha() for p in m.group(1).split("/"))), 1),
     ("secret", ("::add-mask::",), _Lazy(r"::add-mask::(?!\[REDACTED)([^\s\"']+)"), 1),
     # a key in a query string under a name no rule knows as a secret's: ?appid=…, &key=…
-    ("secret", ("appid=", "app_id=", "key=", "apikey="),
-     _Checked(_Lazy(r"(?i)[?&](?:appid|app_id|key|apikey|api_key|access_key|auth_key|license_key|client_key)="
-                    r"(?!\[REDACTED)([^&\s#\"'<>]{12,})"), lambda m: _looks_random(m.group(1))), 1),
+    ("secret", ("appid=", "app_id=", "key=", "apikey=", "auth=", "pass=", "pwd=", "passwd=", "password=", "secret=",
+                "token="),
+     _Checked(_Lazy(r"(?i)[?&](?:appid|app_id|key|apikey|api_key|access_key|auth_key|license_key|client_key|auth|"
+                    r"password|passwd|pass|pwd|secret|token|access_token)=(?!\[REDACTED)([^&\s#\"'<>]{8,})"),
+              lambda m: _looks_random(m.group(1)) or _password_like(m.group(1))), 1),
     ("webhook-url", ("hooks.slack.com/", "/api/webhooks/", "webhook.office.com/", "/webhookb2/"),
      _Lazy(r"(?i)(?:hooks\.slack\.com/(?:services|workflows|triggers)/|/api/webhooks/[0-9]+/|/webhookb2/)"
                 r"([A-Za-z0-9_\-/@]{8,})"), 1),
@@ -484,14 +648,15 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
      _Command(r"\bldap\w*\b", r"\s-w\s+(?!\[REDACTED)([^\s\"'|]+|\"[^\"\n]*\"|'[^'\n]*')"), 1),
     ("password", ("--password-stdin", "sudo", "chpasswd", "--stdin", "secret put", "secret create", "secrets create",
                   "secret set", "secrets set", "secret add", "secrets add", "versions add", "env add",
-                  "--passphrase-fd", "cryptsetup", "--key-file", "--data-file", "--from-file"), _Piped(), 2),
+                  "--passphrase-fd", "cryptsetup", "--key-file", "--data-file", "--from-file", "login"), _Piped(), 2),
     ("password", ("htpasswd", "/user:", "--with-token"),
      _Lazy(r"(?:\bhtpasswd\s+-\w*b\w*\s+\S+\s+\S+\s+|\s/user:\S+\s+|--with-token\s*<<<\s*)"
            r"(?!\[REDACTED)([^\s\"'|]+|\"[^\"\n]*\"|'[^'\n]*')"), 1),
     ("password", ("login(", "auth(", "connect(", "authenticate(", "password("),
      _Checked(_Lazy(r"(?i)(?:login|auth|connect|authenticate|password)\(\s*(?:[\w.]+\s*=\s*)?([\"'])([^\"'\n]*)\1"
                     r"\s*,\s*(?:[\w.]+\s*=\s*)?([\"'])(?!\[REDACTED)([^\"'\n]+)\3"),
-              lambda m: not (m.group(4).isdigit() or any(c in m.group(2) for c in ":=/;"))), 4),
+              lambda m: not (m.group(4).isdigit() or any(c in m.group(2) for c in ":=/;")
+                             or _EMAIL_RE.fullmatch(m.group(4)))), 4),
     # connect("dbi:Pg:dbname=app", "app", "…"): a DSN, a user, then the password
     ("password", ("connect(",),
      _Lazy(r"(?i)connect\(\s*([\"'])[^\"'\n]*[:=/;][^\"'\n]*\1\s*,\s*([\"'])[^\"'\n]*\2\s*,\s*([\"'])"
@@ -506,8 +671,62 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
      _Lazy(r"(?i)(?:\bwith\s+(?:encrypted\s+|unencrypted\s+)?password|\bidentified\s+(?:with\s+\w+\s+)?by"
            r"|\bpassword\s*\()\s*(?:=\s*)?([\"'])(?!\[REDACTED)([^\"'\n]+)\1"), 2),
     # .netrc: a password in any order after its machine (or default) entry, on the line or the lines below it
+    ("password", ("-u", "--user"),
+     _Checked(_Lazy(r"(?<![\w-])-(?:u|U|-user(?:name)?)[ =][ \t]*[^\s-][^\s]{0,80}[ \t]+(?:[^\n|;&-][^\n|;&]{0,200}?[ \t])?"
+                    r"(?:--pass(?:word)?(?:[ =][ \t]*)|-[pP](?:[ =][ \t]*|(?=[^\s-])))(?!\[REDACTED)"
+                    r"([^\s\"'|;&]+|\"[^\"\n]*\"|'[^'\n]*')"),
+              lambda m: _mixed(m.group(1).strip("\"'")) and not re.fullmatch(r"[0-9:.]+", m.group(1))
+              and not _stands_in(m.group(1))), 1),
+    ("api-token", ("-u", "--user"),
+     _Checked(_Lazy(r"(?<![\w-])(?:-u|--user)[ =][ \t]*[\"']?(?!\[REDACTED)([A-Za-z0-9_-]{16,}):"),
+              lambda m: _looks_random(m.group(1)) and any(c.isdigit() for c in m.group(1))), 1),
+    # config set NAME VALUE / NAME=VALUE, where NAME names a secret: pulumi, snyk, atlas, npm, yarn, …
+    ("secret", ("config set",),
+     _Checked(_Lazy(r"\bconfig\s+set\s+(?:--\S+\s+)*([\w.:/-]+?)(?:=|\s+)([\"']?)(?!\[REDACTED)([^\s\"']+)\2"),
+              lambda m: (_strong_name(re.split(r"[.:/]", m.group(1))[-1]) or _looks_random(m.group(3))
+                         and any(c.isdigit() for c in m.group(3)) and "://" not in m.group(3))
+              and not _stands_in(m.group(3))), 3),
+    # --name dbPassword … --value '…' (az pipelines variable create, a CLI that stores a named value)
+    ("secret", ("--value",),
+     _Checked(_Lazy(r"--(?:name|key)[ =]([\w.:/-]{1,80})(?:(?!--(?:name|key)[ =])[^\n|;&]){0,200}?\s--value[ =][ \t]*"
+                    r"(?!\[REDACTED)"
+                    r"([^\s\"'|;&]+|\"[^\"\n]*\"|'[^'\n]*')"),
+              lambda m: _strong_name(re.split(r"[.:/]", m.group(1))[-1]) and not _stands_in(m.group(2))), 2),
+    # -t/--token <random> in any command (a CI uploader's token)
+    ("secret", ("-t", "--token"),
+     _Checked(_Lazy(r"(?<![\w-])(?:-t|--token)[ =][ \t]*(?!\[REDACTED)([A-Za-z0-9_-]{20,})(?![\w./:@-])"),
+              lambda m: _looks_random(m.group(1)) and any(c.isdigit() for c in m.group(1))), 1),
+    # a key in a URL's path after a version (/v2/<key>, /v3/<key>): Infura, Alchemy and other RPC providers
+    ("secret", ("/v",),
+     _Checked(_Lazy(r"://[^\s/\"'<>]+(?:/[^\s/\"'<>]+)*?/v[0-9]+/(?!\[REDACTED)([A-Za-z0-9_-]{24,64})(?![\w-])"),
+              lambda m: _looks_random(m.group(1)) and any(c.isdigit() for c in m.group(1))
+              and not re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", m.group(1))), 1),
+    # a PIN told in a sentence: "the PIN for the HSM card is 53366147"
+    ("password", ("pin",),
+     _Lazy(r"\b(?:PIN|[Pp]in code|PIN code|PIN-Code|passcode)\b[^\n]{0,40}?(?:\bis|:)[ \t]*(?!\[REDACTED)([0-9]{4,12})\b"), 1),
+    # a value stored under a key named for a secret: set("…", forKey: "adminPassword")
+    ("password", ("key:", "for:", "account:"),
+     _Checked(_Lazy(r"([\"'])(?!\[REDACTED)([^\"'\n]{4,200})\1\s*,\s*(?:forKey|key|for|account|name)\s*:\s*([\"'])"
+                    r"([\w.-]{1,80})\3"), lambda m: _strong_name(m.group(4)) and not _skip_value(m.group(2))), 2),
+    # a secret store's value flag: … secret … --value/--data/--secret-string …
+    ("secret", ("secret",),
+     _Lazy(r"(?i)(?:\bsecrets?\b|--secret\b)[^\n|;&]{0,200}?\s--(?:value|data|secret-value|secret-string|body)"
+           r"[ =][ \t]*(?!\[REDACTED)([^\s\"'|;&]+|\"[^\"\n]*\"|'[^'\n]*')"), 1),
+    # a typed declaration: var dbPassword string = "…", param adminPassword string = '…' (Go, Bicep)
+    ("password", ("string", "str"),
+     _Checked(_Lazy(r"\b([A-Za-z_]\w*)[ \t]+(?:string|String|str|secureString|SecureString)[ \t]*=[ \t]*([\"'`])"
+                    r"(?!\[REDACTED)([^\"'`\n]+)\2"), lambda m: _strong_name(m.group(1)) and not _skip_value(m.group(3))), 3),
+    # a call named for a secret takes it as a literal: setPassword("…"), basic_auth("admin", Some("…")),
+    # Credentials.basic("u", "…"), PlainAuth("", "user", "…", host), fromPassword('admin', …('…'))
+    ("password", ("password", "secret", "token", "auth", "basic", "credential"), _SecretCall(), 2),
+    # a CloudFormation/SAM parameter named for a secret, with a Default
+    ("password", ("default",), _ParamDefault(), 2),
+    # Ruby: ENV.fetch("DB_PASSWORD") { "…" } / ENV.fetch("DB_PASSWORD", "…")
+    ("password", ("env.fetch(",),
+     _Checked(_Lazy(r"ENV\.fetch\(\s*[\"']([A-Za-z_][\w.-]{0,80})[\"']\s*(?:,\s*|\)\s*\{\s*)([\"'])"
+                    r"(?!\[REDACTED)([^\"'\n]+)\2"), lambda m: _strong_name(m.group(1))), 3),
     ("password", ("machine", "default"),
-     _Lazy(r"(?m)^[ \t]*(?:machine\s+\S+|default)\b(?:[ \t]+(?!password\b)\S+|\s*\n[ \t]+(?!password\b)"
+     _Lazy(r"(?m)(?:^|[\"'])[ \t]*(?:machine\s+\S+|default)\b(?:[ \t]+(?!password\b)\S+|\s*\n[ \t]+(?!password\b)"
            r"(?:login|account|port|macdef)\b[^\n]{0,200}){0,6}?\s+password\s+(?!\[REDACTED)(\S+)"), 1),
     # a prompt answered in place: "AWS Secret Access Key [None]: …", "Password for 'https://…': …"
     ("password", ("secret access key", "session token"),
@@ -515,7 +734,7 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
            r"(?!\[REDACTED)(?!None\b)([A-Za-z0-9/+=]{16,})"), 1),
     # a row of two columns, a secret's name and its value: `vault kv get`, a Markdown table, TSV, `key  value`
     ("password", ("pass", "pwd", "secret", "token", "key", "credential"),
-     _Checked(_Lazy(r"(?m)^[ \t]*\|{0,2}[ \t]*([A-Za-z][\w.-]{1,60})[ \t]*(?:\|[ \t]*|[ \t]{2,}|\t[ \t]*)"
+     _Checked(_Lazy(r"(?m)^[ \t]*\|{0,2}[ \t]*([A-Za-z][\w.-]{1,40}(?: [A-Za-z][\w.-]{1,30})?)[ \t]*(?:\|[ \t]*|[ \t]{2,}|\t[ \t]*)"
                     r"(?!\[REDACTED)([^\s|]{4,200})[ \t]*\|{0,2}[ \t]*$"), lambda m: _table_secret(m)), 2),
     # a secret's fallback in code: process.env.API_TOKEN || '…', os.environ.get("DB_PASSWORD", "…"), os.getenv(…)
     ("password", ("process.env", "environ.get(", "getenv("),
@@ -541,6 +760,8 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
     # a function key or an OAuth code in a query string (Azure Functions' ?code=, a redirect's ?code=)
     ("secret", ("code=",), _Lazy(r"[?&]code=(?!\[REDACTED)([A-Za-z0-9_\-%=.~]{20,})"), 1),
     # prose: "my password for the staging DB is …", "the passphrase: '…'", "pw …"
+    ("password", tuple(w.lower() for w in _PASSWORD_WORDS_ANY + _PASSWORD_WORDS_CJK), _PasswordNearby(), 1),
+    ("secret", ("token", "key", "secret", "credential"), _TokenNearby(), 1),
     ("password", ("pass", "pw", "passwort", "kennwort", "mot de passe", "contraseña", "senha", "пароль", "wachtwoord",
                   "parola", "hasło", "lösenord", "salasana", "heslo", "şifre", "密码", "パスワード", "비밀번호"),
      _prose(r"password|passphrase|passwd|pw|passwort|kennwort|mot de passe|contraseña|senha|пароль|wachtwoord|parola"
@@ -552,14 +773,15 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
     # "here's my api key …", "login succeeded with token …": a random value right after the words
     ("secret", ("key", "token"),
      _Checked(_Lazy(r"(?i)\b(?:api[ \t_-]?key|access[ \t_-]?key|token)[ \t]+"
-                    r"([\"'`]?)(?!\[REDACTED)([A-Za-z0-9+/=_.~-]{16,200})\1(?![\w])"),
+                    r"([\"'`]?)(?!\[REDACTED)([A-Za-z0-9+/=_.~-]{16,4096})\1(?![\w])"),
               lambda m: _looks_random(m.group(2)) and any(c.isdigit() for c in m.group(2))), 2),
     # "use … as the password", "… is the new root password": the value before the words
     ("password", (" as ", " is "), _ValueBefore(), 2),
     # a login told as user and password: "creds are admin / …", "login for the router is admin:…", "(admin / …)"
     ("password", ("cred", "login", "log in", "sign in", "username"),
      _Checked(_Lazy(r"(?i)\b(?:creds|credentials|login|log[ \t]?in|sign[ \t]?in|username)\b[^\n]{0,60}?"
-                    r"[\s(][\w.@+-]{1,40}(?:[ \t]*/[ \t]*|:)(?!\[REDACTED)([^\s/:)\"'`]{6,128})(?=[.,;!?)]?(?:\s|$))"),
+                    r"[\s(][\"'`]?[\w.@+-]{1,40}[\"'`]?(?:[ \t]*/[ \t]*|:)[\"'`]?(?!\[REDACTED)([^\s/:)\"'`]{6,128})"
+                    r"[\"'`]?(?=[.,;!?)]?(?:\s|$))"),
               lambda m: _mixed(m.group(1)) and any(c.isdigit() for c in m.group(1)) and not m.group(1).isdigit()
               and not m.group(1).startswith("-") and not _skip_value(m.group(1))), 1),
     # .pgpass: host:port:database:user:password (a host with a letter, a dot or *; a port or *)
@@ -623,6 +845,9 @@ _CLI_SECRETS: tuple[tuple[str, str, str], ...] = (
     ("password", "http https xh xhs", r"\s(?:-a|--auth)[ =]\s*(?:[^\s:\"']+:)?"),  # HTTPie: -a user:pass, -a token
     ("password", "lftp", r"\s-u\s+[^\s,]+,"),
     ("password", "grafana-cli", r"\sadmin\s+reset-admin-password\s+(?:--\S+\s+)*"),
+    ("password", "cqlsh cypher-shell mycli pgcli usql isql", r"\s(?:-p|--password)[ =]?\s*"),
+    ("secret", "codecov", r"\s(?:-t|--token)[ =]\s*"),
+    ("secret", "confluent", r"\sapi-key\s+store\s+\S+\s+"),
     ("password", "rclone", r"\sobscure\s+"),
     ("password", "ipmitool", r"\s-P\s*"),
     ("password", "rabbitmqadmin twine", r"\s(?:-p|--password)[ =]\s*"),
@@ -911,7 +1136,7 @@ _FORMATS.extend([
     # a random value under any name at a line's start (an env file): MISTRAL=…, LN_MACAROON=…
     ("secret", ("=",),
      _Checked(_Lazy(r"(?m)^[ \t]*(?:export[ \t]+)?[A-Za-z_][A-Za-z0-9_]{1,80}[ \t]*[?+:]?=[ \t]*([\"']?)"
-                    r"(?!\[REDACTED)([A-Za-z0-9+/=_.~-]{20,400})\1[ \t]*$"),
+                    r"(?!\[REDACTED)([A-Za-z0-9+/=_.~-]{20,10000})\1[ \t]*$"),
               lambda m: sum(_char_kinds(m.group(2))[:3]) == 3 and _looks_random(m.group(2))
               and not _identifier_like(m.group(2)) and shannon_entropy(m.group(2)) >= 4.0
               and not _CODE_PATH_RE.fullmatch(m.group(2))), 2),
@@ -1029,8 +1254,10 @@ _LOCATION_RE = _Lazy(r":[0-9]+(?::[0-9]+)?(?::|,|[ \t]*$)", re.MULTILINE)
 _REFERENCE_RE = _Lazy(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*")
 _PATH_VALUE_RE = _Lazy(r"(?:[\w.-]+:)?(?:/|~/|\./|\.\./)[\w./%@+-]*")
 _ARN_RE = _Lazy(r"\barn:[\w-]+:[\w-]+:[^\s\"']*$")
+_STORE_PATH_RE = _Lazy(r"[A-Za-z][\w.-]*(?:/[A-Za-z][\w.-]*)+")
+_BYTES_RE = _Lazy(r"[0-9]+ bytes?")
 _OR_ELSE_RE = _Lazy(r"\s+(?:or|\|\||\?\?|\?:)\s")
-_CODE_VALUE_RE = _Lazy(r"[A-Za-z_$][\w.$]*\s*[(\[]")
+_CODE_VALUE_RE = _Lazy(r"[A-Za-z_$][\w.$]*(?:::[A-Za-z_$][\w.$]*)*\s*[(\[]")
 
 
 def _components(name: str) -> list[str]:
@@ -1057,6 +1284,8 @@ def name_kind(name: str) -> tuple[str, bool] | None:
         parts.pop()
     if not parts:
         return None
+    if parts[0] in ("from", "use", "using", "via") and len(parts) > 1:
+        return None  # from_secret: docker_password names which secret to read
     if parts[-1] in ("token", "tokens") and _TOKENIZER_WORDS.intersection(parts):
         return None  # a tokenizer's special tokens: bos_token, pad_token, mask_token
     if "." in name and name.rsplit(".", 1)[1].lower() in _FILE_EXTENSIONS:
@@ -1143,10 +1372,13 @@ def _mixed(value: str) -> bool:
 
 
 def _table_secret(m: re.Match[str]) -> bool:
-    """A table row's value is a secret when its name is a strong secret name and the value is no label, reference
-    or word about the secret ("password  required")."""
+    """A table row's value is a secret when its name marks a secret (a weak name, a random value) and the value is
+    no label, reference or word about the secret ("password  required")."""
     value = m.group(2)
-    return _names_a_secret(m.group(1), value) and value.lower() not in _ABOUT_LAST and not set(value) <= set("-=:+")
+    named = name_kind(m.group(1))
+    if named is None or _skip_value(value):
+        return False
+    return (named[1] or _looks_random(value)) and value.lower() not in _ABOUT_LAST and not set(value) <= set("-=:+")
 
 
 def _is_prose(v: str) -> bool:
@@ -1190,6 +1422,10 @@ def _skip_value(value: str) -> bool:
         return True
     if _PATH_VALUE_RE.fullmatch(v):  # /run/secrets/db, ~/.ssh/id_ed25519, db_password:/etc/app/db_password
         return True
+    if _STORE_PATH_RE.fullmatch(v) and not _looks_random(v.replace("/", "")):  # prod/api-key: a stored secret's name
+        return True
+    if _BYTES_RE.fullmatch(v):  # kubectl describe secret: "password:  24 bytes"
+        return True
     return bool(_CODE_VALUE_RE.match(v)) or bool(_VERSION_RE.fullmatch(v)) or _is_prose(v) or _is_type(v)
 
 
@@ -1199,7 +1435,8 @@ def _skip_value(value: str) -> bool:
 _STANDS_IN_RE = _Lazy(
     r"(?i)\$[A-Za-z_]\w*|\$\{[^{}\n]{1,80}\}|\$\([^()\n]{1,120}\)|%[A-Za-z_]\w*%|\{\{[^{}\n]{1,120}\}\}"
     r"|<[^<>\n]{1,40}>|\[[A-Za-z][A-Za-z ._-]{0,20}\]?|[*x•.…]{3,}|[\w-]{1,12}(?:\.\.\.|…|\*{4,})"
-    r"|(?:your|insert|enter|put|add)[-_ ][\w -]{1,40}|[\w-]{1,40}[-_ ]here|replace[-_ ]?me|change[-_ ]?it"
+    r"|(?:your|insert|enter|put|add)[-_ ][\w -]{1,40}|[\w-]{1,40}[-_ ]here|replace[-_ ]?me|change[-_ ]?(?:it|me)"
+    r"|[*•.…]{4,}\w{0,6}|%[sdr]|%\(\w+\)[sdr]|\{\w*\}"
     r"|(?:op|vault|awssm|gcpsm|azkv|sops|secret|ref\+\w+)://\S+|vault:\S+|!(?:secret|vault|ref|sub|getatt)(?:\s+\S+)?"
     r"|arn:aws:(?:secretsmanager|ssm|kms):\S+|@Microsoft\.KeyVault\(.*\)|projects/[^/\s]+/secrets/\S+")
 
@@ -1208,6 +1445,16 @@ def _stands_in(value: str) -> bool:
     """``value`` is a variable, a placeholder or a reference to a secret kept elsewhere (:data:`_STANDS_IN_RE`)."""
     v = value.strip().strip("\"'`").strip()
     return len(v) <= 160 and bool(_STANDS_IN_RE.fullmatch(v))
+
+
+def _names_another(value: str) -> bool:
+    """``value`` is the name of a secret (``docker_password``, ``dbPassword``), not a secret: an identifier with a
+    separator or a capital inside, named for a secret."""
+    return bool(_IDENTIFIER_RE.fullmatch(value)) and ("_" in value or "-" in value or any(
+        c.isupper() for c in value[1:])) and not _looks_random(value) and _strong_name(value)
+
+
+_IDENTIFIER_RE = _Lazy(r"[A-Za-z][A-Za-z0-9]*(?:[_-][A-Za-z0-9]+)*")
 
 
 def _reads_itself(name: str, value: str) -> bool:
@@ -1306,7 +1553,7 @@ def _value_span(text: str, vstart: int, to_line_end: bool, strong: bool, whole_t
         else:
             a, b = vstart + 1, end
         value = text[a:b]
-        if not value.strip() or value.startswith(_MARK) or value.startswith(("${", "{{", "$(")):
+        if not value.strip() or value.startswith(_MARK) or value.startswith(("${", "{{", "$(")) or _stands_in(value):
             return None
         if _VERSION_RE.fullmatch(value) or _is_prose(value):
             return None
@@ -1330,6 +1577,8 @@ def _value_span(text: str, vstart: int, to_line_end: bool, strong: bool, whole_t
         end = vstart
         while end < n and text[end] not in _INLINE_END:
             end += 1
+        if _CODE_PATH_RE.fullmatch(text[vstart:end]):
+            return None  # guard let password = passwordField.text, …: an attribute read in code
     value = text[vstart:end]
     if _skip_value(value) or (not strong and not _looks_random(value)):
         return None
@@ -1401,8 +1650,8 @@ def _named(text: str, lower: str) -> tuple[str, int]:
             elif ((quoted_name and text[max(0, a - 21) : a - 1].rstrip().endswith("(")
                    or text.startswith("env:", a - 4)) and (pair := _ARG_SEP_RE.match(text, b))):
                 span = _value_span(text, pair.end(), False, strong)  # setenv("API_KEY", "…"), env:API_KEY '…'
-                if span and name_kind(text[span[0] : span[1]]):
-                    span = None  # ("password", "api_key", "token"): a list of names
+                if span and (name_kind(text[span[0] : span[1]]) or name.lower() in _PrintedSecret._KINDS):
+                    span = None  # ("password", "api_key", "token"): a list of names; data_bag_item('credentials', …)
             elif _NAME_FIELD_RE.search(text, max(0, a - 40), a - quoted_name if a else 0):
                 field = _VALUE_FIELD_RE.search(text, b, min(n, b + 160))
                 if field:
@@ -1416,8 +1665,8 @@ def _named(text: str, lower: str) -> tuple[str, int]:
                     value = text[prose.end() : end].rstrip(".,;:!?)\"'")
                     if value and value.lower() not in _PROSE_STOP and not _skip_value(value):
                         span = (prose.end(), prose.end() + len(value))
-        if span and _reads_itself(name, text[span[0] : span[1]]):
-            span = None  # api_key=api_key, secret_key = settings.SECRET_KEY: the variable read, not a value
+        if span and (_reads_itself(name, text[span[0] : span[1]]) or _names_another(text[span[0] : span[1]])):
+            span = None  # api_key=api_key, secret_key = settings.SECRET_KEY, from_secret: docker_password
         if span and span[1] > span[0] and not (spans and span[0] < spans[-1][1]):
             spans.append((span[0], span[1], kind))
     if not spans:
@@ -1564,7 +1813,8 @@ _TWILIO_RE = _Lazy(r"(?<![0-9A-Za-z])(?:SK|AC)[0-9a-fA-F]{32}(?![0-9A-Za-z])")
 #: tokens known by their shape rather than a prefix: a Wallet Import Format key (base58, 51 or 52 characters),
 #: an Airtable personal access token
 _SHAPED_TOKENS = (("private-key", _Lazy(r"(?:5[HJK][1-9A-HJ-NP-Za-km-z]{49}|[KL][1-9A-HJ-NP-Za-km-z]{51})")),
-                  ("api-token", _Lazy(r"pat[A-Za-z0-9]{14}\.[0-9a-f]{64}")))
+                  ("api-token", _Lazy(r"pat[A-Za-z0-9]{14}\.[0-9a-f]{64}")),
+                  ("api-token", _Lazy(r"[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}")))
 
 
 def _prefixed_tokens(text: str) -> tuple[str, int]:

@@ -265,3 +265,54 @@ def test_stand_ins_and_names_stay():
                  "res = re_splitComparison.match(pred)", "self.token += nextchar",
                  'SAMPLE = ["--verbose", "--output", "report.txt"]', "user install incompatible with --prefix/--home"):
         assert redact(text).text == text, redact(text).text
+
+
+# secrets told in sentences in other languages, after a word for them, or set by calls and flags named for them
+IN_WORDS_AND_CALLS = [
+    ("la password del database di test è Rk7!Lq2Xv9", "Rk7!Lq2Xv9"),
+    ("het wachtwoord van de nas is Tz8#Kq2Lm7", "Tz8#Kq2Lm7"),
+    ("пароль от сервера: Vq7*Lz2Xm9", "Vq7*Lz2Xm9"),
+    ("服务器密码是 Hq2!Lz8Xv7，不要外传", "Hq2!Lz8Xv7"),
+    ("ステージングのパスワードは Nz7?Kq2Lm9 です", "Nz7?Kq2Lm9"),
+    ("서버 비밀번호는 Pw8@Lq2Zx7 입니다", "Pw8@Lq2Zx7"),
+    ("the webhook secret we rotated today: Zq8Lm2Xv7Rt4Kp9Wn3Bd6 please update it", "Zq8Lm2Xv7Rt4Kp9Wn3Bd6"),
+    ("The PIN for the door panel is 48213377", "48213377"),
+    ('conn.setPassword("Lq8#Zx2Vm7");', "Lq8#Zx2Vm7"),
+    ('client.basic_auth("ops", Some("Wv7!Kq2Lz9"))', "Wv7!Kq2Lz9"),
+    ('req.SetBasicAuth("ops", "Tk4Rw8Pn3Bd6Hs1Jf5")', "Tk4Rw8Pn3Bd6Hs1Jf5"),
+    ('var smtpPassword string = "Gz8-Lq2Xv7"', "Gz8-Lq2Xv7"),
+    ("Parameters:\n  AdminToken:\n    Type: String\n    NoEcho: true\n    Default: Hv7Kq2Lz9Xm4", "Hv7Kq2Lz9Xm4"),
+    ('db_pass = ENV.fetch("DB_PASSWORD") { "Qz7!Lm2Xv9" }', "Qz7!Lm2Xv9"),
+    ("psql -h db -U report -p 5432 -d sales --password=Rv8Kq2Lz7", "Rv8Kq2Lz7"),
+    ("clickhouse-client --user admin --password Xz7!Lq2Vm9 --query 'select 1'", "Xz7!Lq2Vm9"),
+    ("az webapp config appsettings set --name api --key STRIPE_SECRET --value Kq8Lz2Xv7Rt4", "Kq8Lz2Xv7Rt4"),
+    ("ci-upload --token 7c1e4f2a91d34b8ea6f5c3d2b1a09876 --file out.xml", "7c1e4f2a91d34b8ea6f5c3d2b1a09876"),
+    ("const rpc = 'https://mainnet.example-rpc.io/v2/Hq8Lz2Xv7Rt4Kp9Wn3Bd6Zm1Y'", "Hq8Lz2Xv7Rt4Kp9Wn3Bd6Zm1Y"),
+    ('store.set("Wq7!Lz2Xv9", forKey: "vpnPassword")', "Wq7!Lz2Xv9"),
+    ("mycli config set api_token Tz8Kq2Lm7Xr4Vb9Wn3", "Tz8Kq2Lm7Xr4Vb9Wn3"),
+]
+
+
+@pytest.mark.parametrize("text, secret", IN_WORDS_AND_CALLS)
+def test_secrets_in_words_calls_and_flags_are_masked(text, secret):
+    assert secret not in redact(text).text, redact(text).text
+
+
+def test_long_tokens_are_masked_whole():
+    token = "Zq8Lm2Xv7Rt4Kp9Wn3Bd6Hs1Jf5Gc0Ya2Ue8Io3" * 6
+    for text in (f"here is the bot token, keep it safe: {token}", f"token: {token}", f"my api key {token} thanks"):
+        out = redact(text).text
+        assert not any(token[i : i + 10] in out for i in range(0, len(token) - 10, 5)), out
+
+
+def test_words_near_a_secret_word_that_are_no_secret_stay():
+    for text in ("the password must be at least 12 characters", "Password reset link expires in 24h",
+                 "password_encryption = scram-sha-256", "the token endpoint returns JSON",
+                 "if isinstance(key, (Ed25519PrivateKey, Ed448PrivateKey)):", "keys = _load_keys(path, 'rb')",
+                 "psql -h db -U app -p 5432 -d shop", "docker run -u 1000 -p 8080:80 nginx",
+                 "docker build -t registry.example.com/app:2024 .", "from_secret: docker_password",
+                 "creds = ' --username=%s --password=%s' % (user, pw)", "kubectl describe secret db\npassword:  24 bytes",
+                 "API_KEY: prod/api-key", "let token = std::env::var(\"API_TOKEN\")?;",
+                 "guard let password = passwordField.text, !password.isEmpty else { return }",
+                 "data_bag_item('credentials', 'postgres')", "git commit -m 'rotate the token (see 9fceb02)'"):
+        assert redact(text).text == text, redact(text).text
