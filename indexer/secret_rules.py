@@ -195,6 +195,24 @@ class _Command(_Scan):
             found = None
 
 
+_SECRET_FILE_EXTS = frozenset({".key", ".secret", ".secrets", ".token", ".pass", ".password", ".pwd", ".pw", ".cred",
+                               ".creds", ".cookie", ".keyfile", ".passwd"})
+#: files that hold a secret whatever their name says: a MongoDB keyfile, s3fs's and rsync's password files, ppp's
+#: and strongSwan's secrets, Postfix's SASL map, an Erlang cookie
+_SECRET_FILE_NAMES = frozenset({"keyfile", "passwd-s3fs", ".passwd-s3fs", "chap-secrets", "pap-secrets", "ipsec.secrets",
+                                "sasl_passwd", ".erlang.cookie", "rsyncd.secrets", "master.key", ".vault_pass",
+                                ".vault-password", "vault_pass.txt", "secret.txt", "token.txt", "password.txt"})
+
+
+def _secret_file(path: str) -> bool:
+    base = path.replace("\\", "/").rsplit("/", 1)[-1]
+    if base.lower() in _SECRET_FILE_NAMES:
+        return True
+    stem, dot, ext = base.rpartition(".")
+    stem, ext = (stem, "." + ext.lower()) if dot and stem else (base, "")
+    return ext in _SECRET_FILE_EXTS or ext in ("", ".txt") and _strong_name(stem.lstrip("."))
+
+
 class _Piped(_Scan):
     """A value echoed into a command that reads a password (or ``user:password``) on its standard input:
     ``echo PASS | docker login --password-stdin``, ``echo PASS | sudo -S …``, ``echo 'user:pass' | chpasswd``.
@@ -204,7 +222,8 @@ class _Piped(_Scan):
                     r"|\bpasswd\b[^\n|;&]{0,200}?\s--stdin\b|\bsecrets?\s+(?:create|put|set|add)\b"
                     r"|\bversions\s+add\b|\benv\s+add\b|--passphrase-fd[ =]0\b|\bcryptsetup\b"
                     r"|--(?:key|data)-file[ =]-(?!\w)|--from-file[ =]/dev/stdin"
-                    r"|\b(?:devops|auth|registry)\s+login\b|\blogin\s+--with-token\b")
+                    r"|\b(?:devops|auth|registry)\s+login\b|\blogin\s+--with-token\b|\bkinit\b|\btoken\s+add\b"
+                    r"|\bsmbpasswd\b|--passw(?:or)?d-(?:on-|from-)?stdin\b|--stdin-passw(?:or)?d\b|systemd-creds\s+encrypt\b")
     _ECHO = _Lazy(r"\b(?:echo|printf)\s+(?:-[neE]+\s+)?(?:([\"'])%[^\"'\n]*\1\s+)?(?!\[REDACTED)"
                   r"([^\s\"'|]+|\"[^\"\n]*\"|'[^'\n]*')")
 
@@ -345,14 +364,18 @@ def _user_password(m: re.Match[str]) -> bool:
 #: "password" in the languages developers write in (and its common short forms); then the same in scripts
 #: written without spaces, where no word boundary follows
 _PASSWORD_WORDS_ANY = (
-    "password", "passwd", "passwort", "kennwort", "wachtwoord", "lösenord", "lösenordet", "salasana", "adgangskode",
-    "passord", "heslo", "hasło", "parola", "parolă", "jelszó", "şifre", "şifresi", "senha", "contraseña", "clave",
-    "mdp", "psw", "пароль", "пароля", "паролем", "κωδικός", "mot de passe", "mật khẩu", "kata sandi", "पासवर्ड",
+    "password", "passwd", "passwort", "kennwort", "wachtwoord", "lösenord", "salasana", "adgangskode", "passord",
+    "heslo", "hasło", "hasła", "geslo", "lozinka", "parola", "parolă", "parole", "parool", "jelszó", "jelszav",
+    "şifre", "senha", "contraseña", "contrasenya", "clave", "slaptažodis", "lykilorð", "nenosiri", "mdp", "psw",
+    "пароль", "пароля", "паролем", "лозинка", "κωδικός", "mot de passe", "mật khẩu", "kata sandi", "kata laluan",
 )
-_PASSWORD_WORDS_CJK = ("密码", "密碼", "口令", "パスワード", "暗証番号", "비밀번호", "암호")
+#: scripts written without spaces between words, or whose words no \w boundary ends: no boundary is asked
+_PASSWORD_WORDS_BARE = ("密码", "密碼", "口令", "パスワード", "暗証番号", "비밀번호", "암호", "पासवर्ड", "পাসওয়ার্ড",
+                        "கடவுச்சொல்", "รหัสผ่าน", "סיסמה", "סיסמא", "كلمة المرور", "كلمة السر", "رمز عبور",
+                        "گذرواژه", "پاس ورڈ")
 _PASSWORD_WORDS_RE = _Lazy(
-    r"(?i)(?<![\w:/.-])(?:" + "|".join(re.escape(w) for w in _PASSWORD_WORDS_ANY) + r")(?!\w)"
-    + "|" + "|".join(_PASSWORD_WORDS_CJK))
+    r"(?i)(?<![\w:/.-])(?:" + "|".join(re.escape(w) for w in _PASSWORD_WORDS_ANY) + r")[^\W_]{0,4}(?!\w)"
+    + "|" + "|".join(_PASSWORD_WORDS_BARE))
 
 
 class _PasswordNearby(_Scan):
@@ -368,36 +391,38 @@ class _PasswordNearby(_Scan):
 
     @staticmethod
     def _takes(value: str) -> bool:
-        return _password_like(value)
+        return _password_like(value) and not any(c in value for c in "=([{<>") and not _SNAKE_RE.fullmatch(value)
 
     def matches(self, text: str) -> Iterator[re.Match[str]]:
-        last = 0
+        scanned = 0  # the end of the tokens already looked at: a later word's tokens are looked at once
         for word in self._WORDS.finditer(text):
-            if word.start() < last:
+            if word.start() < scanned:
                 continue
             end = text.find("\n", word.end(), word.end() + 80)
             end = min(len(text), word.end() + 80) if end < 0 else end
+            scanned = word.end()
             if self._PROSE_ONLY:
-                line_from = text.rfind("\n", max(0, word.start() - 200), word.start()) + 1
-                if any(c in text[line_from:end] for c in "(){}[]=;<>$%"):
+                nl = text.rfind("\n", max(0, word.start() - 200), word.start())
+                if _CODE_CHARS_RE.search(text, nl + 1 if nl >= 0 else max(0, word.start() - 200), end):
                     continue  # code, where names say what is secret
-            line_end = text.find("\n", word.end())
-            line_end = len(text) if line_end < 0 else line_end
             for k, token in enumerate(self._TOKEN.finditer(text, word.end(), end)):
                 if k >= 8:
                     break
-                token = self._TOKEN.match(text, token.start(), min(line_end, token.start() + 4096)) or token
+                scanned = token.end()
+                token = self._TOKEN.match(text, token.start(), min(len(text), token.start() + 4096)) or token
                 value = token.group(0).strip(self._WRAP)
                 if value and self._takes(value):
                     a = token.start() + token.group(0).index(value)
                     m = _SPAN_RE.match(text, a, a + len(value))
                     if m is not None:
                         yield m
-                        last = m.end()
+                        scanned = m.end()
                     break
 
 
 _SPAN_RE = _Lazy(r"(?s)(.+)")
+_SNAKE_RE = _Lazy(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")  # x509_ptr: a name in code
+_CODE_CHARS_RE = _Lazy(r"[(){}\[\]=;<>$%]")
 
 
 class _TokenNearby(_PasswordNearby):
@@ -409,13 +434,18 @@ class _TokenNearby(_PasswordNearby):
 
     @staticmethod
     def _takes(value: str) -> bool:
+        if len(value) < 16:
+            return False
         lower, upper, digits, _ = _char_kinds(value)
         return (len(value) >= 16 and digits and (upper and lower or len(value) >= 24) and _looks_random(value)
+                and value.split(":", 1)[0].lower() not in _HASH_TAGS
                 and not _identifier_like(value) and "://" not in value and not _stands_in(value)
                 and not _FILE_NAME_RE.search(value) and not value.startswith(_MARK))
 
 
 def _password_like(value: str) -> bool:
+    if not 8 <= len(value) <= 128:
+        return False
     lower, upper, digits, other = _char_kinds(value)
     if not 8 <= len(value) <= 128 or not digits or not (upper and lower or other) or value.startswith(_MARK):
         return False
@@ -425,10 +455,12 @@ def _password_like(value: str) -> bool:
         return False
     if _CODE_PATH_RE.fullmatch(value) or _CODE_VALUE_RE.match(value) or _stands_in(value):
         return False
-    if re.fullmatch(r"[0-9:/.-]+[A-Za-z]{0,3}", value):  # 2026-11-23, 24h, 10:30, 128-bit
+    if re.fullmatch(r"[0-9:/.-]+[A-Za-z]{0,3}|[0-9]{1,2}[A-Z][a-z]+", value):  # 2026-11-23, 24h, 10:30, 1Password
         return False
-    return not (other and not (upper and lower) and all(_WORDLIKE_RE.fullmatch(p) for p in re.split(
-        r"[^A-Za-z0-9]+", value) if p))  # scram-sha-256, utf-8, max-age=3600: words and numbers
+    if set(c for c in value if not c.isalnum()) <= set("-_./:=") and all(
+            _WORDLIKE_RE.fullmatch(p) for p in re.split(r"[^A-Za-z0-9]+", value) if p):
+        return False  # scram-sha-256, AES-256-GCM, max-age=3600: words and numbers
+    return True
 
 
 class _SecretCall(_Scan):
@@ -500,6 +532,73 @@ class _ParamDefault(_Scan):
                 last = body.end()
 
 
+#: what precedes a digest's ':' (go.sum's h1:, Terraform's zh:, SRI, fingerprints): no user
+_HASH_TAGS = frozenset({"http", "https", "h1", "zh", "sha1", "sha224", "sha256", "sha384", "sha512", "md5", "blake2b",
+                        "blake3", "xxh3", "crc32", "sha", "ssh-rsa", "ssh-ed25519", "ed25519", "rsa", "ecdsa"})
+
+
+def _strong_password(value: str, strict: bool = True) -> bool:
+    """Upper and lower case, a digit and a symbol (when ``strict``, one that names and constants do not hold: not
+    ``_``, ``-`` or ``.``), no words-and-dots shape: a generated or chosen password."""
+    lower, upper, digits, other = _char_kinds(value)
+    if not (lower and upper and digits and other) or not _password_like(value) or _REGEX_SYNTAX_RE.search(value):
+        return False
+    if strict and not (any(c in "!@#$%^&*+=?~" for c in value) and _looks_random(value)):
+        return False  # Javascript+UL4, STACK_OF_X509**: names
+    return not value.upper().startswith(("SHA256:", "SHA1:", "MD5:", "SHA512:", "DATA:"))
+
+
+class _AfterLoginWord(_Scan):
+    """A password shortly after a word that introduces one on a command or config line (the next three tokens):
+    ``+login user PASS``, ``login serveradmin PASS``, ``set-initial-password PASS``, ``addauth digest user:PASS``,
+    ``-setcookie COOKIE``, ``/RP PASS``, ``-w PASS``, ``samba-tool user create NAME PASS``,
+    ``sentinel auth-pass master PASS``. A token is taken when it is a strong password (:func:`_strong_password`),
+    or ``user:password`` with one."""
+
+    _WORD = _Lazy(r"(?i)(?:(?<![\w-])\+?login|\bauthorize|\bset-initial-password|\baddauth[ \t]+digest|-setcookie"
+                  r"|(?<!\S)/(?:RP|p|pass|password|pwd)|(?<!\S)-[wsp]|\buser[ \t]+(?:create|add)|\buseradd|\bcreate-?user"
+                  r"|\badduser|\b(?:auth|sentinel|insecure)-pass(?:word)?|(?<![\w-])(?:pass|passwd|password|pw|auth))"
+                  r"(?=[ \t:])")
+    _TOKEN = _Lazy(r"[^\s\"'`]+|\"[^\"\n]*\"|'[^'\n]*'")
+
+    def matches(self, text: str) -> Iterator[re.Match[str]]:
+        scanned = 0
+        for word in self._WORD.finditer(text):
+            if word.start() < scanned:
+                continue
+            end = text.find("\n", word.end(), word.end() + 200)
+            end = min(len(text), word.end() + 200) if end < 0 else end
+            scanned = word.end()
+            for k, token in enumerate(self._TOKEN.finditer(text, word.end(), end)):
+                if k >= 3:
+                    break
+                scanned = token.end()
+                raw = token.group(0)
+                value = raw[1:-1] if raw[:1] in "\"'" else raw.lstrip(":")
+                user, colon, rest = value.rpartition(":")
+                candidate = rest if colon and user and not user.isdigit() else value
+                if candidate.startswith(_MARK) or not (_strong_password(candidate, strict=False) or (
+                        len(candidate) >= 16 and _looks_random(candidate) and sum(_char_kinds(candidate)[:3]) >= 2
+                        and any(c.isdigit() for c in candidate) and "://" not in candidate)):
+                    continue
+                a = token.start() + raw.index(candidate)
+                m = _SPAN_RE.match(text, a, a + len(candidate))
+                if m is not None:
+                    yield m
+                    scanned = m.end()
+                break
+
+
+_KEY_VALUE_LINE_RE = _Lazy(r"(?m)^[ \t]*[a-z_][\w.-]*[ \t]+[^\s=:]\S*[ \t]*$")
+
+
+def _in_key_value_config(m: re.Match[str]) -> bool:
+    """The line is one of several ``name value`` lines (msmtprc, nslcd.conf, .netrc-like files): the value of a
+    password's line is the password, whatever it looks like."""
+    around = m.string[max(0, m.start() - 400) : m.end() + 400]
+    return len(_KEY_VALUE_LINE_RE.findall(around)) >= 3
+
+
 class _ValueBefore(_Scan):
     """A secret told before its words: "use … as the password", "… is the new root password" (at a line's start
     or after a sentence's end). The words are found first, then the value is read backward from them."""
@@ -530,8 +629,8 @@ def _prose(words: str, separators: str, shortest: int, code: bool = True) -> _Ch
         rf"(?:\*\*|__)?(?:[ \t]+(?:is|was|to|as|ist|lautet|est|es|é|är|er|jest|je)\b:?|{separators})(?:\*\*|__)?[ \t]*"
         rf"([\"'`]?)(?!\[REDACTED)(?=[^\s\"'`]{{0,127}}[0-9!@#$%^&*+/_~\-])([^\s\"'`(\[<-][^\s\"'`]{{{shortest - 1},127}}?)"
         rf"\1(?=[.,;!?)]?(?:\s|$))"),
-        lambda m: _mixed(m.group(2)) and not _skip_value(m.group(2)) and (code or not _CODE_PATH_RE.fullmatch(
-            m.group(2))))
+        lambda m: _mixed(m.group(2)) and not _skip_value(m.group(2)) and "://" not in m.group(2) and (
+            code or not _CODE_PATH_RE.fullmatch(m.group(2))))
 
 
 _CODE_PATH_RE = _Lazy(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+(?:\(\))?")
@@ -611,7 +710,7 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
                     r"(?=[\"'\s;,]|$)"), lambda m: _looks_random(m.group(1)) and any(c.isdigit() for c in m.group(1))),
      1),
     ("bearer-token", ("authorization",), _Lazy(
-        r"(?i)\bauthorization[\"']?\s*[:=]\s*[\"']?[A-Za-z][\w.\-]{0,30}\s+"
+        r"(?i)\bauthorization[\"']?[ \t]*[:=][ \t]*[\"']?[A-Za-z][\w.\-]{0,30}[ \t]+"
         r"(?!\[REDACTED)([^\s\"',;]{6,})"), 1),
     (
         "connection-string",
@@ -648,9 +747,10 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
      _Command(r"\bldap\w*\b", r"\s-w\s+(?!\[REDACTED)([^\s\"'|]+|\"[^\"\n]*\"|'[^'\n]*')"), 1),
     ("password", ("--password-stdin", "sudo", "chpasswd", "--stdin", "secret put", "secret create", "secrets create",
                   "secret set", "secrets set", "secret add", "secrets add", "versions add", "env add",
-                  "--passphrase-fd", "cryptsetup", "--key-file", "--data-file", "--from-file", "login"), _Piped(), 2),
+                  "--passphrase-fd", "cryptsetup", "--key-file", "--data-file", "--from-file", "login", "kinit",
+                  "token add", "smbpasswd", "stdin", "systemd-creds"), _Piped(), 2),
     ("password", ("htpasswd", "/user:", "--with-token"),
-     _Lazy(r"(?:\bhtpasswd\s+-\w*b\w*\s+\S+\s+\S+\s+|\s/user:\S+\s+|--with-token\s*<<<\s*)"
+     _Lazy(r"(?:\bhtpasswd[ \t]+-\w*b\w*[ \t]+\S+[ \t]+\S+[ \t]+|\s/user:\S+[ \t]+|--with-token[ \t]*<<<[ \t]*)"
            r"(?!\[REDACTED)([^\s\"'|]+|\"[^\"\n]*\"|'[^'\n]*')"), 1),
     ("password", ("login(", "auth(", "connect(", "authenticate(", "password("),
      _Checked(_Lazy(r"(?i)(?:login|auth|connect|authenticate|password)\(\s*(?:[\w.]+\s*=\s*)?([\"'])([^\"'\n]*)\1"
@@ -760,7 +860,7 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
     # a function key or an OAuth code in a query string (Azure Functions' ?code=, a redirect's ?code=)
     ("secret", ("code=",), _Lazy(r"[?&]code=(?!\[REDACTED)([A-Za-z0-9_\-%=.~]{20,})"), 1),
     # prose: "my password for the staging DB is …", "the passphrase: '…'", "pw …"
-    ("password", tuple(w.lower() for w in _PASSWORD_WORDS_ANY + _PASSWORD_WORDS_CJK), _PasswordNearby(), 1),
+    ("password", tuple(w.lower() for w in _PASSWORD_WORDS_ANY + _PASSWORD_WORDS_BARE), _PasswordNearby(), 1),
     ("secret", ("token", "key", "secret", "credential"), _TokenNearby(), 1),
     ("password", ("pass", "pw", "passwort", "kennwort", "mot de passe", "contraseña", "senha", "пароль", "wachtwoord",
                   "parola", "hasło", "lösenord", "salasana", "heslo", "şifre", "密码", "パスワード", "비밀번호"),
@@ -805,7 +905,7 @@ _CALL_SECRETS: tuple[tuple[str, tuple[str, ...], str, int], ...] = (
     ("secret", ("hmac.new(",), r"\bhmac\.new", 0),
     ("password", ("getconnection(",), r"\bgetConnection", 2),  # JDBC (url, user, password)
     ("password", ("mysqli_connect(", "new mysqli("), r"\b(?:mysqli_connect|new\s+mysqli)", 2),
-    ("password", ("pdo(",), r"\bnew\s+PDO", 2),
+    ("password", ("pdo(", "pdo->__construct("), r"\b(?:new\s+PDO|PDO->__construct)", 2),
     ("password", ("networkcredential(",), r"\bNetworkCredential", 1),
     ("secret", ("clientsecretcredential(",), r"\bClientSecretCredential", 2),
     ("secret", ("algoliasearch(", "searchclient.create("), r"\b(?:algoliasearch|SearchClient\.create)", 1),
@@ -855,7 +955,7 @@ _CLI_SECRETS: tuple[tuple[str, str, str], ...] = (
     ("secret", "wandb", r"\slogin\s+(?:--\S+\s+)*"),
     ("secret", "ngrok", r"\s(?:config\s+add-authtoken|authtoken)\s+"),
     ("password", "wpa_passphrase", r"\s(?:\"[^\"\n]*\"|'[^'\n]*'|\S+)\s+"),
-    ("password", "poetry", r"\sconfig\s+http-basic\.\S+\s+\S+\s+"),
+    ("password", "poetry composer", r"\sconfig\s+(?:--\S+\s+)*http-basic\.\S+\s+\S+\s+"),
     ("secret", "poetry", r"\sconfig\s+pypi-token\.\S+\s+"),
     ("password", "bundle", r"\sconfig\s+(?:set\s+)?(?:--(?:global|local)\s+)?\S+\.\S+\s+[^\s:]+:"),
     # a secret stored by a CLI: gh secret set NAME -b …, glab variable set --value …, az keyvault secret set
@@ -930,6 +1030,9 @@ class _SecretManifest(_Scan):
                 pos = end + 1
 
 
+_COUNTS_RE = _Lazy(r"\|[ \t]*(?:jq[ \t]+(?:-\w+[ \t]+)*['\"]?(?:keys|length|type)\b|wc\b)")
+
+
 class _PrintedSecret(_Scan):
     """The output of a command that prints a secret, on the lines after the command (a terminal's ``$ …`` or a
     tool observation's ``Bash: …``): a password manager's or a cloud's secret read (``op read``, ``vault kv get
@@ -963,7 +1066,7 @@ class _PrintedSecret(_Scan):
         r"|(?:cat|head|tail|less|more|bat|type|get-content|gc)\s+(?:-\S+\s+)*[\"']?(?P<file>[^\s\"'|;&<>]+)"
         r")"
     )
-    _FILE_EXTS = frozenset({".key", ".secret", ".secrets", ".token", ".pass", ".password", ".pwd", ".cred"})
+    _FILE_EXTS = _SECRET_FILE_EXTS
     _LINE = _Lazy(r"[ \t]*(?!\[REDACTED)(\S[^\n]*?)[ \t]*$", re.MULTILINE)
 
     #: a command that reads (or makes) something, whose arguments name a secret, prints it: `terraform output -raw
@@ -999,6 +1102,8 @@ class _PrintedSecret(_Scan):
 
     @classmethod
     def _prints_secret(cls, command: str) -> bool:
+        if _COUNTS_RE.search(command):
+            return False  # … | jq 'keys', | wc -c: names and sizes, not the secret
         if cls._names_what_it_prints(command):
             return True
         for m in cls._PRINTS.finditer(command):
@@ -1010,7 +1115,7 @@ class _PrintedSecret(_Scan):
                 base = m.group("file").replace("\\", "/").rsplit("/", 1)[-1]
                 stem, dot, ext = base.rpartition(".")
                 stem, ext = (stem, "." + ext.lower()) if dot and stem else (base, "")
-                if ext in cls._FILE_EXTS or ext in ("", ".txt") and _strong_name(stem.lstrip(".")):
+                if _secret_file(m.group("file")):
                     return True
             else:
                 return True
@@ -1044,6 +1149,9 @@ def _random_value(group: int) -> Callable[[re.Match[str]], bool]:
     return lambda m: _looks_random(m.group(group))
 
 
+#: names whose random value is meant to be seen: a public key, a digest
+_PUBLIC_NAMES = frozenset({"public", "pub", "publickey", "hash", "hashes", "checksum", "digest", "fingerprint", "sha",
+                           "sha256", "sha512", "integrity", "etag", "id", "uuid", "guid", "commit", "revision", "rev"})
 #: names whose value is a host and port, an image and tag, a time: no user and password
 _NOT_CREDENTIAL_NAMES = frozenset({
     "image", "host", "hostname", "addr", "address", "url", "uri", "endpoint", "time", "date", "port", "version", "tag",
@@ -1092,8 +1200,8 @@ _FORMATS.extend([
      _Lazy(r"\"(?:d|p|q|dp|dq|qi|k)\"\s*:\s*\"(?!\[REDACTED)([A-Za-z0-9_-]{16,})\""), 1),
     # other armoured secret keys: OpenVPN's static key, PGP's secret key block, any BEGIN … SECRET/PRIVATE KEY
     ("private-key", ("-----begin",),
-     _Lazy(r"(?i)-----BEGIN [A-Z0-9 ]*(?:SECRET|STATIC|PRIVATE) KEY[A-Z0-9 ]*-----[\s\S]*?"
-           r"(?:-----END [A-Z0-9 ]*(?:SECRET|STATIC|PRIVATE) KEY[A-Z0-9 ]*-----|\Z)"), 0),
+     _Lazy(r"(?i)-----BEGIN [A-Z0-9 ]*(?:(?:SECRET|STATIC|PRIVATE) KEY|SEED)[A-Z0-9 ]*-----[\s\S]*?"
+           r"(?:-----END [A-Z0-9 ]*(?:(?:SECRET|STATIC|PRIVATE) KEY|SEED)[A-Z0-9 ]*-----|\Z)"), 0),
     ("private-key", ("untrusted comment:",),
      _Lazy(r"(?i)untrusted comment:[^\n]*secret key[^\n]*\r?\n(?!\[REDACTED)([A-Za-z0-9+/=]{40,})"), 1),
     # a wallet's seed words, a TOTP setup key, a 2FA export, recovery codes, a keypair file's 64 bytes
@@ -1117,15 +1225,16 @@ _FORMATS.extend([
      _Lazy(r"(?m)(?:^|[>$][ \t]*)AUTH[ \t]+(?:[\w.-]+[ \t]+)?(?!\[REDACTED)([^\s\"']+)[ \t]*$"), 1),
     # a web server's or a daemon's directive that sets a secret: SetEnv DB_PASSWORD …, proxy_set_header X-Api-Key …;
     # fastcgi_param APP_SECRET …; and a directive named for a secret with one value (AuthLDAPBindPassword "…")
-    ("secret", ("setenv", "set ", "env ", "_param", "header"),
-     _Checked(_Lazy(r"(?im)^[ \t]*(?:SetEnv|setenv|set|PassEnv|env|fastcgi_param|uwsgi_param|scgi_param|proxy_set_header"
-                    r"|add_header|grpc_set_header|(?:Request)?Header[ \t]+(?:set|add|append))[ \t]+([A-Za-z_][\w.-]*)[ \t]+"
-                    r"(?!\[REDACTED)([\"']?)([^\s\"';]+)\2"),
+    ("secret", ("setenv", "set ", "env ", "_param", "header", "define", "const"),
+     _Checked(_Lazy(r"(?im)^[ \t]*(?:SetEnv|setenv|set(?:[ \t]+-\w+)*|PassEnv|env|fastcgi_param|uwsgi_param|scgi_param"
+                    r"|proxy_set_header|add_header|grpc_set_header|(?:Request)?Header[ \t]+(?:set|add|append)|#define"
+                    r"|(?:(?:Private|Public|Friend)[ \t]+)?Const)[ \t]+(?:::env\()?([A-Za-z_][\w.-]*)\)?"
+                    r"(?:[ \t]+As[ \t]+String)?(?:[ \t]*=[ \t]*|[ \t]+)(?![=\[])(?!REDACTED)([\"']?)([^\s\"';]+)\2"),
               lambda m: _strong_name(m.group(1)) and not _skip_value(m.group(3))), 3),
-    ("password", ("pass", "pwd", "secret", "token", "key", "credential"),
+    ("password", ("pass", "pw", "secret", "token", "key", "credential"),
      _Checked(_Lazy(r"(?m)^[ \t]*([A-Za-z][\w.-]{2,60})[ \t]+([\"']?)(?!\[REDACTED)([^\s\"';]{4,200})\2[ \t]*;?[ \t]*$"),
-              lambda m: _strong_name(m.group(1)) and _mixed(m.group(3)) and any(c.isdigit() for c in m.group(3))
-              and not _skip_value(m.group(3))), 3),
+              lambda m: _strong_name(m.group(1)) and not _skip_value(m.group(3)) and (
+                  _mixed(m.group(3)) and any(c.isdigit() for c in m.group(3)) or _in_key_value_config(m))), 3),
     # a value made of a user and a password: user = "deploy:…", npmAuthIdent: "ci:…", BUNDLE_GEMS__X=ci:…
     ("password", (":",),
      _Checked(_Lazy(r"(?m)^[ \t]*(?:export[ \t]+)?[\"']?([A-Za-z_][\w.-]{0,80})[\"']?[ \t]*[:=][ \t]*[\"']?"
@@ -1135,11 +1244,52 @@ _FORMATS.extend([
      2),
     # a random value under any name at a line's start (an env file): MISTRAL=…, LN_MACAROON=…
     ("secret", ("=",),
-     _Checked(_Lazy(r"(?m)^[ \t]*(?:export[ \t]+)?[A-Za-z_][A-Za-z0-9_]{1,80}[ \t]*[?+:]?=[ \t]*([\"']?)"
-                    r"(?!\[REDACTED)([A-Za-z0-9+/=_.~-]{20,10000})\1[ \t]*$"),
-              lambda m: sum(_char_kinds(m.group(2))[:3]) == 3 and _looks_random(m.group(2))
-              and not _identifier_like(m.group(2)) and shannon_entropy(m.group(2)) >= 4.0
-              and not _CODE_PATH_RE.fullmatch(m.group(2))), 2),
+     _Checked(_Lazy(r"(?m)^[ \t]*(?:export[ \t]+)?([A-Za-z_][A-Za-z0-9_]{1,80})[ \t]*[?+:]?=[ \t]*([\"']?)"
+                    r"(?!\[REDACTED)([A-Za-z0-9+/=_.~-]{20,10000})\2[ \t]*$"),
+              lambda m: sum(_char_kinds(m.group(3))[:3]) == 3 and _looks_random(m.group(3))
+              and not _identifier_like(m.group(3)) and shannon_entropy(m.group(3)) >= 4.0
+              and not _CODE_PATH_RE.fullmatch(m.group(3)) and not _PUBLIC_NAMES.intersection(_components(m.group(1)))),
+     3),
+    # network gear: "password 7 <value>", "secret 5 <hash>", "key 0 <value>", "snmp-server community <value>"
+    ("password", ("password ", "secret ", "key ", "key-string", "community"),
+     _Lazy(r"(?im)(?:\b(?:password|secret|key|key-string)[ \t]+[0-9][ \t]+(?:md5[ \t]+)?|\bsecret[ \t]+\"?(?=\$9\$)"
+           r"|\b(?:community|authentication-key|message-digest-key[ \t]+[0-9]+[ \t]+md5)[ \t]+)(?!\[REDACTED)"
+           r"(\$9\$[^\s\"]+|[^\s\"]{6,})(?=\"?(?:[ \t]+(?:RO|RW|[0-9]+)\b|[ \t]*$))"), 1),
+    ("password", ("{plain}", "{cleartext}", "{clear}"),
+     _Lazy(r"(?i)\{(?:PLAIN|CLEARTEXT|CLEAR)\}(?!\[REDACTED)([^\s:\"']+)"), 1),
+    # JAAS: user_alice="…" in a LoginModule block; strongSwan/libreswan: ": PSK "…"", ": EAP "…""
+    ("password", ("loginmodule",), _Lazy(r"\buser_[\w.-]+[ \t]*=[ \t]*\"(?!\[REDACTED)([^\"\n]+)\""), 1),
+    ("password", ("psk", "eap", "xauth"),
+     _Lazy(r":[ \t]*(?:PSK|EAP|XAUTH|NTLM|PIN)[ \t]+\"(?!\[REDACTED)([^\"\n]+)\""), 1),
+    # -setcookie <cookie> (Erlang), '<password>' | ConvertTo-SecureString (PowerShell), Postfix's sasl_passwd map
+    ("secret", ("-setcookie",), _Lazy(r"-setcookie[ \t]+(?!\[REDACTED)([^\s'\"]+)"), 1),
+    ("password", ("convertto-securestring",),
+     _Lazy(r"(?i)([\"'])(?!\[REDACTED)([^\"'\n]+)\1[ \t]*\|[ \t]*ConvertTo-SecureString"), 2),
+    ("password", ("sasl_passwd",),
+     _Lazy(r"(?m)^[ \t]*\[?[\w.-]+\]?(?::[0-9]+)?[ \t]+[^\s:]+:(?!\[REDACTED)(\S+)[ \t]*$"), 1),
+    # Erlang/Elixir {password, "…"}, Clojure/EDN :password "…"
+    ("password", ("pass", "pw", "secret", "token", "key"),
+     _Checked(_Lazy(r"(?:\{[ \t]*:?([a-z][\w-]*)[ \t]*,|(?<![\w:]):([a-z][\w-]*)[ \t]+)[ \t]*<{0,2}\"(?!\[REDACTED)"
+                    r"([^\"\n]+)\">{0,2}"), lambda m: _strong_name(m.group(1) or m.group(2)) and not _skip_value(m.group(3))), 3),
+    # a value echoed into a file that holds a secret: echo '…' > ~/.rsync.pass, echo KEY:SECRET > ~/.passwd-s3fs
+    ("password", ("echo", "printf"),
+     _Checked(_Lazy(r"\b(?:echo|printf)\s+(?:-[neE]+\s+)?(?!\[REDACTED)([^\s\"'|>]+|\"[^\"\n]*\"|'[^'\n]*')\s*>>?\s*"
+                    r"([^\s;&|]+)"), lambda m: _secret_file(m.group(2)) and not _stands_in(m.group(1))), 1),
+    # a password given after a login-like word: +login user PASS, login serveradmin PASS, set-initial-password PASS,
+    # addauth digest user:PASS, -setcookie COOKIE, /RP PASS, /p PASS, -w PASS, user create NAME PASS
+    ("password", ("login", "authorize", "password", "addauth", "cookie", "/rp", "/p", " -w", " -s", "user create",
+                  "useradd", "create-user", "auth-pass", "sentinel-pass"), _AfterLoginWord(), 1),
+    # user:password in one token, where the password is strong (digits, symbols, both cases) or long and random
+    ("password", (":",), _Checked(_Lazy(r"(?<![\w/:@.-])([\w.@+\\-]{1,64}):(?!\[REDACTED)([^\s:@/\"'`,;]{8,128})(?=[\s\"'`,;]|$)"),
+                                  lambda m: _strong_password(m.group(2)) and not m.group(1).isdigit()
+                                  and m.group(1).lower() not in _HASH_TAGS),
+     2),
+    # a strong literal passed to any call: WiFi.begin("ssid", "…"), database('w', 'u', '…'), PDO->__construct(…)
+    ("password", ("(",), _Checked(_Lazy(r"[(,][ \t]*([\"'])(?!\[REDACTED)([^\s\"'\\]{10,64})\1"),
+                                  lambda m: _strong_password(m.group(2))), 2),
+    # ppp's chap-secrets / pap-secrets: client server "secret" addresses
+    ("password", ("chap-secrets", "pap-secrets", "# client"),
+     _Lazy(r"(?m)^[ \t]*[^\s#\"]+[ \t]+[^\s\"]+[ \t]+\"(?!\[REDACTED)([^\"\n]+)\"[ \t]+\S+[ \t]*$"), 1),
     # an IRC server password; Zapier's catch hook
     ("password", ("pass ",), _Lazy(r"(?m)^PASS[ \t]+(?!\[REDACTED)(\S+)"), 1),
     ("webhook-url", ("hooks.zapier.com",), _Lazy(r"hooks\.zapier\.com/hooks/catch/[0-9]+/(?!\[REDACTED)(\w+)"), 1),
@@ -1189,7 +1339,10 @@ _IDENT_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01
 _CAMEL_RE = _Lazy(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 #: a component that marks a password
 _PASSWORD_PARTS = ("passw", "passphrase", "passcode")
-_PASSWORD_WORDS = frozenset({"pwd", "pw", "pass", "pword", "passwd", "sshpass", "requirepass", "masterauth"})
+_PASSWORD_WORDS = frozenset({"pwd", "pw", "pass", "pword", "passwd", "sshpass", "requirepass", "masterauth", "authtok"})
+#: words that end like a password's name and are none
+_NOT_PASSWORDS = frozenset({"bypass", "compass", "trespass", "overpass", "underpass", "surpass", "encompass",
+                            "multipass", "firstpass", "onepass", "subpass", "renderpass", "impass", "repass"})
 #: a component that marks some other secret
 _SECRET_WORDS = frozenset({
     "secret", "secrets", "credential", "credentials", "creds", "cred", "apikey", "privatekey", "secretkey",
@@ -1224,6 +1377,8 @@ _ABOUT_LAST = frozenset({
     "manager", "store", "rotation", "label", "hint", "min", "max", "regex", "pattern", "reset", "changed", "version",
     "algorithm", "alg", "method", "scheme", "strength", "valid", "validator", "validation", "index", "position",
     "encryption", "hashing", "hasher", "fd", "prefix", "permission", "permissions", "scope", "scopes", "audience",
+    "history", "attempts", "retries", "age", "lifetime", "complexity", "rounds", "iterations", "cost", "bits", "chars",
+    "digits",
 })
 _NOT_VALUES = frozenset({
     "null", "none", "nil", "true", "false", "undefined", "str", "string", "int", "bool", "boolean", "bytes", "any",
@@ -1239,7 +1394,7 @@ _PROSE_STOP = frozenset({
     "for", "to", "of", "on", "at", "by", "with", "from", "that", "this", "it", "must", "should", "will", "can",
     "hashed", "encrypted", "needed", "ok", "valid", "weak", "strong", "long", "short", "same", "different",
 })
-_SEP_RE = _Lazy(r"(?:\\?[\"'])?\]?[ \t]*(:=|=>|->|\?=|=|:)(?![=:/])[ \t]*")
+_SEP_RE = _Lazy(r"(?:\\?[\"'`])?\]?[ \t]*(::(?=[ \t])|:=|=>|->|\?=|=|:)(?![=:/])[ \t]*")
 #: ``name: API_KEY`` … ``value: x`` (Kubernetes env, .NET appSettings, CloudFormation parameters)
 _NAME_FIELD_RE = _Lazy(r"(?i)(?:name|key|parameterkey|id)\\?[\"']?\s*[:=]\s*\\?[\"']?$")
 _VALUE_FIELD_RE = _Lazy(r"(?i)value\\?[\"']?\s*[:=]\s*")
@@ -1254,10 +1409,11 @@ _LOCATION_RE = _Lazy(r":[0-9]+(?::[0-9]+)?(?::|,|[ \t]*$)", re.MULTILINE)
 _REFERENCE_RE = _Lazy(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*")
 _PATH_VALUE_RE = _Lazy(r"(?:[\w.-]+:)?(?:/|~/|\./|\.\./)[\w./%@+-]*")
 _ARN_RE = _Lazy(r"\barn:[\w-]+:[\w-]+:[^\s\"']*$")
+_PLAIN_URL_RE = _Lazy(r"[a-z][a-z0-9+.-]*://[^\s@?]+")
 _STORE_PATH_RE = _Lazy(r"[A-Za-z][\w.-]*(?:/[A-Za-z][\w.-]*)+")
 _BYTES_RE = _Lazy(r"[0-9]+ bytes?")
 _OR_ELSE_RE = _Lazy(r"\s+(?:or|\|\||\?\?|\?:)\s")
-_CODE_VALUE_RE = _Lazy(r"[A-Za-z_$][\w.$]*(?:::[A-Za-z_$][\w.$]*)*\s*[(\[]")
+_CODE_VALUE_RE = _Lazy(r"[A-Za-z_$][\w.$]*(?:::?[A-Za-z_$][\w.$]*)*\s*[(\[]")
 
 
 def _components(name: str) -> list[str]:
@@ -1293,7 +1449,8 @@ def name_kind(name: str) -> tuple[str, bool] | None:
     if any(p.startswith("secret") and p.endswith(("manager", "store", "service", "provider")) for p in parts):
         return None  # secretsmanager, SecretStore: a service that keeps secrets
     last = parts[-1]
-    password = any(p.startswith(_PASSWORD_PARTS) or "passw" in p or p in _PASSWORD_WORDS for p in parts)
+    password = any(p.startswith(_PASSWORD_PARTS) or "passw" in p or p in _PASSWORD_WORDS
+                   or p.endswith(("pass", "pw", "pwd")) and len(p) > 4 and p not in _NOT_PASSWORDS for p in parts)
     secret = any(p in _SECRET_WORDS or (p.startswith("secret") and not p.startswith("secretar")) for p in parts)
     if last == "data" and len(parts) > 1 and parts[-2] == "key":  # kubeconfig's client-key-data: a private key
         return "secret", True
@@ -1406,6 +1563,8 @@ def _is_type(v: str) -> bool:
 
 def _skip_value(value: str) -> bool:
     v = value.strip()
+    if v.startswith("$") and _stands_in(v):
+        return True
     if v.startswith("$") and not _VAR_REF_RE.match(v):
         return False  # $iN39X6ZNnqY@66 is a password that starts with $; $DB_PASS, ${X}, $(cmd) are references
     if not v or v.startswith((_MARK, "$", "%", "{{", "<%", "#{", "process.env", "os.environ", "env(", "ENV[")):
@@ -1420,7 +1579,7 @@ def _skip_value(value: str) -> bool:
         return True
     if v.startswith(("self.", "this.", "cls.", "await ", "yield ", "new ")) or _stands_in(v):  # code, a stand-in
         return True
-    if _PATH_VALUE_RE.fullmatch(v):  # /run/secrets/db, ~/.ssh/id_ed25519, db_password:/etc/app/db_password
+    if _PATH_VALUE_RE.fullmatch(v) or _PLAIN_URL_RE.fullmatch(v):  # /run/secrets/db, a URL with no credential
         return True
     if _STORE_PATH_RE.fullmatch(v) and not _looks_random(v.replace("/", "")):  # prod/api-key: a stored secret's name
         return True
@@ -1433,7 +1592,7 @@ def _skip_value(value: str) -> bool:
 #: a placeholder (<token>, <set me>, [hidden], ****, sk-..., YOUR_API_KEY_HERE, REPLACE_ME), a secret manager's
 #: reference (op://vault/item/field, vault:secret/data/x, !secret name, {{resolve:secretsmanager:…}}, an ARN)
 _STANDS_IN_RE = _Lazy(
-    r"(?i)\$[A-Za-z_]\w*|\$\{[^{}\n]{1,80}\}|\$\([^()\n]{1,120}\)|%[A-Za-z_]\w*%|\{\{[^{}\n]{1,120}\}\}"
+    r"(?i)\$[A-Za-z_]\w*|\$\{[^{}\n]{1,80}\}|\$\w+\{[^{}\n]{1,120}\}?|`[^`\n]{1,120}`|&[A-Za-z_]\w*\.?|\$\([^()\n]{1,120}\)|%[A-Za-z_]\w*%|\{\{[^{}\n]{1,120}\}\}"
     r"|<[^<>\n]{1,40}>|\[[A-Za-z][A-Za-z ._-]{0,20}\]?|[*x•.…]{3,}|[\w-]{1,12}(?:\.\.\.|…|\*{4,})"
     r"|(?:your|insert|enter|put|add)[-_ ][\w -]{1,40}|[\w-]{1,40}[-_ ]here|replace[-_ ]?me|change[-_ ]?(?:it|me)"
     r"|[*•.…]{4,}\w{0,6}|%[sdr]|%\(\w+\)[sdr]|\{\w*\}"
@@ -1577,7 +1736,7 @@ def _value_span(text: str, vstart: int, to_line_end: bool, strong: bool, whole_t
         end = vstart
         while end < n and text[end] not in _INLINE_END:
             end += 1
-        if _CODE_PATH_RE.fullmatch(text[vstart:end]):
+        if _CODE_PATH_RE.fullmatch(text[vstart:end]) and not _looks_random(text[vstart:end]):
             return None  # guard let password = passwordField.text, …: an attribute read in code
     value = text[vstart:end]
     if _skip_value(value) or (not strong and not _looks_random(value)):
@@ -1812,9 +1971,11 @@ _TWILIO_RE = _Lazy(r"(?<![0-9A-Za-z])(?:SK|AC)[0-9a-fA-F]{32}(?![0-9A-Za-z])")
 
 #: tokens known by their shape rather than a prefix: a Wallet Import Format key (base58, 51 or 52 characters),
 #: an Airtable personal access token
-_SHAPED_TOKENS = (("private-key", _Lazy(r"(?:5[HJK][1-9A-HJ-NP-Za-km-z]{49}|[KL][1-9A-HJ-NP-Za-km-z]{51})")),
+_SHAPED_TOKENS = (("private-key", _Lazy(r"(?=.*[a-z])(?=.*[A-Z])(?=.*[0-9])"
+                                         r"(?:5[HJK][1-9A-HJ-NP-Za-km-z]{49}|[KL][1-9A-HJ-NP-Za-km-z]{51})")),
                   ("api-token", _Lazy(r"pat[A-Za-z0-9]{14}\.[0-9a-f]{64}")),
-                  ("api-token", _Lazy(r"[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}")))
+                  ("api-token", _Lazy(r"[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}")),
+                  ("private-key", _Lazy(r"S[AOUNCPX][A-Z2-7]{56}")))  # a NATS nkey seed
 
 
 def _prefixed_tokens(text: str) -> tuple[str, int]:
@@ -1826,7 +1987,7 @@ def _prefixed_tokens(text: str) -> tuple[str, int]:
         nonlocal count
         token = m.group(0)
         for kind, shape in _SHAPED_TOKENS:
-            if shape.fullmatch(token) and sum(_char_kinds(token)[:3]) == 3:
+            if shape.fullmatch(token):
                 count += 1
                 return _marker(kind)
         low = token.lower()
@@ -1857,8 +2018,9 @@ def _apply(pattern: _Lazy | _Scan, kind: str, group: int, text: str) -> tuple[st
         if group == 0:
             count += 1
             return marker
-        if m.start(group) == m.end(group) or _stands_in(m.group(group)):
-            return m.group(0)
+        if m.start(group) == m.end(group) or _stands_in(m.group(group)) or "REDACTED" in m.group(group) or (
+                m.string.startswith("REDACTED:", m.start(group) - 9)):
+            return m.group(0)  # empty, a stand-in, or inside a marker an earlier rule wrote
         count += 1
         whole = m.group(0)
         return whole[: m.start(group) - m.start(0)] + marker + whole[m.end(group) - m.start(0):]

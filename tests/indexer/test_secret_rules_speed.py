@@ -55,6 +55,8 @@ INPUTS = {
     "user:value lines": "user = a:Bc9!xyz\n" * 6_000,
     "env lines of random values": "K=Ab3" + "x9Z" * 10 + "\n" * 1 + "K=Ab3" * 18_000,
     "field and value pairs": "<key>API_KEY</key><string>" * 4_000,
+    "secret words on one line": "key " * 25_000,
+    "password words on one line": "password " * 12_000,
 }
 
 
