@@ -1277,8 +1277,8 @@ _FORMATS.extend([
                     r"([^\s;&|]+)"), lambda m: _secret_file(m.group(2)) and not _stands_in(m.group(1))), 1),
     # a password given after a login-like word: +login user PASS, login serveradmin PASS, set-initial-password PASS,
     # addauth digest user:PASS, -setcookie COOKIE, /RP PASS, /p PASS, -w PASS, user create NAME PASS
-    ("password", ("login", "authorize", "password", "addauth", "cookie", "/rp", "/p", " -w", " -s", "user create",
-                  "useradd", "create-user", "auth-pass", "sentinel-pass"), _AfterLoginWord(), 1),
+    ("password", ("login", "authorize", "pass", "pw", "auth", "addauth", "cookie", "/rp", "/p", " -w", " -s", " -p",
+                  "user create", "user add", "useradd", "adduser", "createuser", "create-user"), _AfterLoginWord(), 1),
     # user:password in one token, where the password is strong (digits, symbols, both cases) or long and random
     ("password", (":",), _Checked(_Lazy(r"(?<![\w/:@.-])([\w.@+\\-]{1,64}):(?!\[REDACTED)([^\s:@/\"'`,;]{8,128})(?=[\s\"'`,;]|$)"),
                                   lambda m: _strong_password(m.group(2)) and not m.group(1).isdigit()

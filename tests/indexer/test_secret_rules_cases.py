@@ -316,3 +316,50 @@ def test_words_near_a_secret_word_that_are_no_secret_stay():
                  "guard let password = passwordField.text, !password.isEmpty else { return }",
                  "data_bag_item('credentials', 'postgres')", "git commit -m 'rotate the token (see 9fceb02)'"):
         assert redact(text).text == text, redact(text).text
+
+
+# passwords in configs and commands whose layout says what they are
+BY_CONFIG_AND_COMMAND = [
+    ("# ~/.msmtprc\naccount work\nhost mail.example.com\nuser ops@example.com\npassword qzlmxvwtkrpbdnsa\n",
+     "qzlmxvwtkrpbdnsa"),
+    ("ldap_uri ldaps://ldap.example.com\nbinddn cn=reader,dc=example\nbindpw Kv8!Lq2Zx7\n", "Kv8!Lq2Zx7"),
+    ("listen admin\n    bind :9000\n    stats auth ops:Wq8#Lz2Xv7\n", "Wq8#Lz2Xv7"),
+    ("myhost.example.com myvpn.example.com : PSK \"Hz7!Kq2Lm9Xv\"", "Hz7!Kq2Lm9Xv"),
+    ("KafkaServer {\n  org.apache.kafka.common.security.plain.PlainLoginModule required\n"
+     "  user_broker=\"Tq7#Lz2Xv9\";\n};", "Tq7#Lz2Xv9"),
+    ("enable secret 5 $1$mERr$hx5rVt7rPNoS4wqbXKX7m0\nusername ops privilege 15 password 7 0822455D0A16",
+     "0822455D0A16"),
+    ("{epgsql, [{host, \"db\"}, {password, \"Rz8-Kq2Lm7\"}]}", "Rz8-Kq2Lm7"),
+    ("(def conn {:user \"app\" :password \"Vq7!Lz2Xm9\"})", "Vq7!Lz2Xm9"),
+    ("steamcmd +login builder Lz8%Kq2Xv7 +quit", "Lz8%Kq2Xv7"),
+    ("schtasks /Create /TN backup /RU EXAMPLE\\svc /RP Nq7#Lz2Xv9 /TR backup.cmd", "Nq7#Lz2Xv9"),
+    ("echo 'Pz8!Lq2Xv7' > ~/.rsync.pass && chmod 600 ~/.rsync.pass", "Pz8!Lq2Xv7"),
+    ("$ cat /etc/app/admin.pw\nBq7-Lz2Xv9Kt\n$ ", "Bq7-Lz2Xv9Kt"),
+    ("echo 'Hq2Lz8Xv7!' | kinit deploy@EXAMPLE.COM", "Hq2Lz8Xv7!"),
+    ("Backlog WifiConfig 2; Password1 Kz7#Lq2Xm9; MqttHost 10.0.0.5", "Kz7#Lq2Xm9"),
+    ("Adgangskoden til routeren er Xv8#Lq2Zm7", "Xv8#Lq2Zm7"),
+    ("كلمة المرور للخادم هي Qz8!Lm2Xv7", "Qz8!Lm2Xv7"),
+    ("WiFi.begin(\"lab-net\", \"Tk4#Rw8Pn3Bd\");", "Tk4#Rw8Pn3Bd"),
+    ("relay.example.com:587 mailer@example.com:Gz8!Lq2Xv7Rt", "Gz8!Lq2Xv7Rt"),
+    ("$ nsc generate nkey --user\nSUAM7Z2XQ4LW6VJ3KPN5RBT2YH4GD6CF7XE3WQ2PK5ZMV3NB6JT4HQ7XL2", "SUAM7Z2XQ4LW6VJ3"),
+]
+
+
+@pytest.mark.parametrize("text, secret", BY_CONFIG_AND_COMMAND)
+def test_secrets_by_config_and_command_layout_are_masked(text, secret):
+    assert secret not in redact(text).text, redact(text).text
+
+
+def test_digests_public_keys_and_references_in_configs_stay():
+    for text in ("golang.org/x/text v0.14.0 h1:ScX5w1eTa3QqT8oi6+ziP7dTV1S2+ALU0bI+0zXKWiQ=",
+                 '  hashes = [\n    "h1:Qm4Lz8Rt2Xv7Kp9Wn3Bd6Hs1Jf5Gc0Ya2Ue8Io3T=",\n  ]',
+                 "[Peer]\nPublicKey = Qm4Lz8Rt2Xv7Kp9Wn3Bd6Hs1Jf5Gc0Ya2Ue8Io3Tq7=",
+                 "ED25519 key fingerprint is SHA256:Qm4Lz8Rt2Xv7Kp9Wn3Bd6Hs1Jf5Gc0Ya2Ue8Io3Tq.",
+                 "admin_password = $__file{/run/secrets/admin}", "my $pw = $ENV{DB_PASSWORD} // die;",
+                 "security:\n  authorization: enabled\n  keyFile: /etc/mongod/keyfile",
+                 "PASSWORD_HISTORY = 5", "the new one is in 1Password under \"prod\"",
+                 "$ kubectl get secret app -o jsonpath='{.data}' | jq 'keys'\n[\n  \"db-password\"\n]",
+                 "# made with: htpasswd -nbB <user> <password>\n# bcrypt cost 10",
+                 "cacerts = _ffi.new(\"Cryptography_STACK_OF_X509**\")",
+                 "'JsonLexer': ('pygments.lexers.data', 'Javascript+UL4', ('js+ul4',))"):
+        assert redact(text).text == text, redact(text).text
