@@ -373,8 +373,8 @@ _PASSWORD_WORDS_ANY = (
 _PASSWORD_WORDS_BARE = ("密码", "密碼", "口令", "パスワード", "暗証番号", "비밀번호", "암호", "पासवर्ड", "পাসওয়ার্ড",
                         "கடவுச்சொல்", "รหัสผ่าน", "סיסמה", "סיסמא", "كلمة المرور", "كلمة السر", "رمز عبور",
                         "گذرواژه", "پاس ورڈ")
-_PASSWORD_WORDS_RE = _Lazy(
-    r"(?i)(?<![\w:/.-])(?:" + "|".join(re.escape(w) for w in _PASSWORD_WORDS_ANY) + r")[^\W_]{0,4}(?!\w)"
+_PASSWORD_WORDS_RE = _Lazy(  # run over the lower-cased text; what precedes a word is checked after the match
+    r"(?:" + "|".join(re.escape(w) for w in _PASSWORD_WORDS_ANY) + r")[^\W_]{0,4}(?!\w)"
     + "|" + "|".join(_PASSWORD_WORDS_BARE))
 
 
@@ -395,8 +395,9 @@ class _PasswordNearby(_Scan):
 
     def matches(self, text: str) -> Iterator[re.Match[str]]:
         scanned = 0  # the end of the tokens already looked at: a later word's tokens are looked at once
-        for word in self._WORDS.finditer(text):
-            if word.start() < scanned:
+        for word in self._WORDS.finditer(_ascii_lower(text)):
+            if word.start() < scanned or word.start() and (text[word.start() - 1].isalnum() or text[word.start() - 1]
+                                                            in "_:/.-") and word.group(0)[0].isascii():
                 continue
             end = text.find("\n", word.end(), word.end() + 80)
             end = min(len(text), word.end() + 80) if end < 0 else end
@@ -429,7 +430,7 @@ class _TokenNearby(_PasswordNearby):
     """A token or a key told in a sentence: after "token", "key" or "secret", the first token of the line that is
     random (16+ characters, a digit, no words; mixed case, or 24+ characters)."""
 
-    _WORDS = _Lazy(r"(?i)(?<![\w:/.-])(?:tokens?|keys?|secrets?|api[ _-]?key|credentials?)(?!\w)")
+    _WORDS = _Lazy(r"(?:tokens?|keys?|secrets?|api[ _-]?key|credentials?)(?!\w)")
     _PROSE_ONLY = True
 
     @staticmethod
@@ -555,16 +556,20 @@ class _AfterLoginWord(_Scan):
     ``sentinel auth-pass master PASS``. A token is taken when it is a strong password (:func:`_strong_password`),
     or ``user:password`` with one."""
 
-    _WORD = _Lazy(r"(?i)(?:(?<![\w-])\+?login|\bauthorize|\bset-initial-password|\baddauth[ \t]+digest|-setcookie"
-                  r"|(?<!\S)/(?:RP|p|pass|password|pwd)|(?<!\S)-[wsp]|\buser[ \t]+(?:create|add)|\buseradd|\bcreate-?user"
-                  r"|\badduser|\b(?:auth|sentinel|insecure)-pass(?:word)?|(?<![\w-])(?:pass|passwd|password|pw|auth))"
-                  r"(?=[ \t:])")
+    #: run over the lower-cased text (an IGNORECASE scan costs several times more); every branch starts with a
+    #: letter or a sign, so the scan skips to those (a lookbehind first would test every position), and what
+    #: precedes the word is checked after
+    _WORD = _Lazy(r"(?:\+login|login|authorize|set-initial-password|addauth[ \t]+digest|-setcookie|/(?:rp|p|pass|password|pwd)"
+                  r"|-[wsp]|user[ \t]+(?:create|add)|useradd|create-?user|adduser|(?:auth|sentinel|insecure)-pass(?:word)?"
+                  r"|pass(?:wd|word)?|pw|auth)(?=[ \t:])")
     _TOKEN = _Lazy(r"[^\s\"'`]+|\"[^\"\n]*\"|'[^'\n]*'")
 
     def matches(self, text: str) -> Iterator[re.Match[str]]:
         scanned = 0
-        for word in self._WORD.finditer(text):
-            if word.start() < scanned:
+        for word in self._WORD.finditer(_ascii_lower(text)):
+            before = text[word.start() - 1] if word.start() else " "
+            if word.start() < scanned or (not before.isspace() if word.group(0)[0] in "/-" else (
+                    before.isalnum() or before in "_-")):
                 continue
             end = text.find("\n", word.end(), word.end() + 200)
             end = min(len(text), word.end() + 200) if end < 0 else end
