@@ -332,7 +332,8 @@ _PREFIXED_TOKENS = (
     "dt0c01. sgp_ pnu_ rdme_ ico- tfp_ aio_ whsec_ gocspx- ya29. sk.eyj sl.b dapi- ops_ ghcr_ ak_live_ sk_live_ "
     "api_live_ key_live_ live_sk_ atbb eaaa eaab eaac eaag cfpat- sqp_ squ_ sqa_ bkua_ rnd_ sb_secret_ ccipat_ "
     "api_org_ fm1r_ fm2_ glagent- y0_ esecret_ csk- fw_ napi_ phx_ sntryu_ dp.sa. dp.scim. dp.audit. lin_oauth_ "
-    "ek_live_ ek_test_ nrii- tskey- absk pat-na1- pat-eu1- sdk- v4.public. v4.local. oauth: mlsn. sl.u. secret_"
+    "ek_live_ ek_test_ nrii- tskey- absk pat-na1- pat-eu1- sdk- v4.public. v4.local. oauth: mlsn. sl.u. secret_ "
+    "swmtkn-1-"
 ).split()
 _PREFIX_RE = _Lazy(
     r"(?<![A-Za-z0-9_])(?:" + "|".join(re.escape(p) for p in _PREFIXED_TOKENS) + r")[A-Za-z0-9_\-.=+/]{16,}",
@@ -367,12 +368,13 @@ _PASSWORD_WORDS_ANY = (
     "password", "passwd", "passwort", "kennwort", "wachtwoord", "lösenord", "salasana", "adgangskode", "passord",
     "heslo", "hasło", "hasła", "geslo", "lozinka", "parola", "parolă", "parole", "parool", "jelszó", "jelszav",
     "şifre", "senha", "contraseña", "contrasenya", "clave", "slaptažodis", "lykilorð", "nenosiri", "mdp", "psw",
-    "пароль", "пароля", "паролем", "лозинка", "κωδικός", "mot de passe", "mật khẩu", "kata sandi", "kata laluan",
+    "пароль", "пароля", "паролем", "парола", "паролата", "лозинка", "κωδικός", "mot de passe", "mật khẩu",
+    "kata sandi", "kata laluan", "wagwoord", "şifrə", "šifra", "sifra", "geslo", "құпия сөз", "нууц үг", "gaga",
 )
 #: scripts written without spaces between words, or whose words no \w boundary ends: no boundary is asked
 _PASSWORD_WORDS_BARE = ("密码", "密碼", "口令", "パスワード", "暗証番号", "비밀번호", "암호", "पासवर्ड", "পাসওয়ার্ড",
                         "கடவுச்சொல்", "รหัสผ่าน", "סיסמה", "סיסמא", "كلمة المرور", "كلمة السر", "رمز عبور",
-                        "گذرواژه", "پاس ورڈ")
+                        "گذرواژه", "پاس ورڈ", "პაროლ", "ពាក្យសម្ងាត់", "စကားဝှက်")
 _PASSWORD_WORDS_RE = _Lazy(  # run over the lower-cased text; what precedes a word is checked after the match
     r"(?:" + "|".join(re.escape(w) for w in _PASSWORD_WORDS_ANY) + r")[^\W_]{0,4}(?!\w)"
     + "|" + "|".join(_PASSWORD_WORDS_BARE))
@@ -454,13 +456,13 @@ def _password_like(value: str) -> bool:
         return False  # a flag, a URL, an e-mail
     if _VERSION_RE.fullmatch(value) or _FILE_NAME_RE.search(value) or _PATH_VALUE_RE.fullmatch(value):
         return False
-    if _CODE_PATH_RE.fullmatch(value) or _CODE_VALUE_RE.match(value) or _stands_in(value):
+    if _CODE_PATH_RE.fullmatch(value) and not _looks_random(value) or _CODE_VALUE_RE.match(value) or _stands_in(value):
         return False
     if re.fullmatch(r"[0-9:/.-]+[A-Za-z]{0,3}|[0-9]{1,2}[A-Z][a-z]+", value):  # 2026-11-23, 24h, 10:30, 1Password
         return False
-    if set(c for c in value if not c.isalnum()) <= set("-_./:=") and all(
+    if set(c for c in value if not c.isalnum()) <= set("-_./:=") and not (upper and lower) and all(
             _WORDLIKE_RE.fullmatch(p) for p in re.split(r"[^A-Za-z0-9]+", value) if p):
-        return False  # scram-sha-256, AES-256-GCM, max-age=3600: words and numbers
+        return False  # scram-sha-256, AES-256-GCM, max-age=3600: words and numbers in one case
     return True
 
 
@@ -472,7 +474,7 @@ class _SecretCall(_Scan):
     skipped. Each call's arguments are read once (at most 600 characters)."""
 
     _CALLEE = _Lazy(r"(?:[Pp]assword|PASSWORD|[Ss]ecret|[Tt]oken|[Aa]uth|[Bb]asic|[Cc]redentials?|[Pp]lain[Tt]ext"
-                    r"|[Pp]assphrase)[A-Za-z0-9_]{0,40}\s*\(")
+                    r"|[Pp]assphrase|crypt)[A-Za-z0-9_]{0,40}\s*\(")
     _NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.:")
     _LITERAL = _Lazy(r"([\"'])((?:(?!\1)[^\n\\]|\\.){0,300})\1")
     _GETTERS = ("get", "read", "fetch", "load", "find", "lookup", "has", "delete", "remove", "describe", "list", "is")
@@ -534,7 +536,7 @@ class _ParamDefault(_Scan):
 
 
 #: what precedes a digest's ':' (go.sum's h1:, Terraform's zh:, SRI, fingerprints): no user
-_HASH_TAGS = frozenset({"http", "https", "h1", "zh", "sha1", "sha224", "sha256", "sha384", "sha512", "md5", "blake2b",
+_HASH_TAGS = frozenset({"http", "https", "h1", "zh", "iv", "tag", "data", "type", "mac", "nonce", "sha1", "sha224", "sha256", "sha384", "sha512", "md5", "blake2b",
                         "blake3", "xxh3", "crc32", "sha", "ssh-rsa", "ssh-ed25519", "ed25519", "rsa", "ecdsa"})
 
 
@@ -602,6 +604,109 @@ def _in_key_value_config(m: re.Match[str]) -> bool:
     password's line is the password, whatever it looks like."""
     around = m.string[max(0, m.start() - 400) : m.end() + 400]
     return len(_KEY_VALUE_LINE_RE.findall(around)) >= 3
+
+
+class _SecretColumn(_Scan):
+    """A table or a CSV export whose header names a secret's column (``password``, ``login_password``,
+    ``Secret access key``): that column's cells in the rows below (up to 500 rows, until a blank line or a row of
+    another shape). Cells are split on the header's delimiter (comma, tab, ``|``, ``│``), quotes honoured."""
+
+    _HEADER = _Lazy(r"(?im)^[^\n]*(?:pass|secret|token|key|credential)[^\n]*$")
+    _DELIMS = (",", "\t", "|", "│", ";")
+
+    @staticmethod
+    def _cells(line: str, delim: str) -> list[tuple[int, int]]:
+        cells, i, start, n = [], 0, 0, len(line)
+        while i <= n:
+            if i < n and line[i] == '"' and line[start:i].strip() == "":
+                close = line.find('"', i + 1)
+                i = n if close < 0 else close + 1
+                continue
+            if i == n or line[i] == delim:
+                cells.append((start, i))
+                start = i + 1
+            i += 1
+        return cells
+
+    def matches(self, text: str) -> Iterator[re.Match[str]]:
+        done = 0
+        for header in self._HEADER.finditer(text):
+            if header.start() < done:
+                continue
+            line = header.group(0)
+            delim = next((d for d in self._DELIMS if line.count(d) >= 2), None)
+            if delim is None:
+                continue
+            before = text[text.rfind("\n", 0, max(0, header.start() - 1)) + 1 : max(0, header.start() - 1)]
+            if header.start() and before.count(delim) >= 2:
+                continue  # a row under another row or a rule: its cells are values, not column names
+            cells = self._cells(line, delim)
+            names = [line[a:b].strip().strip('"').strip() for a, b in cells]
+            wanted = [k for k, name in enumerate(names) if name and len(name) <= 40 and _WORD_CELL_RE.fullmatch(name)
+                      and _strong_name(re.sub(r"[\s-]+", "_", name))]
+            if not wanted or len(cells) < 2 or any(nm and not _WORD_CELL_RE.fullmatch(nm) for nm in names):
+                continue  # a header is names; a row of data is not one
+            pos = header.end() + 1
+            for _ in range(500):
+                if pos >= len(text):
+                    break
+                nl = text.find("\n", pos)
+                end = len(text) if nl < 0 else nl
+                row = text[pos:end]
+                if not row.strip() or set(row.strip()) <= set("|-:=+ ─┼│├┤┌┐└┘┬┴"):
+                    if not row.strip():
+                        break
+                    pos = end + 1
+                    continue
+                row_cells = self._cells(row, delim)
+                if abs(len(row_cells) - len(cells)) > 1:
+                    break
+                for k in wanted:
+                    if k < len(row_cells):
+                        a, b = row_cells[k]
+                        value = row[a:b].strip()
+                        quoted = value[:1] in "\"'`" and value[-1:] == value[:1] and len(value) > 1
+                        inner = value[1:-1] if quoted else value
+                        if inner and not _stands_in(inner) and not inner.startswith(_MARK):
+                            start = pos + a + row[a:b].index(value) + (1 if quoted else 0)
+                            m = _SPAN_RE.match(text, start, start + len(inner))
+                            if m is not None:
+                                yield m
+                pos = end + 1
+            done = pos
+
+
+_WORD_CELL_RE = _Lazy(r"[A-Za-z][\w .()/-]{0,40}|`[A-Za-z][\w .-]{0,40}`")
+
+
+class _CookiePairs(_Scan):
+    """Every random value of a cookie list: a ``Cookie:``/``Set-Cookie:`` header, ``curl --cookie``/``-b`` (and its
+    Windows copy, ``-b ^"…^"``): ``name=value`` pairs split on ``;``."""
+
+    _START = _Lazy(r"(?i)(?:(?:^|[\s;,\"'])(?:set-)?cookie:[ \t]*|(?:--cookie|\s-b)[ =][ \t]*\^?[\"']?)")
+    _PAIR = _Lazy(r"[ \t]*([\w.%-]{1,64})=(?!\[REDACTED)([^;\s,\"'^]*)")
+
+    def matches(self, text: str) -> Iterator[re.Match[str]]:
+        done = 0
+        for start in self._START.finditer(text):
+            if start.start() < done:
+                continue
+            pos = start.end()
+            end = min(len(text), pos + 4096)
+            while pos < end:
+                pair = self._PAIR.match(text, pos, end)
+                if pair is None:
+                    break
+                if len(pair.group(2)) >= 16 and _looks_random(pair.group(2)):
+                    span = _SPAN_RE.match(text, pair.start(2), pair.end(2))
+                    if span is not None:
+                        yield span
+                pos = pair.end()
+                if text.startswith(";", pos):
+                    pos += 1
+                else:
+                    break
+            done = pos
 
 
 class _ValueBefore(_Scan):
@@ -839,8 +944,9 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
            r"(?!\[REDACTED)(?!None\b)([A-Za-z0-9/+=]{16,})"), 1),
     # a row of two columns, a secret's name and its value: `vault kv get`, a Markdown table, TSV, `key  value`
     ("password", ("pass", "pwd", "secret", "token", "key", "credential"),
-     _Checked(_Lazy(r"(?m)^[ \t]*\|{0,2}[ \t]*([A-Za-z][\w.-]{1,40}(?: [A-Za-z][\w.-]{1,30})?)[ \t]*(?:\|[ \t]*|[ \t]{2,}|\t[ \t]*)"
-                    r"(?!\[REDACTED)([^\s|]{4,200})[ \t]*\|{0,2}[ \t]*$"), lambda m: _table_secret(m)), 2),
+     _Checked(_Lazy(r"(?m)^[ \t]*[|│]{0,2}[ \t]*([A-Za-z][\w.-]{1,40}(?: [A-Za-z][\w.-]{1,30})?)[ \t]*"
+                    r"(?:[|│][ \t]*|[ \t]{2,}|\t[ \t]*)(?!\[REDACTED)([^\s|│]{4,200})[ \t]*[|│]{0,2}[ \t]*$"),
+              lambda m: _table_secret(m)), 2),
     # a secret's fallback in code: process.env.API_TOKEN || '…', os.environ.get("DB_PASSWORD", "…"), os.getenv(…)
     ("password", ("process.env", "environ.get(", "getenv("),
      _Checked(_Lazy(r"(?:process\.env\.([A-Za-z_][\w]{0,80})\s*(?:\|\||\?\?)\s*"
@@ -850,10 +956,7 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
     # base64 of a JSON object with no dots (a Cloudflare tunnel token, a Grafana key): a token, not a JWT
     ("api-token", ("eyj",), _Lazy(r"(?<![\w.+/-])eyJ[A-Za-z0-9+/_-]{56,}={0,2}(?![\w.+/=-])"), 0),
     # cookies: a long random value in a Cookie or Set-Cookie header
-    ("secret", ("cookie:", "--cookie"),
-     _Checked(_Lazy(r"(?i)(?:(?:^|[\s;,])(?:set-)?cookie:[^\n]{0,40}?|--cookie[ =]\s*[\"']?)\b[\w.-]{1,64}="
-                    r"(?!\[REDACTED)([^;\s,\"']{16,})"),
-              lambda m: _looks_random(m.group(1))), 1),
+    ("secret", ("cookie:", "--cookie", "-b "), _CookiePairs(), 1),
     # Terraform: variable "db_password" { default = "…" }
     ("password", ("variable",),
      _Checked(_Lazy(r"\bvariable\s+\"([^\"\n]{1,80})\"\s*\{[^{}]{0,400}?\bdefault\s*=\s*\"(?!\[REDACTED)([^\"\n]+)\""),
@@ -1046,10 +1149,11 @@ class _PrintedSecret(_Scan):
     secret``), a secret variable echoed (``echo $API_TOKEN``, ``printenv DB_PASSWORD``), or a secret file read
     (``cat config/master.key``). Up to the next blank or command line, at most 20 lines; each line read once."""
 
-    _COMMAND = _Lazy(r"(?m)^[ \t]*(?:(?:[\w.@~:/()\[\]-]*[$#%❯›]|PS [^\n>]{0,80}>)[ \t]+|(?:Bash|PowerShell|Shell)"
-                     r":[ \t]*)(\S[^\n]*)$")
+    _COMMAND = _Lazy(r"(?m)^[ \t]*(?:(?:[\w.@~:/()\[\]-]*[$#%❯›]|PS [^\n>]{0,80}>|>>>|In \[[0-9]+\]:"
+                     r"|[\w-]+\([\w.:-]*\)(?::[0-9]+)?[>*]|\[[0-9]+\] pry\([^)\n]*\)>)[ \t]+"
+                     r"|(?:Bash|PowerShell|Shell):[ \t]*)(\S[^\n]*)$")
     _PRINTS = _Lazy(
-        r"(?i)(?:^|[|;&(]\s*|\bsudo\s+(?:-\S+\s+)*)(?:"
+        r"(?i)(?:^|[|;&(]\s*|\s--\s+|\bsudo\s+(?:-\S+\s+)*)(?:"
         r"op\s+(?:read\b|item\s+get\b[^|;&]*\s--fields?\b|inject\b)"
         r"|g?pass\s+(?:show\s+)?(?!-)[\w./@-]+\s*(?:$|\|)"
         r"|vault\s+(?:kv\s+get|read)\b[^|;&]*\s-field[= ]"
@@ -1079,7 +1183,7 @@ class _PrintedSecret(_Scan):
     #: SecretString`, `doctl databases connection … --format Password`, `… | jq -r .login.password`
     _READS = frozenset({"get", "show", "read", "access", "output", "reveal", "print", "view", "decrypt", "config:get",
                         "get-secret-value", "get-parameter", "get-parameters", "connection", "export", "fetch", "cat"})
-    _MAKES_RE = _Lazy(r"(?:get|print|create|generate|new|show)-[\w-]*(?:token|password|secret|key)s?")
+    _MAKES_RE = _Lazy(r"(?:get|print|create|generate|new|show|join)-[\w-]*(?:token|password|secret|key)s?")
     #: a kind of resource, not one secret's name (`kubectl get secrets` lists their names)
     _KINDS = frozenset({"secret", "secrets", "credential", "credentials", "creds", "token", "tokens", "keys",
                         "passwords", "secretkeys", "apikeys"})
@@ -1090,6 +1194,10 @@ class _PrintedSecret(_Scan):
 
     @classmethod
     def _names_what_it_prints(cls, command: str) -> bool:
+        if " " not in command.strip():  # a REPL expression: settings.EMAIL_HOST_PASSWORD, os.environ['DB_PASS']
+            parts = [p for p in re.split(r"[.\[\]'\"()]+", command.strip()) if p]
+            if parts and parts[-1].lower() not in cls._KINDS and _strong_name(parts[-1]):
+                return True
         words = [w for w in re.split(r"\s+|\|", command) if w]
         if not words or words[0].rsplit("/", 1)[-1] in cls._SEARCHES:
             return False
@@ -1276,6 +1384,18 @@ _FORMATS.extend([
     ("password", ("pass", "pw", "secret", "token", "key"),
      _Checked(_Lazy(r"(?:\{[ \t]*:?([a-z][\w-]*)[ \t]*,|(?<![\w:]):([a-z][\w-]*)[ \t]+)[ \t]*<{0,2}\"(?!\[REDACTED)"
                     r"([^\"\n]+)\">{0,2}"), lambda m: _strong_name(m.group(1) or m.group(2)) and not _skip_value(m.group(3))), 3),
+    ("password", ("pass", "secret", "token", "key", "credential"), _SecretColumn(), 1),
+    ("password", ("pass", "secret", "token", "key", "credential"),
+     _Checked(_Lazy(r"(?m)^[ \t]*([A-Za-z][\w-]*(?:[ \t][A-Za-z][\w-]*){0,3})[ \t]*:?[ \t]*\r?\n[ \t]*(?!\[REDACTED)"
+                    r"([^\s]{8,200})[ \t]*$"),
+              lambda m: _strong_name(m.group(1).replace(" ", "_")) and not _skip_value(m.group(2))
+              and (_password_like(m.group(2)) or _looks_random(m.group(2)))), 2),
+    ("password", ("->",),
+     _Checked(_Lazy(r"\"([\w.-]{1,80})\"[ \t]*=[ \t]*\"[^\"\n]*\"[ \t]*->[ \t]*\"(?!\[REDACTED)([^\"\n]+)\""),
+              _named_by(1)), 2),
+    ("password", ("/v ", "/d "),
+     _Checked(_Lazy(r"(?i)\s/v[ \t]+\"?([\w.-]{1,80})\"?[^\n]{0,80}?\s/d[ \t]+(?!\[REDACTED)(\"[^\"\n]*\"|\S+)"),
+              _named_by(1)), 2),
     # a value echoed into a file that holds a secret: echo '…' > ~/.rsync.pass, echo KEY:SECRET > ~/.passwd-s3fs
     ("password", ("echo", "printf"),
      _Checked(_Lazy(r"\b(?:echo|printf)\s+(?:-[neE]+\s+)?(?!\[REDACTED)([^\s\"'|>]+|\"[^\"\n]*\"|'[^'\n]*')\s*>>?\s*"
@@ -1371,6 +1491,10 @@ _KEY_QUALIFIERS = frozenset({
 _FILE_EXTENSIONS = frozenset(
     "bin json yaml yml toml txt md py js ts tsx jsx go rs rb java kt cs php sh ps1 log csv xml html lock cfg ini conf "
     "gz zip tar pt pth onnx safetensors pkl".split())
+#: what may follow a secret's name without changing what it names: RESEND_KEY_PROD, DB_PASSWORD_OLD
+_QUALIFIERS = frozenset({"prod", "production", "dev", "development", "staging", "stage", "test", "testing", "qa",
+                         "local", "live", "sandbox", "old", "new", "next", "prev", "previous", "current", "primary",
+                         "secondary", "backup", "main", "default", "v1", "v2", "v3", "b64", "base64", "raw", "enc"})
 #: a tokenizer's special tokens (``eos_token``, ``additional_special_tokens``): text markers, not credentials
 _TOKENIZER_WORDS = frozenset({"bos", "eos", "unk", "pad", "cls", "sep", "mask", "eot", "eod", "sot", "special",
                               "additional", "image", "vision", "tool", "think", "fim"})
@@ -1383,7 +1507,7 @@ _ABOUT_LAST = frozenset({
     "algorithm", "alg", "method", "scheme", "strength", "valid", "validator", "validation", "index", "position",
     "encryption", "hashing", "hasher", "fd", "prefix", "permission", "permissions", "scope", "scopes", "audience",
     "history", "attempts", "retries", "age", "lifetime", "complexity", "rounds", "iterations", "cost", "bits", "chars",
-    "digits",
+    "digits", "days", "hours", "minutes", "seconds", "interval", "period",
 })
 _NOT_VALUES = frozenset({
     "null", "none", "nil", "true", "false", "undefined", "str", "string", "int", "bool", "boolean", "bytes", "any",
@@ -1392,6 +1516,7 @@ _NOT_VALUES = frozenset({
     "text", "varchar", "object", "number", "integer", "list", "dict", "map", "void", "async", "raise", "throw",
     "if", "else", "not", "and", "or", "is", "in", "yield", "continue", "break", "pass", "nullptr", "nothing",
     "write", "read", "read-all", "write-all", "inherit",  # GitHub Actions' permissions (id-token: write)
+    "omit", "include", "same-origin",  # fetch()'s credentials
 })
 _PROSE_STOP = frozenset({
     "is", "was", "the", "a", "an", "not", "required", "incorrect", "wrong", "invalid", "missing", "set", "stored",
@@ -1402,7 +1527,7 @@ _PROSE_STOP = frozenset({
 _SEP_RE = _Lazy(r"(?:\\?[\"'`])?\]?[ \t]*(::(?=[ \t])|:=|=>|->|\?=|=|:)(?![=:/])[ \t]*")
 #: ``name: API_KEY`` … ``value: x`` (Kubernetes env, .NET appSettings, CloudFormation parameters)
 _NAME_FIELD_RE = _Lazy(r"(?i)(?:name|key|parameterkey|id)\\?[\"']?\s*[:=]\s*\\?[\"']?$")
-_VALUE_FIELD_RE = _Lazy(r"(?i)value\\?[\"']?\s*[:=]\s*")
+_VALUE_FIELD_RE = _Lazy(r"(?i)(?:value|example|default)\\?[\"']?\s*[:=]\s*")
 _FLAG_SEP_RE = _Lazy(r"(=|[ \t]+)(?=[^\s-])")
 _PROSE_RE = _Lazy(r"[ \t]+(?:is|was|=|:)[ \t]+(?:set to[ \t]+)?(?=\S)", re.IGNORECASE)
 _INLINE_END = frozenset(" \t\r\n,;&)]}\"'<>|`")
@@ -1441,10 +1566,14 @@ def name_kind(name: str) -> tuple[str, bool] | None:
     (('secret', False), ('secret', True))
     """
     parts = _components(name)
-    while parts and parts[-1].isdigit():  # key1, SECRET_2
+    while len(parts) > 1 and (parts[-1].isdigit() or parts[-1] in _QUALIFIERS):  # key1, SECRET_2, RESEND_KEY_PROD
         parts.pop()
+    if parts and parts[-1] in ("keys", "secrets"):  # APP_KEYS=a,b,c; not max_tokens, a count
+        parts[-1] = parts[-1][:-1]
     if not parts:
         return None
+    if parts == ["set", "cookie"]:
+        return None  # a Set-Cookie header: the cookie rule reads its pairs
     if parts[0] in ("from", "use", "using", "via") and len(parts) > 1:
         return None  # from_secret: docker_password names which secret to read
     if parts[-1] in ("token", "tokens") and _TOKENIZER_WORDS.intersection(parts):
@@ -1599,7 +1728,7 @@ def _skip_value(value: str) -> bool:
 _STANDS_IN_RE = _Lazy(
     r"(?i)\$[A-Za-z_]\w*|\$\{[^{}\n]{1,80}\}|\$\w+\{[^{}\n]{1,120}\}?|`[^`\n]{1,120}`|&[A-Za-z_]\w*\.?|\$\([^()\n]{1,120}\)|%[A-Za-z_]\w*%|\{\{[^{}\n]{1,120}\}\}"
     r"|<[^<>\n]{1,40}>|\[[A-Za-z][A-Za-z ._-]{0,20}\]?|[*x•.…]{3,}|[\w-]{1,12}(?:\.\.\.|…|\*{4,})"
-    r"|(?:your|insert|enter|put|add)[-_ ][\w -]{1,40}|[\w-]{1,40}[-_ ]here|replace[-_ ]?me|change[-_ ]?(?:it|me)"
+    r"|(?:your|insert|enter|put|add)[-_ ][\w -]{1,40}|[\w-]{1,40}[-_ ]here|replace[-_ ]?me|!?change[-_ ]?(?:it|me)!?"
     r"|[*•.…]{4,}\w{0,6}|%[sdr]|%\(\w+\)[sdr]|\{\w*\}"
     r"|(?:op|vault|awssm|gcpsm|azkv|sops|secret|ref\+\w+)://\S+|vault:\S+|!(?:secret|vault|ref|sub|getatt)(?:\s+\S+)?"
     r"|arn:aws:(?:secretsmanager|ssm|kms):\S+|@Microsoft\.KeyVault\(.*\)|projects/[^/\s]+/secrets/\S+")
@@ -1619,6 +1748,12 @@ def _names_another(value: str) -> bool:
 
 
 _IDENTIFIER_RE = _Lazy(r"[A-Za-z][A-Za-z0-9]*(?:[_-][A-Za-z0-9]+)*")
+
+
+def _reads_setting(value: str) -> bool:
+    """``value`` reads a setting named for a secret: ``BuildConfig.MAPS_API_KEY``, ``settings.SECRET_KEY``."""
+    return "." in value and bool(_CODE_PATH_RE.fullmatch(value)) and not _looks_random(value) and _strong_name(
+        value.rsplit(".", 1)[-1])
 
 
 def _reads_itself(name: str, value: str) -> bool:
@@ -1719,7 +1854,7 @@ def _value_span(text: str, vstart: int, to_line_end: bool, strong: bool, whole_t
         value = text[a:b]
         if not value.strip() or value.startswith(_MARK) or value.startswith(("${", "{{", "$(")) or _stands_in(value):
             return None
-        if _VERSION_RE.fullmatch(value) or _is_prose(value):
+        if _VERSION_RE.fullmatch(value) or _is_prose(value) or value.lower() in ("omit", "include", "same-origin"):
             return None
         if not strong and not _looks_random(value):
             return None
@@ -1829,7 +1964,8 @@ def _named(text: str, lower: str) -> tuple[str, int]:
                     value = text[prose.end() : end].rstrip(".,;:!?)\"'")
                     if value and value.lower() not in _PROSE_STOP and not _skip_value(value):
                         span = (prose.end(), prose.end() + len(value))
-        if span and (_reads_itself(name, text[span[0] : span[1]]) or _names_another(text[span[0] : span[1]])):
+        if span and (_reads_itself(name, text[span[0] : span[1]]) or _names_another(text[span[0] : span[1]])
+                     or _reads_setting(text[span[0] : span[1]])):
             span = None  # api_key=api_key, secret_key = settings.SECRET_KEY, from_secret: docker_password
         if span and span[1] > span[0] and not (spans and span[0] < spans[-1][1]):
             spans.append((span[0], span[1], kind))

@@ -363,3 +363,43 @@ def test_digests_public_keys_and_references_in_configs_stay():
                  "cacerts = _ffi.new(\"Cryptography_STACK_OF_X509**\")",
                  "'JsonLexer': ('pygments.lexers.data', 'Javascript+UL4', ('js+ul4',))"):
         assert redact(text).text == text, redact(text).text
+
+
+# exports and tables with a secret's column, labels above their values, REPL output, cookie lists
+BY_EXPORT_AND_OUTPUT = [
+    ("name,url,username,password,note\nwiki,https://wiki.example.com,ops,Tq7#Lz2Xv9,\nvpn,,ops,Rk8!Lq2Zx7,",
+     "Rk8!Lq2Zx7"),
+    ('"Group","Title","Username","Password"\n"Root","nas","admin","Vq8-Lz2Xm7"', "Vq8-Lz2Xm7"),
+    ("| env | user | password |\n|-----|------|----------|\n| stage | admin | Hz7!Kq2Lm9 |", "Hz7!Kq2Lm9"),
+    ("│ NAME            │ VALUE                │\n│ SMTP_PASSWORD   │ Wq7#Lz2Xv9Rk         │", "Wq7#Lz2Xv9Rk"),
+    ("Access key ID\nAKIAQ7ZX3LM2VT9KR4WP\nSecret access key\nZp8Kw2Qx7Lm4Tr9Vn3Bd6Hs1Jf5Gc0Ya2Ue8Io3W",
+     "Zp8Kw2Qx7Lm4Tr9Vn3Bd"),
+    (">>> settings.SMTP_PASSWORD\n'Kq7!Lz2Xv9'", "Kq7!Lz2Xv9"),
+    ("In [4]: os.environ['API_TOKEN']\nOut[4]: 'Tz8Kq2Lm7Xr4Vb9Wn3Bd6'", "Tz8Kq2Lm7Xr4Vb9Wn3Bd6"),
+    ("$ op run --env-file=.env -- printenv STRIPE_SECRET\nsk_live_placeholder_is_not_this_Xq7Lz2Vm9", "Xq7Lz2Vm9"),
+    ("STRIPE_KEY_PROD=Rq7Lz2Xv9Kt4Wm8Pn3Bd6Hs1", "Rq7Lz2Xv9Kt4Wm8Pn3Bd6Hs1"),
+    ("APP_KEYS=Vm8Kq2Lz7Xr4==,Tq7Lz2Xv9Rk4==", "Tq7Lz2Xv9Rk4"),
+    ('  ~ "API_SECRET" = "(sensitive)" -> "Gq7!Lz2Xv9"', "Gq7!Lz2Xv9"),
+    ('reg add "HKCU\\Software\\Tool" /v ApiToken /t REG_SZ /d "Hq8Lz2Xv7Rt4Kp9W" /f', "Hq8Lz2Xv7Rt4Kp9W"),
+    ("curl https://app.example.com -b 'theme=dark; sessionid=Qz8Lm2Xv7Rt4Kp9Wn3Bd6; csrftoken=Vb8Kq2Lm7Xr4Tz9Wn3'",
+     "Qz8Lm2Xv7Rt4Kp9Wn3Bd6"),
+    ("Het wachtwoord is Lichen-fjord7506", "Lichen-fjord7506"),
+    ("Паролата е Heron#nectar01", "Heron#nectar01"),
+]
+
+
+@pytest.mark.parametrize("text, secret", BY_EXPORT_AND_OUTPUT)
+def test_secrets_in_exports_labels_repl_output_and_cookie_lists_are_masked(text, secret):
+    assert secret not in redact(text).text, redact(text).text
+
+
+def test_tables_of_names_and_settings_stay():
+    for text in ("| Variable | Required | Description |\n|---|---|---|\n| `API_TOKEN` | yes | Token for the API |\n"
+                 "| `DB_PASSWORD` | yes | Database password |",
+                 "| Key | Description |\n|-----|-------------|\n| `api_key` | Your API key |\n| `timeout` | Seconds |",
+                 '  File "/app/auth.py", line 88, in verify_token\n    payload = jwt.decode(token, key, algorithms=["HS256"])',
+                 "max_tokens: 4096", "SECRET_ROTATION_DAYS=90", 'fetch(url, {"credentials": "omit"})',
+                 "set-cookie: locale=de-DE; Path=/; Max-Age=31536000; SameSite=Lax",
+                 "val apiKey = BuildConfig.MAPS_API_KEY", "ENC[AES256_GCM,data:q9Xk2w==,iv:E9zfQm4Lz8Rt2Xv7Kp=,type:str]",
+                 "name,email,role\nada,ada@example.com,admin"):
+        assert redact(text).text == text, redact(text).text

@@ -57,6 +57,11 @@ INPUTS = {
     "field and value pairs": "<key>API_KEY</key><string>" * 4_000,
     "secret words on one line": "key " * 25_000,
     "password words on one line": "password " * 12_000,
+    "a password column over many rows": "user,password\n" + "a,b\n" * 20_000,
+    "header-like lines repeated": "user,password,token\n" * 5_000,
+    "cookie pairs": "Cookie: " + "a=b;" * 25_000,
+    "REPL prompts": ">>> settings.API_TOKEN\n" * 4_000,
+    "label lines": "Secret access key\n" * 5_000,
 }
 
 
