@@ -1366,7 +1366,7 @@ _FORMATS.extend([
     # network gear: "password 7 <value>", "secret 5 <hash>", "key 0 <value>", "snmp-server community <value>"
     ("password", ("password ", "secret ", "key ", "key-string", "community"),
      _Lazy(r"(?im)(?:\b(?:password|secret|key|key-string)[ \t]+[0-9][ \t]+(?:md5[ \t]+)?|\bsecret[ \t]+\"?(?=\$9\$)"
-           r"|\b(?:community|authentication-key|message-digest-key[ \t]+[0-9]+[ \t]+md5)[ \t]+)(?!\[REDACTED)"
+           r"|\b(?:community|authentication-key|message-digest-key[ \t]+[0-9]+[ \t]+md5)[ \t]+(?=[^\s\"]*[0-9]))(?!\[REDACTED)"
            r"(\$9\$[^\s\"]+|[^\s\"]{6,})(?=\"?(?:[ \t]+(?:RO|RW|[0-9]+)\b|[ \t]*$))"), 1),
     ("password", ("{plain}", "{cleartext}", "{clear}"),
      _Lazy(r"(?i)\{(?:PLAIN|CLEARTEXT|CLEAR)\}(?!\[REDACTED)([^\s:\"']+)"), 1),
@@ -1476,6 +1476,10 @@ _SECRET_WORDS = frozenset({
     # a Wi-Fi pre-shared key, a wallet's seed words, registry credentials (a Kubernetes Secret's key)
     "psk", "mnemonic", "dockerconfigjson", "dockercfg",
 })
+#: what may follow "secret" in one lower-case word (secretkey, secretsmanager); not secretase, secretion, secretary
+_SECRET_TAILS = frozenset({"", "s", "key", "keys", "token", "tokens", "id", "value", "access", "accesskey", "string",
+                           "name", "ref", "data", "file", "path", "manager", "smanager", "store", "service", "provider",
+                           "hash", "base", "keybase", "phrase", "word", "box", "txt"})
 #: last components that make a prefixed name secret (``GITHUB_TOKEN``, ``API_KEY``, ``BASIC_AUTH``)
 #: names that alone are too common in code to mask a value that does not look random (``key = "name"``)
 _WEAK_ALONE = frozenset({"key", "sig", "signature", "salt", "cookie", "auth", "pat", "sas"})
@@ -1585,7 +1589,7 @@ def name_kind(name: str) -> tuple[str, bool] | None:
     last = parts[-1]
     password = any(p.startswith(_PASSWORD_PARTS) or "passw" in p or p in _PASSWORD_WORDS
                    or p.endswith(("pass", "pw", "pwd")) and len(p) > 4 and p not in _NOT_PASSWORDS for p in parts)
-    secret = any(p in _SECRET_WORDS or (p.startswith("secret") and not p.startswith("secretar")) for p in parts)
+    secret = any(p in _SECRET_WORDS or (p.startswith("secret") and p[6:] in _SECRET_TAILS) for p in parts)
     if last == "data" and len(parts) > 1 and parts[-2] == "key":  # kubeconfig's client-key-data: a private key
         return "secret", True
     if last == "pat" and not (password or secret):  # GITHUB_PAT, but IPV4_PAT and longopt_pat are patterns

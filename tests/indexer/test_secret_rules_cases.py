@@ -1,6 +1,8 @@
 """Families of secrets the filter must mask, and of ordinary developer text it must leave alone (each family is
 a method, not one string: the values here are made up for the tests)."""
 
+from pathlib import Path
+
 import pytest
 
 from indexer.privacy import redact
@@ -403,3 +405,31 @@ def test_tables_of_names_and_settings_stay():
                  "val apiKey = BuildConfig.MAPS_API_KEY", "ENC[AES256_GCM,data:q9Xk2w==,iv:E9zfQm4Lz8Rt2Xv7Kp=,type:str]",
                  "name,email,role\nada,ada@example.com,admin"):
         assert redact(text).text == text, redact(text).text
+
+
+_EVAL = Path(__file__).resolve().parents[3] / "shared" / "eval"
+
+
+def _locomo_turns() -> list[str]:
+    import json
+
+    turns = []
+    for conversation in json.loads((_EVAL / "locomo-dev" / "locomo_dev.json").read_text(encoding="utf-8")):
+        for key, session in conversation["conversation"].items():
+            if key.startswith("session_") and isinstance(session, list):
+                turns.extend(turn["text"] for turn in session if isinstance(turn, dict) and "text" in turn)
+    return turns
+
+
+@pytest.mark.skipif(not _EVAL.is_dir(), reason="the public eval sets live in ../shared/eval")
+def test_scientific_abstracts_and_conversations_pass_through_unchanged():
+    """Prose with no secret in it: 1,500 SciFact abstracts and every LoCoMo dev turn leave the filter as they came
+    (secretase, a community setting, a key finding are words, not secrets)."""
+    import json
+
+    with (_EVAL / "scifact" / "corpus.jsonl").open(encoding="utf-8") as f:
+        abstracts = [json.loads(line)["text"] for _, line in zip(range(1500), f)]
+    turns = _locomo_turns()
+    assert len(abstracts) == 1500 and len(turns) > 1000
+    changed = [t for t in abstracts + turns if redact(t).text != t]
+    assert changed == [], changed[:3]
