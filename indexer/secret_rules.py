@@ -333,7 +333,7 @@ _PREFIXED_TOKENS = (
     "api_live_ key_live_ live_sk_ atbb eaaa eaab eaac eaag cfpat- sqp_ squ_ sqa_ bkua_ rnd_ sb_secret_ ccipat_ "
     "api_org_ fm1r_ fm2_ glagent- y0_ esecret_ csk- fw_ napi_ phx_ sntryu_ dp.sa. dp.scim. dp.audit. lin_oauth_ "
     "ek_live_ ek_test_ nrii- tskey- absk pat-na1- pat-eu1- sdk- v4.public. v4.local. oauth: mlsn. sl.u. secret_ "
-    "swmtkn-1-"
+    "swmtkn-1- nsec1"
 ).split()
 _PREFIX_RE = _Lazy(
     r"(?<![A-Za-z0-9_])(?:" + "|".join(re.escape(p) for p in _PREFIXED_TOKENS) + r")[A-Za-z0-9_\-.=+/]{16,}",
@@ -369,12 +369,14 @@ _PASSWORD_WORDS_ANY = (
     "heslo", "hasło", "hasła", "geslo", "lozinka", "parola", "parolă", "parole", "parool", "jelszó", "jelszav",
     "şifre", "senha", "contraseña", "contrasenya", "clave", "slaptažodis", "lykilorð", "nenosiri", "mdp", "psw",
     "пароль", "пароля", "паролем", "парола", "паролата", "лозинка", "κωδικός", "mot de passe", "mật khẩu",
-    "kata sandi", "kata laluan", "wagwoord", "şifrə", "šifra", "sifra", "geslo", "құпия сөз", "нууц үг", "gaga",
+    "kata sandi", "kata laluan", "wagwoord", "şifrə", "šifra", "sifra", "geslo", "құпия сөз", "нууц үг", "parol",
+    "fjalëkalim", "pasahitza", "pasvorto", "contrasinal", "passwuert", "cyfrinair", "pasfhocal", "adgangsord",
 )
 #: scripts written without spaces between words, or whose words no \w boundary ends: no boundary is asked
 _PASSWORD_WORDS_BARE = ("密码", "密碼", "口令", "パスワード", "暗証番号", "비밀번호", "암호", "पासवर्ड", "পাসওয়ার্ড",
                         "கடவுச்சொல்", "รหัสผ่าน", "סיסמה", "סיסמא", "كلمة المرور", "كلمة السر", "رمز عبور",
-                        "گذرواژه", "پاس ورڈ", "პაროლ", "ពាក្យសម្ងាត់", "စကားဝှက်")
+                        "گذرواژه", "پاس ورڈ", "პაროლ", "ពាក្យសម្ងាត់", "စကားဝှက်",
+                        "የይለፍ ቃል", "գաղտնաբառ", "પાસવર્ડ", "పాస్‌వర్డ్", "పాస్వర్డ్", "ಪಾಸ್‌ವರ್ಡ್", "പാസ്‌വേഡ്")
 _PASSWORD_WORDS_RE = _Lazy(  # run over the lower-cased text; what precedes a word is checked after the match
     r"(?:" + "|".join(re.escape(w) for w in _PASSWORD_WORDS_ANY) + r")[^\W_]{0,4}(?!\w)"
     + "|" + "|".join(_PASSWORD_WORDS_BARE))
@@ -812,10 +814,10 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
      1),
     ("sas-signature", ("sig=",), _Lazy(r"(?i)\bsig=(?!\[REDACTED)([^&\s\"'<>;]{8,})"), 1),
     ("jwt", ("eyj",), _Lazy(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"), 0),
-    ("bearer-token", ("bearer",), _Checked(_Lazy(r"(?i)\bbearer\s+(?!\[REDACTED)([A-Za-z0-9._~+/\-]{8,}=*)"),
+    ("bearer-token", ("bearer",), _Checked(_Lazy(r"(?i)\bbearer\\?\s+(?!\[REDACTED)([A-Za-z0-9._~+/\-]{8,}=*)"),
                                            lambda m: not _plain_word(m.group(1))), 1),
     ("bearer-token", ("authorization",),
-     _Checked(_Lazy(r"(?i)\bauthorization[\"']?(?:\s*[:=]\s*|[ \t]+)[\"']?(?!\[REDACTED)(?:(?:basic|bearer|token|"
+     _Checked(_Lazy(r"(?i)\bauthorization[\"']?(?:\s*[:=]\s*\[?\s*|[ \t]+)[\"']?(?!\[REDACTED)(?:(?:basic|bearer|token|"
                     r"digest|apikey|key|sso-key|otoken|splunk|ssws|klaviyo-api-key)\s+)?([A-Za-z0-9+/=_.~:-]{16,})"
                     r"(?=[\"'\s;,]|$)"), lambda m: _looks_random(m.group(1)) and any(c.isdigit() for c in m.group(1))),
      1),
@@ -832,7 +834,7 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
     # long, and mixing letters and digits as no user name does
     ("connection-string", ("://",),
      _Checked(_Lazy(r"\b[A-Za-z][A-Za-z0-9+.\-]{1,15}://(?!\[REDACTED)([A-Za-z0-9_\-.~]{20,200})"
-                    r"(?=@[A-Za-z0-9\[]|:(?:x-oauth-basic|x-token-auth|\[REDACTED)[^\s@]{0,40}@)"),
+                    r"(?=@[A-Za-z0-9\[]|:(?:x-oauth-basic|x-token-auth|\[REDACTED)?[^\s@]{0,40}@)"),
               lambda m: _looks_random(m.group(1)) and any(c.isdigit() for c in m.group(1))), 1),
     (
         "password",
@@ -888,7 +890,7 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
               lambda m: _mixed(m.group(1).strip("\"'")) and not re.fullmatch(r"[0-9:.]+", m.group(1))
               and not _stands_in(m.group(1))), 1),
     ("api-token", ("-u", "--user"),
-     _Checked(_Lazy(r"(?<![\w-])(?:-u|--user)[ =][ \t]*[\"']?(?!\[REDACTED)([A-Za-z0-9_-]{16,}):"),
+     _Checked(_Lazy(r"(?<![\w-])(?:-u|--user)[ =][ \t]*[\"']?(?!\[REDACTED)([A-Za-z0-9_.-]{16,}):"),
               lambda m: _looks_random(m.group(1)) and any(c.isdigit() for c in m.group(1))), 1),
     # config set NAME VALUE / NAME=VALUE, where NAME names a secret: pulumi, snyk, atlas, npm, yarn, …
     ("secret", ("config set",),
@@ -948,9 +950,10 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
                     r"(?:[|│][ \t]*|[ \t]{2,}|\t[ \t]*)(?!\[REDACTED)([^\s|│]{4,200})[ \t]*[|│]{0,2}[ \t]*$"),
               lambda m: _table_secret(m)), 2),
     # a secret's fallback in code: process.env.API_TOKEN || '…', os.environ.get("DB_PASSWORD", "…"), os.getenv(…)
-    ("password", ("process.env", "environ.get(", "getenv("),
-     _Checked(_Lazy(r"(?:process\.env\.([A-Za-z_][\w]{0,80})\s*(?:\|\||\?\?)\s*"
-                    r"|(?:environ\.get|getenv)\(\s*[\"']([A-Za-z_][\w.-]{0,80})[\"']\s*,\s*)"
+    ("password", ("process.env", "environ.get(", "getenv(", "env::var("),
+     _Checked(_Lazy(r"(?:process\.env\.([A-Za-z_][\w]{0,80})\s*(?:\|\||\?\?)=?\s*"
+                    r"|(?:environ\.get|getenv|Getenv|env::var)\(\s*[\"']([A-Za-z_][\w.-]{0,80})[\"']\s*\)?"
+                    r"(?:\s*,\s*|[^;\n\"'`]{0,60}?))"
                     r"([\"'`])(?!\[REDACTED)([^\"'`\n]{1,300})\3"),
               lambda m: _names_a_secret(m.group(1) or m.group(2), m.group(4))), 4),
     # base64 of a JSON object with no dots (a Cloudflare tunnel token, a Grafana key): a token, not a JWT
@@ -986,8 +989,9 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
     # "use … as the password", "… is the new root password": the value before the words
     ("password", (" as ", " is "), _ValueBefore(), 2),
     # a login told as user and password: "creds are admin / …", "login for the router is admin:…", "(admin / …)"
-    ("password", ("cred", "login", "log in", "sign in", "username"),
-     _Checked(_Lazy(r"(?i)\b(?:creds|credentials|login|log[ \t]?in|sign[ \t]?in|username)\b[^\n]{0,60}?"
+    ("password", ("cred", "login", "log in", "sign in", "username", "admin", "basic"),
+     _Checked(_Lazy(r"(?i)\b(?:creds|credentials|login|log[ \t]?in|sign[ \t]?in|username|admin|basic[ \t-]?auth)\b"
+                    r"[^\n]{0,60}?"
                     r"[\s(][\"'`]?[\w.@+-]{1,40}[\"'`]?(?:[ \t]*/[ \t]*|:)[\"'`]?(?!\[REDACTED)([^\s/:)\"'`]{6,128})"
                     r"[\"'`]?(?=[.,;!?)]?(?:\s|$))"),
               lambda m: _mixed(m.group(1)) and any(c.isdigit() for c in m.group(1)) and not m.group(1).isdigit()
@@ -1162,7 +1166,9 @@ class _PrintedSecret(_Scan):
         r"|(?:doppler|infisical)\s+secrets\s+get\b[^|;&]*--plain|sops\s+(?:-d|--decrypt)\b[^|;&]*--extract"
         r"|gcloud\s+secrets\s+versions\s+access\b|gcloud\s+auth\s+(?:application-default\s+)?print-\w+-token\b"
         r"|aws\s+(?:ecr|ecr-public)\s+get-login-password\b|az\s+acr\s+login\b[^|;&]*--expose-token"
-        r"|(?:gh|glab)\s+auth\s+token\b|heroku\s+auth:token\b|kubectl\s+create\s+token\b"
+        r"|(?:gh|glab)\s+auth\s+token\b|heroku\s+auth:token\b|kubectl\s+create\s+token\b|oc\s+whoami\s+(?:-t|--show-token)"
+        r"|[\w.-]+\s+(?:[\w-]+\s+)?(?:[\w-]*(?:keys?|tokens?|secrets?)\s+(?:create|generate|new|issue|rotate|regenerate))\b"
+        r"|kubectl\s+view-secret\b"
         r"|kubectl\s+get\s+secrets?\b[^|;&]*(?:jsonpath|go-template)"
         r"|openssl\s+(?:rand|passwd)\b|pwgen\b|(?:bin/)?rails\s+secret\b|mix\s+phx\.gen\.secret\b"
         r"|wg\s+gen(?:key|psk)\b|rclone\s+obscure\b|[\w/.-]*-reset-password\b|mkpasswd\b|htpasswd\s+-\w*n"
@@ -1182,6 +1188,7 @@ class _PrintedSecret(_Scan):
     #: db_password`, `heroku config:get SECRET_KEY_BASE`, `aws secretsmanager get-secret-value … --query
     #: SecretString`, `doctl databases connection … --format Password`, `… | jq -r .login.password`
     _READS = frozenset({"get", "show", "read", "access", "output", "reveal", "print", "view", "decrypt", "config:get",
+                        "jq", "view-secret",
                         "get-secret-value", "get-parameter", "get-parameters", "connection", "export", "fetch", "cat"})
     _MAKES_RE = _Lazy(r"(?:get|print|create|generate|new|show|join)-[\w-]*(?:token|password|secret|key)s?")
     #: a kind of resource, not one secret's name (`kubectl get secrets` lists their names)
@@ -1189,6 +1196,9 @@ class _PrintedSecret(_Scan):
                         "passwords", "secretkeys", "apikeys"})
     _STORES = frozenset({"keyvault", "secretsmanager", "ssm", "secret", "secrets", "kv", "vault", "keychain",
                          "passwords", "credentials"})
+    #: CLIs where "secret" or "token" names a kind of resource being listed
+    _LISTERS = frozenset({"kubectl", "oc", "gh", "glab", "az", "gcloud", "aws", "doctl", "vault", "op", "heroku",
+                          "flyctl", "fly", "vercel", "netlify", "supabase", "doppler", "infisical"})
     _SEARCHES = frozenset({"grep", "rg", "ag", "ack", "find", "ls", "git", "sed", "awk", "diff", "tree", "fd", "man"})
     _ARG_PARTS_RE = _Lazy(r"[./:=\[\]\"']+")
 
@@ -1201,7 +1211,8 @@ class _PrintedSecret(_Scan):
         words = [w for w in re.split(r"\s+|\|", command) if w]
         if not words or words[0].rsplit("/", 1)[-1] in cls._SEARCHES:
             return False
-        if not any(w.lower() in cls._READS or cls._MAKES_RE.fullmatch(w.lower()) for w in words[1:]):
+        if not any(w.lower() in cls._READS or w.lower().endswith(":get") or cls._MAKES_RE.fullmatch(w.lower())
+                   for w in words[1:]) and words[0] != "jq":
             return False
         if words[0] not in ("kubectl", "oc") and any(w.lower() in cls._STORES for w in words[1:]):
             return True  # az keyvault secret show, aws secretsmanager get-secret-value, aws ssm get-parameter
@@ -1209,7 +1220,8 @@ class _PrintedSecret(_Scan):
             if w.startswith("-"):
                 w = w.partition("=")[2]
             parts = [p for p in cls._ARG_PARTS_RE.split(w) if p]
-            if parts and parts[-1].lower() not in cls._KINDS and _strong_name(parts[-1]):
+            if parts and (parts[-1].lower() not in cls._KINDS or words[0] not in cls._LISTERS) and (
+                    _strong_name(parts[-1]) or w.startswith(".") and name_kind(parts[-1]) is not None):
                 return True
         return False
 
@@ -1345,7 +1357,8 @@ _FORMATS.extend([
                     r"(?:[ \t]+As[ \t]+String)?(?:[ \t]*=[ \t]*|[ \t]+)(?![=\[])(?!REDACTED)([\"']?)([^\s\"';]+)\2"),
               lambda m: _strong_name(m.group(1)) and not _skip_value(m.group(3))), 3),
     ("password", ("pass", "pw", "secret", "token", "key", "credential"),
-     _Checked(_Lazy(r"(?m)^[ \t]*([A-Za-z][\w.-]{2,60})[ \t]+([\"']?)(?!\[REDACTED)([^\s\"';]{4,200})\2[ \t]*;?[ \t]*$"),
+     _Checked(_Lazy(r"(?m)^[ \t]*([A-Za-z][\w.-]{2,60})(?:[ \t]+--?[a-z][\w-]*)*[ \t]+([\"']?)(?!\[REDACTED)(?!-)"
+                    r"([^\s\"';]{4,200})\2[ \t]*;?[ \t]*$"),
               lambda m: _strong_name(m.group(1)) and not _skip_value(m.group(3)) and (
                   _mixed(m.group(3)) and any(c.isdigit() for c in m.group(3)) or _in_key_value_config(m))), 3),
     # a value made of a user and a password: user = "deploy:…", npmAuthIdent: "ci:…", BUNDLE_GEMS__X=ci:…
@@ -1398,8 +1411,9 @@ _FORMATS.extend([
               _named_by(1)), 2),
     # a value echoed into a file that holds a secret: echo '…' > ~/.rsync.pass, echo KEY:SECRET > ~/.passwd-s3fs
     ("password", ("echo", "printf"),
-     _Checked(_Lazy(r"\b(?:echo|printf)\s+(?:-[neE]+\s+)?(?!\[REDACTED)([^\s\"'|>]+|\"[^\"\n]*\"|'[^'\n]*')\s*>>?\s*"
-                    r"([^\s;&|]+)"), lambda m: _secret_file(m.group(2)) and not _stands_in(m.group(1))), 1),
+     _Checked(_Lazy(r"\b(?:echo|printf)\s+(?:-[neE]+\s+)?(?:([\"'])%[^\"'\n]*\1\s+)?(?!\[REDACTED)"
+                    r"([^\s\"'|>]+|\"[^\"\n]*\"|'[^'\n]*')\s*(?:>>?|\|\s*(?:sudo\s+)?tee(?:\s+-a)?)\s*([^\s;&|]+)"),
+              lambda m: _secret_file(m.group(3)) and not _stands_in(m.group(2))), 2),
     # a password given after a login-like word: +login user PASS, login serveradmin PASS, set-initial-password PASS,
     # addauth digest user:PASS, -setcookie COOKIE, /RP PASS, /p PASS, -w PASS, user create NAME PASS
     ("password", ("login", "authorize", "pass", "pw", "auth", "addauth", "cookie", "/rp", "/p", " -w", " -s", " -p",
@@ -1415,6 +1429,24 @@ _FORMATS.extend([
     # ppp's chap-secrets / pap-secrets: client server "secret" addresses
     ("password", ("chap-secrets", "pap-secrets", "# client"),
      _Lazy(r"(?m)^[ \t]*[^\s#\"]+[ \t]+[^\s\"]+[ \t]+\"(?!\[REDACTED)([^\"\n]+)\"[ \t]+\S+[ \t]*$"), 1),
+    ("secret", ("--suri",), _Lazy(r"--suri[ =][ \t]*[\"']?(?!\[REDACTED)([^\s\"']+)"), 1),
+    ("secret", ("md5", "sha1", "sha256", "sha512", "aes"),
+     _Lazy(r"(?im)^[ \t]*[0-9]+[ \t]+(?:MD5|SHA1|SHA256|SHA384|SHA512|AES128|AES256)[ \t]+(?:HEX:|ASCII:)?(?!\[REDACTED)(\S{8,})"
+           r"[ \t]*$"), 1),
+    # CVS pserver, Teradata .LOGON: a login in a connection line
+    ("password", (":pserver:",), _Lazy(r":pserver:[^:@\s]+:(?!\[REDACTED)([^@\s]+)@"), 1),
+    ("password", (".logon",), _Lazy(r"(?i)\.LOGON[ \t]+[^,\s]+,(?!\[REDACTED)([^;\s]+)"), 1),
+    # an element named for a secret holding <Value> (Windows unattend): <AdministratorPassword><Value>…</Value>
+    ("password", ("<value>",),
+     _Checked(_Lazy(r"<([\w:.-]+)>\s*<(?:Value|value|PlainText)>(?!\[REDACTED)([^<\n]+)</"), _named_by(1)), 2),
+    # a secret wrapped in a call at its assignment: JSON.stringify('…'), Some("…"), SecretString::new("…")
+    ("secret", ("stringify(", "some(", "secret", "string(", "buffer.from("),
+     _Checked(_Lazy(r"[\"']?([\w.$-]{2,80})[\"']?[ \t]*[:=][ \t]*(?:JSON\.stringify|String|Some|SecretString(?:::new)?"
+                    r"|Secret(?:::new)?|Buffer\.from|str)\([ \t]*([\"'])(?!\[REDACTED)([^\"'\n]{4,})\2"),
+              lambda m: _strong_name(m.group(1).strip("_")) and not _skip_value(m.group(3))), 3),
+    # cmake: set(NAME "…" CACHE …)
+    ("secret", ("set(",),
+     _Checked(_Lazy(r"\bset\([ \t]*([A-Za-z_][\w.-]*)[ \t]+\"(?!\[REDACTED)([^\"\n]+)\""), _named_by(1)), 2),
     # an IRC server password; Zapier's catch hook
     ("password", ("pass ",), _Lazy(r"(?m)^PASS[ \t]+(?!\[REDACTED)(\S+)"), 1),
     ("webhook-url", ("hooks.zapier.com",), _Lazy(r"hooks\.zapier\.com/hooks/catch/[0-9]+/(?!\[REDACTED)(\w+)"), 1),
@@ -1498,7 +1530,8 @@ _FILE_EXTENSIONS = frozenset(
 #: what may follow a secret's name without changing what it names: RESEND_KEY_PROD, DB_PASSWORD_OLD
 _QUALIFIERS = frozenset({"prod", "production", "dev", "development", "staging", "stage", "test", "testing", "qa",
                          "local", "live", "sandbox", "old", "new", "next", "prev", "previous", "current", "primary",
-                         "secondary", "backup", "main", "default", "v1", "v2", "v3", "b64", "base64", "raw", "enc"})
+                         "secondary", "backup", "main", "default", "v1", "v2", "v3", "b64", "base64", "raw", "enc",
+                         "ci", "cd", "e2e", "uat", "preprod", "int", "dr"})
 #: a tokenizer's special tokens (``eos_token``, ``additional_special_tokens``): text markers, not credentials
 _TOKENIZER_WORDS = frozenset({"bos", "eos", "unk", "pad", "cls", "sep", "mask", "eot", "eod", "sot", "special",
                               "additional", "image", "vision", "tool", "think", "fim"})
@@ -1546,6 +1579,7 @@ _ARN_RE = _Lazy(r"\barn:[\w-]+:[\w-]+:[^\s\"']*$")
 _PLAIN_URL_RE = _Lazy(r"[a-z][a-z0-9+.-]*://[^\s@?]+")
 _STORE_PATH_RE = _Lazy(r"[A-Za-z][\w.-]*(?:/[A-Za-z][\w.-]*)+")
 _BYTES_RE = _Lazy(r"[0-9]+ bytes?")
+_SPACED_QUOTE_RE = _Lazy(r"[ \t]+(?=[\"'][^\"'\n\s][^\"'\n]*[\"'](?:[ \t]*[,;)]|[ \t]*$))", re.MULTILINE)
 _OR_ELSE_RE = _Lazy(r"\s+(?:or|\|\||\?\?|\?:)\s")
 _CODE_VALUE_RE = _Lazy(r"[A-Za-z_$][\w.$]*(?:::?[A-Za-z_$][\w.$]*)*\s*[(\[]")
 
@@ -1825,8 +1859,8 @@ def _block_scalar(text: str, vstart: int, line_end: int) -> tuple[int, int] | No
     return (first, end) if first >= 0 else None
 
 
-def _value_span(text: str, vstart: int, to_line_end: bool, strong: bool, whole_token: bool = False
-                ) -> tuple[int, int] | None:
+def _value_span(text: str, vstart: int, to_line_end: bool, strong: bool, whole_token: bool = False,
+                flag: bool = False) -> tuple[int, int] | None:
     """The span of the secret value starting at ``vstart``, or None when it is no secret (code, a placeholder)."""
     n = len(text)
     if vstart >= n:
@@ -1880,7 +1914,7 @@ def _value_span(text: str, vstart: int, to_line_end: bool, strong: bool, whole_t
         end = vstart
         while end < n and text[end] not in _INLINE_END:
             end += 1
-        if _CODE_PATH_RE.fullmatch(text[vstart:end]) and not _looks_random(text[vstart:end]):
+        if not flag and _CODE_PATH_RE.fullmatch(text[vstart:end]) and not _looks_random(text[vstart:end]):
             return None  # guard let password = passwordField.text, …: an attribute read in code
     value = text[vstart:end]
     if _skip_value(value) or (not strong and not _looks_random(value)):
@@ -1927,10 +1961,11 @@ def _named(text: str, lower: str) -> tuple[str, int]:
         if raw.startswith("-"):
             sep = _FLAG_SEP_RE.match(text, b)
             if sep:
-                span = _value_span(text, sep.end(), False, strong)
+                span = _value_span(text, sep.end(), False, strong, flag=True)
         elif a > 0 and text[a - 1] == "<" and text.startswith(">", b):
             close = text.find("<", b + 1)
-            if close > b + 1 and text.startswith("</" + raw + ">", close) and raw.lower() != "key":
+            if close > b + 1 and text.startswith("</" + raw + ">", close) and (raw.lower() != "key" or (
+                    close - b > 20 and _looks_random(text[b + 1 : close]) and not _identifier_like(text[b + 1 : close]))):
                 value = text[b + 1 : close]
                 if not _skip_value(value) and (strong or _looks_random(value)):
                     span = (b + 1, close)
@@ -1959,6 +1994,8 @@ def _named(text: str, lower: str) -> tuple[str, int]:
                 field = _VALUE_FIELD_RE.search(text, b, min(n, b + 160))
                 if field:
                     span = _value_span(text, field.end(), False, True)
+            elif strong and (quoted_value := _SPACED_QUOTE_RE.match(text, b)):
+                span = _value_span(text, quoted_value.end(), False, strong)  # plaintext-password 'x', password 'x'
             elif kind == "password":
                 prose = _PROSE_RE.match(text, b)
                 if prose:

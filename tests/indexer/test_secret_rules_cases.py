@@ -433,3 +433,33 @@ def test_scientific_abstracts_and_conversations_pass_through_unchanged():
     assert len(abstracts) == 1500 and len(turns) > 1000
     changed = [t for t in abstracts + turns if redact(t).text != t]
     assert changed == [], changed[:3]
+
+
+# secrets written to token files, wrapped in calls, set by directives with flags, or told in more languages
+ROUND_SIX = [
+    ("printf '%s\\n' 'Zq8Lm2Xv7Rt4Kp9Wn3Bd6' > ~/.config/tool/token", "Zq8Lm2Xv7Rt4Kp9Wn3Bd6"),
+    ("echo 'Vq8Lz2Xm7Rt4Kp9Wn3' | sudo tee /etc/agent/api-token", "Vq8Lz2Xm7Rt4Kp9Wn3"),
+    ("define: { __SEARCH_ADMIN_KEY__: JSON.stringify('Hq2Lz8Xv7Rt4Kp9Wn3Bd') }", "Hq2Lz8Xv7Rt4Kp9Wn3Bd"),
+    ('let key = env::var("MAPS_API_KEY").unwrap_or_else(|_| "Tq7Lz2Xv9Rk4Wm8Pn3".to_string());', "Tq7Lz2Xv9Rk4Wm8Pn3"),
+    ('process.env.SMTP_PASS ??= "Kq7!Lz2Xv9";', "Kq7!Lz2Xv9"),
+    ("rootpw --plaintext Rz8#Kq2Lm7", "Rz8#Kq2Lm7"),
+    ("set service vpn ipsec authentication plaintext-password 'Nq7#Lz2Xv9'", "Nq7#Lz2Xv9"),
+    ('(setq my/imap-password "Wv7!Kq2Lz9")', "Wv7!Kq2Lz9"),
+    ("<AdminPassword>\n  <Value>Bz8!Lq2Xv7</Value>\n</AdminPassword>", "Bz8!Lq2Xv7"),
+    ('set(GEO_API_KEY "Xz7Lq2Vm9Tk4Rw8Pn3" CACHE STRING "")', "Xz7Lq2Vm9Tk4Rw8Pn3"),
+    ("$ oc whoami -t\nsha256~Qm4Lz8Rt2Xv7Kp9Wn3Bd6Hs1Jf5Gc0Ya2", "Qm4Lz8Rt2Xv7Kp9Wn3Bd6"),
+    ("$ jq -r .token ~/.config/tool/auth.json\nTz8Kq2Lm7Xr4Vb9Wn3Bd6Hs1", "Tz8Kq2Lm7Xr4Vb9Wn3Bd6Hs1"),
+    ("pip install --extra-index-url https://Qz8Lm2Xv7Rt4Kp9Wn3Bd6:@pkgs.example.com/simple/ app", "Qz8Lm2Xv7Rt4Kp9Wn3Bd6"),
+    ("Uzbek: Serverning paroli: Kz7#Lq2Xm9", "Kz7#Lq2Xm9"),
+]
+
+
+@pytest.mark.parametrize("text, secret", ROUND_SIX)
+def test_secrets_in_token_files_wrappers_directives_and_more_languages_are_masked(text, secret):
+    assert secret not in redact(text).text, redact(text).text
+
+
+def test_scientific_terms_after_using_and_plist_names_stay():
+    for text in ("edited using CRISPR-Cas9 and a Rosa26-tdTomato reporter",
+                 "<key>NSCameraUsageDescription</key>\n<string>Scan receipts</string>"):
+        assert redact(text).text == text, redact(text).text
