@@ -448,6 +448,10 @@ class _TokenNearby(_PasswordNearby):
                 and not _FILE_NAME_RE.search(value) and not value.startswith(_MARK))
 
 
+_ALGORITHM_RE = _Lazy(r"(?i)(?:argon2(?:id|i|d)?|bcrypt|scrypt|pbkdf2(?:-sha\d+)?|sha-?\d+|md5|aes-?\d+(?:-[a-z]+)?|rsa-?\d+"
+                      r"|ed25519|x25519|chacha20(?:-poly1305)?|blake[23]b?|hmac-sha\d+|tls1?\.?\d|utf-?\d+)[.,;:]?")
+
+
 def _password_like(value: str) -> bool:
     if not 8 <= len(value) <= 128:
         return False
@@ -460,8 +464,8 @@ def _password_like(value: str) -> bool:
         return False
     if _CODE_PATH_RE.fullmatch(value) and not _looks_random(value) or _CODE_VALUE_RE.match(value) or _stands_in(value):
         return False
-    if re.fullmatch(r"[0-9:/.-]+[A-Za-z]{0,3}|[0-9]{1,2}[A-Z][a-z]+", value):  # 2026-11-23, 24h, 10:30, 1Password
-        return False
+    if re.fullmatch(r"[0-9:/.-]+[A-Za-z]{0,3}|[0-9]{1,2}[A-Z][a-z]+", value) or _ALGORITHM_RE.fullmatch(value):
+        return False  # 2026-11-23, 24h, 10:30, 1Password, Argon2id, SHA-256
     if set(c for c in value if not c.isalnum()) <= set("-_./:=") and not (upper and lower) and all(
             _WORDLIKE_RE.fullmatch(p) for p in re.split(r"[^A-Za-z0-9]+", value) if p):
         return False  # scram-sha-256, AES-256-GCM, max-age=3600: words and numbers in one case
@@ -952,8 +956,8 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
     # a secret's fallback in code: process.env.API_TOKEN || '…', os.environ.get("DB_PASSWORD", "…"), os.getenv(…)
     ("password", ("process.env", "environ.get(", "getenv(", "env::var("),
      _Checked(_Lazy(r"(?:process\.env\.([A-Za-z_][\w]{0,80})\s*(?:\|\||\?\?)=?\s*"
-                    r"|(?:environ\.get|getenv|Getenv|env::var)\(\s*[\"']([A-Za-z_][\w.-]{0,80})[\"']\s*\)?"
-                    r"(?:\s*,\s*|[^;\n\"'`]{0,60}?))"
+                    r"|(?:environ\.get|getenv|Getenv|env::var)\(\s*[\"']([A-Za-z_][\w.-]{0,80})[\"']\s*"
+                    r"(?:,\s*|\)\s*,\s*|\)\s*(?:\.unwrap_or(?:_else)?\((?:\|[^|\n]{0,20}\|\s*)?|\?\?\s*|\|\|\s*|or\s+)))"
                     r"([\"'`])(?!\[REDACTED)([^\"'`\n]{1,300})\3"),
               lambda m: _names_a_secret(m.group(1) or m.group(2), m.group(4))), 4),
     # base64 of a JSON object with no dots (a Cloudflare tunnel token, a Grafana key): a token, not a JWT
@@ -1194,7 +1198,7 @@ class _PrintedSecret(_Scan):
     #: a kind of resource, not one secret's name (`kubectl get secrets` lists their names)
     _KINDS = frozenset({"secret", "secrets", "credential", "credentials", "creds", "token", "tokens", "keys",
                         "passwords", "secretkeys", "apikeys"})
-    _STORES = frozenset({"keyvault", "secretsmanager", "ssm", "secret", "secrets", "kv", "vault", "keychain",
+    _STORES = frozenset({"keyvault", "secretsmanager", "ssm", "secret", "secrets", "keychain",
                          "passwords", "credentials"})
     #: CLIs where "secret" or "token" names a kind of resource being listed
     _LISTERS = frozenset({"kubectl", "oc", "gh", "glab", "az", "gcloud", "aws", "doctl", "vault", "op", "heroku",
@@ -1612,7 +1616,7 @@ def name_kind(name: str) -> tuple[str, bool] | None:
         return None
     if parts == ["set", "cookie"]:
         return None  # a Set-Cookie header: the cookie rule reads its pairs
-    if parts[0] in ("from", "use", "using", "via") and len(parts) > 1:
+    if parts[0] in ("from", "use", "using", "via", "existing") and len(parts) > 1:
         return None  # from_secret: docker_password names which secret to read
     if parts[-1] in ("token", "tokens") and _TOKENIZER_WORDS.intersection(parts):
         return None  # a tokenizer's special tokens: bos_token, pad_token, mask_token
@@ -1755,7 +1759,9 @@ def _skip_value(value: str) -> bool:
         return True
     if _STORE_PATH_RE.fullmatch(v) and not _looks_random(v.replace("/", "")):  # prod/api-key: a stored secret's name
         return True
-    if _BYTES_RE.fullmatch(v):  # kubectl describe secret: "password:  24 bytes"
+    if _BYTES_RE.fullmatch(v) or re.fullmatch(r"[~^=<>]{0,2}[0-9]{1,3}", v):  # "24 bytes"; a version "9"
+        return True
+    if v.startswith("<") and ">" not in v:  # <at least 16 bytes>: a placeholder cut at its first space
         return True
     return bool(_CODE_VALUE_RE.match(v)) or bool(_VERSION_RE.fullmatch(v)) or _is_prose(v) or _is_type(v)
 
@@ -1767,7 +1773,8 @@ _STANDS_IN_RE = _Lazy(
     r"(?i)\$[A-Za-z_]\w*|\$\{[^{}\n]{1,80}\}|\$\w+\{[^{}\n]{1,120}\}?|`[^`\n]{1,120}`|&[A-Za-z_]\w*\.?|\$\([^()\n]{1,120}\)|%[A-Za-z_]\w*%|\{\{[^{}\n]{1,120}\}\}"
     r"|<[^<>\n]{1,40}>|\[[A-Za-z][A-Za-z ._-]{0,20}\]?|[*x•.…]{3,}|[\w-]{1,12}(?:\.\.\.|…|\*{4,})"
     r"|(?:your|insert|enter|put|add)[-_ ][\w -]{1,40}|[\w-]{1,40}[-_ ]here|replace[-_ ]?me|!?change[-_ ]?(?:it|me)!?"
-    r"|[*•.…]{4,}\w{0,6}|%[sdr]|%\(\w+\)[sdr]|\{\w*\}"
+    r"|[*•.…]{4,}\w{0,6}|%[sdr]|%\(\w+\)[sdr]|\{\w*\}|:'?\w+'?"
+    r"|[\w-]*(?:not[-_ ]a[-_ ]real|fake|dummy|placeholder|example)[\w-]*"
     r"|(?:op|vault|awssm|gcpsm|azkv|sops|secret|ref\+\w+)://\S+|vault:\S+|!(?:secret|vault|ref|sub|getatt)(?:\s+\S+)?"
     r"|arn:aws:(?:secretsmanager|ssm|kms):\S+|@Microsoft\.KeyVault\(.*\)|projects/[^/\s]+/secrets/\S+")
 
@@ -1892,7 +1899,8 @@ def _value_span(text: str, vstart: int, to_line_end: bool, strong: bool, whole_t
         value = text[a:b]
         if not value.strip() or value.startswith(_MARK) or value.startswith(("${", "{{", "$(")) or _stands_in(value):
             return None
-        if _VERSION_RE.fullmatch(value) or _is_prose(value) or value.lower() in ("omit", "include", "same-origin"):
+        if _VERSION_RE.fullmatch(value) or _is_prose(value) or value.lower() in ("omit", "include", "same-origin") or (
+                re.fullmatch(r"[~^=<>]{0,2}[0-9]{1,3}", value)):
             return None
         if not strong and not _looks_random(value):
             return None
@@ -1976,6 +1984,9 @@ def _named(text: str, lower: str) -> tuple[str, int]:
                 line = text[text.rfind("\n", max(0, a - 200), a) + 1 : a]
                 if line.count(text[sep.end()]) % 2:
                     sep = None  # getpass('Password: '): a prompt, the name and its colon inside one string
+            if sep and sep.group(1) == ":" and sep.end() == sep.end(1) and text[sep.start(1) - 1] in " \t" and (
+                    text[sep.end() : sep.end() + 1] in ("'", '"')):
+                sep = None  # PASSWORD :'pw': a psql variable, not a value
             if sep:
                 spaced = sep.group(1) == ":" or sep.start(1) > b and text[sep.start(1) - 1] in " \t"
                 vstart = sep.end()
