@@ -369,7 +369,7 @@ _PASSWORD_WORDS_ANY = (
     "heslo", "hasło", "hasła", "geslo", "lozinka", "parola", "parolă", "parole", "parool", "jelszó", "jelszav",
     "şifre", "senha", "contraseña", "contrasenya", "clave", "slaptažodis", "lykilorð", "nenosiri", "mdp", "psw",
     "пароль", "пароля", "паролем", "парола", "паролата", "лозинка", "κωδικός", "mot de passe", "mật khẩu",
-    "kata sandi", "kata laluan", "wagwoord", "şifrə", "šifra", "sifra", "geslo", "құпия сөз", "нууц үг", "parol",
+    "kata sandi", "kata laluan", "wagwoord", "şifrə", "šifra", "sifra", "құпия сөз", "нууц үг", "parol",
     "fjalëkalim", "pasahitza", "pasvorto", "contrasinal", "passwuert", "cyfrinair", "pasfhocal", "adgangsord",
 )
 #: scripts written without spaces between words, or whose words no \w boundary ends: no boundary is asked
@@ -442,7 +442,7 @@ class _TokenNearby(_PasswordNearby):
         if len(value) < 16:
             return False
         lower, upper, digits, _ = _char_kinds(value)
-        return (len(value) >= 16 and digits and (upper and lower or len(value) >= 24) and _looks_random(value)
+        return (digits and (upper and lower or len(value) >= 24) and _looks_random(value)
                 and value.split(":", 1)[0].lower() not in _HASH_TAGS
                 and not _identifier_like(value) and "://" not in value and not _stands_in(value)
                 and not _FILE_NAME_RE.search(value) and not value.startswith(_MARK))
@@ -456,7 +456,7 @@ def _password_like(value: str) -> bool:
     if not 8 <= len(value) <= 128:
         return False
     lower, upper, digits, other = _char_kinds(value)
-    if not 8 <= len(value) <= 128 or not digits or not (upper and lower or other) or value.startswith(_MARK):
+    if not digits or not (upper and lower or other) or value.startswith(_MARK):
         return False
     if value.startswith("-") or "://" in value or "@" in value and "." in value.rsplit("@", 1)[-1]:
         return False  # a flag, a URL, an e-mail
@@ -542,8 +542,9 @@ class _ParamDefault(_Scan):
 
 
 #: what precedes a digest's ':' (go.sum's h1:, Terraform's zh:, SRI, fingerprints): no user
-_HASH_TAGS = frozenset({"http", "https", "h1", "zh", "iv", "tag", "data", "type", "mac", "nonce", "sha1", "sha224", "sha256", "sha384", "sha512", "md5", "blake2b",
-                        "blake3", "xxh3", "crc32", "sha", "ssh-rsa", "ssh-ed25519", "ed25519", "rsa", "ecdsa"})
+_HASH_TAGS = frozenset({"http", "https", "h1", "zh", "iv", "tag", "data", "type", "mac", "nonce", "sha1", "sha224",
+                        "sha256", "sha384", "sha512", "md5", "blake2b", "blake3", "xxh3", "crc32", "sha", "ssh-rsa",
+                        "ssh-ed25519", "ed25519", "rsa", "ecdsa"})
 
 
 def _strong_password(value: str, strict: bool = True) -> bool:
@@ -1185,7 +1186,6 @@ class _PrintedSecret(_Scan):
         r"|(?:cat|head|tail|less|more|bat|type|get-content|gc)\s+(?:-\S+\s+)*[\"']?(?P<file>[^\s\"'|;&<>]+)"
         r")"
     )
-    _FILE_EXTS = _SECRET_FILE_EXTS
     _LINE = _Lazy(r"[ \t]*(?!\[REDACTED)(\S[^\n]*?)[ \t]*$", re.MULTILINE)
 
     #: a command that reads (or makes) something, whose arguments name a secret, prints it: `terraform output -raw
@@ -1241,9 +1241,6 @@ class _PrintedSecret(_Scan):
                 if _strong_name(variable):
                     return True
             elif m.group("file"):
-                base = m.group("file").replace("\\", "/").rsplit("/", 1)[-1]
-                stem, dot, ext = base.rpartition(".")
-                stem, ext = (stem, "." + ext.lower()) if dot and stem else (base, "")
                 if _secret_file(m.group("file")):
                     return True
             else:
@@ -1269,9 +1266,9 @@ class _PrintedSecret(_Scan):
                 pos, lines = end + 1, lines + 1
 
 
-def _named_by(group: int, strong: bool = True) -> Callable[[re.Match[str]], bool]:
-    """A match whose ``group`` names a secret (strong, or any secret name when not ``strong``)."""
-    return lambda m: (_strong_name(m.group(group).strip()) if strong else name_kind(m.group(group).strip()) is not None)
+def _named_by(group: int) -> Callable[[re.Match[str]], bool]:
+    """A match whose ``group`` is a strong secret name."""
+    return lambda m: _strong_name(m.group(group).strip())
 
 
 def _random_value(group: int) -> Callable[[re.Match[str]], bool]:
@@ -2193,7 +2190,10 @@ def _prefixed_tokens(text: str) -> tuple[str, int]:
     return _LONG_TOKEN_RE.sub(sub, text), count
 
 
+@functools.lru_cache(maxsize=4)
 def _ascii_lower(text: str) -> str:
+    """``text`` with ASCII letters lower-cased, of the same length. Cached: mask() and the scans that search
+    lower-cased text (login words, password words) ask for the same text in a row."""
     lower = text.lower()
     return lower if len(lower) == len(text) else text.translate(_ASCII_LOWER)
 
