@@ -37,7 +37,7 @@ from indexer.secret_rules import mask
 
 #: Bumped whenever the filter would change what it stores; ``memsearch maintain`` scrubs when it differs from
 #: the version the memory was last scrubbed with.
-FILTER_VERSION = 5
+FILTER_VERSION = 6
 PRIVATE_MARKER = "[REDACTED:private]"
 MARKER_RE = re.compile(r"\[REDACTED:([a-z0-9-]+)\]")
 

@@ -226,6 +226,8 @@ class _Piped(_Scan):
                     r"|\bsmbpasswd\b|--passw(?:or)?d-(?:on-|from-)?stdin\b|--stdin-passw(?:or)?d\b|systemd-creds\s+encrypt\b")
     _ECHO = _Lazy(r"\b(?:echo|printf)\s+(?:-[neE]+\s+)?(?:([\"'])%[^\"'\n]*\1\s+)?(?!\[REDACTED)"
                   r"([^\s\"'|]+|\"[^\"\n]*\"|'[^'\n]*')")
+    #: a here-string after the reader: sudo -S dnf upgrade <<< '…' (group 2, as the echo's)
+    _HERE = _Lazy(r"<<<[ \t]*()(?!\[REDACTED)([^\s\"'|;&]+|\"[^\"\n]*\"|'[^'\n]*')")
 
     def matches(self, text: str) -> Iterator[re.Match[str]]:
         n = len(text)
@@ -242,6 +244,9 @@ class _Piped(_Scan):
             for m in self._ECHO.finditer(text, start, reader.start()):
                 if text.find("|", m.start(2), reader.start()) >= 0:
                     yield m
+            here = self._HERE.search(text, reader.end(), line_end)
+            if here is not None and not _VAR_REF_RE.match(here.group(2).strip("\"'")):
+                yield here
             done = line_end
 
 
@@ -371,6 +376,7 @@ _PASSWORD_WORDS_ANY = (
     "пароль", "пароля", "паролем", "парола", "паролата", "лозинка", "κωδικός", "mot de passe", "mật khẩu",
     "kata sandi", "kata laluan", "wagwoord", "şifrə", "šifra", "sifra", "құпия сөз", "нууц үг", "parol",
     "fjalëkalim", "pasahitza", "pasvorto", "contrasinal", "passwuert", "cyfrinair", "pasfhocal", "adgangsord",
+    "palavra-passe", "palavra passe", "kodeord", "salasõna",
 )
 #: scripts written without spaces between words, or whose words no \w boundary ends: no boundary is asked
 _PASSWORD_WORDS_BARE = ("密码", "密碼", "口令", "パスワード", "暗証番号", "비밀번호", "암호", "पासवर्ड", "পাসওয়ার্ড",
@@ -547,6 +553,45 @@ _HASH_TAGS = frozenset({"http", "https", "h1", "zh", "iv", "tag", "data", "type"
                         "ssh-ed25519", "ed25519", "rsa", "ecdsa"})
 
 
+_ENCODED_LOGIN = r"([\"'])([^\"':\s]{1,64}):(?!\[REDACTED)([^\"'\s]{1,128})\1"
+
+
+def _encoded_login(m: re.Match[str]) -> bool:
+    """A ``user:password`` literal being encoded (groups 2 and 3), on a line about Basic auth or base64; not
+    ``host:port``, not ``https:…``."""
+    return not m.group(3).isdigit() and m.group(2).lower() not in _HASH_TAGS and _near(_BASIC_RE, m, 80)
+
+
+def _near(words: _Lazy, m: re.Match[str], after: int) -> bool:
+    """``words`` occur on the line of ``m`` (at most 300 characters before it and ``after`` past its end)."""
+    text = m.string
+    start = max(0, m.start() - 300)
+    nl = text.rfind("\n", start, m.start())
+    end = text.find("\n", m.end(), m.end() + after)
+    return words.search(text, nl + 1 if nl >= 0 else start, end if end >= 0 else m.end() + after) is not None
+
+
+def _in_accounts_list(text: str, pos: int) -> bool:
+    """``pos`` is inside an ``accounts: [`` list opened at most 400 characters before (a wallet's keys)."""
+    at = text.rfind("accounts", max(0, pos - 400), pos)
+    if at < 0:
+        return False
+    opened = text.find("[", at + 8, pos)
+    return opened >= 0 and not text[at + 8 : opened].strip(" \t\"':=") and "]" not in text[opened:pos]
+
+
+def _random_or_strong(value: str, digest_lengths: bool = False) -> bool:
+    """A generated token (16+ characters with a digit, random; hex of a digest's length only when
+    ``digest_lengths``) or a strong password."""
+    if _strong_password(value, strict=False):
+        return True
+    return (len(value) >= 16 and any(c.isdigit() for c in value) and _looks_random(value) and not _identifier_like(value)
+            and (digest_lengths or not _DIGEST_HEX_RE.fullmatch(value)) and "://" not in value and "/" not in value)
+
+
+_DIGEST_HEX_RE = _Lazy(r"[0-9a-f]{40}|[0-9a-f]{64}")
+
+
 def _strong_password(value: str, strict: bool = True) -> bool:
     """Upper and lower case, a digit and a symbol (when ``strict``, one that names and constants do not hold: not
     ``_``, ``-`` or ``.``), no words-and-dots shape: a generated or chosen password."""
@@ -589,8 +634,12 @@ class _AfterLoginWord(_Scan):
                 scanned = token.end()
                 raw = token.group(0)
                 value = raw[1:-1] if raw[:1] in "\"'" else raw.lstrip(":")
+                if "://" in value or _CODE_VALUE_RE.match(value):
+                    continue  # -s https://host, auth = base64.b64encode(…: a URL, a call
                 user, colon, rest = value.rpartition(":")
-                candidate = rest if colon and user and not user.isdigit() else value
+                # user:password, but not a token holding a colon (a Tableau PAT's secret:value)
+                split = colon and user and not user.isdigit() and not user.endswith("=") and not _looks_random(user)
+                candidate = rest if split else value
                 if candidate.startswith(_MARK) or not (_strong_password(candidate, strict=False) or (
                         len(candidate) >= 16 and _looks_random(candidate) and sum(_char_kinds(candidate)[:3]) >= 2
                         and any(c.isdigit() for c in candidate) and "://" not in candidate)):
@@ -742,14 +791,18 @@ def _prose(words: str, separators: str, shortest: int, code: bool = True) -> _Ch
     ``code``, a value that is an attribute path (``self._in_arguments``) is code, not a secret. A flag
     (``--type``) or a bracket is never the value."""
     return _Checked(_Lazy(
-        rf"(?i)(?<![\w:/.-])(?:{words})\b(?:\*\*|__)?(?:[ \t]+(?:for|of|on|für|pour|para|de)[ \t]+[^\n:=]{{1,40}}?)?"
+        rf"(?i)(?<![\w:/.-])(?:{words})\b(?:[ \t]+value\b)?(?:\*\*|__)?"
+        rf"(?:[ \t]+(?:for|of|on|für|pour|para|de)[ \t]+[^\n:=]{{1,40}}?)?"
         rf"(?:\*\*|__)?(?:[ \t]+(?:is|was|to|as|ist|lautet|est|es|é|är|er|jest|je)\b:?|{separators})(?:\*\*|__)?[ \t]*"
+        rf"(?:(?:…|\.\.\.|›)[ \t]*)?"  # a prompt's answer: "Enter a secret value: … <typed>"
         rf"([\"'`]?)(?!\[REDACTED)(?=[^\s\"'`]{{0,127}}[0-9!@#$%^&*+/_~\-])([^\s\"'`(\[<-][^\s\"'`]{{{shortest - 1},127}}?)"
         rf"\1(?=[.,;!?)]?(?:\s|$))"),
         lambda m: _mixed(m.group(2)) and not _skip_value(m.group(2)) and "://" not in m.group(2) and (
             code or not _CODE_PATH_RE.fullmatch(m.group(2))))
 
 
+_BASIC_RE = _Lazy(r"(?i)basic|base64|b64|btoa|auth")
+_LOGIN_CONTEXT_RE = _Lazy(r"(?i)pass|\bpw\b|\buser|\blogin|\baccount|\bcreds?\b|credential|secret|\bpin\b|\badmin")
 _CODE_PATH_RE = _Lazy(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+(?:\(\))?")
 
 _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
@@ -871,13 +924,16 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
            r"(?!\[REDACTED)([^\s\"'|]+|\"[^\"\n]*\"|'[^'\n]*')"), 1),
     ("password", ("login(", "auth(", "connect(", "authenticate(", "password("),
      _Checked(_Lazy(r"(?i)(?:login|auth|connect|authenticate|password)\(\s*(?:[\w.]+\s*=\s*)?([\"'])([^\"'\n]*)\1"
-                    r"\s*,\s*(?:[\w.]+\s*=\s*)?([\"'])(?!\[REDACTED)([^\"'\n]+)\3"),
+                    r"\s*,\s*(?:[\w.]+\s*=\s*)?([\"'])(?!\[REDACTED)([^\"'\n]+)\3(?!\s*,\s*[\"'])"),
               lambda m: not (m.group(4).isdigit() or any(c in m.group(2) for c in ":=/;")
-                             or _EMAIL_RE.fullmatch(m.group(4)))), 4),
-    # connect("dbi:Pg:dbname=app", "app", "…"): a DSN, a user, then the password
-    ("password", ("connect(",),
-     _Lazy(r"(?i)connect\(\s*([\"'])[^\"'\n]*[:=/;][^\"'\n]*\1\s*,\s*([\"'])[^\"'\n]*\2\s*,\s*([\"'])"
-           r"(?!\[REDACTED)([^\"'\n]+)\3"), 4),
+                             or _EMAIL_RE.fullmatch(m.group(4)) or m.group(0)[:7].lower() == "connect" and not (
+                                 m.string[m.end() : m.end() + 40].lstrip().startswith(")")))), 4),
+    # connect("dbi:Pg:dbname=app", "app", "…"), MySQLdb.connect("db1", "app", "…", "crm"), new Sequelize(db, user, "…"):
+    # a DSN, a host or a database, a user, then the password (Oracle's oci_connect takes the password second)
+    ("password", ("connect(", "sequelize("),
+     _Checked(_Lazy(r"(?i)(?<!oci_)(?<!oci_p)(?:connect|sequelize)\(\s*([\"'])[^\"'\n]*\1\s*,\s*([\"'])[^\"'\n]*\2\s*,"
+                    r"\s*([\"'])(?!\[REDACTED)([^\"'\n]+)\3"),
+              lambda m: not (m.group(4).isdigit() or _EMAIL_RE.fullmatch(m.group(4)))), 4),
     # smtplib's, ftplib's, imaplib's login(user, "…"): the user given by a variable
     ("password", (".login(", ".authenticate("),
      _Checked(_Lazy(r"\.(?:login|authenticate)\(\s*[A-Za-z_][\w.]*\s*,\s*(?:[\w.]+\s*=\s*)?([\"'])"
@@ -897,6 +953,17 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
     ("api-token", ("-u", "--user"),
      _Checked(_Lazy(r"(?<![\w-])(?:-u|--user)[ =][ \t]*[\"']?(?!\[REDACTED)([A-Za-z0-9_.-]{16,}):"),
               lambda m: _looks_random(m.group(1)) and any(c.isdigit() for c in m.group(1))), 1),
+    # a key given after its user as -a (saucectl configure -u NAME -a KEY): random, as no file name or path is
+    ("secret", ("-a",),
+     _Checked(_Lazy(r"(?<![\w-])-u[ =][ \t]*[^\s-]\S{0,80}[ \t]+(?:[^\s|;&]+[ \t]+){0,4}?-a[ =][ \t]*(?!\[REDACTED)"
+                    r"([A-Za-z0-9_.-]{16,})(?![^\s|;&])"),
+              lambda m: _looks_random(m.group(1)) and any(c.isdigit() for c in m.group(1))), 1),
+    # a secret stored by a CLI as its last argument: civo apikey save NAME KEY, … token add NAME TOKEN
+    ("secret", ("key", "token", "secret", "password", "credential"),
+     _Checked(_Lazy(r"(?<![\w-])(?:api-?keys?|apikeys?|tokens?|secrets?|passwords?|credentials?|authtoken|access-?keys?)"
+                    r"[ \t]+(?:save|add|set|store|create|import|put|update|register)[ \t]+(?:[^\s|;&-][^\s|;&]*[ \t]+){0,2}?"
+                    r"(?!\[REDACTED)(?!-)([^\s|;&\"']{8,}|\"[^\"\n]{8,}\"|'[^'\n]{8,}')[ \t]*(?=$|[|;&\n])", re.MULTILINE),
+              lambda m: _random_or_strong(m.group(1).strip("\"'"))), 1),
     # config set NAME VALUE / NAME=VALUE, where NAME names a secret: pulumi, snyk, atlas, npm, yarn, …
     ("secret", ("config set",),
      _Checked(_Lazy(r"\bconfig\s+set\s+(?:--\S+\s+)*([\w.:/-]+?)(?:=|\s+)([\"']?)(?!\[REDACTED)([^\s\"']+)\2"),
@@ -993,6 +1060,12 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
               lambda m: _looks_random(m.group(2)) and any(c.isdigit() for c in m.group(2))), 2),
     # "use … as the password", "… is the new root password": the value before the words
     ("password", (" as ", " is "), _ValueBefore(), 2),
+    # "I reset it to …", "changed the admin password to …": a new password told on a line about a login
+    ("password", ("reset ", "changed ", "change ", "set it ", "rotated ", "updated "),
+     _Checked(_Lazy(r"(?i)\b(?:reset|changed?|set|rotated?|updated?)[ \t]+(?:it|(?:the|his|her|their|my|your|our)"
+                    r"(?:[ \t]+[\w-]+){0,2}?[ \t]+(?:password|pw|passphrase|pin|passcode))[ \t]+(?:back[ \t]+)?to[ \t]+"
+                    r"([\"'`]?)(?!\[REDACTED)([^\s\"'`]{6,128}?)\1(?=[.,;!?)]?(?:\s|$))"),
+              lambda m: _strong_password(m.group(2), strict=False) and _near(_LOGIN_CONTEXT_RE, m, 200)), 2),
     # a login told as user and password: "creds are admin / …", "login for the router is admin:…", "(admin / …)"
     ("password", ("cred", "login", "log in", "sign in", "username", "admin", "basic"),
      _Checked(_Lazy(r"(?i)\b(?:creds|credentials|login|log[ \t]?in|sign[ \t]?in|username|admin|basic[ \t-]?auth)\b"
@@ -1015,25 +1088,32 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
      1),
 ]
 
-#: calls that take a secret at a known place (0 the first argument): a literal there is masked, a variable is not
-_CALL_SECRETS: tuple[tuple[str, tuple[str, ...], str, int], ...] = (
-    ("secret", ("client(",), r"\bClient", -1),  # twilio's Client(account_sid, auth_token): a random literal only
-    ("secret", ("jwt.encode(", "jwt.sign("), r"\bjwt\.(?:encode|sign)", 1),
-    ("secret", ("hmac.new(",), r"\bhmac\.new", 0),
-    ("password", ("getconnection(",), r"\bgetConnection", 2),  # JDBC (url, user, password)
-    ("password", ("mysqli_connect(", "new mysqli("), r"\b(?:mysqli_connect|new\s+mysqli)", 2),
-    ("password", ("pdo(", "pdo->__construct("), r"\b(?:new\s+PDO|PDO->__construct)", 2),
-    ("password", ("networkcredential(",), r"\bNetworkCredential", 1),
-    ("secret", ("clientsecretcredential(",), r"\bClientSecretCredential", 2),
-    ("secret", ("algoliasearch(", "searchclient.create("), r"\b(?:algoliasearch|SearchClient\.create)", 1),
-    ("secret", ("basicauth(", "httpbasicauth("), r"\b(?:HTTPBasicAuth|BasicAuth)", 1),
-    ("secret", ("totp(", "hotp("), r"\b(?:TOTP|HOTP)", 0),  # pyotp's TOTP('<base32 seed>')
+#: calls that take a secret at a known place (0 the first argument): a literal there is masked, a variable is not;
+#: the flag says only a random-looking literal is
+_CALL_SECRETS: tuple[tuple[str, tuple[str, ...], str, int, bool], ...] = (
+    ("secret", ("client(",), r"\bClient", 1, True),  # twilio's Client(account_sid, auth_token): a random literal only
+    ("secret", ("jwt.encode(", "jwt.sign(", "jwt.verify(", "jwt.decode("), r"\bjwt\.(?:encode|sign|verify|decode)", 1,
+     False),
+    ("password", ("oci_connect(", "oci_pconnect(", "ocilogon("), r"\b(?:oci_p?connect|ocilogon)", 1, False),
+    # a wallet built from a private key literal: new ethers.Wallet("0x…"), privateKeyToAccount("0x…"),
+    # Account.from_key("0x…"), Keypair.fromSecretKey(…)
+    ("private-key", ("wallet(", "privatekeytoaccount(", "from_key(", "fromprivatekey(", "fromsecretkey("),
+     r"(?:\bnew\s+(?:[\w.]+\.)?Wallet|\bprivateKeyToAccount|\.from_key|\.fromPrivateKey|\.fromSecretKey)", 0, True),
+    ("secret", ("hmac.new(",), r"\bhmac\.new", 0, False),
+    ("password", ("getconnection(",), r"\bgetConnection", 2, False),  # JDBC (url, user, password)
+    ("password", ("mysqli_connect(", "new mysqli("), r"\b(?:mysqli_connect|new\s+mysqli)", 2, False),
+    ("password", ("pdo(", "pdo->__construct("), r"\b(?:new\s+PDO|PDO->__construct)", 2, False),
+    ("password", ("networkcredential(",), r"\bNetworkCredential", 1, False),
+    ("secret", ("clientsecretcredential(",), r"\bClientSecretCredential", 2, False),
+    ("secret", ("algoliasearch(", "searchclient.create("), r"\b(?:algoliasearch|SearchClient\.create)", 1, False),
+    ("secret", ("basicauth(", "httpbasicauth("), r"\b(?:HTTPBasicAuth|BasicAuth)", 1, False),
+    ("secret", ("totp(", "hotp("), r"\b(?:TOTP|HOTP)", 0, False),  # pyotp's TOTP('<base32 seed>')
     # a session cookie set in code: cookies.set('sid', '<random>'), res.cookie('sid', …), set_cookie('sid', …)
     ("secret", ("cookies.set(", "cookies.add(", ".cookie(", "set_cookie(", "setcookie("),
-     r"(?:\bcookies\.(?:set|add)|\.cookie|\bset_cookie|\bsetCookie|\bsetcookie)", -1),
+     r"(?:\bcookies\.(?:set|add)|\.cookie|\bset_cookie|\bsetCookie|\bsetcookie)", 1, True),
 )
-_FORMATS.extend((kind, anchors, _CallArgument(callee, abs(index), random=index < 0), 2)
-                for kind, anchors, callee, index in _CALL_SECRETS)
+_FORMATS.extend((kind, anchors, _CallArgument(callee, index, random), 2)
+                for kind, anchors, callee, index, random in _CALL_SECRETS)
 
 #: commands and the option (or the words) after which they take a password or a token; each matched within the
 #: command's segment by :class:`_Command`, so a table row costs one search per segment
@@ -1074,6 +1154,7 @@ _CLI_SECRETS: tuple[tuple[str, str, str], ...] = (
     ("password", "wpa_passphrase", r"\s(?:\"[^\"\n]*\"|'[^'\n]*'|\S+)\s+"),
     ("password", "poetry composer", r"\sconfig\s+(?:--\S+\s+)*http-basic\.\S+\s+\S+\s+"),
     ("secret", "poetry", r"\sconfig\s+pypi-token\.\S+\s+"),
+    ("secret", "composer", r"\sconfig\s+(?:--\S+\s+)*(?:bearer|github-oauth|gitlab-token|gitlab-oauth|bitbucket-oauth)\.\S+\s+"),
     ("password", "bundle", r"\sconfig\s+(?:set\s+)?(?:--(?:global|local)\s+)?\S+\.\S+\s+[^\s:]+:"),
     # a secret stored by a CLI: gh secret set NAME -b …, glab variable set --value …, az keyvault secret set
     # --value …, aws ssm put-parameter --value …, kubectl create secret --from-literal=k=…, netlify env:set NAME …,
@@ -1312,8 +1393,9 @@ _FORMATS.extend([
     # a Wi-Fi QR code's password, an expect script's answer to a password prompt, Maven's master password
     ("password", ("wifi:",), _Lazy(r"WIFI:[^\n]*?\bP:(?!\[REDACTED)((?:\\.|[^;\\\n])+);"), 1),
     ("password", ("expect",),
-     _Lazy(r"(?i)\bexpect\s+(?:-\S+\s+)*[\"'{][^\"'}\n]*(?:pass|pin|token|secret|passphrase)[^\"'}\n]*[\"'}]\s*\n"
-           r"\s*send\s+(?:--\s+)?[\"'{](?!\[REDACTED)([^\"'}\n]+?)(?:\\r|\\n)?[\"'}]"), 1),
+     _Lazy(r"(?i)\bexpect(?:_exact)?\s*\(?\s*(?:-\S+\s+)*[rbu]?[\"'{][^\"'}\n]*(?:pass|assword|pin|token|secret)"
+           r"[^\"'}\n]*[\"'}]\)?[ \t]*[;\n]\s*(?:[\w.]+\.)?send(?:line)?\s*\(?\s*(?:--\s+)?[rbu]?[\"'{](?!\[REDACTED)"
+           r"([^\"'}\n]+?)(?:\\r|\\n)?[\"'}]"), 1),
     ("password", ("<master>",), _Lazy(r"<master>(?!\[REDACTED)(\{[A-Za-z0-9+/=]{16,}\})</master>"), 1),
     # MySQL's native password hash; pgbouncer's userlist ("user" "password")
     ("password-hash", ("*",), _Lazy(r"(?<![\w*])\*[0-9A-Fa-f]{40}(?![\w])"), 0),
@@ -1375,13 +1457,20 @@ _FORMATS.extend([
                     r"(?!\[REDACTED)([A-Za-z0-9+/=_.~-]{20,10000})\2[ \t]*$"),
               lambda m: sum(_char_kinds(m.group(3))[:3]) == 3 and _looks_random(m.group(3))
               and not _identifier_like(m.group(3)) and shannon_entropy(m.group(3)) >= 4.0
-              and not _CODE_PATH_RE.fullmatch(m.group(3)) and not _PUBLIC_NAMES.intersection(_components(m.group(1)))),
+              and not _CODE_PATH_RE.fullmatch(m.group(3)) and not _PUBLIC_NAMES.intersection(_components(m.group(1)))
+              and not _object_id(m.group(1), m.group(3))),
      3),
     # network gear: "password 7 <value>", "secret 5 <hash>", "key 0 <value>", "snmp-server community <value>"
     ("password", ("password ", "secret ", "key ", "key-string", "community"),
      _Lazy(r"(?im)(?:\b(?:password|secret|key|key-string)[ \t]+[0-9][ \t]+(?:md5[ \t]+)?|\bsecret[ \t]+\"?(?=\$9\$)"
+           r"|\bkey-string[ \t]+"
            r"|\b(?:community|authentication-key|message-digest-key[ \t]+[0-9]+[ \t]+md5)[ \t]+(?=[^\s\"]*[0-9]))(?!\[REDACTED)"
            r"(\$9\$[^\s\"]+|[^\s\"]{6,})(?=\"?(?:[ \t]+(?:RO|RW|[0-9]+)\b|[ \t]*$))"), 1),
+    # snmpd.conf: rocommunity COMMUNITY [SOURCE], com2sec NAME SOURCE COMMUNITY (not the stock public/private)
+    ("secret", ("community", "com2sec"),
+     _Checked(_Lazy(r"(?im)^[ \t]*(?:r[ow]community6?[ \t]+(?:-V[ \t]+\S+[ \t]+)?|com2sec6?[ \t]+(?:-Cn[ \t]+\S+[ \t]+)?"
+                    r"\S+[ \t]+\S+[ \t]+)(?!\[REDACTED)([^\s#]+)"),
+              lambda m: m.group(1).lower() not in ("public", "private") and not _skip_value(m.group(1))), 1),
     ("password", ("{plain}", "{cleartext}", "{clear}"),
      _Lazy(r"(?i)\{(?:PLAIN|CLEARTEXT|CLEAR)\}(?!\[REDACTED)([^\s:\"']+)"), 1),
     # JAAS: user_alice="…" in a LoginModule block; strongSwan/libreswan: ": PSK "…"", ": EAP "…""
@@ -1445,6 +1534,23 @@ _FORMATS.extend([
      _Checked(_Lazy(r"[\"']?([\w.$-]{2,80})[\"']?[ \t]*[:=][ \t]*(?:JSON\.stringify|String|Some|SecretString(?:::new)?"
                     r"|Secret(?:::new)?|Buffer\.from|str)\([ \t]*([\"'])(?!\[REDACTED)([^\"'\n]{4,})\2"),
               lambda m: _strong_name(m.group(1).strip("_")) and not _skip_value(m.group(3))), 3),
+    # user:password encoded for Basic auth: btoa("u:…"), base64.b64encode(b"u:…"), Buffer.from("u:…"),
+    # base64.StdEncoding.EncodeToString([]byte("u:…")), 'u:…'.bytes.encodeBase64(), "u:…".getBytes()
+    ("password", ("btoa(", "b64encode(", "encodebytes(", "encode64(", "encodetostring(", "buffer.from(",
+                  "base64_encode("),
+     _Checked(_Lazy(r"\b(?:btoa|b64encode|encodebytes|strict_encode64|encode64|encodeToString|EncodeToString"
+                    r"|Buffer\.from|base64_encode)\s*\(\s*(?:\[\]byte\(\s*)?[bf]?" + _ENCODED_LOGIN + r"\s*[,)]"),
+              _encoded_login), 3),
+    ("password", (".bytes", "getbytes(", ".encode(", "tobytearray("),
+     _Checked(_Lazy(_ENCODED_LOGIN + r"\s*\.\s*(?:bytes\b|getBytes\(|encode\(|toByteArray\()"), _encoded_login), 3),
+    # a random literal made bytes in Go is a key: securecookie.New([]byte("<hex>"), …), jwtKey = []byte("…")
+    ("secret", ("[]byte(",),
+     _Checked(_Lazy(r"\[\]byte\(\s*([\"`])(?!\[REDACTED)([^\"`\n]{16,300})\1\s*\)"),
+              lambda m: _random_or_strong(m.group(2), digest_lengths=True)), 2),
+    # an Ethereum account's private key in a wallet list: Hardhat's and Truffle's accounts: ["0x…"]
+    ("private-key", ("accounts",),
+     _Checked(_Lazy(r"([\"'])(?!\[REDACTED)((?:0x)?[0-9a-fA-F]{64})\1"), lambda m: _in_accounts_list(m.string, m.start())),
+     2),
     # cmake: set(NAME "…" CACHE …)
     ("secret", ("set(",),
      _Checked(_Lazy(r"\bset\([ \t]*([A-Za-z_][\w.-]*)[ \t]+\"(?!\[REDACTED)([^\"\n]+)\""), _named_by(1)), 2),
@@ -1607,6 +1713,8 @@ def name_kind(name: str) -> tuple[str, bool] | None:
     parts = _components(name)
     while len(parts) > 1 and (parts[-1].isdigit() or parts[-1] in _QUALIFIERS):  # key1, SECRET_2, RESEND_KEY_PROD
         parts.pop()
+    if len(parts) > 1 and parts[-1] in ("value", "string", "val") and parts[-2] in _SECRET_LAST and "." not in name:
+        parts.pop()  # --token-value, key-string: the token's value, the key's string (not Pygments' Token.String)
     if parts and parts[-1] in ("keys", "secrets"):  # APP_KEYS=a,b,c; not max_tokens, a count
         parts[-1] = parts[-1][:-1]
     if not parts:
@@ -2057,6 +2165,28 @@ def _identifier_like(value: str) -> bool:
     return sum(len(w) for w in _CAMEL_RE.findall(value) if len(w) >= 4 and w[-1].islower()) >= 0.75 * len(value)
 
 
+_KEY_BEFORE_RE = _Lazy(r"[\"']?([A-Za-z_][\w.-]{0,60})[\"']?[ \t]*[:=][ \t]*$")
+_ID_PREFIX_RE = _Lazy(r"([a-z]{2,12})[_-]")
+_ID_NAMES = frozenset({"id", "ids", "uuid", "guid"})
+_SESSION_NAMES = frozenset({"session", "sess", "sid", "cookie", "csrf", "xsrf", "nonce", "state", "code"})
+
+
+def _object_id(name: str, value: str) -> bool:
+    """``value`` is an object's id under ``name``: the name is an id's (``id``, ``file_id``), or the value's
+    prefix abbreviates the name (``"customer": "cus_…"``, ``PRICE_PRO=price_…``, ``"payment_method": "pm_…"``).
+    Never under a secret's name or a session's (``"session": "sess_…"`` is a credential)."""
+    parts = _components(name)
+    if not parts or name_kind(name) is not None or _SESSION_NAMES.intersection(parts):
+        return False
+    if parts[-1] in _ID_NAMES:
+        return True
+    prefix = _ID_PREFIX_RE.match(value)
+    if prefix is None:
+        return False
+    p = prefix.group(1)
+    return any(part.startswith(p) for part in parts) or p == "".join(part[0] for part in parts)
+
+
 def _high_entropy(text: str) -> tuple[str, int]:
     count = 0
 
@@ -2071,6 +2201,8 @@ def _high_entropy(text: str) -> tuple[str, int]:
             return m.group(0)
         if "." in value and ("/" in value or max(map(len, value.split("."))) < 16 or not _looks_random(value)):
             return m.group(0)  # a dotted name (com.example.MyApp2), a path, not a token with dots
+        if (key := _KEY_BEFORE_RE.search(m.string, max(0, m.start() - 80), m.start())) and _object_id(key.group(1), value):
+            return m.group(0)  # "id": "chatcmpl-…", "customer": "cus_…": an object's id under its kind
         count += 1
         return m.group(1) + _marker("high-entropy") + m.group(1)
 

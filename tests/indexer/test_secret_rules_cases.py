@@ -472,3 +472,54 @@ def test_env_reads_fake_values_placeholders_and_algorithm_names_stay():
                  'jsonwebtoken = "9"', "Store passwords with Argon2id (m=19456, t=2, p=1).",
                  "auth:\n  existingSecret: pg-app", "CREATE ROLE app LOGIN PASSWORD :'pw';"):
         assert redact(text).text == text, redact(text).text
+
+
+# secrets stored as a CLI's last argument, answered to prompts, encoded for Basic auth, passed to connect and JWT
+# calls, held in wallet lists, Go byte literals, SNMP and key-chain lines, here-strings and expect scripts
+ROUND_SEVEN = [
+    ("$ linode token add ci-runner Pq4Lz8Xv2Rt7Kw9Mn3Bd5Hs", "Pq4Lz8Xv2Rt7Kw9Mn3Bd5Hs"),
+    ("composer config --global --auth github-oauth.github.com Gq7Lm2Xz9Rt4Vk8Wn3Pb", "Gq7Lm2Xz9Rt4Vk8Wn3Pb"),
+    ("uploader configure -u build-bot -a 5e0c2b7a-91d4-4f3e-b8a6-2c7d9e1f4a03", "5e0c2b7a-91d4-4f3e-b8a6-2c7d9e1f4a03"),
+    ("key chain BGP-KEYS\n key 10\n  key-string Rq8vL2mZx7Tk", "Rq8vL2mZx7Tk"),
+    ("rwcommunity Zk3Lq9Xm2Vt 192.168.8.0/24", "Zk3Lq9Xm2Vt"),
+    ("com2sec6 monitor fd00::/8 Hq7Zm2Lx9Kt", "Hq7Zm2Lx9Kt"),
+    ("$ sudo -S systemctl restart nginx <<< \"Wm4!qLz8Rx\"", "Wm4!qLz8Rx"),
+    ('spawn sftp ops@files\nexpect "Password for ops:"\nsend "Lq8#Vz2Xm7\\r"', "Lq8#Vz2Xm7"),
+    ("proc.expect('passphrase')\nproc.sendline('Tz9!Kq4Lm2')", "Tz9!Kq4Lm2"),
+    ("? Enter the token value: › Vx8Lq2Zm7Rt4Kp9Wn3", "Vx8Lq2Zm7Rt4Kp9Wn3"),
+    ("fyi the grafana admin user was locked so I reset it to Kestrel#ridge58", "Kestrel#ridge58"),
+    ("we changed the vpn password to Orchid!lake903 yesterday", "Orchid!lake903"),
+    ('req.headers["Authorization"] = "Basic " + btoa("ops:Zq7!Lm2Xv")', "Zq7!Lm2Xv"),
+    ('byte[] creds = "builder:Tm4#Lq8Zx".getBytes(); String basic = Base64.getEncoder().encodeToString(creds);',
+     "Tm4#Lq8Zx"),
+    ('db = pymysql.connect("db.internal", "reporter", "Vq2#Lm8Zx7", "stats")', "Vq2#Lm8Zx7"),
+    ("const orm = new Sequelize('shop', 'shop_rw', 'Kz8!Lq2Vm7', { dialect: 'postgres' });", "Kz8!Lq2Vm7"),
+    ('claims = jwt.decode(raw, "Lm7!Qz2Xv8Rt4", algorithms=["HS512"])', "Lm7!Qz2Xv8Rt4"),
+    ("const signer = new ethers.Wallet('0x" + "3b9f" * 16 + "', provider)", "3b9f" * 16),
+    ("networks: { holesky: { url: RPC, accounts: ['0x" + "7ac1" * 16 + "'] } }", "7ac1" * 16),
+    ('store := sessions.NewCookieStore([]byte("q8Lz2Xv7Rt4Kp9Wn3Bd6Hs1J"))', "q8Lz2Xv7Rt4Kp9Wn3Bd6Hs1J"),
+    ("A palavra-passe da base de dados é Tq8#Lm2Zx7", "Tq8#Lm2Zx7"),
+    ("tool login --token-value Q2hlY2tzdW0=:Zq8Lm2Xv7Rt4Kp9Wn3Bd6Hs", "Zq8Lm2Xv7Rt4Kp9Wn3Bd6Hs"),
+]
+
+
+@pytest.mark.parametrize("text, secret", ROUND_SEVEN)
+def test_secrets_stored_by_clis_answered_encoded_or_passed_to_calls_are_masked(text, secret):
+    assert secret not in redact(text).text, redact(text).text
+
+
+def test_urls_calls_object_ids_and_stock_communities_stay():
+    for text in ("tabcmd login -s https://eu-1.online.example.com -t site --token-name ci",
+                 'auth = base64.b64encode(payload).decode()', 'print("status:ok".encode())',
+                 'const b = Buffer.from("hello:world", "utf8")', "rocommunity public 127.0.0.1",
+                 '{"id": "pi_Vq8Lz2Xm7Rt4Kp9Wn3Bd6Hs", "customer": "cus_Lm2Xz9Rt4Vk8Wn", '
+                 '"latest_charge": "ch_Tq7Lm2Xz9Rt4Vk8Wn3Pb5"}',
+                 '{"id": "cmpl-Rt4Vk8Wn3Pb5Lm2Xz9Tq7Hs", "object": "text_completion"}',
+                 "PLAN_TEAM_YEARLY=plan_Zq8Lm2Xv7Rt4Kp9Wn3Bd6H",
+                 '{"transactionHash": "0x' + "5d2e" * 16 + '"}', "gh secret set DEPLOY_KEY",
+                 "I set it to Python3.12-Slim for the base image", "rsync -u -a ./site/ web1:/srv/www/",
+                 'MySQLdb.connect("db.internal", "reporter", passwd=os.environ["DB_PW"], db="stats")',
+                 "        Token.String: \"#BA2121\","):
+        assert redact(text).text == text, redact(text).text
+    masked = redact('{"session": "sess_Vq8Lz2Xm7Rt4Kp9Wn3Bd6Hs"}').text  # a session's id is its credential
+    assert "Vq8Lz2Xm7Rt4Kp9Wn3Bd6Hs" not in masked

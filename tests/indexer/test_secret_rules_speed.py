@@ -62,6 +62,18 @@ INPUTS = {
     "cookie pairs": "Cookie: " + "a=b;" * 25_000,
     "REPL prompts": ">>> settings.API_TOKEN\n" * 4_000,
     "label lines": "Secret access key\n" * 5_000,
+    "connect calls with string arguments": 'connect("a", "b", ' * 7_000,
+    "new passwords told on one line": "user reset it to Ab1!cdef " * 4_000,
+    "encoded logins on one line": "'u:Ab1!cdef'.bytes " * 5_000,
+    "encoders with no login": 'btoa("' * 16_000,
+    "wallet lists": 'accounts: [' + ('"0x' + "ab" * 32 + '", ') * 1_400,
+    "go byte literals": '[]byte("' * 12_000,
+    "ids under their kind": ('"customer": "cus_' + "Ab1" * 8 + '", ') * 2_500,
+    "stored keys as last arguments": "apikey save a " * 7_000,
+    "users then -a": "-u a -a " * 11_000,
+    "here-strings into sudo": "sudo -S x <<< " * 7_000,
+    "expect and send": 'expect "assword:"\nsend "' * 4_000,
+    "community lines": "rocommunity " * 8_000,
 }
 
 
