@@ -264,7 +264,8 @@ def parse_note(path: Path, text: str, ctx: Context, chunk_chars: int, overlap: i
     tags = front.get("tags")
     status = front.get("status")
     category = str(front.get("category") or ctx.category)
-    ts = normalize_ts(front.get("date") or front.get("updated") or front.get("created")) or ctx.ts or mtime_ts(path)
+    ts = normalize_ts((front.get("ended") if category == "session" else None) or front.get("date")
+                      or front.get("updated") or front.get("created")) or ctx.ts or mtime_ts(path)
     drafts = []
     for seq, piece in enumerate(split_markdown(text, title, chunk_chars, overlap)):
         body = piece.text

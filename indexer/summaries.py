@@ -70,6 +70,7 @@ def build_summary(settings: Settings, session_id: str) -> str | None:
         f"session_id: {session_id}",
         *([f"project: {project}"] if project else []),
         f"date: {first_ts[:10]}",
+        *([f"ended: {last_ts}"] if last_ts else []),  # the summary's time: which session ended last
         "category: session",
         "---",
         f"# Session {session_id}" + (f" ({project})" if project else ""),

@@ -375,7 +375,8 @@ class SqliteReader:
         """``(first chunk uid, path, whole text)`` of ``project``'s most recent session summary note."""
         row = self.conn.execute(
             "SELECT file, path, min(uid) FROM chunks WHERE kind = 'note' AND category = 'session' AND project = ?"
-            " GROUP BY file ORDER BY max(ts) DESC, file DESC LIMIT 1", (project,)).fetchone()
+            " GROUP BY file ORDER BY max(ts) DESC, (SELECT mtime_ns FROM files WHERE files.path = file) DESC, file DESC"
+            " LIMIT 1", (project,)).fetchone()  # summaries dated by their day only: the one written last
         if not row:
             return None
         texts = [t for (t,) in self.conn.execute("SELECT text FROM chunks WHERE file = ? ORDER BY seq", (row[0],))]

@@ -87,6 +87,10 @@ def answered_by_server(argv: list[str]) -> bool:
 
 
 def main() -> None:
+    for stream in (sys.stdout, sys.stderr):  # a terminal that cannot show a character gets "?", not a traceback
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="replace")
     argv = sys.argv[1:]
     if argv[:1] == ["search"] and answered_by_server(argv[1:]):
         return

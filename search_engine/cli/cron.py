@@ -111,9 +111,15 @@ def write_crontab(crontab: str, lines: list[str]) -> None:
         raise MemsearchError(f"`crontab` refused the new table: {proc.stderr.strip() or f'exit {proc.returncode}'}")
 
 
-def _no_crontab(line: str) -> CronReport:
-    return CronReport(line, False, False, None,
-                      note="there is no crontab command here: add this line to your scheduler yourself")
+NO_CRONTAB = "there is no crontab command here (install cron, or use your own scheduler)"
+
+
+def _no_crontab(line: str, action: str) -> CronReport:
+    notes = {"install": f"{NO_CRONTAB}: nothing installed; the line to schedule is",
+             "uninstall": f"{NO_CRONTAB}: no crontab, so no memsearch line to remove; a line added to another "
+                          "scheduler is removed there, it reads",
+             "status": f"{NO_CRONTAB}: not installed; the line to schedule is"}
+    return CronReport(line, False, False, None, note=notes[action])
 
 
 def install(settings: Settings, day: str = "sun", at: str = "03:00", *, crontab=_AUTO) -> CronReport:
@@ -121,7 +127,7 @@ def install(settings: Settings, day: str = "sun", at: str = "03:00", *, crontab=
     line = cron_line(settings, day, at)
     crontab = _crontab(crontab)
     if crontab is None:
-        return _no_crontab(line)
+        return _no_crontab(line, "install")
     current = read_crontab(crontab)
     others = [x for x in current if not _ours(x, settings)]
     if current == [*others, line]:
@@ -134,7 +140,7 @@ def uninstall(settings: Settings, *, crontab=_AUTO) -> CronReport:
     """Remove this memory root's weekly line, and nothing else."""
     crontab = _crontab(crontab)
     if crontab is None:
-        return _no_crontab(cron_line(settings))
+        return _no_crontab(cron_line(settings), "uninstall")
     current = read_crontab(crontab)
     ours = [x for x in current if _ours(x, settings)]
     if ours:
@@ -146,7 +152,7 @@ def status(settings: Settings, *, crontab=_AUTO) -> CronReport:
     """Whether this memory root's weekly line is installed (and the line, or the one install would add)."""
     crontab = _crontab(crontab)
     if crontab is None:
-        return _no_crontab(cron_line(settings))
+        return _no_crontab(cron_line(settings), "status")
     ours = [x for x in read_crontab(crontab) if _ours(x, settings)]
     return CronReport(ours[0] if ours else cron_line(settings), bool(ours), False, crontab)
 

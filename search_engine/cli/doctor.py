@@ -17,7 +17,13 @@ from indexer.base.paths import EVENTS_DIR, LOST_EVENTS
 from indexer.base.settings import Settings
 from indexer.store import sqlite as store
 from indexer.store.local import SqliteStore
-from search_engine.cli.install import SCOPES, command_program, installed_commands, registered_mcp
+from search_engine.cli.install import (
+    SCOPES,
+    command_home,
+    command_program,
+    installed_commands,
+    registered_mcp,
+)
 from search_engine.serve.client import is_running, server_pid
 
 
@@ -30,9 +36,12 @@ class Check:
     info: bool = False
 
 
-def hook_checks() -> list[Check]:
+def hook_checks(settings: Settings) -> list[Check]:
     """Each installed hook command: its program exists and runs (``MEMSEARCH_DISABLE=1``: it starts, reads
-    nothing and exits 0, touching no memory)."""
+    nothing and exits 0, touching no memory); and each scope's hooks record into this memory root (the root their
+    command names, else the one in this environment, else the default)."""
+    from indexer.base.settings import default_home
+
     out: list[Check] = []
     found = {scope: installed_commands(scope) for scope in SCOPES}
     if not any(found.values()):
@@ -41,6 +50,15 @@ def hook_checks() -> list[Check]:
     if len(scopes) > 1:  # Claude Code runs each scope's hooks: every event would be recorded once per scope
         out.append(Check("hooks (scopes)", False, f"installed in {' and '.join(scopes)}: each event is recorded "
                          f"{len(scopes)} times", f"keep one: `memsearch uninstall --scope {scopes[-1]}`"))
+    for scope in scopes:
+        roots = {command_home(command) or Path(os.environ.get("MEMSEARCH_HOME") or default_home()).expanduser()
+                 for command in found[scope].values()}
+        other = sorted(str(root) for root in roots if root.absolute() != settings.home.absolute())
+        if other:
+            fix = (f"set MEMSEARCH_HOME={settings.home} in .claude/settings.local.json's \"env\"" if scope == "project"
+                   else f"run `memsearch install --scope {scope} --home {settings.home}`")
+            out.append(Check(f"hooks root ({scope})", False, f"record into {', '.join(other)}, not {settings.home}",
+                             fix))
     tried: dict[str, Check] = {}
     for scope, commands in found.items():
         for event, command in commands.items():
@@ -130,9 +148,14 @@ def _capture_check(settings: Settings) -> Check:
         folder = folder.parent
     writable = os.access(folder, os.W_OK)
     if gone:
+        clear = f"delete {settings.state_dir / LOST_EVENTS} to clear this notice"
+        if "payload over" in str(gone.get("reason")) and writable:  # the last loss was an oversized event
+            return Check("capture", False, lost.describe(gone),
+                         f"nothing to repair: a hook's payload over the size memsearch reads is not recorded (a "
+                         f"tool's huge output, say); {clear}")
         return Check("capture", False, lost.describe(gone),
                      f"{'make ' + str(folder) + ' writable and ' if not writable else ''}keep space free on its disk; "
-                     f"once that is done, delete {settings.state_dir / LOST_EVENTS} to clear this notice")
+                     f"once that is done, {clear}")
     if not writable:
         return Check("capture", False, f"{folder} is not writable: the hooks cannot record events",
                      "make the memory root writable (a read-only mount or another user's folder?)")
@@ -172,14 +195,16 @@ def run_checks(settings: Settings, load_model: bool = True) -> list[Check]:
     else:
         checks.append(Check("server", True, "not running (the next Claude Code session or prompt starts it)",
                             info=True))
-    checks += hook_checks()
+    checks += hook_checks(settings)
     checks += mcp_checks(settings)
     crontab = shutil.which("crontab")
     line = None
     if crontab:
         proc = subprocess.run([crontab, "-l"], capture_output=True, text=True, timeout=5)
         line = next((x for x in proc.stdout.splitlines() if "memsearch" in x and not x.startswith("#")), None)
-    checks.append(Check("cron", True, line or ("no crontab command" if not crontab else "no weekly entry"),
-                        None if line else "run `memsearch cron install` (weekly `memsearch maintain`)",
+    fix = None if line else "run `memsearch cron install` (weekly `memsearch maintain`)" if crontab else (
+        "install cron, then run `memsearch cron install`; or schedule the line `memsearch cron status` prints "
+        "with your own scheduler")
+    checks.append(Check("cron", True, line or ("no crontab command" if not crontab else "no weekly entry"), fix,
                         info=line is None))
     return checks

@@ -103,6 +103,25 @@ def project_root_note(home: Path | None) -> str | None:
             f"\"env\" or in your shell")
 
 
+def command_home(command: str) -> Path | None:
+    """The memory root a hook command names (its ``MEMSEARCH_HOME=…`` prefix), or None when it names none.
+
+    >>> command_home(hook_command("prompt", "local", Path("/data/my mem")))
+    PosixPath('/data/my mem')
+    """
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    for word in words:
+        name, eq, value = word.partition("=")
+        if not (eq and name.isidentifier()):
+            break
+        if name == "MEMSEARCH_HOME" and value:
+            return Path(value).expanduser()
+    return None
+
+
 def command_program(command: str) -> str | None:
     """The program a hook command runs (past any ``NAME=value`` prefix), or None when it cannot be parsed."""
     try:

@@ -151,6 +151,8 @@ def cron_install(day: DayOpt = "sun", at: TimeOpt = "03:00", as_json: JsonOpt = 
 
     report = run_install(_settings(home), day, at)
     emit(report, as_json, render.cron_text(report, "install"))
+    if report.crontab is None:
+        raise MemsearchError("the weekly line is not installed: this machine has no crontab command")
 
 
 @cron_app.command("uninstall")
@@ -409,6 +411,10 @@ def serve(
     """The warm search server on a Unix socket in the memory root (model and index kept open)."""
     from search_engine.serve.client import is_running, server_pid, start_detached, stop_server
 
+    if status_only and stop:
+        raise UsageError("--status and --stop do not go together: choose one")
+    if not idle_timeout > 0:
+        raise typer.BadParameter("use a number of seconds above 0", param_hint="--idle-timeout")
     settings = _settings(home)
     pid = server_pid(settings)  # the lock decides; the ping only adds details when it answers in time
     if status_only:
@@ -574,6 +580,8 @@ def ui(
                              "(or pip install 'memsearch-hybrid[ui]')") from None
     if not 0 <= port <= 65535:
         raise typer.BadParameter("use 0 to 65535", param_hint="--port")
+    if not idle_timeout > 0:
+        raise typer.BadParameter("use a number of seconds above 0", param_hint="--idle-timeout")
     raise typer.Exit(run(_settings(home, model), port=port, open_browser=not no_browser, idle_timeout=idle_timeout))
 
 
@@ -591,9 +599,29 @@ def doctor(as_json: JsonOpt = False, home: HomeOpt = None) -> None:
 
 
 def main() -> None:
-    """Console entry point: run the app, turning domain errors into one line and an exit code."""
+    """Console entry point: run the app, turning usage and domain errors into one line and an exit code."""
     try:
-        app()
+        from typer._click import exceptions as cli_errors  # Typer 0.2x carries its own Click
+    except ImportError:  # pragma: no cover - an older Typer on the real Click
+        from click import exceptions as cli_errors  # type: ignore[no-redef]
+
+    try:
+        code = app(standalone_mode=False)
+        if isinstance(code, int) and code:
+            sys.exit(code)
+    except cli_errors.NoArgsIsHelpError as exc:  # `memsearch cron`: Typer has shown the group's help
+        sys.exit(exc.exit_code)
+    except cli_errors.UsageError as exc:  # a bad option value, a missing argument: one line, exit 2
+        message = " ".join(exc.format_message().split())
+        command = exc.ctx.command_path if exc.ctx is not None else "memsearch"
+        sys.stderr.write(f"Error: {message} (see {command} --help)\n")
+        sys.exit(exc.exit_code)
+    except cli_errors.ClickException as exc:
+        sys.stderr.write(f"Error: {' '.join(exc.format_message().split())}\n")
+        sys.exit(exc.exit_code)
+    except (typer.Abort, KeyboardInterrupt):  # Ctrl-C, at a prompt or while working
+        sys.stderr.write("Aborted.\n")
+        sys.exit(130)
     except MemsearchError as exc:
         sys.stderr.write(f"Error: {exc}\n")
         sys.exit(exc.exit_code)

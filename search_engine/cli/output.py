@@ -16,7 +16,13 @@ def warn_refused(settings: Settings) -> None:
 
 
 def emit(data: object, as_json: bool, text: str | None = None) -> None:
-    if as_json:
-        sys.stdout.write(to_json(data) + "\n")
+    if as_json:  # JSON is UTF-8 whatever encoding Python chose for stdout (PYTHONIOENCODING=latin-1)
+        out = getattr(sys.stdout, "buffer", None)
+        if out is None:
+            sys.stdout.write(to_json(data) + "\n")
+        else:
+            sys.stdout.flush()
+            out.write((to_json(data) + "\n").encode("utf-8"))
+            out.flush()
     else:
         sys.stdout.write((text or "") + "\n")

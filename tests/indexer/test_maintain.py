@@ -317,12 +317,17 @@ def test_cron_install_is_idempotent_and_keeps_other_lines(home, crontab):
     assert "no memsearch line" in cron("uninstall").stdout and crontab.read_text() == others
 
 
-def test_cron_without_a_crontab_command_prints_the_line(home, tmp_path, monkeypatch):
+def test_cron_without_a_crontab_command_prints_the_line_and_says_nothing_was_installed(home, tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
     proc = subprocess.run([MEMSEARCH, "cron", "install"], capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0
+    assert proc.returncode == 1  # nothing was installed: not a success
     first, line = proc.stdout.splitlines()
-    assert "no crontab command" in first and line.startswith("0 3 * * 0 ") and "weekly-reindex.sh" in line
+    assert "no crontab command" in first and "nothing installed" in first
+    assert line.startswith("0 3 * * 0 ") and "weekly-reindex.sh" in line
+    assert proc.stderr == "Error: the weekly line is not installed: this machine has no crontab command\n"
+    removed = subprocess.run([MEMSEARCH, "cron", "uninstall"], capture_output=True, text=True, timeout=60)
+    assert removed.returncode == 0 and "no memsearch line to remove" in removed.stdout
+    assert "add this line" not in removed.stdout
 
 
 def test_cron_bad_schedule_is_a_usage_error(home, crontab):

@@ -34,3 +34,32 @@ def test_doctor_on_a_memory_root_not_made_yet_says_the_first_hook_creates_it(tmp
     out = subprocess.run([MEMSEARCH, "doctor"], env=env, capture_output=True, text=True, timeout=120).stdout
     assert f"ok   capture: no event lost; {root} does not exist yet (the first hook creates it)" in out
     assert "not writable" not in out and not root.exists()
+
+
+def test_doctor_fails_hooks_that_record_into_another_memory_root(tmp_path):
+    claude, installed, other = tmp_path / "claude", tmp_path / "installed", tmp_path / "other"
+    env = {**os.environ, "CLAUDE_CONFIG_DIR": str(claude), "MEMSEARCH_MODEL": "none"}
+    env.pop("CLAUDECODE", None)
+    subprocess.run([MEMSEARCH, "install", "--home", str(installed)], env=env, check=True, capture_output=True,
+                   cwd=tmp_path)
+    same = subprocess.run([MEMSEARCH, "doctor", "--home", str(installed)], env=env, capture_output=True, text=True,
+                          cwd=tmp_path, timeout=120)
+    assert "hooks root" not in same.stdout
+    moved = subprocess.run([MEMSEARCH, "doctor", "--home", str(other)], env=env, capture_output=True, text=True,
+                           cwd=tmp_path, timeout=120)
+    assert moved.returncode == 1
+    assert f"FAIL hooks root (user): record into {installed}, not {other}" in moved.stdout
+    assert f"memsearch install --scope user --home {other}" in moved.stdout
+
+
+def test_doctor_does_not_blame_the_disk_for_an_event_lost_to_its_size(tmp_path):
+    from indexer.base import lost
+
+    root = tmp_path / "memory"
+    (root / ".memsearch").mkdir(parents=True)
+    lost.record(root / ".memsearch", "a tool hook payload over 8 MiB")
+    env = {**os.environ, "CLAUDE_CONFIG_DIR": str(tmp_path / "claude"), "MEMSEARCH_MODEL": "none",
+           "MEMSEARCH_HOME": str(root)}
+    out = subprocess.run([MEMSEARCH, "doctor"], env=env, capture_output=True, text=True, timeout=120).stdout
+    assert "FAIL capture: 1 event could not be recorded" in out and "keep space free" not in out, out
+    assert "nothing to repair: a hook's payload over the size memsearch reads is not recorded" in out, out

@@ -96,6 +96,27 @@ def test_usage_errors_exit_2(indexed_cli):
     assert run("search", "x", "--kind", "memo", check_rc=2).stderr.startswith("Error: invalid kind")
 
 
+@pytest.mark.parametrize("args", [("search", "x", "-k", "abc"), ("search", "x", "--format", "weird"),
+                                  ("ui", "--port", "-1"), ("ui", "--idle-timeout", "-1"), ("hook",), ("search",),
+                                  ("status", "--bogus"), ("serve", "--idle-timeout", "-5"),
+                                  ("serve", "--status", "--stop"), ("nosuchcommand",)])
+def test_every_usage_error_is_one_line_and_exit_2(indexed_cli, args):
+    proc = run(*args, check_rc=2)
+    assert proc.stdout == "" and proc.stderr.startswith("Error: ") and proc.stderr.count("\n") == 1, proc.stderr
+    assert "Traceback" not in proc.stderr and "─" not in proc.stderr  # no box, no traceback
+
+
+def test_a_terminal_that_cannot_show_the_text_gets_replacements_and_json_stays_utf8(indexed_cli, home):
+    write(home / "notes" / "tokyo.md", "# 東京\n\n東京の会議は木曜 · weekly sync 🚀\n")
+    run("index", "--home", str(home), env={"MEMSEARCH_MODEL": "none"})
+    text = run("search", "weekly", "--home", str(home), "--mode", "bm25", env={"PYTHONIOENCODING": "ascii"})
+    assert "weekly sync" in text.stdout and "Traceback" not in text.stderr
+    proc = subprocess.run([MEMSEARCH, "search", "東京", "--home", str(home), "--mode", "bm25", "--json"],
+                          capture_output=True, env={**os.environ, "PYTHONIOENCODING": "latin-1"}, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.decode("utf-8"))["hits"][0]["title"] == "東京"
+
+
 def test_a_cjk_query_in_vector_mode_with_the_english_only_model_is_refused_in_one_line(indexed_cli):
     refused = run("search", "東京の会議", "--mode", "vector", check_rc=None)
     assert refused.returncode != 0 and refused.stdout == "" and "Traceback" not in refused.stderr
