@@ -376,13 +376,15 @@ _PASSWORD_WORDS_ANY = (
     "пароль", "пароля", "паролем", "парола", "паролата", "лозинка", "κωδικός", "mot de passe", "mật khẩu",
     "kata sandi", "kata laluan", "wagwoord", "şifrə", "šifra", "sifra", "құпия сөз", "нууц үг", "parol",
     "fjalëkalim", "pasahitza", "pasvorto", "contrasinal", "passwuert", "cyfrinair", "pasfhocal", "adgangsord",
-    "palavra-passe", "palavra passe", "kodeord", "salasõna",
+    "palavra-passe", "palavra passe", "kodeord", "salasõna", "парол", "şîfre", "modpas", "iphasiwedi", "phasiwedi",
+    "aṣínà", "ọ̀rọ̀ aṣínà", "ọrọigbaniwọle",
 )
 #: scripts written without spaces between words, or whose words no \w boundary ends: no boundary is asked
 _PASSWORD_WORDS_BARE = ("密码", "密碼", "口令", "パスワード", "暗証番号", "비밀번호", "암호", "पासवर्ड", "পাসওয়ার্ড",
                         "கடவுச்சொல்", "รหัสผ่าน", "סיסמה", "סיסמא", "كلمة المرور", "كلمة السر", "رمز عبور",
                         "گذرواژه", "پاس ورڈ", "პაროლ", "ពាក្យសម្ងាត់", "စကားဝှက်",
-                        "የይለፍ ቃል", "գաղտնաբառ", "પાસવર્ડ", "పాస్‌వర్డ్", "పాస్వర్డ్", "ಪಾಸ್‌ವರ್ಡ್", "പാസ്‌വേഡ്")
+                        "የይለፍ ቃል", "գաղտնաբառ", "પાસવર્ડ", "పాస్‌వర్డ్", "పాస్వర్డ్", "ಪಾಸ್‌ವರ್ಡ್", "പാസ്‌വേഡ്", "මුරපදය",
+                        "පාස්වර්ඩ්", "پاسورډ", "پټنوم")
 _PASSWORD_WORDS_RE = _Lazy(  # run over the lower-cased text; what precedes a word is checked after the match
     r"(?:" + "|".join(re.escape(w) for w in _PASSWORD_WORDS_ANY) + r")[^\W_]{0,4}(?!\w)"
     + "|" + "|".join(_PASSWORD_WORDS_BARE))
@@ -407,8 +409,11 @@ class _PasswordNearby(_Scan):
         scanned = 0  # the end of the tokens already looked at: a later word's tokens are looked at once
         for word in self._WORDS.finditer(_ascii_lower(text)):
             if word.start() < scanned or word.start() and (text[word.start() - 1].isalnum() or text[word.start() - 1]
-                                                            in "_:/.-") and word.group(0)[0].isascii():
+                                                            in "_:/.-") and word.group(0)[0].isascii() and not (
+                    _ARTICLE_RE.search(text, max(0, word.start() - 4), word.start())):
                 continue
+            if self._PROSE_ONLY and _after_public(text, word.start()):
+                continue  # "Public key: …", "host key …": meant to be shown
             end = text.find("\n", word.end(), word.end() + 80)
             end = min(len(text), word.end() + 80) if end < 0 else end
             scanned = word.end()
@@ -432,6 +437,7 @@ class _PasswordNearby(_Scan):
 
 
 _SPAN_RE = _Lazy(r"(?s)(.+)")
+_ARTICLE_RE = _Lazy(r"(?i)(?:^|[\s(\"'])(?:il|l|el|al)-$")  # Maltese, Arabic-script transliterations: il-password
 _SNAKE_RE = _Lazy(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")  # x509_ptr: a name in code
 _CODE_CHARS_RE = _Lazy(r"[(){}\[\]=;<>$%]")
 
@@ -486,7 +492,7 @@ class _SecretCall(_Scan):
     skipped. Each call's arguments are read once (at most 600 characters)."""
 
     _CALLEE = _Lazy(r"(?:[Pp]assword|PASSWORD|[Ss]ecret|[Tt]oken|[Aa]uth|[Bb]asic|[Cc]redentials?|[Pp]lain[Tt]ext"
-                    r"|[Pp]assphrase|crypt)[A-Za-z0-9_]{0,40}\s*\(")
+                    r"|[Pp]assphrase|crypt|Key)[A-Za-z0-9_]{0,40}\s*\(")
     _NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.:")
     _LITERAL = _Lazy(r"([\"'])((?:(?!\1)[^\n\\]|\\.){0,300})\1")
     _GETTERS = ("get", "read", "fetch", "load", "find", "lookup", "has", "delete", "remove", "describe", "list", "is")
@@ -562,6 +568,11 @@ def _encoded_login(m: re.Match[str]) -> bool:
     return not m.group(3).isdigit() and m.group(2).lower() not in _HASH_TAGS and _near(_BASIC_RE, m, 80)
 
 
+def _after_public(text: str, pos: int) -> bool:
+    """The word before ``pos`` says what follows is public: ``Public key``, ``pub key``, ``host key``."""
+    return text[max(0, pos - 12) : pos].lower().rstrip(" \t_-").endswith(("public", "pub", "host", "verify"))
+
+
 def _near(words: _Lazy, m: re.Match[str], after: int) -> bool:
     """``words`` occur on the line of ``m`` (at most 300 characters before it and ``after`` past its end)."""
     text = m.string
@@ -569,6 +580,111 @@ def _near(words: _Lazy, m: re.Match[str], after: int) -> bool:
     nl = text.rfind("\n", start, m.start())
     end = text.find("\n", m.end(), m.end() + after)
     return words.search(text, nl + 1 if nl >= 0 else start, end if end >= 0 else m.end() + after) is not None
+
+
+class _SecretsBlock(_Scan):
+    """Values under a parent named for secrets (``secrets:`` then ``  peertube: '<hex>'``): each child that looks
+    like a password or a random token, whatever its own name. Each parent reads at most 200 lines below it."""
+
+    _PARENT = _Lazy(r"(?im)^([ \t]*)(?:secrets|credentials|passwords|tokens|keys|api[_-]?keys)[ \t]*:[ \t]*$")
+    _CHILD = _Lazy(r"[ \t]+[\w.-]{1,80}[ \t]*:[ \t]*([\"']?)(?!\[REDACTED)([^\s\"'#]{8,300})\1[ \t]*$")
+
+    def matches(self, text: str) -> Iterator[re.Match[str]]:
+        n = len(text)
+        for parent in self._PARENT.finditer(text):
+            indent = len(parent.group(1).expandtabs())
+            pos = parent.end() + 1
+            for _ in range(200):
+                if pos >= n:
+                    break
+                end = text.find("\n", pos)
+                end = n if end < 0 else end
+                line = text[pos:end]
+                if line.strip():
+                    if len(line.expandtabs()) - len(line.expandtabs().lstrip()) <= indent:
+                        break
+                    child = self._CHILD.match(text, pos, end)
+                    value = child.group(2) if child else ""
+                    if child and not _skip_value(value) and (_password_like(value) or (
+                            len(value) >= 16 and _looks_random(value) and any(c.isdigit() for c in value))):
+                        m = _SPAN_RE.match(text, child.start(2), child.end(2))
+                        if m is not None:
+                            yield m
+                pos = end + 1
+
+
+_STOP_WORDS = frozenset("the a an and or of to in on for with is are was be it this that you your we our not "
+                        "from by at as use run see".split())
+
+
+class _AnnouncedBelow(_Scan):
+    """A secret on its own line below the line that announces it: a line naming a password, a passphrase, a token
+    or a key and ending with a colon (or a command that prints a key: ``$ atuin key``), then, after at most two
+    blank lines, one token that looks like a password or a random token, or eight or more lower-case words (a
+    passphrase of words). A log prefix (``jenkins-1  | ``) is read past on every line."""
+
+    #: a line ending with a colon, or a command line (each line is looked at once; its words are searched after)
+    _ANNOUNCE = _Lazy(r"(?m)^(?:[\w.-]+[ \t]+\|[ \t]?)?(?:([$>%#][ \t])[^\n]*|[^\n]*:[ \t]*$)")
+    _SAYS = _Lazy(r"(?i)\b(?:password|passphrase|passcode|token|key|secret)s?\b")
+    _PRINTS = _Lazy(r"(?i)\b(?:key|passphrase|mnemonic|recovery|seed)\b")
+    _PREFIX = _Lazy(r"[\w.-]+[ \t]+\|[ \t]?")
+    _WORDS = _Lazy(r"[a-z]{3,8}(?:[ \t]+[a-z]{3,8}){7,23}")
+
+    def matches(self, text: str) -> Iterator[re.Match[str]]:
+        n = len(text)
+        for announce in self._ANNOUNCE.finditer(text):
+            words = self._PRINTS if announce.group(1) else self._SAYS
+            if len(announce.group(0)) > 400 or not words.search(announce.group(0)) or (
+                    "public" in announce.group(0).lower()):
+                continue  # no announcement; "user public key (safe to share)" is meant to be shown
+            pos = announce.end() + 1
+            for _ in range(3):
+                if pos >= n:
+                    break
+                end = text.find("\n", pos)
+                end = n if end < 0 else end
+                start = pos
+                prefix = self._PREFIX.match(text, pos, end)
+                if prefix is not None and prefix.group(0).strip(" \t|") == text[
+                        announce.start() : announce.start() + len(prefix.group(0))].strip(" \t|"):
+                    start = prefix.end()  # the same log prefix as the announcing line's
+                line = text[start:end]
+                if not line.strip():
+                    pos = end + 1
+                    continue
+                value = line.strip()
+                a = start + line.index(value)
+                if (" " not in value and not value.startswith(_MARK) and not _skip_value(value) and (
+                        _password_like(value) or len(value) >= 16 and _looks_random(value)
+                        and any(c.isdigit() for c in value))) or (
+                        self._WORDS.fullmatch(value) and not _STOP_WORDS.intersection(value.split())):
+                    m = _SPAN_RE.match(text, a, a + len(value))
+                    if m is not None:
+                        yield m
+                break
+
+
+_NAME_BEFORE_RE = _Lazy(r"([A-Za-z_][\w.-]{0,60})[\"']?[ \t]*$")
+
+
+def _named_before(m: re.Match[str]) -> bool:
+    """The name right before ``m`` (``network_key`` of ``network_key: [122, …]``) marks a secret."""
+    name = _NAME_BEFORE_RE.search(m.string, max(0, m.start() - 64), m.start())
+    return name is not None and name_kind(name.group(1)) is not None
+
+
+def _uci_secret(m: re.Match[str]) -> bool:
+    """``option NAME 'value'`` (OpenWrt): NAME marks a secret, and a weak name's value looks like one."""
+    kind = name_kind(m.group(1))
+    value = m.group(3)
+    return kind is not None and not _skip_value(value) and (kind[1] or _password_like(value) or _looks_random(value))
+
+
+def _line_login(m: re.Match[str]) -> bool:
+    """``user:password`` at a line's start: a strong password (not a version, a stand-in) after a user's name."""
+    user, value = m.group(1), m.group(2)
+    return (_strong_password(value, strict=False) and user.lower() not in _HASH_TAGS and not _stands_in(value)
+            and not _NOT_CREDENTIAL_NAMES.intersection(_components(user)) and not _VERSION_RE.fullmatch(value))
 
 
 def _in_accounts_list(text: str, pos: int) -> bool:
@@ -600,7 +716,7 @@ def _strong_password(value: str, strict: bool = True) -> bool:
         return False
     if strict and not (any(c in "!@#$%^&*+=?~" for c in value) and _looks_random(value)):
         return False  # Javascript+UL4, STACK_OF_X509**: names
-    return not value.upper().startswith(("SHA256:", "SHA1:", "MD5:", "SHA512:", "DATA:"))
+    return not value.upper().startswith(("SHA256:", "SHA1:", "MD5:", "SHA512:", "DATA:", "SHA256/", "SHA1/"))
 
 
 class _AfterLoginWord(_Scan):
@@ -634,8 +750,8 @@ class _AfterLoginWord(_Scan):
                 scanned = token.end()
                 raw = token.group(0)
                 value = raw[1:-1] if raw[:1] in "\"'" else raw.lstrip(":")
-                if "://" in value or _CODE_VALUE_RE.match(value):
-                    continue  # -s https://host, auth = base64.b64encode(…: a URL, a call
+                if "://" in value or _CODE_VALUE_RE.match(value) or _ASSIGNMENT_RE.match(value):
+                    continue  # -s https://host, auth = base64.b64encode(…, TTY=pts/0: a URL, a call, a setting
                 user, colon, rest = value.rpartition(":")
                 # user:password, but not a token holding a colon (a Tableau PAT's secret:value)
                 split = colon and user and not user.isdigit() and not user.endswith("=") and not _looks_random(user)
@@ -802,6 +918,7 @@ def _prose(words: str, separators: str, shortest: int, code: bool = True) -> _Ch
 
 
 _BASIC_RE = _Lazy(r"(?i)basic|base64|b64|btoa|auth")
+_ASSIGNMENT_RE = _Lazy(r"[A-Za-z_][\w.-]*=")
 _LOGIN_CONTEXT_RE = _Lazy(r"(?i)pass|\bpw\b|\buser|\blogin|\baccount|\bcreds?\b|credential|secret|\bpin\b|\badmin")
 _CODE_PATH_RE = _Lazy(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+(?:\(\))?")
 
@@ -875,12 +992,12 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
     ("bearer-token", ("bearer",), _Checked(_Lazy(r"(?i)\bbearer\\?\s+(?!\[REDACTED)([A-Za-z0-9._~+/\-]{8,}=*)"),
                                            lambda m: not _plain_word(m.group(1))), 1),
     ("bearer-token", ("authorization",),
-     _Checked(_Lazy(r"(?i)\bauthorization[\"']?(?:\s*[:=]\s*\[?\s*|[ \t]+)[\"']?(?!\[REDACTED)(?:(?:basic|bearer|token|"
+     _Checked(_Lazy(r"(?i)(?:\b|(?<=\\[nrt]))authorization[\"']?(?:\s*[:=]\s*\[?\s*|[ \t]+)[\"']?(?!\[REDACTED)(?:(?:basic|bearer|token|"
                     r"digest|apikey|key|sso-key|otoken|splunk|ssws|klaviyo-api-key)\s+)?([A-Za-z0-9+/=_.~:-]{16,})"
-                    r"(?=[\"'\s;,]|$)"), lambda m: _looks_random(m.group(1)) and any(c.isdigit() for c in m.group(1))),
+                    r"(?=[\"'\s;,]|\\[rn]|$)"), lambda m: _looks_random(m.group(1)) and any(c.isdigit() for c in m.group(1))),
      1),
     ("bearer-token", ("authorization",), _Lazy(
-        r"(?i)\bauthorization[\"']?[ \t]*[:=][ \t]*[\"']?[A-Za-z][\w.\-]{0,30}[ \t]+"
+        r"(?i)(?:\b|(?<=\\[nrt]))authorization[\"']?[ \t]*[:=][ \t]*[\"']?[A-Za-z][\w.\-]{0,30}[ \t]+"
         r"(?!\[REDACTED)([^\s\"',;]{6,})"), 1),
     (
         "connection-string",
@@ -923,7 +1040,8 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
      _Lazy(r"(?:\bhtpasswd[ \t]+-\w*b\w*[ \t]+\S+[ \t]+\S+[ \t]+|\s/user:\S+[ \t]+|--with-token[ \t]*<<<[ \t]*)"
            r"(?!\[REDACTED)([^\s\"'|]+|\"[^\"\n]*\"|'[^'\n]*')"), 1),
     ("password", ("login(", "auth(", "connect(", "authenticate(", "password("),
-     _Checked(_Lazy(r"(?i)(?:login|auth|connect|authenticate|password)\(\s*(?:[\w.]+\s*=\s*)?([\"'])([^\"'\n]*)\1"
+     _Checked(_Lazy(r"(?i)(?<!get_)(?<!delete_)(?<!get)(?<!delete)(?:login|auth|connect|authenticate|password)\("
+                    r"\s*(?:[\w.]+\s*=\s*)?([\"'])([^\"'\n]*)\1"
                     r"\s*,\s*(?:[\w.]+\s*=\s*)?([\"'])(?!\[REDACTED)([^\"'\n]+)\3(?!\s*,\s*[\"'])"),
               lambda m: not (m.group(4).isdigit() or any(c in m.group(2) for c in ":=/;")
                              or _EMAIL_RE.fullmatch(m.group(4)) or m.group(0)[:7].lower() == "connect" and not (
@@ -1002,7 +1120,7 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
                     r"(?!\[REDACTED)([^\"'`\n]+)\2"), lambda m: _strong_name(m.group(1)) and not _skip_value(m.group(3))), 3),
     # a call named for a secret takes it as a literal: setPassword("…"), basic_auth("admin", Some("…")),
     # Credentials.basic("u", "…"), PlainAuth("", "user", "…", host), fromPassword('admin', …('…'))
-    ("password", ("password", "secret", "token", "auth", "basic", "credential"), _SecretCall(), 2),
+    ("password", ("password", "secret", "token", "auth", "basic", "credential", "key("), _SecretCall(), 2),
     # a CloudFormation/SAM parameter named for a secret, with a Default
     ("password", ("default",), _ParamDefault(), 2),
     # Ruby: ENV.fetch("DB_PASSWORD") { "…" } / ENV.fetch("DB_PASSWORD", "…")
@@ -1095,6 +1213,8 @@ _CALL_SECRETS: tuple[tuple[str, tuple[str, ...], str, int, bool], ...] = (
     ("secret", ("jwt.encode(", "jwt.sign(", "jwt.verify(", "jwt.decode("), r"\bjwt\.(?:encode|sign|verify|decode)", 1,
      False),
     ("password", ("oci_connect(", "oci_pconnect(", "ocilogon("), r"\b(?:oci_p?connect|ocilogon)", 1, False),
+    ("password", ("set_password(",), r"\bset_password", 2, False),  # keyring.set_password(service, user, password)
+    ("password", ("mysql_real_connect(",), r"\bmysql_real_connect", 3, False),  # (conn, host, user, password, db…)
     # a wallet built from a private key literal: new ethers.Wallet("0x…"), privateKeyToAccount("0x…"),
     # Account.from_key("0x…"), Keypair.fromSecretKey(…)
     ("private-key", ("wallet(", "privatekeytoaccount(", "from_key(", "fromprivatekey(", "fromsecretkey("),
@@ -1245,7 +1365,8 @@ class _PrintedSecret(_Scan):
     _PRINTS = _Lazy(
         r"(?i)(?:^|[|;&(]\s*|\s--\s+|\bsudo\s+(?:-\S+\s+)*)(?:"
         r"op\s+(?:read\b|item\s+get\b[^|;&]*\s--fields?\b|inject\b)"
-        r"|g?pass\s+(?:show\s+)?(?!-)[\w./@-]+\s*(?:$|\|)"
+        r"|g?pass\s+(?:show\s+)?(?!-)(?!(?:ls|list|find|search|grep|git|init|insert|edit|rm|mv|cp|version|help)\b)"
+        r"[\w./@-]+\s*(?:$|\|)"
         r"|vault\s+(?:kv\s+get|read)\b[^|;&]*\s-field[= ]"
         r"|security\s+find-(?:generic|internet)-password\b[^|;&]*\s-[a-z]*w[a-z]*\b"
         r"|secret-tool\s+lookup\b|keyring\s+get\b|bw\s+get\s+(?:password|totp)\b|lpass\s+show\b[^|;&]*--password"
@@ -1554,6 +1675,95 @@ _FORMATS.extend([
     # cmake: set(NAME "…" CACHE …)
     ("secret", ("set(",),
      _Checked(_Lazy(r"\bset\([ \t]*([A-Za-z_][\w.-]*)[ \t]+\"(?!\[REDACTED)([^\"\n]+)\""), _named_by(1)), 2),
+    # Lisp: (defparameter *smtp-password* "…"), (defvar db-pass "…"), (setf *api-key* "…")
+    ("password", ("(def", "(set"),
+     _Checked(_Lazy(r"\((?:defparameter|defvar|defconstant|defconst|defcustom|setq|setf|def)[ \t]+\*?([\w/.-]+?)\*?"
+                    r"[ \t]+\"(?!\[REDACTED)([^\"\n]+)\""),
+              lambda m: _strong_name(m.group(1).rsplit("/", 1)[-1]) and not _skip_value(m.group(2))), 2),
+    # a login given as two strings after the call's name (Haskell, Elm, OCaml): basicAuth "user" "…"
+    ("password", ("basicauth", "basic_auth", "login "),
+     _Lazy(r"\b(?:basicAuth|basic_auth|BasicAuth|login)[ \t]+\"[^\"\n]*\"[ \t]+\"(?!\[REDACTED)([^\"\n]+)\""), 1),
+    # user:password given to a flag named for a login: chisel --auth u:…, ab -A u:…, --basic-auth u:…, --creds u:…
+    ("password", ("--auth", "-a ", "--creds", "--credentials", "--basic-auth", "--http-auth", "--login"),
+     _Checked(_Lazy(r"(?<![\w-])(?:--(?:auth|basic-auth|http-auth|proxy-auth|creds|credentials|login)|-A)[ =][ \t]*"
+                    r"[\"']?[^\s:\"']{1,64}:(?!\[REDACTED)([^\s\"']{4,128})"),
+              lambda m: not m.group(1).isdigit() and not _stands_in(m.group(1)) and "://" not in m.group(1)
+              and (_password_like(m.group(1)) or _strong_password(m.group(1), strict=False))), 1),
+    # pass-the-hash: -H <NT hash>, -hashes LM:NT, --hash <NT hash>
+    ("password-hash", ("-h ", "-hashes", "--hash"),
+     _Lazy(r"(?<![\w-])(?:-H|-hashes|--hash|--nthash)[ =][ \t]*(?!\[REDACTED)((?:[0-9a-fA-F]{32}:)?[0-9a-fA-F]{32})"
+           r"(?![\w])"), 1),
+    # a user and password at a line's start, as plain files keep them: deluge's auth (user:pass:level), a Jetty
+    # realm (user: pass,role…), lines of user:pass
+    ("password", (":",),
+     _Checked(_Lazy(r"(?m)^[ \t]*([A-Za-z_][\w.@-]{0,63}):(?!\[REDACTED)([^\s:,\"'`]{8,64})(?:[:,][^\n]*)?$"),
+              _line_login), 2),
+    # user:password@host with no scheme: impacket's DOMAIN/user:pass@host, git's and rsync's user:pass@host
+    ("password", ("@",),
+     _Checked(_Lazy(r"(?<![\w/:.@-])(?:[\w.-]{1,64}/)?[\w.$-]{1,64}:(?!\[REDACTED)([^\s:@/\"'`]{6,128})@"
+                    r"(?=[A-Za-z0-9][\w-]*(?:\.[\w-]+)+|\[[0-9a-fA-F:]+\])"),
+              lambda m: _strong_password(m.group(1), strict=False) or _random_or_strong(m.group(1))), 1),
+    # a password as a URL's whole user part: trojan://<password>@host, a proxy URI
+    ("connection-string", ("://",),
+     _Checked(_Lazy(r"\b[a-z][a-z0-9+.-]{1,15}://(?!\[REDACTED)([^\s:@/\"'`]{8,128})@[A-Za-z0-9\[]"),
+              lambda m: _strong_password(m.group(1), strict=False)), 1),
+    # Hurl: [BasicAuth] then user: password lines
+    ("password", ("[basicauth]",),
+     _Lazy(r"(?m)^\[BasicAuth\][ \t]*\n(?:[ \t]*#[^\n]*\n)*[ \t]*[^\s:#]+:[ \t]*(?!\[REDACTED)(\S+)"), 1),
+    # a login told as e-mail / password or e-mail : password
+    ("password", ("@",),
+     _Checked(_Lazy(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+[ \t]*(?:/|\||:)[ \t]*[\"'`]?(?!\[REDACTED)([^\s\"'`]{8,128})[\"'`]?"
+                    r"(?=[.,;!?)]?(?:\s|$))"),
+              lambda m: _strong_password(m.group(1).rstrip(".,;!?"), strict=False)), 1),
+    # "root on web-2 is …", "the admin password: …": an account's password told with its user
+    ("password", ("root", "admin", "superuser", "postgres"),
+     _Checked(_Lazy(r"\b(?:root|admin|administrator|superuser|postgres|sa)(?:[ \t]+(?:on|for|@)[ \t]+[\w.-]+)?[ \t]+"
+                    r"(?:is|=)[ \t]+[\"'`]?(?!\[REDACTED)([^\s\"'`]{8,128}?)[\"'`]?(?=[.,;!?)]?(?:\s|$))"),
+              lambda m: _strong_password(m.group(1), strict=False) and not _skip_value(m.group(1))), 1),
+    # Exim's plaintext authenticator (client_send = : user : password); sendmail's authinfo ("P:password")
+    ("password", ("client_send",), _Lazy(r"client_send[ \t]*=[ \t]*:?[^:\n]*:[ \t]*(?!\[REDACTED)([^\s:]+)"), 1),
+    ("password", ("authinfo",), _Lazy(r"(?i)AuthInfo:[^\n]*?\"P[:=](?!\[REDACTED)([^\"\n]+)\""), 1),
+    # the password of a Redis AUTH seen by MONITOR ("AUTH" "user" "…"), in RESP on the wire (strace, tcpdump),
+    # and SMTP's AUTH LOGIN answer after the base64 prompt for it ("334 UGFzc3dvcmQ6" is "Password:")
+    ("password", ('"auth"',),
+     _Lazy(r"(?i)\"AUTH\"(?:[ \t]+\"[^\"\n]*\")?[ \t]+\"(?!\[REDACTED)([^\"\n]+)\"[ \t]*$", re.MULTILINE), 1),
+    ("password", ("auth\\r\\n", "auth\r\n"),
+     _Lazy(r"(?i)AUTH(?:\\r\\n|\r\n)\$[0-9]+(?:\\r\\n|\r\n)(?:[^\\\r\n]{1,64}(?:\\r\\n|\r\n)\$[0-9]+(?:\\r\\n|\r\n))?"
+           r"(?!\[REDACTED)([^\\\r\n\"]+)"), 1),
+    ("password", ("ugfzc3dvcmq6",), _Lazy(r"334 UGFzc3dvcmQ6[ \t]*\r?\n[ \t]*(?!\[REDACTED)([A-Za-z0-9+/=]{4,})"), 1),
+    # a one-time link's token in its path: /reset-password/<token>, /verify/<token>, /magic-link/<token>
+    ("secret", ("reset", "verify", "confirm", "activate", "invite", "magic"),
+     _Checked(_Lazy(r"(?i)/(?:reset[-_]?password|password[-_]?reset|reset|verify(?:[-_]email)?|confirm(?:[-_]email)?"
+                    r"|activate|activation|invite|invitation|magic[-_]?link|login[-_]?link)/(?:[\w-]{1,40}/)?"
+                    r"(?!\[REDACTED)([A-Za-z0-9_-]{20,})"),
+              lambda m: _looks_random(m.group(1)) and any(c.isdigit() for c in m.group(1))), 1),
+    # a key given to a tool's set-up as its only argument: shodan init KEY, … auth KEY, … configure KEY
+    ("secret", ("init ", "auth ", "login ", "configure ", "setup ", "activate "),
+     _Checked(_Lazy(r"(?m)(?:^|[$>#%][ \t]+)[\w.-]+[ \t]+(?:init|auth|login|configure|setup|activate)[ \t]+"
+                    r"(?!\[REDACTED)(?!-)([A-Za-z0-9_.+/=-]{16,200})[ \t]*$"),
+              lambda m: _random_or_strong(m.group(1))), 1),
+    # a cluster's join token: microk8s join HOST:PORT/<token>/<id>
+    ("secret", ("join ",), _Lazy(r"\bjoin[ \t]+[\w.-]+:[0-9]+/(?!\[REDACTED)([0-9a-fA-F]{16,})"), 1),
+    # Cisco, strongSwan: pre-shared-key <value>
+    ("password", ("pre-shared-key",),
+     _Lazy(r"\bpre-shared-key[ \t]+(?:[0-9][ \t]+)?(?!\[REDACTED)([^\s\"]{6,})[ \t]*$", re.MULTILINE), 1),
+    # OpenWrt's UCI: option key '…' (a Wi-Fi passphrase), option password '…'
+    ("password", ("option ",),
+     _Checked(_Lazy(r"(?m)^[ \t]*option[ \t]+([\w-]+)[ \t]+(['\"]?)(?!\[REDACTED)([^\s'\"]+)\2[ \t]*$"),
+              _uci_secret), 3),
+    # a key given as a list of byte values under a secret's name: network_key: [122, 118, …] (16 or more)
+    ("secret", ("key", "secret", "token"),
+     _Checked(_Lazy(r"[:=][ \t]*(?!\[REDACTED)(\[(?:[ \t]*(?:0x)?[0-9a-fA-F]{1,3}[ \t]*,){15,63}"
+                    r"[ \t]*(?:0x)?[0-9a-fA-F]{1,3}[ \t]*\])"), _named_before), 1),
+    # values under a parent named for secrets: secrets:\n  peertube: '<hex>'; credentials:\n  api: …
+    ("secret", ("secrets:", "credentials:", "passwords:", "tokens:", "keys:"), _SecretsBlock(), 1),
+    # a password printed on its own line below the line that announces it, maybe after blank lines or under a
+    # log prefix ("Password for the elastic user …:\n\n  <value>", "jenkins-1 | <value>"), and a passphrase of words
+    ("password", ("password", "passphrase", "token", "key", "secret"), _AnnouncedBelow(), 1),
+    # "A temporary password is generated for root@localhost: …", "Password for 'https://u@host': …"
+    ("password", ("password",),
+     _Lazy(r"(?i)\bpassword\b[^\n:]{0,60}?\bfor[ \t]+[^\s]{1,80}?:[ \t]+(?!\[REDACTED)([^\s*•]{6,128})[ \t]*$",
+           re.MULTILINE), 1),
     # an IRC server password; Zapier's catch hook
     ("password", ("pass ",), _Lazy(r"(?m)^PASS[ \t]+(?!\[REDACTED)(\S+)"), 1),
     ("webhook-url", ("hooks.zapier.com",), _Lazy(r"hooks\.zapier\.com/hooks/catch/[0-9]+/(?!\[REDACTED)(\w+)"), 1),
@@ -1617,8 +1827,8 @@ _SECRET_WORDS = frozenset({
 })
 #: what may follow "secret" in one lower-case word (secretkey, secretsmanager); not secretase, secretion, secretary
 _SECRET_TAILS = frozenset({"", "s", "key", "keys", "token", "tokens", "id", "value", "access", "accesskey", "string",
-                           "name", "ref", "data", "file", "path", "manager", "smanager", "store", "service", "provider",
-                           "hash", "base", "keybase", "phrase", "word", "box", "txt"})
+                           "data", "manager", "smanager", "store", "service", "provider", "hash", "base", "keybase",
+                           "phrase", "word", "box", "apikey"})
 #: last components that make a prefixed name secret (``GITHUB_TOKEN``, ``API_KEY``, ``BASIC_AUTH``)
 #: names that alone are too common in code to mask a value that does not look random (``key = "name"``)
 _WEAK_ALONE = frozenset({"key", "sig", "signature", "salt", "cookie", "auth", "pat", "sas"})
@@ -1668,14 +1878,14 @@ _PROSE_STOP = frozenset({
     "for", "to", "of", "on", "at", "by", "with", "from", "that", "this", "it", "must", "should", "will", "can",
     "hashed", "encrypted", "needed", "ok", "valid", "weak", "strong", "long", "short", "same", "different",
 })
-_SEP_RE = _Lazy(r"(?:\\?[\"'`])?\]?[ \t]*(::(?=[ \t])|:=|=>|->|\?=|=|:)(?![=:/])[ \t]*")
+_SEP_RE = _Lazy(r"(?:\\?[\"'`])?[\]}]?[ \t]*(::(?=[ \t])|:=|=>|->|\?=|=|:)(?![=:/])[ \t]*")
 #: ``name: API_KEY`` … ``value: x`` (Kubernetes env, .NET appSettings, CloudFormation parameters)
 _NAME_FIELD_RE = _Lazy(r"(?i)(?:name|key|parameterkey|id)\\?[\"']?\s*[:=]\s*\\?[\"']?$")
 _VALUE_FIELD_RE = _Lazy(r"(?i)(?:value|example|default)\\?[\"']?\s*[:=]\s*")
 _FLAG_SEP_RE = _Lazy(r"(=|[ \t]+)(?=[^\s-])")
 _PROSE_RE = _Lazy(r"[ \t]+(?:is|was|=|:)[ \t]+(?:set to[ \t]+)?(?=\S)", re.IGNORECASE)
 _INLINE_END = frozenset(" \t\r\n,;&)]}\"'<>|`")
-_ARG_SEP_RE = _Lazy(r"(?:[\"']\s*,|[ \t]+(?:-Value[ \t]+)?)\s*(?=[\"'])")
+_ARG_SEP_RE = _Lazy(r"(?:[\"']?\s*,|[ \t]+(?:-Value[ \t]+)?)\s*(?=[\"'])")
 _TYPED_RE = _Lazy(r"(?:\[REDACTED:[a-z0-9-]+\]|[A-Z][\w.<>\[\]]*\??|str|string|bytes|&str|&'static str)"
                        r"[ \t]*=(?![=>])[ \t]*")
 _PAIR_RE = _Lazy(r"\(\s*([\"'])[^\"'\n]*\1\s*,\s*([\"'])([^\"'\n]+)\2\s*\)")
@@ -1688,7 +1898,7 @@ _STORE_PATH_RE = _Lazy(r"[A-Za-z][\w.-]*(?:/[A-Za-z][\w.-]*)+")
 _BYTES_RE = _Lazy(r"[0-9]+ bytes?")
 _SPACED_QUOTE_RE = _Lazy(r"[ \t]+(?=[\"'][^\"'\n\s][^\"'\n]*[\"'](?:[ \t]*[,;)]|[ \t]*$))", re.MULTILINE)
 _OR_ELSE_RE = _Lazy(r"\s+(?:or|\|\||\?\?|\?:)\s")
-_CODE_VALUE_RE = _Lazy(r"[A-Za-z_$][\w.$]*(?:::?[A-Za-z_$][\w.$]*)*\s*[(\[]")
+_CODE_VALUE_RE = _Lazy(r"[A-Za-z_$][\w.$]*(?:::?[A-Za-z_$][\w.$]*)*[!?]?\s*[(\[]")
 
 
 def _components(name: str) -> list[str]:
@@ -1786,6 +1996,13 @@ _VERSION_RE = _Lazy(r"[~^=<>v]{0,2}[0-9]+(?:\.[0-9x*]+)+(?:[-+][\w.]+)?")
 _ABOUT_WORDS_RE = _Lazy(r"(?i)pass|secret|token|\bkeys?\b|credential|\bapi\b")
 _TYPE_ATOM = (r"(?:&(?:'\w+\s+)?(?:mut\s+)?)?(?:[A-Za-z_][A-Za-z0-9_.]*)(?:<[^<>\n]*>|\[[^\[\]\n]*\])?\??")
 _TYPE_RE = _Lazy(rf"{_TYPE_ATOM}(?:\s*\|\s*{_TYPE_ATOM})*\s*[;,]?")
+_BRACE_EXPR_RE = _Lazy(r"\{\{|\{[A-Za-z_$][\w.$]*(?:\([^()\n]*\))?\}")
+_CMDLET_RE = _Lazy(  # a PowerShell cmdlet: an approved verb, a dash, a noun
+    r"(?:Get|Set|New|Read|Write|Remove|Add|Invoke|Start|Stop|Import|Export|ConvertTo|ConvertFrom|Select|Where|ForEach"
+    r"|Out|Test|Join|Split|Format|Copy|Move|Clear|Find|Install|Update|Register|Unregister|Connect|Disconnect|Enable"
+    r"|Disable|Resolve|Wait|Show|Use|Measure|Compare|Group|Sort|Protect|Unprotect|Send|Receive|Restart|Save|Edit"
+    r"|Expand|Compress|Initialize|Grant|Revoke|Request|Confirm|Restore|Backup|Publish|Deploy|Build)-[A-Z][A-Za-z]+")
+_GRAPHQL_TYPE_RE = _Lazy(r"\[?[A-Z][A-Za-z0-9]*!?\]?!")
 _BUILTIN_TYPES = frozenset({
     "str", "string", "number", "boolean", "bool", "int", "float", "bytes", "any", "unknown", "undefined", "null",
     "none", "object", "void", "never", "dict", "list", "bytearray", "buffer", "uuid", "secretstr", "secretbytes",
@@ -1833,6 +2050,8 @@ def _is_type(v: str) -> bool:
     syntax (a union, generic brackets, ``?``, a reference), or one word that names a common type. Any other word
     alone is taken for a value: ``MySecret``, ``RootPass`` and ``Hunter`` are passwords as often as types, and a
     masked annotation costs less than a kept password. A trailing ``;`` or ``,`` ends a value as well as a type."""
+    if "!" in v and _GRAPHQL_TYPE_RE.fullmatch(v.split(" @", 1)[0].strip()):  # GraphQL: String!, [ID!]! @directive
+        return True
     if not _TYPE_RE.fullmatch(v):
         return False
     atoms = [a.strip("&?;, ") for a in re.split(r"\s*\|\s*", v)]
@@ -1866,6 +2085,8 @@ def _skip_value(value: str) -> bool:
         return True
     if _BYTES_RE.fullmatch(v) or re.fullmatch(r"[~^=<>]{0,2}[0-9]{1,3}", v):  # "24 bytes"; a version "9"
         return True
+    if _CMDLET_RE.fullmatch(v):  # $pw = Read-Host …: a PowerShell command
+        return True
     if v.startswith("<") and ">" not in v:  # <at least 16 bytes>: a placeholder cut at its first space
         return True
     return bool(_CODE_VALUE_RE.match(v)) or bool(_VERSION_RE.fullmatch(v)) or _is_prose(v) or _is_type(v)
@@ -1881,7 +2102,9 @@ _STANDS_IN_RE = _Lazy(
     r"|[*•.…]{4,}\w{0,6}|%[sdr]|%\(\w+\)[sdr]|\{\w*\}|:'?\w+'?"
     r"|[\w-]*(?:not[-_ ]a[-_ ]real|fake|dummy|placeholder|example)[\w-]*"
     r"|(?:op|vault|awssm|gcpsm|azkv|sops|secret|ref\+\w+)://\S+|vault:\S+|!(?:secret|vault|ref|sub|getatt)(?:\s+\S+)?"
-    r"|arn:aws:(?:secretsmanager|ssm|kms):\S+|@Microsoft\.KeyVault\(.*\)|projects/[^/\s]+/secrets/\S+")
+    r"|arn:aws:(?:secretsmanager|ssm|kms):\S+|@Microsoft\.KeyVault\(.*\)|projects/[^/\s]+/secrets/\S+"
+    r"|env:[A-Za-z_]\w*|secretref:[\w.-]+|[\w.-]+,(?:type|target|mode|uid|gid)=\S*"
+    r"|(?-i:[a-z][a-z0-9_.-]*(?:/[a-z0-9_.-]+)+:[a-z][a-z0-9_.-]*)")  # ci/sonar:token: a stored secret's id, field
 
 
 def _stands_in(value: str) -> bool:
@@ -2015,6 +2238,8 @@ def _value_span(text: str, vstart: int, to_line_end: bool, strong: bool, whole_t
         end = n if end < 0 else end
         if _is_type(text[vstart:end].strip()):  # before its ; or , is cut: `key: Uint8Array;`
             return None
+        if (cmdlet := _CMDLET_RE.match(text, vstart, end)) and text[cmdlet.end() : cmdlet.end() + 1] in (" ", "\t"):
+            return None  # $pw = Read-Host -AsSecureString …: a PowerShell command
         if strong and _BLOCK_SCALAR_RE.fullmatch(text[vstart:end].rstrip()):
             return _block_scalar(text, vstart, end)
         while end > vstart and text[end - 1] in " \t\r,;":
@@ -2024,11 +2249,15 @@ def _value_span(text: str, vstart: int, to_line_end: bool, strong: bool, whole_t
         while end < n and not text[end].isspace():
             end += 1
     else:
+        if c == "{" and not flag and _BRACE_EXPR_RE.match(text, vstart):
+            return None  # value={password}, {{ … }}: a template's expression (not ODBC's Pwd={…})
         end = vstart
         while end < n and text[end] not in _INLINE_END:
             end += 1
         if not flag and _CODE_PATH_RE.fullmatch(text[vstart:end]) and not _looks_random(text[vstart:end]):
             return None  # guard let password = passwordField.text, …: an attribute read in code
+        if _CMDLET_RE.fullmatch(text[vstart:end]) and text[end : end + 1] in (" ", "\t"):
+            return None  # $pw = Read-Host -AsSecureString …: a PowerShell command
     value = text[vstart:end]
     if _skip_value(value) or (not strong and not _looks_random(value)):
         return None
@@ -2063,6 +2292,8 @@ def _named(text: str, lower: str) -> tuple[str, int]:
         if found is None:
             continue
         kind, strong = found
+        if not strong and _after_public(text, a):
+            continue  # Public key: …, host key …
         b = a + raw.rstrip("-.").__len__()
         span = None
         if text.startswith("${", a - 2) and text.startswith(("?", ":?"), b):
@@ -2102,6 +2333,7 @@ def _named(text: str, lower: str) -> tuple[str, int]:
                 span = _value_span(text, vstart, spaced and at_start, strong,
                                    strong and at_start and not spaced and sep.group(1) == "=" and not quoted_name)
             elif ((quoted_name and text[max(0, a - 21) : a - 1].rstrip().endswith("(")
+                   or text[a - 1 : a] == "$" and text[max(0, a - 21) : a - 1].rstrip().endswith("(")  # Set($Pw, '…')
                    or text.startswith("env:", a - 4)) and (pair := _ARG_SEP_RE.match(text, b))):
                 span = _value_span(text, pair.end(), False, strong)  # setenv("API_KEY", "…"), env:API_KEY '…'
                 if span and (name_kind(text[span[0] : span[1]]) or name.lower() in _PrintedSecret._KINDS):
@@ -2110,6 +2342,9 @@ def _named(text: str, lower: str) -> tuple[str, int]:
                 field = _VALUE_FIELD_RE.search(text, b, min(n, b + 160))
                 if field:
                     span = _value_span(text, field.end(), False, True)
+                    if span and text[span[0] - 1 : span[0]] not in ("'", '"', "`") and _REFERENCE_RE.fullmatch(
+                            text[span[0] : span[1]]) and text[span[1] : span[1] + 3].lstrip()[:1] in ("}", ","):
+                        span = None  # { name: 'API_TOKEN', value: token }: a variable in an object literal
             elif strong and (quoted_value := _SPACED_QUOTE_RE.match(text, b)):
                 span = _value_span(text, quoted_value.end(), False, strong)  # plaintext-password 'x', password 'x'
             elif kind == "password":
@@ -2140,7 +2375,7 @@ def _named(text: str, lower: str) -> tuple[str, int]:
 
 # -- 3. entropy ------------------------------------------------------------------------------------------------
 _QUOTED_RE = _Lazy(r"([\"'])([A-Za-z0-9+/_\-.]{20,300}={0,2})\1")
-_DIGEST_PREFIXES = ("sha1-", "sha256-", "sha384-", "sha512-", "md5-", "sha-")
+_DIGEST_PREFIXES = ("sha1-", "sha256-", "sha384-", "sha512-", "md5-", "sha-", "sha256/", "sha1/")  # SRI, pins
 
 
 def shannon_entropy(value: str) -> float:
@@ -2165,26 +2400,34 @@ def _identifier_like(value: str) -> bool:
     return sum(len(w) for w in _CAMEL_RE.findall(value) if len(w) >= 4 and w[-1].islower()) >= 0.75 * len(value)
 
 
-_KEY_BEFORE_RE = _Lazy(r"[\"']?([A-Za-z_][\w.-]{0,60})[\"']?[ \t]*[:=][ \t]*$")
+_KEY_BEFORE_RE = _Lazy(r"[\"']?([A-Za-z_][\w.:-]{0,60})[\"']?[ \t]*[:=][ \t]*$")
 _ID_PREFIX_RE = _Lazy(r"([a-z]{2,12})[_-]")
 _ID_NAMES = frozenset({"id", "ids", "uuid", "guid"})
+_PUBLIC_KEY_ALGORITHMS = frozenset({"ed25519", "curve25519", "x25519"})
 _SESSION_NAMES = frozenset({"session", "sess", "sid", "cookie", "csrf", "xsrf", "nonce", "state", "code"})
 
 
+def _public_name(name: str) -> bool:
+    """A name for a digest or a public key: ``contentHash``, ``integrity``, ``ed25519:DEVICE``, ``publicKey``."""
+    parts = _components(name)
+    return bool((_PUBLIC_NAMES - _ID_NAMES).intersection(parts) or name.split(":", 1)[0].lower() in
+                _PUBLIC_KEY_ALGORITHMS) and (
+        name_kind(name) is None or "public" in parts)
+
+
 def _object_id(name: str, value: str) -> bool:
-    """``value`` is an object's id under ``name``: the name is an id's (``id``, ``file_id``), or the value's
-    prefix abbreviates the name (``"customer": "cus_…"``, ``PRICE_PRO=price_…``, ``"payment_method": "pm_…"``).
-    Never under a secret's name or a session's (``"session": "sess_…"`` is a credential)."""
+    """``value`` is an object's id under ``name``: a kind's prefix (``chatcmpl-``, ``cus_``) under an id's name
+    (``id``, ``file_id``) or under the name the prefix abbreviates (``"customer": "cus_…"``, ``PRICE_PRO=price_…``,
+    ``"payment_method": "pm_…"``). Never under a secret's name or a session's (``"session": "sess_…"``)."""
     parts = _components(name)
     if not parts or name_kind(name) is not None or _SESSION_NAMES.intersection(parts):
         return False
-    if parts[-1] in _ID_NAMES:
-        return True
     prefix = _ID_PREFIX_RE.match(value)
     if prefix is None:
-        return False
+        return False  # project_id='mainnetAcIh…': a provider's key under an id's name
     p = prefix.group(1)
-    return any(part.startswith(p) for part in parts) or p == "".join(part[0] for part in parts)
+    return (parts[-1] in _ID_NAMES or any(part.startswith(p) for part in parts)
+            or p == "".join(part[0] for part in parts))
 
 
 def _high_entropy(text: str) -> tuple[str, int]:
@@ -2201,8 +2444,9 @@ def _high_entropy(text: str) -> tuple[str, int]:
             return m.group(0)
         if "." in value and ("/" in value or max(map(len, value.split("."))) < 16 or not _looks_random(value)):
             return m.group(0)  # a dotted name (com.example.MyApp2), a path, not a token with dots
-        if (key := _KEY_BEFORE_RE.search(m.string, max(0, m.start() - 80), m.start())) and _object_id(key.group(1), value):
-            return m.group(0)  # "id": "chatcmpl-…", "customer": "cus_…": an object's id under its kind
+        key = _KEY_BEFORE_RE.search(m.string, max(0, m.start() - 80), m.start())
+        if key and (_object_id(key.group(1), value) or _public_name(key.group(1))):
+            return m.group(0)  # "customer": "cus_…", "contentHash": "…", "ed25519:DEVICE": "…": ids, digests, public keys
         count += 1
         return m.group(1) + _marker("high-entropy") + m.group(1)
 

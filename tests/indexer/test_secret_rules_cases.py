@@ -523,3 +523,65 @@ def test_urls_calls_object_ids_and_stock_communities_stay():
         assert redact(text).text == text, redact(text).text
     masked = redact('{"session": "sess_Vq8Lz2Xm7Rt4Kp9Wn3Bd6Hs"}').text  # a session's id is its credential
     assert "Vq8Lz2Xm7Rt4Kp9Wn3Bd6Hs" not in masked
+
+
+# secrets announced on the line above, told beside their user, in protocol traces, one-time links, set-up commands,
+# secrets blocks, byte lists, Lisp and Perl settings, and in more languages
+ROUND_EIGHT = [
+    ("Your new admin password (shown once):\n\n   Lq8#Zv2mXr7Kt4", "Lq8#Zv2mXr7Kt4"),
+    ("app-1  | Use this token to join:\napp-1  |\napp-1  | 9c1f4e7a2b8d3c6f0e5a9b7d4c2f8e1a", "9c1f4e7a2b8d3c6f0e5a9b7d4c2f8e1a"),
+    ("$ wallet-cli export-key\nmaple orbit shadow lunar cotton pilot frame gravel honey", "maple orbit shadow lunar"),
+    ("MariaDB init: a random password was generated for root@%: Zq8%Lm2Vx", "Zq8%Lm2Vx"),
+    ("rsync rsync://backup:Vz7#Lq2Mx9@files.example.org/share/ ./", "Vz7#Lq2Mx9"),
+    ("secretsdump.py 'EXAMPLE/ops:Kx8!Lq2Zm7@10.0.4.9'", "Kx8!Lq2Zm7"),
+    ("hysteria2://Tz8.Lq2Xm7Vk@edge.example.net:443/?sni=edge", "Tz8.Lq2Xm7Vk"),
+    ("GET https://api.example.org/me\n[BasicAuth]\nreporter: Wq7%Lz2Xm8", "Wq7%Lz2Xm8"),
+    ("login for the demo: ops@example.org / Hq8!Lz2Vm7", "Hq8!Lz2Vm7"),
+    ("fyi admin on db-3 is Rz7_Lq2Xm9Kt", "Rz7_Lq2Xm9Kt"),
+    ("localclient:Mz8?Lq2Xv7:10", "Mz8?Lq2Xv7"),
+    ("ops:Bz8#Lq2Xm7,admin,deploy", "Bz8#Lq2Xm7"),
+    ("tunnel --auth relay:Xq7*Lm2Vz9 https://relay.example.net", "Xq7*Lm2Vz9"),
+    ("crackmapexec smb 10.0.0.0/24 -u admin -H 8846f7eaee8fb117ad06bdd830b7586c", "8846f7eaee8fb117ad06bdd830b7586c"),
+    ('127.0.0.1:6379> MONITOR\n1721034112.44 [0 10.0.0.2:5154] "AUTH" "Vq8-Lz2Xm7Kt"', "Vq8-Lz2Xm7Kt"),
+    ('write(5, "*2\\r\\n$4\\r\\nAUTH\\r\\n$12\\r\\nTq7^Lz2Xm8Vk\\r\\n", 31) = 31', "Tq7^Lz2Xm8Vk"),
+    ("AUTH LOGIN\n334 VXNlcm5hbWU6\nb3BzQGV4YW1wbGUub3Jn\n334 UGFzc3dvcmQ6\nTHE4I1p2Mm1Ycjc=", "THE4I1p2Mm1Ycjc="),
+    ("Click https://app.example.org/verify-email/Lq8Zv2mXr7Kt4Wn3Bd6Hs to confirm", "Lq8Zv2mXr7Kt4Wn3Bd6Hs"),
+    ("$ geoip init 7Hq2Lz8Xv4Rt9Kp3Wn6Bd1Ys", "7Hq2Lz8Xv4Rt9Kp3Wn6Bd1Ys"),
+    ("$ k3s-like join 10.0.0.4:25000/5e1c9a7f3b2d8e6a4c0f9b1d7e3a5c8f", "5e1c9a7f3b2d8e6a4c0f9b1d7e3a5c8f"),
+    (" crypto isakmp key 0\n ikev2 local-authentication pre-shared-key Nq7$Lz2Xv9", "Nq7$Lz2Xv9"),
+    ("config wifi-iface 'guest'\n\toption ssid 'Guest'\n\toption key 'Vz8-Lq2Xm7Kt'", "Vz8-Lq2Xm7Kt"),
+    ("radio:\n  aes_key: [11, 22, 33, 44, 55, 66, 77, 88, 99, 110, 121, 132, 143, 154, 165, 176]", "143, 154, 165"),
+    ("secrets:\n  signing: 'a7f3b2d8e6a4c0f9b1d7e3a5c8f5e1c9'\nlisten:\n  port: 9000", "a7f3b2d8e6a4c0f9b1d7e3a5c8f5e1c9"),
+    ("(defvar *imap-pass* \"Kz7!Lq2Vm8\")", "Kz7!Lq2Vm8"),
+    ("    $Config->{SmtpPassword} = 'Tz9#Lq2Xm7';", "Tz9#Lq2Xm7"),
+    ("Set($LdapPass, 'Qz8#Lm2Vx7');", "Qz8#Lm2Vx7"),
+    ('req <- authenticate (basicAuth "ops" "Wz8!Lq2Xm7")', "Wz8!Lq2Xm7"),
+    ("relay_login:\n  driver = plaintext\n  client_send = : ops@example.org : Lz8!Qq2Vm7", "Lz8!Qq2Vm7"),
+    ('AuthInfo:mail.example.org "U:ops" "P:Gq7#Lz2Xm9" "M:LOGIN"', "Gq7#Lz2Xm9"),
+    ("b'GET / HTTP/1.1\\r\\nAuthorization: Basic b3BzOkxxOCNadjJtWHI3S3Q0\\r\\n'", "b3BzOkxxOCNadjJtWHI3S3Q0"),
+    ("payment.setTransactionKey('Lq8Zv2mXr7Kt4Wn3')", "Lq8Zv2mXr7Kt4Wn3"),
+    ('mysql_real_connect(db, "db.internal", "reporter", "Rq8#Lz2Xm7", "stats", 0, NULL, 0);', "Rq8#Lz2Xm7"),
+    ("Il-password tal-VPN hija Kq8#Lz2Xm7.", "Kq8#Lz2Xm7"),
+    ("Пароли нав: Zq8!Lm2Vx7", "Zq8!Lm2Vx7"),
+    ("Iphasiwedi yami ithi Tz7#Lq2Xm8", "Tz7#Lq2Xm8"),
+]
+
+
+@pytest.mark.parametrize("text, secret", ROUND_EIGHT)
+def test_secrets_announced_told_with_their_user_traced_or_kept_in_blocks_are_masked(text, secret):
+    assert secret not in redact(text).text, redact(text).text
+
+
+def test_public_keys_digests_pins_references_and_template_expressions_stay():
+    for text in ("Public key:     5d2e" + "a1" * 30, '"integrity": "Xq8Lz2Vm7Rt4Kp9Wn3Bd6Hs1Jf5Gc0Ya2Lq8Zv2"',
+                 '.add("api.example.org", "sha256/Lq8Zv2mXr7Kt4Wn3Bd6Hs1Jf5Gc0Ya2Tq9XvRm=")',
+                 '"ed25519:DEVICEID": "Lq8Zv2mXr7Kt4Wn3Bd6Hs1Jf5Gc0Ya2Tq9XvRm"', "$ pass ls\nPassword Store\n└── mail",
+                 '$pw = Read-Host -AsSecureString "Password"', 'token = keyring.get_password("svc", "__token__")',
+                 "  password: System.fetch_env!(\"DB_PASSWORD\"),", "let password = env:DB_PASSWORD as Text",
+                 "Secret=db-pass,type=env,target=POSTGRES_PASSWORD", "  DB_PASSWORD: prod/app/db:password",
+                 "--set-env-vars API_KEY=secretref:api-key", "  newPassword: String! @constraint(minLength: 12)",
+                 '<input type="password" bind:value={password} />', "{ name: 'API_TOKEN', value: token }",
+                 "1 incorrect password attempt ; TTY=pts/0 ; PWD=/home/ana", "# your public key (safe to share)\n"
+                 "UAB3C4ZZQXJ7DKJ2H5RB7P4QZ6X5JX4CYQ3F2SOOE7XQ7W6W3F6YGTTK",
+                 "binaryData:\n  favicon.png: iVBORw0KGgoAAAANSUhEUgAAABAAAAAQCAYAAAAf8/9hAAAA/0iHij3t"):
+        assert redact(text).text == text, redact(text).text
