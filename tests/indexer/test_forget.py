@@ -162,7 +162,67 @@ def test_a_user_note_gets_a_tombstone_until_it_changes(captured, home):
     note.write_text(original.decode() + "\nedited by the user\n")  # the file changed: the tombstone lapses
     index(captured, embedder=None)
     assert "rack 12" in _texts(search(captured, "zanzibar rack", mode="bm25"))
-    assert tombstones.load(captured.state_dir).count == 0
+    assert tombstones.load(captured.state_dir, captured.home).count == 0
+
+
+def _forget_quokka(root: Path):
+    """A note under ``root`` with its quokka chunk forgotten (a tombstone), indexed for BM25."""
+    write(root / "daily" / "2026-01-02.md", "# Animals\n\n## Quokka\n\nThe quokka smiles at tourists on "
+                                            "Rottnest.\n\n## Wombat\n\nWombats dig burrows.\n")
+    settings = resolve_settings(root, model="none")
+    index(settings, embedder=None)
+    report = apply_forget(settings, _plan(settings, ForgetSelector(match="quokka")))
+    assert report.tombstones_added == 1
+    return settings
+
+
+def _finds(root: Path, word: str) -> bool:
+    return word in _texts(search(resolve_settings(root, model="none"), word, mode="bm25")).lower()
+
+
+def test_moving_the_memory_root_keeps_forgotten_note_chunks_hidden(tmp_path):
+    """The tombstone names the note relative to the root: an index run at the root's new place (or back at the
+    old one) keeps the chunk hidden, and forgotten.json keeps it."""
+    _forget_quokka(tmp_path / "mv1")
+    os.rename(tmp_path / "mv1", tmp_path / "mv2")
+    moved = resolve_settings(tmp_path / "mv2", model="none")
+    index(moved, embedder=None)
+    index(moved, embedder=None, full=True)
+    rebuild(moved, embedder=None)
+    assert not _finds(tmp_path / "mv2", "quokka") and _finds(tmp_path / "mv2", "wombats")
+    assert list(tombstones.load(moved.state_dir, moved.home).notes) == ["daily/2026-01-02.md"]
+    os.rename(tmp_path / "mv2", tmp_path / "mv1")
+    index(resolve_settings(tmp_path / "mv1", model="none"), embedder=None)
+    assert not _finds(tmp_path / "mv1", "quokka") and _finds(tmp_path / "mv1", "wombats")
+
+
+def test_tombstones_written_with_absolute_paths_are_read_and_kept(tmp_path):
+    """forgotten.json from before relative keys: an entry under the root is read as relative; one of the place the
+    root left (moved before upgrading) still hides the note with those bytes there, and takes it over; one that
+    names nothing here is kept, never dropped unseen."""
+    settings = _forget_quokka(tmp_path / "mv1")
+    stones = json.loads((settings.state_dir / "forgotten.json").read_bytes())
+    entry = stones["notes"]["daily/2026-01-02.md"]
+    foreign = {"file_hash": "0" * 32, "chunks": ["1" * 32], "ranges": [[1, 2]]}
+    old_form = {str(settings.home / "daily" / "2026-01-02.md"): entry, "/elsewhere/notes/x.md": foreign}
+    (settings.state_dir / "forgotten.json").write_bytes(json.dumps({**stones, "notes": old_form}).encode())
+    index(settings, embedder=None, full=True)
+    assert not _finds(settings.home, "quokka") and _finds(settings.home, "wombats")
+    saved = json.loads((settings.state_dir / "forgotten.json").read_bytes())["notes"]
+    assert saved == {"daily/2026-01-02.md": entry, "/elsewhere/notes/x.md": foreign}
+
+    left = {"/old/place/mv1/daily/2026-01-02.md": entry, "/elsewhere/notes/x.md": foreign}
+    (settings.state_dir / "forgotten.json").write_bytes(json.dumps({**stones, "notes": left}).encode())
+    os.rename(tmp_path / "mv1", tmp_path / "mv2")
+    moved = resolve_settings(tmp_path / "mv2", model="none")
+    index(moved, embedder=None)
+    assert not _finds(moved.home, "quokka") and _finds(moved.home, "wombats")
+    saved = json.loads((moved.state_dir / "forgotten.json").read_bytes())["notes"]
+    assert saved == {"daily/2026-01-02.md": entry, "/elsewhere/notes/x.md": foreign}
+    write(moved.home / "daily" / "2026-01-02.md", "# Animals\n\n## Quokka\n\nThe quokka was edited.\n")
+    report = index(moved, embedder=None)  # the user edited the note: its tombstone lapses, and the report says so
+    assert _finds(moved.home, "quokka") and "1 note(s) changed or gone" in (report.model_note or "")
+    assert json.loads((moved.state_dir / "forgotten.json").read_bytes())["notes"] == {"/elsewhere/notes/x.md": foreign}
 
 
 def test_archives_lose_the_matching_lines(captured, home):
