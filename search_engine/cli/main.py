@@ -64,9 +64,7 @@ def index(
     from indexer.rebuild import rebuild
 
     settings = _settings(home, model, db_url)
-    if not settings.home.exists():  # a first index makes the root; a mistyped --home should not pass unseen
-        sys.stderr.write(f"memsearch: the memory root {settings.home} did not exist; it is created now (empty). "
-                         "If that path is a typo, delete it and check --home or MEMSEARCH_HOME.\n")
+    created = not settings.home.exists()
 
     def run(progress=None):
         if full and not paths:
@@ -74,6 +72,9 @@ def index(
         return run_index(settings, paths, full=full, progress=progress)
 
     report = _with_progress(run, as_json)
+    if created:  # a first index makes the root; a mistyped --home should not pass unseen
+        sys.stderr.write(f"memsearch: the memory root {settings.home} did not exist; it is created now (empty). "
+                         "If that path is a typo, delete it and check --home or MEMSEARCH_HOME.\n")
     if settings.db_url is None:
         emit(report, as_json, render.index_text(report))
         return

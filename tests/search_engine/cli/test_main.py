@@ -168,6 +168,14 @@ def test_a_memory_root_that_does_not_exist_is_said_by_status_and_by_the_index_th
     assert "does not exist" not in run("status", "--home", str(typo)).stdout
 
 
+def test_index_of_a_path_outside_the_memory_root_is_one_usage_error_line(home, tmp_path):
+    note = write(tmp_path / "elsewhere" / "p.md", "# Out\nA platypus note.\n")
+    refused = run("index", str(note), check_rc=2)
+    assert refused.stdout == "" and refused.stderr.count("\n") == 1
+    assert refused.stderr.startswith(f"Error: {note} is outside the memory root {home}: ")
+    assert "0 deleted" in run("index", env={"MEMSEARCH_MODEL": "none"}).stdout
+
+
 def test_bad_files_are_reported_one_line_each(home):
     write(home / "ok.md", "# Fine\ntext\n")
     write(home / "bad.json", "{nope")
