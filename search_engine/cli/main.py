@@ -382,9 +382,10 @@ def forget(
     if not yes:
         if not sys.stdin.isatty():
             raise MemsearchError("forget needs a confirmation: run it on a terminal, or add --yes (see --dry-run)")
-        sys.stderr.write(render.forget_plan_text(plan, dry_run=True) + "\n")
+        sys.stderr.write(render.forget_plan_text(plan, dry_run=False) + "\n")
         if not typer.confirm(f"Forget these {len(plan.items) + plan.archived_events} item(s)?", err=True):
-            raise typer.Exit(1)
+            sys.stderr.write("Cancelled: nothing forgotten.\n")
+            return
     report = apply_forget(settings, plan, vacuum=vacuum)
     emit(report, as_json, render.forget_text(report))
 

@@ -326,12 +326,13 @@ def stats_text(s: Stats) -> str:
 
 
 def forget_plan_text(plan: ForgetPlan, *, dry_run: bool) -> str:
+    """What a plan takes; ``dry_run`` ends it with the line that says nothing changed (not so before a question)."""
     total = len(plan.items) + plan.archived_events
     if not total:
         return "Nothing matches: nothing to forget."
     how = {"rewrite": "removed from its event log", "summary": "its session summary is rebuilt or deleted",
            "tombstone": "your note: hidden, edit the file to remove it"}
-    out = [f"{'Would forget' if dry_run else 'Forgetting'} {len(plan.items)} indexed item(s)"
+    out = [f"Would forget {len(plan.items)} indexed item(s)"
            + (f" and {plan.archived_events} archived event(s)" if plan.archived_events else "") + ":"]
     for i in plan.items[:100]:
         where = f"{i.path}:{i.line_start}-{i.line_end}" if i.line_start is not None else i.path

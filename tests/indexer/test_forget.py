@@ -285,6 +285,31 @@ def test_cli_dry_run_confirmation_and_json(captured, home):
     assert again.returncode == 0 and again.stdout.startswith("Nothing matches")
 
 
+def _on_a_terminal(*args: str, answer: str) -> subprocess.CompletedProcess:
+    """``memsearch ARGS`` with a terminal for its input (so it asks), answering ``answer``."""
+    import pty
+
+    master, slave = pty.openpty()
+    with subprocess.Popen([MEMSEARCH, *args], stdin=slave, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True, env={**os.environ, "MEMSEARCH_MODEL": "none"}) as proc:
+        os.close(slave)
+        os.write(master, answer.encode() + b"\n")
+        out, err = proc.communicate(timeout=120)
+    os.close(master)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def test_forget_on_a_terminal_asks_without_a_dry_run_line_and_a_no_changes_nothing(captured):
+    declined = _on_a_terminal("forget", "--match", "zanzibar rack", answer="n")
+    assert declined.returncode == 0 and declined.stdout.strip() == "", declined  # click echoes a space there
+    assert declined.stderr.startswith("Would forget 1 indexed item(s):") and "dry run" not in declined.stderr
+    assert declined.stderr.endswith("Forget these 1 item(s)? [y/N]:Cancelled: nothing forgotten.\n")
+    assert "rack 12" in _texts(search(captured, "zanzibar rack", mode="bm25"))
+    accepted = _on_a_terminal("forget", "--match", "zanzibar rack", answer="y")
+    assert accepted.returncode == 0 and accepted.stdout.lstrip().startswith("forgotten: 1 chunks"), accepted
+    assert "rack 12" not in _texts(search(captured, "zanzibar rack", mode="bm25"))
+
+
 def test_match_takes_only_what_holds_every_word_never_the_nearest(sample_home, settings):
     """A search fills its hits with whatever is nearest; forget --match takes only the chunks whose own text holds
     every content word (stemmed), whatever their status, and says so when nothing does."""
