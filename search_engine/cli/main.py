@@ -14,7 +14,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from indexer.base.errors import MemsearchError, UsageError, os_error_text
-from indexer.base.settings import Settings, resolve_settings
+from indexer.base.settings import Settings, empty_root, resolve_settings
 from indexer.base.types import to_json
 from search_engine.cli import render
 from search_engine.cli.output import emit, warn_refused
@@ -30,8 +30,23 @@ app = typer.Typer(
 model_app = typer.Typer(help="The embedding model: status, install the bundled one, pull another.", no_args_is_help=True)
 app.add_typer(model_app, name="model")
 
+def _home(value: str) -> Path:
+    """``--home``: an empty value is an error, not the current folder (which ``Path("")`` would be)."""
+    if not value.strip():
+        raise empty_root("flag")
+    return Path(value)
+
+
+def _path(value: str) -> Path:
+    """A PATH argument: an empty one (an unset shell variable, say) is an error, not the current folder."""
+    if not value.strip():
+        raise UsageError("a PATH given is empty: name a file or folder (is a shell variable unset?)")
+    return Path(value)
+
+
 HomeOpt = Annotated[
-    Optional[Path], typer.Option("--home", help="Memory root (default $MEMSEARCH_HOME or ~/.claude/memory).")
+    Optional[Path], typer.Option("--home", parser=_home,
+                                 help="Memory root (default $MEMSEARCH_HOME or ~/.claude/memory).")
 ]
 ModelOpt = Annotated[
     Optional[str], typer.Option("--model", help="Embedding model: bundled, multilingual-e5-small, minilm+e5, none, or a pulled fastembed model.")
@@ -51,7 +66,7 @@ def _settings(home: Path | None, model: str | None = None, db_url: str | None = 
 
 @app.command()
 def index(
-    paths: Annotated[Optional[list[Path]], typer.Argument(help="Only these files or folders.")] = None,
+    paths: Annotated[Optional[list[Path]], typer.Argument(parser=_path, help="Only these files or folders.")] = None,
     full: Annotated[bool, typer.Option("--full", help="Rebuild from every source into a new file and swap it in "
                                        "atomically (with PATHS: re-read and re-chunk just those).")] = False,
     as_json: JsonOpt = False,
@@ -451,7 +466,8 @@ app.add_typer(import_app, name="import")
 
 @import_app.command("transcripts")
 def import_transcripts(
-    paths: Annotated[Optional[list[Path]], typer.Argument(help="Transcript files or folders (default ~/.claude/projects).")] = None,
+    paths: Annotated[Optional[list[Path]], typer.Argument(
+        parser=_path, help="Transcript files or folders (default ~/.claude/projects).")] = None,
     as_json: JsonOpt = False,
     home: HomeOpt = None,
 ) -> None:
@@ -465,6 +481,9 @@ def import_transcripts(
             f"already there: {report.events_skipped}")
     text += "".join(f"\nskipped: {p}" for p in report.problems)
     emit(report, as_json, text)
+    if report.failed:
+        which = "the file is not" if report.transcripts == 1 else f"none of the {report.transcripts} files is"
+        raise MemsearchError(f"nothing imported: {which} a readable Claude Code transcript (see skipped)")
 
 
 team_app = typer.Typer(help="A team memory on PostgreSQL + pgvector: the administrator's set-up.",

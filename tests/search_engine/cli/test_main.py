@@ -176,6 +176,32 @@ def test_index_of_a_path_outside_the_memory_root_is_one_usage_error_line(home, t
     assert "0 deleted" in run("index", env={"MEMSEARCH_MODEL": "none"}).stdout
 
 
+def test_an_empty_home_or_path_is_one_error_line_never_the_current_folder(tmp_path):
+    """``--home ""`` or ``index ""`` would mean the current folder (``Path("")`` is "."), and an empty
+    MEMSEARCH_HOME the default root: each is an error instead (exit 2 for the flag and the argument; 1 for the
+    variable, as for any bad value there), and nothing is written where the command ran."""
+    cwd = tmp_path / "somewhere"
+    write(cwd / "note.md", "# Here\nnot a memory\n")
+
+    def here(*args, env=None):
+        return subprocess.run([MEMSEARCH, *args], capture_output=True, text=True, cwd=cwd, timeout=120,
+                              env={**os.environ, "MEMSEARCH_MODEL": "none", **(env or {})})
+
+    for args in (["index", "--home", ""], ["search", "note", "--home", ""], ["status", "--home", " "]):
+        result = here(*args)
+        assert (result.returncode, result.stdout) == (2, ""), args
+        assert result.stderr == ("Error: --home is empty: give the memory root's folder, or leave --home out to use "
+                                 "$MEMSEARCH_HOME or ~/.claude/memory\n")
+    result = here("index", "")
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == "Error: a PATH given is empty: name a file or folder (is a shell variable unset?)\n"
+    result = here("index", env={"MEMSEARCH_HOME": ""})
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr == ("Error: MEMSEARCH_HOME is set but empty: set it to the memory root's folder, or unset it "
+                             "to use ~/.claude/memory\n")
+    assert sorted(p.name for p in cwd.iterdir()) == ["note.md"]
+
+
 def test_bad_files_are_reported_one_line_each(home):
     write(home / "ok.md", "# Fine\ntext\n")
     write(home / "bad.json", "{nope")
