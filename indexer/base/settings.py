@@ -328,6 +328,15 @@ def default_home() -> Path:
     return Path("~/.claude/memory").expanduser()
 
 
+def root_problem(root: Path) -> str | None:
+    """Why ``root`` cannot be a memory root although it exists (None: a folder, or nothing there yet).
+
+    >>> root_problem(Path(os.__file__)), root_problem(Path(os.__file__).parent)
+    ('is a file, not a folder', None)
+    """
+    return "is a file, not a folder" if root.exists() and not root.is_dir() else None
+
+
 def _default_cache() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or str(Path("~/.cache").expanduser())
     return Path(base) / "memsearch"

@@ -568,6 +568,8 @@ def uninstall(
     report = run_uninstall(scope, home=_install_home(home))
     text = (f"removed from {report.settings_path}: {', '.join(report.removed)}" if report.removed
             else f"nothing of memsearch in {report.settings_path}")
+    if report.backup:
+        text += f"\nbackup: {report.backup}"
     if report.mcp:
         text += f"\nMCP server removed from {report.mcp}"
     emit(report, as_json, text)

@@ -172,8 +172,8 @@ def status_text(info: dict[str, Any]) -> str:
     model = f"{m['id']} ({m['source']}{', ' + m['path'] if m['path'] else ''})" if m["available"] else (
         f"none: {m['reason']}")
     out = [
-        f"home: {info['home']}" + ("" if info.get("home_exists", True) else " (does not exist: check --home or "
-                                                                           "MEMSEARCH_HOME)"),
+        f"home: {info['home']}" + ("" if info.get("home_exists", True) else
+                                   f" ({info.get('home_problem') or 'does not exist'}: check --home or MEMSEARCH_HOME)"),
         f"index: {info['db_path']}" + ("" if info["index_exists"] else " (never built; run `memsearch index`)"),
         f"model: {model}",
         f"chunks: {info['chunks']}" + (
