@@ -331,10 +331,12 @@ def sessions(
     home: HomeOpt = None,
 ) -> None:
     """One line per captured session: id, project, first and last time, events by type, the first real prompt."""
-    from search_engine.browse import list_sessions
+    from search_engine.browse import list_sessions, session_count
 
-    found = list_sessions(_settings(home), project=project, limit=limit)
-    emit(found, as_json, render.sessions_text(found))
+    settings = _settings(home)
+    found = list_sessions(settings, project=project, limit=limit)
+    total = session_count(settings) if project is not None and not found and not as_json else 0
+    emit(found, as_json, render.sessions_text(found, project=project, total=total))
 
 
 @app.command()

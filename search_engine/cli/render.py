@@ -280,7 +280,11 @@ def _clean(text: str | None, limit: int = SNIPPET_CHARS) -> str:
     return _snippet(sanitize(text or ""), limit)
 
 
-def sessions_text(sessions: list[SessionInfo]) -> str:
+def sessions_text(sessions: list[SessionInfo], *, project: str | None = None, total: int = 0) -> str:
+    """One line per session; none found for ``project`` while ``total`` sessions exist is said as such."""
+    if not sessions and project is not None and total:
+        return (f"No sessions for project {_clean(project, 60)!r} ({total} session(s) captured in all: "
+                "`memsearch sessions` lists them with their projects).")
     if not sessions:
         return "No sessions captured yet."
     out = []

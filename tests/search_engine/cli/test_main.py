@@ -202,6 +202,23 @@ def test_an_empty_home_or_path_is_one_error_line_never_the_current_folder(tmp_pa
     assert sorted(p.name for p in cwd.iterdir()) == ["note.md"]
 
 
+def test_a_date_range_that_ends_before_it_starts_is_one_usage_error_line(home):
+    from datetime import date, timedelta
+
+    today, week = date.today().isoformat(), (date.today() - timedelta(days=7)).isoformat()
+    write(home / "daily" / "2026-11-20.md", "# Day\nthe quokka census\n")
+    run("index", env={"MEMSEARCH_MODEL": "none"})
+    for args, said in ((["--since", "today", "--until", "7d"], "Error: --since {today} is after --until {week}"),
+                       (["--since", "2026-11-21T10:00:00", "--until", "2026-11-20"],
+                        "Error: --since 2026-11-21T10:00:00 is after --until 2026-11-20")):
+        result = run("search", "quokka", *args, check_rc=2, env={"MEMSEARCH_MODEL": "none"})
+        assert result.stdout == "" and result.stderr == said.format(today=today, week=week) + (
+            ": nothing can match; swap them\n")
+    found = run("search", "quokka", "--since", "2026-11-20", "--until", "2026-11-20", "--json",
+                env={"MEMSEARCH_MODEL": "none"})
+    assert [h["path"] for h in json.loads(found.stdout)["hits"]] == ["daily/2026-11-20.md"]
+
+
 def test_bad_files_are_reported_one_line_each(home):
     write(home / "ok.md", "# Fine\ntext\n")
     write(home / "bad.json", "{nope")
