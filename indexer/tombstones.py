@@ -117,14 +117,18 @@ class Tombstones:
         ``roots`` (the extra sources). An old absolute key of another place is kept, unless a note with its
         bytes at its place under the root now takes it over (:meth:`_moved`)."""
         names = {self.key(k): h for k, h in current.items()}
+        old_names = {k.rsplit("/", 1)[-1] for k in self.notes if k.startswith("/")}
         for name, digest in names.items():
-            old = None if name in self.notes else self._moved(name, digest)
+            if name in self.notes or name.rsplit("/", 1)[-1] not in old_names:
+                continue
+            old = self._moved(name, digest)
             if old is not None:
                 self.notes[name] = self.notes.pop(old)
                 self.changed = True
-        outside = [str(r).rstrip("/") + "/" for r in roots]
+        outside = [str(r).rstrip("/") for r in roots]
         lapsed = [k for k, entry in self.notes.items() if names.get(k) != entry.get("file_hash")
-                  and (not k.startswith("/") or self.root is None or any(k.startswith(o) for o in outside))]
+                  and (not k.startswith("/") or self.root is None
+                       or any(k == o or k.startswith(o + "/") for o in outside))]
         for k in lapsed:
             del self.notes[k]
         return len(lapsed)

@@ -225,6 +225,21 @@ def test_tombstones_written_with_absolute_paths_are_read_and_kept(tmp_path):
     assert json.loads((moved.state_dir / "forgotten.json").read_bytes())["notes"] == {"/elsewhere/notes/x.md": foreign}
 
 
+def test_a_tombstone_in_an_extra_source_outside_the_root_keeps_its_path_and_lapses_when_it_changes(home, tmp_path):
+    rules = write(tmp_path / "code" / "CLAUDE.md", "# Rules\n\n## Ocelot\n\nthe ocelot deploy key rule\n\n"
+                                                  "## Lint\n\nalways lint\n")
+    write(home / "memsearch.toml", f'extra_sources = ["{rules}"]\n')
+    settings = resolve_settings(home, model="none")
+    index(settings, embedder=None)
+    apply_forget(settings, _plan(settings, ForgetSelector(match="ocelot")))
+    assert list(tombstones.load(settings.state_dir, home).notes) == [str(rules)]
+    index(settings, embedder=None, full=True)
+    assert not _finds(home, "ocelot") and _finds(home, "lint")
+    rules.write_text(rules.read_text() + "\nedited\n")
+    assert "1 note(s) changed or gone" in (index(settings, embedder=None).model_note or "")
+    assert _finds(home, "ocelot") and tombstones.load(settings.state_dir, home).notes == {}
+
+
 def test_archives_lose_the_matching_lines(captured, home):
     folder = home / "archive" / "events"
     folder.mkdir(parents=True)
