@@ -227,7 +227,7 @@ def _apply_locked(settings: Settings, plan: ForgetPlan, vacuum: bool) -> dict:
                 counts["events"] += blanked
                 counts["logs"] += bool(blanked)
         # 2. the user's notes get tombstones; forgotten events are remembered by a hash of their id
-        stones = tombstones.load(settings.state_dir)
+        stones = tombstones.load(settings.state_dir, settings.home)
         hashes = store.content_hashes()
         for r in rows:
             if r.kind == "event" and r.event_id:

@@ -14,19 +14,21 @@ this module runs them under the writer lock and reports.
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import replace
 from pathlib import Path
 
 from indexer.base.embedder import AUTO, Auto, Embedder, load_embedder, resolve_model
-from indexer.base.errors import IndexCorrupt, MemsearchError
+from indexer.base.errors import IndexCorrupt, MemsearchError, UsageError
 from indexer.base.locks import LockTimeout, file_lock
-from indexer.base.paths import WRITER_LOCK
+from indexer.base.paths import CONFIG_NAME, WRITER_LOCK
 from indexer.base.private import private_dirs
 from indexer.base.reports import IndexReport
 from indexer.base.settings import Settings
 from indexer.embedding import EMBED_WINDOW, embed_pending, pending_count, pending_estimate
 from indexer.scan import inside_sources, scan, source_roots
+from indexer.sources import printable_path
 from indexer.store import sqlite
 from indexer.store.local import SqliteStore
 from indexer.writer import Progress
@@ -55,7 +57,13 @@ def index(
 
     A damaged index (SQLite cannot read it, or an earlier command found a malformed page) is derived data: it is
     rebuilt from the sources as ``--full`` does, and the report's note says so.
+
+    ``paths`` must lie inside the memory root or an extra source (a link by where it leads): a note indexed from
+    anywhere else would leave the index at the next whole run, which indexes only those places, so it is a
+    :class:`UsageError` instead.
     """
+    if paths:
+        refuse_outside(settings, paths)
     try:
         if sqlite.damage_marker(settings.db_path).exists():
             raise IndexCorrupt("an earlier command found a malformed page")
@@ -67,6 +75,19 @@ def index(
         report = rebuild(settings, embedder=embedder, progress=progress, lock_timeout=lock_timeout)
         note = f"the index was damaged ({exc.cause}); it is derived data and was rebuilt from the sources"
         return replace(report, model_note="; ".join(filter(None, (note, report.model_note))))
+
+
+def refuse_outside(settings: Settings, paths: list[Path]) -> None:
+    """A :class:`UsageError` naming the first of ``paths`` outside the memory root and the extra sources."""
+    kept = inside_sources(settings, paths)
+    outside = [p for p in paths if p not in kept]
+    if not outside:
+        return
+    path = outside[0]
+    where = f"is a link to {os.path.realpath(path)}, outside" if os.path.islink(path) else "is outside"
+    raise UsageError(f"{printable_path(str(path))} {where} the memory root {settings.home}: memsearch "
+                     "indexes only what lies under it; put the note there, or add its file or folder to "
+                     f"extra_sources in {settings.home / CONFIG_NAME}")
 
 
 def _index(settings: Settings, paths, full: bool, embedder, progress, lock_timeout: float) -> IndexReport:

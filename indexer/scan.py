@@ -97,6 +97,10 @@ def scan(settings: Settings, store: SqliteStore, paths: list[Path] | None, full:
         store.drop_orphan_vectors()
     if not paths and tombstones.path(settings.state_dir).exists() and run.stones.notes:
         # a whole scan knows every file: a tombstone whose file changed (or went) has lapsed
-        if run.stones.prune(store.content_hashes()):
+        lapsed = run.stones.prune(store.content_hashes(), settings.extra_sources)
+        if lapsed or run.stones.changed:
             tombstones.save(settings.state_dir, run.stones)
+        if lapsed:
+            notes.append(f"{lapsed} note(s) changed or gone since `memsearch forget` hid some of their chunks: "
+                         "what they say now is indexed")
     return run, notes

@@ -16,12 +16,13 @@ Scrub re-runs the filter over:
   ``rebuild-*.db*`` files of a killed rebuild are deleted.
 
 The report counts what changed by kind, never the text. ``--dry-run`` computes the same counts and writes
-nothing. The version of the filter last applied is kept in ``.memsearch/privacy.json``; ``memsearch maintain``
+nothing, not even a lock file (it works on a read-only memory root). The version of the filter last applied is kept in ``.memsearch/privacy.json``; ``memsearch maintain``
 scrubs when it differs from :data:`indexer.privacy.FILTER_VERSION`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import gzip
 import json
@@ -42,6 +43,7 @@ from indexer.base.reports import ScrubReport
 from indexer.base.settings import Settings
 from indexer.privacy import FILTER_VERSION, kinds, scrub
 from indexer.rebuild import maintenance_lock, rebuild_locked, remove_stale_builds
+from indexer.status import open_existing
 from indexer.store.local import SqliteStore
 
 _KEEP_FIELDS = ("id", "ts")
@@ -108,9 +110,10 @@ def scrub_event_lines(data: bytes, tally: _Tally) -> bytes:
 
 
 def _scrub_event_log(path: Path, tally: _Tally, dry_run: bool) -> bool:
-    fd = os.open(path, os.O_RDWR)
+    fd = os.open(path, os.O_RDONLY if dry_run else os.O_RDWR)  # a dry run reads, on a read-only root too
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)  # the append lock: no hook writes to this log while it is rewritten
+        # the append lock: no hook writes to this log while it is rewritten (or read whole, in a dry run)
+        fcntl.flock(fd, fcntl.LOCK_SH if dry_run else fcntl.LOCK_EX)
         try:
             chunks = []
             while block := os.read(fd, 1 << 20):
@@ -185,10 +188,11 @@ def scrub_sources(settings: Settings, *, dry_run: bool = False, tally: _Tally | 
 
 def _changed_chunks(settings: Settings, tally: _Tally) -> int:
     """How many indexed chunks the current filter would change (their new markers are tallied)."""
-    if not settings.db_path.exists():
+    conn = open_existing(settings)  # read-only on a read-only memory root (a dry run works there)
+    if conn is None:
         return 0
     changed = 0
-    with SqliteStore.open(settings.db_path, create=False) as store:
+    with SqliteStore(conn, settings.db_path) as store:
         for title, text in store.chunk_texts():
             if tally.text(title) != title or tally.text(text) != text:
                 changed += 1
@@ -216,7 +220,8 @@ def scrub_memory(settings: Settings, *, dry_run: bool = False, embedder: Embedde
     none, so changed chunks wait for the next ``index`` or the warm server to embed them)."""
     started = time.perf_counter()
     previous = stored_filter_version(settings)
-    with maintenance_lock(settings, lock_timeout):
+    # a dry run writes nothing, not even the lock file, so it reports on a read-only memory root too
+    with contextlib.nullcontext() if dry_run else maintenance_lock(settings, lock_timeout):
         in_index = _Tally()
         chunks = _changed_chunks(settings, in_index)  # before the sources: counts what the index holds today
         tally = scrub_sources(settings, dry_run=dry_run)

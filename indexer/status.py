@@ -11,7 +11,7 @@ import apsw
 from indexer.base import lost
 from indexer.base.embedder import ModelChoice, resolve_model
 from indexer.base.errors import IndexCorrupt, MemsearchError
-from indexer.base.settings import Settings
+from indexer.base.settings import Settings, root_problem
 from indexer.base.types import Health
 from indexer.store import sqlite as store
 from indexer.store.local import SqliteStore, as_store
@@ -101,6 +101,7 @@ def _status(settings: Settings, choice: ModelChoice, conn: apsw.Connection | Non
     out: dict[str, Any] = {
         "home": str(settings.home),
         "home_exists": settings.home.is_dir(),
+        "home_problem": root_problem(settings.home),
         "db_path": str(settings.db_path),
         "index_exists": conn is not None,
         "settings": settings.describe(),

@@ -1,8 +1,9 @@
 """What ``memsearch forget`` must keep hidden: ``<root>/.memsearch/forgotten.json``.
 
 A note the user wrote is never edited behind their back, so forgetting one of its chunks leaves a tombstone: the
-file (its index key), the xxh3-128 of its bytes when it was forgotten, and the keys of the hidden chunks (a hash of
-the chunk's title and text, so neither a new modification time nor a rebuild brings it back). Every index run,
+file (its path relative to the memory root, so moving or renaming the root keeps it; an extra source outside the
+root by its absolute path), the xxh3-128 of its bytes when it was forgotten, and the keys of the hidden chunks (a
+hash of the chunk's title and text, so neither a new modification time nor a rebuild brings it back). Every index run,
 incremental or full, leaves those chunks out while the file is byte for byte the same; once the file changes the
 tombstone lapses (the user edited it: what it now says is indexed) and the next ``memsearch index`` drops it.
 Each hidden chunk's line range is kept beside its key: a newer privacy filter (``memsearch scrub``, a rebuild after
@@ -11,6 +12,10 @@ it stands, so the chunk stays hidden.
 
 Forgotten events are kept as hashes of their ids, so an import from a transcript can never bring them back.
 The file holds hashes only, never text, and is written atomically, readable by its owner only.
+
+Files written before tombstones were relative name notes by absolute path: those under the current root are read
+as relative, and any other one is kept as it is (never dropped unseen): it still hides a note with the same bytes
+at the same place under the root (the root moved before this version), and takes that note's relative key then.
 """
 
 from __future__ import annotations
@@ -37,10 +42,30 @@ def event_key(event_id: str) -> str:
     return xxhash.xxh3_64_hexdigest(event_id.encode("utf-8", "surrogatepass"))
 
 
+def note_key(source: str, root: Path) -> str:
+    """The key a tombstone names a note by: its path relative to the memory root ``root``, or, outside it (an
+    extra source), the index's own key, its absolute path.
+
+    >>> note_key("/mem/daily/2026-01-02.md", Path("/mem")), note_key("/code/app/CLAUDE.md", Path("/mem"))
+    ('daily/2026-01-02.md', '/code/app/CLAUDE.md')
+    """
+    prefix = str(root).rstrip("/") + "/"
+    return source[len(prefix):] if source.startswith(prefix) else source
+
+
 @dataclass
 class Tombstones:
-    notes: dict[str, dict] = field(default_factory=dict)  # file key -> {"file_hash": …, "chunks": [keys]}
+    """The tombstones of one memory root (``root``). Methods take a note by the index's key for it (its absolute
+    path) and name it by :func:`note_key`."""
+
+    notes: dict[str, dict] = field(default_factory=dict)  # note_key() -> {"file_hash": …, "chunks": [keys]}
     events: set[str] = field(default_factory=set)  # event_key() of forgotten events
+    root: Path | None = None  # the memory root (None: keys are taken as given)
+    #: whether the notes differ from the file's (old absolute keys read as relative, or moved to a found note)
+    changed: bool = False
+
+    def key(self, source: str) -> str:
+        return source if self.root is None else note_key(source, self.root)
 
     def hidden(self, file_key: str, file_hash: str | None) -> frozenset[str]:
         """The chunk keys hidden in ``file_key`` while its bytes hash to ``file_hash`` (none once it changed)."""
@@ -48,35 +73,62 @@ class Tombstones:
         return frozenset(entry.get("chunks", ())) if entry else frozenset()
 
     def hidden_ranges(self, file_key: str, file_hash: str | None) -> frozenset[tuple[int, int]]:
-        """The line ranges of the hidden chunks of ``file_key``, on the same terms as :meth:`hidden`."""
+        """The line ranges of the hidden chunks of ``file_key``, on the same terms as :meth:`hidden`: a chunk is
+        hidden by its key, or by its line range in the unchanged file."""
         entry = self._entry(file_key, file_hash)
         return frozenset(tuple(r) for r in entry.get("ranges", ()) if len(r) == 2) if entry else frozenset()
 
-    def is_hidden(self, file_key: str, file_hash: str | None, key: str, lines: tuple[int | None, int | None]) -> bool:
-        """A chunk is hidden by its key, or by its line range in the unchanged file."""
-        return key in self.hidden(file_key, file_hash) or lines in self.hidden_ranges(file_key, file_hash)
-
     def _entry(self, file_key: str, file_hash: str | None) -> dict | None:
-        entry = self.notes.get(file_key)
-        if entry is None or file_hash is None or entry.get("file_hash") != file_hash:
+        if file_hash is None:
+            return None
+        name = self.key(file_key)
+        entry = self.notes.get(name)
+        if entry is None:
+            entry = self.notes.get(self._moved(name, file_hash) or "")
+        if entry is None or entry.get("file_hash") != file_hash:
             return None
         return entry
 
+    def _moved(self, name: str, file_hash: str | None) -> str | None:
+        """The old absolute key that names the note ``name`` (relative) at a root it has left: the same place under
+        the root, the same bytes."""
+        if name.startswith("/") or file_hash is None:
+            return None
+        return next((k for k, entry in self.notes.items() if k.startswith("/") and k.endswith("/" + name)
+                     and entry.get("file_hash") == file_hash), None)
+
     def hide(self, file_key: str, file_hash: str, keys: list[str],
              ranges: Sequence[tuple[int | None, int | None]] = ()) -> int:
-        entry = self.notes.get(file_key)
+        name = self.key(file_key)
+        entry = self.notes.get(name)
         if entry is None or entry.get("file_hash") != file_hash:
-            entry = self.notes[file_key] = {"file_hash": file_hash, "chunks": [], "ranges": []}
+            entry = self.notes[name] = {"file_hash": file_hash, "chunks": [], "ranges": []}
         new = [k for k in keys if k not in entry["chunks"]]
         entry["chunks"].extend(new)
         known = entry.setdefault("ranges", [])
         known.extend([a, b] for a, b in ranges if a is not None and b is not None and [a, b] not in known)
         return len(new)
 
-    def prune(self, current: Mapping[str, str | None]) -> int:
-        """Drop the tombstones of files whose bytes changed or that are gone (``current``: file key -> content
-        hash, for files the index knows); returns how many lapsed."""
-        lapsed = [k for k, entry in self.notes.items() if current.get(k) != entry.get("file_hash")]
+    def prune(self, current: Mapping[str, str | None], roots: Sequence[Path] = ()) -> int:
+        """Drop the tombstones of files whose bytes changed or that are gone (``current``: the index's key of each
+        file it knows -> content hash; a whole scan's). Returns how many lapsed.
+
+        A tombstone is judged only where the index looks: under the memory root (relative keys) or under one of
+        ``roots`` (the extra sources). An old absolute key of another place is kept, unless a note with its
+        bytes at its place under the root now takes it over (:meth:`_moved`)."""
+        names = {self.key(k): h for k, h in current.items()}
+        old_names = {k.rsplit("/", 1)[-1] for k in self.notes if k.startswith("/")}
+        for name, digest in names.items():
+            if name in self.notes or name.rsplit("/", 1)[-1] not in old_names:
+                continue
+            old = self._moved(name, digest)
+            if old is not None:
+                self.notes[name] = self.notes.pop(old)
+                self.changed = True
+        outside = [str(r).rstrip("/") for r in roots]
+        lapsed = [k for k, entry in self.notes.items() if names.get(k) != entry.get("file_hash")
+                  and (not k.startswith("/") or self.root is None
+                       or any(k == o or k.startswith(o + "/") for o in outside))]
         for k in lapsed:
             del self.notes[k]
         return len(lapsed)
@@ -90,24 +142,32 @@ def path(state_dir: Path) -> Path:
     return state_dir / TOMBSTONES
 
 
-def load(state_dir: Path) -> Tombstones:
-    """The tombstones, or none when the file is missing. An unreadable file is an error the caller reports: an
-    index run that silently ignored it would bring forgotten text back."""
+def load(state_dir: Path, root: Path | None = None) -> Tombstones:
+    """The tombstones of the memory root ``root`` (whose state folder is ``state_dir``), or none when the file is
+    missing. An unreadable file is an error the caller reports: an index run that silently ignored it would bring
+    forgotten text back. Old absolute keys under ``root`` are read as relative (see the module docstring); without
+    ``root`` (a reader of the events only), keys are taken as they are."""
     p = path(state_dir)
     try:
         data = orjson.loads(p.read_bytes())
     except FileNotFoundError:
-        return Tombstones()
+        return Tombstones(root=root)
     except (OSError, orjson.JSONDecodeError) as exc:
         from indexer.base.errors import MemsearchError
 
         raise MemsearchError(f"cannot read {p} ({exc}); it keeps forgotten notes hidden: restore or fix it") from None
     notes = data.get("notes") if isinstance(data, dict) else None
     events = data.get("events") if isinstance(data, dict) else None
-    return Tombstones(
-        {str(k): v for k, v in (notes or {}).items() if isinstance(v, dict)},
-        {str(e) for e in events or ()},
-    )
+    stones = Tombstones(events={str(e) for e in events or ()}, root=root)
+    entries = {str(k): v for k, v in (notes or {}).items() if isinstance(v, dict)}
+    stones.notes = {k: v for k, v in entries.items() if stones.key(k) == k}
+    for k, v in entries.items():
+        name = stones.key(k)
+        if name != k and name not in stones.notes:  # both forms of one note (never written so): keep the old as is
+            stones.notes[name], stones.changed = v, True
+        elif name != k:
+            stones.notes[k] = v
+    return stones
 
 
 def save(state_dir: Path, stones: Tombstones) -> None:
@@ -121,3 +181,4 @@ def save(state_dir: Path, stones: Tombstones) -> None:
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, p)
+    stones.changed = False

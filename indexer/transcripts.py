@@ -170,6 +170,13 @@ class ImportReport:
     problems: tuple[str, ...] = ()
     #: transcripts with nothing new since the last import (read from where it stopped)
     transcripts_unchanged: int = 0
+    #: transcripts skipped: unreadable, or not a transcript (each is one of ``problems``)
+    transcripts_skipped: int = 0
+
+    @property
+    def failed(self) -> bool:
+        """Whether every transcript found was skipped: nothing could be imported."""
+        return self.transcripts > 0 and self.transcripts_skipped == self.transcripts
 
 
 _KEY_CHARS = 160
@@ -235,13 +242,39 @@ def hook_captured(home: Path, sessions: set[str], logs: dict[Path, bytes] | None
 
 
 def _discover(paths: list[Path]) -> list[Path]:
+    """The transcripts given: files as they are (checked when read), folders' ``*.jsonl`` files; anything else
+    (a device, a pipe) as itself, to be reported."""
     found: list[Path] = []
     for p in paths:
-        if p.is_file():
-            found.append(p)
-        elif p.is_dir():
+        if p.is_dir():
             found.extend(sorted(q for q in p.rglob("*.jsonl") if "subagents" not in q.parts))
+        else:
+            found.append(p)
     return found
+
+
+#: Keys every line of a Claude Code transcript carries one of (besides ``type``): what tells one from any JSONL.
+_TRANSCRIPT_KEYS = ("sessionId", "uuid", "leafUuid", "messageId")
+
+
+def is_transcript_line(line: dict[str, Any]) -> bool:
+    """Whether a JSON line is one Claude Code writes (memsearch's own event log, or other JSONL, is not).
+
+    >>> is_transcript_line({"type": "user", "uuid": "u1", "sessionId": "S"})
+    True
+    >>> is_transcript_line({"type": "prompt", "session_id": "S", "content": "hi"})
+    False
+    """
+    return isinstance(line.get("type"), str) and any(k in line for k in _TRANSCRIPT_KEYS)
+
+
+def not_a_transcript(path: Path) -> str | None:
+    """Why ``path`` cannot be a Claude Code transcript by its kind or name (None: read it and see)."""
+    if not path.is_file():
+        return "not a Claude Code transcript (not a regular file)"
+    if path.suffix != ".jsonl":
+        return "not a Claude Code transcript (those are .jsonl files)"
+    return None
 
 
 def import_transcripts(settings, paths: list[Path] | None = None) -> ImportReport:
@@ -249,7 +282,8 @@ def import_transcripts(settings, paths: list[Path] | None = None) -> ImportRepor
     the byte offset the last import stopped at, events whose ids are already indexed, or were forgotten
     (``memsearch forget``), are skipped, and so are the turns and tool calls the hooks already captured
     (:func:`hook_captured`). A path given that does not exist is a :class:`UsageError`; a transcript whose name
-    is not valid UTF-8 is reported and skipped (the import state keeps paths as text)."""
+    is not valid UTF-8 is reported and skipped (the import state keeps paths as text), and so is a file that is not
+    a transcript (not ``.jsonl``, unreadable, or holding no line Claude Code writes: :func:`is_transcript_line`)."""
     from indexer import tombstones
     from indexer.base.errors import UsageError
     from indexer.sources import printable_path, valid_name
@@ -271,7 +305,7 @@ def import_transcripts(settings, paths: list[Path] | None = None) -> ImportRepor
         state = {}
     store = SqliteStore.open(settings.db_path)
     imported = skipped = unchanged = 0
-    problems: list[str] = []
+    problems: list[str] = []  # one line per transcript skipped
     files = _discover(paths or [default_transcripts_dir(settings)])
     logs: dict[Path, bytes] = {}  # the hooks' event logs as they were before this import appended to them
     try:
@@ -279,6 +313,10 @@ def import_transcripts(settings, paths: list[Path] | None = None) -> ImportRepor
             key = str(path.resolve())
             if not valid_name(key):
                 problems.append(f"{printable_path(str(path))}: file name is not valid UTF-8")
+                continue
+            why = not_a_transcript(path)
+            if why is not None:
+                problems.append(f"{printable_path(str(path))}: {why}")
                 continue
             offset = int(state.get(key, 0))
             try:
@@ -289,11 +327,14 @@ def import_transcripts(settings, paths: list[Path] | None = None) -> ImportRepor
                     f.seek(offset)
                     data = f.read()
             except OSError as exc:
-                problems.append(f"{path}: cannot read: {exc.strerror or exc}")
+                problems.append(f"{printable_path(str(path))}: cannot read: {exc.strerror or exc}")
                 continue
             end = data.rfind(b"\n") + 1
             if end == 0:
                 unchanged += 1
+                continue
+            if offset == 0 and not any(is_transcript_line(line) for line in iter_lines(data[:end])):
+                problems.append(f"{printable_path(str(path))}: not a Claude Code transcript (no transcript line in it)")
                 continue
             events = transcript_events(data[:end], str(path))
             ids = [e.id for e in events]
@@ -313,4 +354,4 @@ def import_transcripts(settings, paths: list[Path] | None = None) -> ImportRepor
     finally:
         store.close()
     ingest(settings, [settings.home / EVENTS_DIR], lock_timeout=60)
-    return ImportReport(len(files), imported, skipped, tuple(problems), unchanged)
+    return ImportReport(len(files), imported, skipped, tuple(problems), unchanged, len(problems))

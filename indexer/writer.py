@@ -101,7 +101,7 @@ class SourceWriter:
         """The chunks of the user's notes that ``forget`` hides, read when a changed note first needs them (a run
         that finds nothing changed reads no file)."""
         if self._stones is None:
-            self._stones = tombstones.load(self.settings.state_dir)
+            self._stones = tombstones.load(self.settings.state_dir, self.settings.home)
         return self._stones
 
     def written(self) -> int:
@@ -202,9 +202,11 @@ class SourceWriter:
         for problem in parsed.problems:
             self.skip(rel, problem)
         drafts = parsed.drafts
-        if key in self.stones.notes:
-            drafts = [d for d in drafts if not self.stones.is_hidden(key, digest, chunk_key(d.title, d.text),
-                                                                     (d.line_start, d.line_end))]
+        if self.stones.notes:
+            keys, ranges = self.stones.hidden(key, digest), self.stones.hidden_ranges(key, digest)
+            if keys or ranges:
+                drafts = [d for d in drafts if chunk_key(d.title, d.text) not in keys
+                          and (d.line_start, d.line_end) not in ranges]
         with self.store.transaction():
             self.remove(key)
             self.write(state, self.rows(rel, drafts))

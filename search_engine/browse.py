@@ -74,6 +74,13 @@ def list_sessions(settings: Settings, *, project: str | None = None, limit: int 
     return out
 
 
+def session_count(settings: Settings) -> int:
+    """How many sessions the memory holds, whatever their project (what ``sessions --project`` that finds none
+    tells beside it)."""
+    count, _ = read_configured(settings, lambda store: 0 if store is None else store.event_counts()[2])
+    return count
+
+
 def _first_prompts(store: Store, sessions: list[str]) -> dict[str, str]:
     found: dict[str, str] = {}
     for sid, text in store.session_prompts(sessions):

@@ -63,7 +63,19 @@ class Filters(NamedTuple):
 
     @classmethod
     def build(cls, *, since: str | None = None, until: str | None = None, **kw) -> Filters:
-        return cls(since=parse_date(since), until=parse_date(until, end=True), **kw).checked()
+        """Filters from what a user typed; a :class:`UsageError` for a range that ends before it starts (it
+        would match nothing, and say nothing of why).
+
+        >>> Filters.build(since="2026-11-20", until="2026-11-02")
+        Traceback (most recent call last):
+        ...
+        indexer.base.errors.UsageError: --since 2026-11-20 is after --until 2026-11-02: nothing can match; swap them
+        """
+        start, end = parse_date(since), parse_date(until, end=True)
+        if start is not None and end is not None and start > end:
+            raise UsageError(f"--since {start[:10] if start.endswith('T00:00:00') else start} is after --until "
+                             f"{end[:10] if end.endswith('T23:59:59') else end}: nothing can match; swap them")
+        return cls(since=start, until=end, **kw).checked()
 
     @property
     def selective(self) -> bool:

@@ -49,4 +49,6 @@ def os_error_text(exc: OSError) -> str:
         return f"cannot write{where}: {reason}; memsearch needs to write under its memory root"
     if exc.errno in (errno.EACCES, errno.EPERM):
         return f"cannot use{where}: {reason}; memsearch needs to read and write under its memory root"
+    if exc.errno == errno.ENOTDIR:
+        return f"cannot use{where}: {reason}; a part of that path is a file, not a folder (check --home)"
     return f"cannot use{where}: {reason}"

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from indexer.base.dburl import check_db_url, mask_url
-from indexer.base.errors import ConfigError, UsageError
+from indexer.base.errors import ConfigError, MemsearchError, UsageError
 from indexer.base.paths import CONFIG_NAME, INDEX_DB, LOG_DIR, PROJECT_CONFIG_NAME, STATE_DIR
 
 CONFIG_NAME = CONFIG_NAME
@@ -328,6 +328,15 @@ def default_home() -> Path:
     return Path("~/.claude/memory").expanduser()
 
 
+def root_problem(root: Path) -> str | None:
+    """Why ``root`` cannot be a memory root although it exists (None: a folder, or nothing there yet).
+
+    >>> root_problem(Path(os.__file__)), root_problem(Path(os.__file__).parent)
+    ('is a file, not a folder', None)
+    """
+    return "is a file, not a folder" if root.exists() and not root.is_dir() else None
+
+
 def _default_cache() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or str(Path("~/.cache").expanduser())
     return Path(base) / "memsearch"
@@ -441,7 +450,19 @@ def _convert(name: str, raw: Any, convert: Any, home: Path, origin: str) -> Any:
     return value
 
 
+def empty_root(origin: str) -> MemsearchError:
+    """The error for a memory root given as an empty value (``--home ""``, ``MEMSEARCH_HOME=``): it would
+    otherwise mean the current folder (or, for the variable, the default root), chosen by no one."""
+    if origin == "flag":
+        return UsageError("--home is empty: give the memory root's folder, or leave --home out to use "
+                          "$MEMSEARCH_HOME or ~/.claude/memory")
+    return ConfigError("MEMSEARCH_HOME is set but empty: set it to the memory root's folder, or unset it to use "
+                       "~/.claude/memory")
+
+
 def _root(raw: str | os.PathLike[str], origin: str) -> Path:
+    if not str(raw).strip():
+        raise empty_root(origin)
     try:
         return _expand(Path(raw))
     except ValueError as exc:
@@ -474,12 +495,15 @@ def resolve_settings(home: str | os.PathLike[str] | None = None, *, strict: bool
     """
     origins: dict[str, str] = {}
     problems: list[str] = []
+    env_home = os.environ.get("MEMSEARCH_HOME")
     if home is not None:
         root, origins["home"] = _root(home, "flag"), "flag"
-    elif os.environ.get("MEMSEARCH_HOME"):
-        root, origins["home"] = _root(os.environ["MEMSEARCH_HOME"], "MEMSEARCH_HOME"), "env"
+    elif env_home is not None and (strict or env_home.strip()):
+        root, origins["home"] = _root(env_home, "MEMSEARCH_HOME"), "env"
     else:
         root = default_home()
+        if env_home is not None:  # a hook keeps capturing, into the default root, and logs why
+            problems.append(f"MEMSEARCH_HOME is set but empty: the default memory root {root} is used")
     root = root.absolute()
     config_path = root / CONFIG_NAME
     try:

@@ -23,6 +23,12 @@ class _Parser(argparse.ArgumentParser):
         raise _Unsure(message)
 
 
+def _home(value: str) -> Path:
+    if not value.strip():
+        raise ValueError("--home is empty")  # the Typer app says it in its words
+    return Path(value)
+
+
 def search_parser() -> argparse.ArgumentParser:
     """``memsearch search``'s options as :func:`search_engine.cli.main.search` declares them."""
     p = _Parser(prog="memsearch search", add_help=False, exit_on_error=False, allow_abbrev=False)
@@ -35,7 +41,7 @@ def search_parser() -> argparse.ArgumentParser:
         p.add_argument(name, action="store_true")
     p.add_argument("--format", dest="fmt", default="full")
     p.add_argument("--json", dest="as_json", action="store_true")
-    p.add_argument("--home", type=Path, default=None)
+    p.add_argument("--home", type=_home, default=None)
     return p
 
 

@@ -14,7 +14,7 @@ from indexer.base import lost
 from indexer.base.embedder import resolve_model
 from indexer.base.errors import IndexCorrupt, MemsearchError
 from indexer.base.paths import EVENTS_DIR, LOST_EVENTS
-from indexer.base.settings import Settings
+from indexer.base.settings import Settings, root_problem
 from indexer.store import sqlite as store
 from indexer.store.local import SqliteStore
 from search_engine.cli.install import (
@@ -142,6 +142,10 @@ def _capture_check(settings: Settings) -> Check:
     """Events the hooks could not record (a full disk, a read-only root, an oversized payload), and whether the
     hooks can write now."""
     gone = lost.summary(settings.state_dir)
+    problem = root_problem(settings.home)
+    if problem:
+        return Check("capture", False, f"{settings.home} {problem}: the hooks cannot record events",
+                     "give the memory root as a folder (--home or MEMSEARCH_HOME)")
     events = settings.home / EVENTS_DIR
     folder = events if events.is_dir() else settings.home
     while not folder.exists() and folder.parent != folder:  # not made yet: the first hook creates it

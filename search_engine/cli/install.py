@@ -8,7 +8,7 @@ leaves empty, and the file itself when nothing else is left in it.
 Scopes: ``user`` (``~/.claude/settings.json``), ``project`` (``.claude/settings.json``, the file a team commits:
 its command names ``memsearch-hook`` without this machine's path, found on each member's PATH) and ``local``
 (``.claude/settings.local.json``, this machine only). Backups of a project's files go to the memory root
-(``.memsearch/backups/``), never into the repository. A memory root other than the default is written into each
+(``.memsearch/backups/``; ``~/.claude/memsearch-backups/`` when that cannot be made), never into the repository. A memory root other than the default is written into each
 command (``MEMSEARCH_HOME=… memsearch-hook …``) and into the MCP server's ``env``, so hooks and MCP use it whatever
 the environment Claude Code has; except in the project scope, whose files are shared and hold no local path (the
 report then says in one line which root the hooks will use).
@@ -35,6 +35,8 @@ from indexer.base.errors import MemsearchError, UsageError
 from indexer.base.paths import BACKUPS
 
 MARKER = "memsearch-hook"
+#: In Claude Code's folder: backups of a project's settings when the memory root cannot hold them.
+FALLBACK_BACKUPS = "memsearch-backups"
 #: event -> (hook argument, matcher or None, timeout seconds, async)
 HOOKS: dict[str, tuple[str, str | None, int, bool]] = {
     "SessionStart": ("session-start", None, 10, False),
@@ -144,16 +146,15 @@ def _load(path: Path) -> dict[str, Any]:
     return data
 
 
-def _save(path: Path, data: dict[str, Any], backups: Path | None = None) -> str | None:
+def _save(path: Path, data: dict[str, Any], backups: list[Path] | None = None) -> str | None:
     """Write ``data`` to ``path`` (removing the file when ``data`` is empty), after a backup beside it or, for a
-    project's files, in ``backups``."""
+    project's files, in the first folder of ``backups`` that can be made."""
     path.parent.mkdir(parents=True, exist_ok=True)
     backup = None
     if path.exists():
         name = f"{path.name}.memsearch-backup-{time.strftime('%Y%m%d-%H%M%S')}"
-        if backups is not None:
-            backups.mkdir(parents=True, exist_ok=True, mode=0o700)
-            target = backups / f"{path.parent.parent.name}-{name}"
+        if backups:
+            target = _folder(backups) / f"{path.parent.parent.name}-{name}"
         else:
             target = path.with_name(name)
         n = 1
@@ -210,18 +211,47 @@ def _strip(data: dict[str, Any]) -> list[str]:
     return removed
 
 
-def _backups(scope: str, home: Path | None) -> Path | None:
+def _backups(scope: str, home: Path | None) -> list[Path] | None:
+    """Where a project's settings files are backed up (None: beside the file, for the user's own): the memory
+    root's ``.memsearch/backups``, else, when that cannot be made (the root is a file, or read-only),
+    ``memsearch-backups`` in Claude Code's folder, so that an uninstall never depends on the memory root."""
     if scope == "user":
         return None
     from indexer.base.settings import resolve_settings
 
-    return resolve_settings(home).state_dir / BACKUPS
+    settings = resolve_settings(home, strict=False)
+    return [settings.state_dir / BACKUPS, settings.claude_dir / FALLBACK_BACKUPS]
+
+
+def _folder(candidates: list[Path]) -> Path:
+    """The first of ``candidates`` that is, or can be made, a folder (0700)."""
+    for i, folder in enumerate(candidates):
+        try:
+            folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            return folder
+        except OSError:
+            if i == len(candidates) - 1:
+                raise
+    raise ValueError("no folder to choose from")
+
+
+def refuse_unusable_root(home: Path | None) -> None:
+    """A :class:`MemsearchError` when the memory root the hooks would use exists but is not a folder: every
+    event they capture would be lost."""
+    from indexer.base.settings import resolve_settings, root_problem
+
+    root = resolve_settings(home, strict=False).home
+    problem = root_problem(root)
+    if problem:
+        raise MemsearchError(f"the memory root {root} {problem}: give a folder with --home or MEMSEARCH_HOME "
+                             "(it is created if missing)")
 
 
 def install(scope: str = "user", project_dir: Path | None = None, with_mcp: bool = False,
             home: Path | None = None) -> InstallReport:
     """Register the hooks; ``home``: a memory root to write into each command (None: the default root)."""
     path = settings_path(scope, project_dir, home)
+    refuse_unusable_root(home)
     data = _load(path)
     before = orjson.dumps(data)
     _strip(data)

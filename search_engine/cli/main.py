@@ -14,7 +14,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from indexer.base.errors import MemsearchError, UsageError, os_error_text
-from indexer.base.settings import Settings, resolve_settings
+from indexer.base.settings import Settings, empty_root, resolve_settings
 from indexer.base.types import to_json
 from search_engine.cli import render
 from search_engine.cli.output import emit, warn_refused
@@ -30,8 +30,23 @@ app = typer.Typer(
 model_app = typer.Typer(help="The embedding model: status, install the bundled one, pull another.", no_args_is_help=True)
 app.add_typer(model_app, name="model")
 
+def _home(value: str) -> Path:
+    """``--home``: an empty value is an error, not the current folder (which ``Path("")`` would be)."""
+    if not value.strip():
+        raise empty_root("flag")
+    return Path(value)
+
+
+def _path(value: str) -> Path:
+    """A PATH argument: an empty one (an unset shell variable, say) is an error, not the current folder."""
+    if not value.strip():
+        raise UsageError("a PATH given is empty: name a file or folder (is a shell variable unset?)")
+    return Path(value)
+
+
 HomeOpt = Annotated[
-    Optional[Path], typer.Option("--home", help="Memory root (default $MEMSEARCH_HOME or ~/.claude/memory).")
+    Optional[Path], typer.Option("--home", parser=_home,
+                                 help="Memory root (default $MEMSEARCH_HOME or ~/.claude/memory).")
 ]
 ModelOpt = Annotated[
     Optional[str], typer.Option("--model", help="Embedding model: bundled, multilingual-e5-small, minilm+e5, none, or a pulled fastembed model.")
@@ -51,7 +66,7 @@ def _settings(home: Path | None, model: str | None = None, db_url: str | None = 
 
 @app.command()
 def index(
-    paths: Annotated[Optional[list[Path]], typer.Argument(help="Only these files or folders.")] = None,
+    paths: Annotated[Optional[list[Path]], typer.Argument(parser=_path, help="Only these files or folders.")] = None,
     full: Annotated[bool, typer.Option("--full", help="Rebuild from every source into a new file and swap it in "
                                        "atomically (with PATHS: re-read and re-chunk just those).")] = False,
     as_json: JsonOpt = False,
@@ -64,9 +79,7 @@ def index(
     from indexer.rebuild import rebuild
 
     settings = _settings(home, model, db_url)
-    if not settings.home.exists():  # a first index makes the root; a mistyped --home should not pass unseen
-        sys.stderr.write(f"memsearch: the memory root {settings.home} did not exist; it is created now (empty). "
-                         "If that path is a typo, delete it and check --home or MEMSEARCH_HOME.\n")
+    created = not settings.home.exists()
 
     def run(progress=None):
         if full and not paths:
@@ -74,6 +87,9 @@ def index(
         return run_index(settings, paths, full=full, progress=progress)
 
     report = _with_progress(run, as_json)
+    if created:  # a first index makes the root; a mistyped --home should not pass unseen
+        sys.stderr.write(f"memsearch: the memory root {settings.home} did not exist; it is created now (empty). "
+                         "If that path is a typo, delete it and check --home or MEMSEARCH_HOME.\n")
     if settings.db_url is None:
         emit(report, as_json, render.index_text(report))
         return
@@ -317,10 +333,12 @@ def sessions(
     home: HomeOpt = None,
 ) -> None:
     """One line per captured session: id, project, first and last time, events by type, the first real prompt."""
-    from search_engine.browse import list_sessions
+    from search_engine.browse import list_sessions, session_count
 
-    found = list_sessions(_settings(home), project=project, limit=limit)
-    emit(found, as_json, render.sessions_text(found))
+    settings = _settings(home)
+    found = list_sessions(settings, project=project, limit=limit)
+    total = session_count(settings) if project is not None and not found and not as_json else 0
+    emit(found, as_json, render.sessions_text(found, project=project, total=total))
 
 
 @app.command()
@@ -383,9 +401,10 @@ def forget(
     if not yes:
         if not sys.stdin.isatty():
             raise MemsearchError("forget needs a confirmation: run it on a terminal, or add --yes (see --dry-run)")
-        sys.stderr.write(render.forget_plan_text(plan, dry_run=True) + "\n")
+        sys.stderr.write(render.forget_plan_text(plan, dry_run=False) + "\n")
         if not typer.confirm(f"Forget these {len(plan.items) + plan.archived_events} item(s)?", err=True):
-            raise typer.Exit(1)
+            sys.stderr.write("Cancelled: nothing forgotten.\n")
+            return
     report = apply_forget(settings, plan, vacuum=vacuum)
     emit(report, as_json, render.forget_text(report))
 
@@ -455,7 +474,8 @@ app.add_typer(import_app, name="import")
 
 @import_app.command("transcripts")
 def import_transcripts(
-    paths: Annotated[Optional[list[Path]], typer.Argument(help="Transcript files or folders (default ~/.claude/projects).")] = None,
+    paths: Annotated[Optional[list[Path]], typer.Argument(
+        parser=_path, help="Transcript files or folders (default ~/.claude/projects).")] = None,
     as_json: JsonOpt = False,
     home: HomeOpt = None,
 ) -> None:
@@ -469,6 +489,9 @@ def import_transcripts(
             f"already there: {report.events_skipped}")
     text += "".join(f"\nskipped: {p}" for p in report.problems)
     emit(report, as_json, text)
+    if report.failed:
+        which = "the file is not" if report.transcripts == 1 else f"none of the {report.transcripts} files is"
+        raise MemsearchError(f"nothing imported: {which} a readable Claude Code transcript (see skipped)")
 
 
 team_app = typer.Typer(help="A team memory on PostgreSQL + pgvector: the administrator's set-up.",
@@ -553,6 +576,8 @@ def uninstall(
     report = run_uninstall(scope, home=_install_home(home))
     text = (f"removed from {report.settings_path}: {', '.join(report.removed)}" if report.removed
             else f"nothing of memsearch in {report.settings_path}")
+    if report.backup:
+        text += f"\nbackup: {report.backup}"
     if report.mcp:
         text += f"\nMCP server removed from {report.mcp}"
     emit(report, as_json, text)

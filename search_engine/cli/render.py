@@ -172,8 +172,8 @@ def status_text(info: dict[str, Any]) -> str:
     model = f"{m['id']} ({m['source']}{', ' + m['path'] if m['path'] else ''})" if m["available"] else (
         f"none: {m['reason']}")
     out = [
-        f"home: {info['home']}" + ("" if info.get("home_exists", True) else " (does not exist: check --home or "
-                                                                           "MEMSEARCH_HOME)"),
+        f"home: {info['home']}" + ("" if info.get("home_exists", True) else
+                                   f" ({info.get('home_problem') or 'does not exist'}: check --home or MEMSEARCH_HOME)"),
         f"index: {info['db_path']}" + ("" if info["index_exists"] else " (never built; run `memsearch index`)"),
         f"model: {model}",
         f"chunks: {info['chunks']}" + (
@@ -280,7 +280,11 @@ def _clean(text: str | None, limit: int = SNIPPET_CHARS) -> str:
     return _snippet(sanitize(text or ""), limit)
 
 
-def sessions_text(sessions: list[SessionInfo]) -> str:
+def sessions_text(sessions: list[SessionInfo], *, project: str | None = None, total: int = 0) -> str:
+    """One line per session; none found for ``project`` while ``total`` sessions exist is said as such."""
+    if not sessions and project is not None and total:
+        return (f"No sessions for project {_clean(project, 60)!r} ({total} session(s) captured in all: "
+                "`memsearch sessions` lists them with their projects).")
     if not sessions:
         return "No sessions captured yet."
     out = []
@@ -326,12 +330,13 @@ def stats_text(s: Stats) -> str:
 
 
 def forget_plan_text(plan: ForgetPlan, *, dry_run: bool) -> str:
+    """What a plan takes; ``dry_run`` ends it with the line that says nothing changed (not so before a question)."""
     total = len(plan.items) + plan.archived_events
     if not total:
         return "Nothing matches: nothing to forget."
     how = {"rewrite": "removed from its event log", "summary": "its session summary is rebuilt or deleted",
            "tombstone": "your note: hidden, edit the file to remove it"}
-    out = [f"{'Would forget' if dry_run else 'Forgetting'} {len(plan.items)} indexed item(s)"
+    out = [f"Would forget {len(plan.items)} indexed item(s)"
            + (f" and {plan.archived_events} archived event(s)" if plan.archived_events else "") + ":"]
     for i in plan.items[:100]:
         where = f"{i.path}:{i.line_start}-{i.line_end}" if i.line_start is not None else i.path

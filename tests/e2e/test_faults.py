@@ -221,6 +221,10 @@ def read_only_root(tmp_path):
     if os.geteuid() == 0 and not mounted:
         pytest.skip("root without the right to mount: a read-only root cannot be made here")
     write(root / "notes" / "exports.md", "# Exports\n\nThe nightly ledger export retries three times.\n")
+    # an event an older privacy filter let through (the hooks filter what they write today)
+    write(root / "events" / "2026-11-20.jsonl", json.dumps({
+        "id": "e1", "ts": "2026-11-20T10:00:00", "session_id": "s0", "type": "tool",
+        "content": "Bash: export STRIPE_KEY=sk_live_51HxQabcdefghijklmnopqrstuv"}) + "\n")
     index(resolve_settings(root, model="none"), embedder=None)
     if mounted:
         subprocess.run(["mount", "-o", "remount,ro", str(root)], check=True)
@@ -256,6 +260,20 @@ def test_a_read_only_root_can_still_be_searched(read_only_root):
     shown = _cli("show", hit["id"], env=env)
     assert shown.returncode == 0 and "retries three times" in shown.stdout
     assert _cli("status", env=env).returncode == 0
+
+
+def test_a_scrub_dry_run_reports_on_a_read_only_root(read_only_root):
+    """A dry run writes nothing, not even its lock: it says what a scrub would change; the scrub itself cannot."""
+    env = {"MEMSEARCH_HOME": str(read_only_root)}
+    dry = _cli("scrub", "--dry-run", "--json", env=env)
+    assert dry.returncode == 0 and dry.stderr == "", dry.stderr
+    report = json.loads(dry.stdout)
+    assert report["dry_run"] and report["files_changed"] == {"event logs": 1} and report["events_changed"] == 1
+    assert report["problems"] == [] and report["database"] == "not touched (dry run)"
+    text = _cli("scrub", "--dry-run", env=env)
+    assert text.returncode == 0 and "dry run, nothing written" in text.stdout
+    real = _cli("scrub", env=env)
+    assert real.returncode == 1 and real.stderr.count("\n") == 1 and real.stderr.startswith("Error: cannot write")
 
 
 def test_hooks_on_a_read_only_root_say_the_event_is_lost(read_only_root):

@@ -75,6 +75,18 @@ def test_sessions_lists_each_session_with_counts_and_first_real_prompt(captured)
     assert json.loads(cli("sessions", "--json", "--project", "elsewhere").stdout) == []
 
 
+def test_sessions_of_a_project_without_any_says_how_many_there_are_in_all(captured):
+    none = cli("sessions", "--project", "nope")
+    assert none.returncode == 0 and none.stderr == ""
+    assert none.stdout == ("No sessions for project 'nope' (2 session(s) captured in all: `memsearch sessions` lists "
+                           "them with their projects).\n")
+    assert json.loads(cli("sessions", "--project", "nope", "--json").stdout) == []
+
+
+def test_sessions_in_an_empty_memory_says_none_were_captured(home):
+    assert cli("sessions", "--project", "nope").stdout == "No sessions captured yet.\n"
+
+
 def test_recent_filters_by_session_and_type(captured):
     hits = json.loads(cli("recent", "--json", "--session", "s1", "--type", "prompt").stdout)
     assert [h["text"][:8] for h in hits] == ["Why does", "hi"]

@@ -162,7 +162,82 @@ def test_a_user_note_gets_a_tombstone_until_it_changes(captured, home):
     note.write_text(original.decode() + "\nedited by the user\n")  # the file changed: the tombstone lapses
     index(captured, embedder=None)
     assert "rack 12" in _texts(search(captured, "zanzibar rack", mode="bm25"))
-    assert tombstones.load(captured.state_dir).count == 0
+    assert tombstones.load(captured.state_dir, captured.home).count == 0
+
+
+def _forget_quokka(root: Path):
+    """A note under ``root`` with its quokka chunk forgotten (a tombstone), indexed for BM25."""
+    write(root / "daily" / "2026-01-02.md", "# Animals\n\n## Quokka\n\nThe quokka smiles at tourists on "
+                                            "Rottnest.\n\n## Wombat\n\nWombats dig burrows.\n")
+    settings = resolve_settings(root, model="none")
+    index(settings, embedder=None)
+    report = apply_forget(settings, _plan(settings, ForgetSelector(match="quokka")))
+    assert report.tombstones_added == 1
+    return settings
+
+
+def _finds(root: Path, word: str) -> bool:
+    return word in _texts(search(resolve_settings(root, model="none"), word, mode="bm25")).lower()
+
+
+def test_moving_the_memory_root_keeps_forgotten_note_chunks_hidden(tmp_path):
+    """The tombstone names the note relative to the root: an index run at the root's new place (or back at the
+    old one) keeps the chunk hidden, and forgotten.json keeps it."""
+    _forget_quokka(tmp_path / "mv1")
+    os.rename(tmp_path / "mv1", tmp_path / "mv2")
+    moved = resolve_settings(tmp_path / "mv2", model="none")
+    index(moved, embedder=None)
+    index(moved, embedder=None, full=True)
+    rebuild(moved, embedder=None)
+    assert not _finds(tmp_path / "mv2", "quokka") and _finds(tmp_path / "mv2", "wombats")
+    assert list(tombstones.load(moved.state_dir, moved.home).notes) == ["daily/2026-01-02.md"]
+    os.rename(tmp_path / "mv2", tmp_path / "mv1")
+    index(resolve_settings(tmp_path / "mv1", model="none"), embedder=None)
+    assert not _finds(tmp_path / "mv1", "quokka") and _finds(tmp_path / "mv1", "wombats")
+
+
+def test_tombstones_written_with_absolute_paths_are_read_and_kept(tmp_path):
+    """forgotten.json from before relative keys: an entry under the root is read as relative; one of the place the
+    root left (moved before upgrading) still hides the note with those bytes there, and takes it over; one that
+    names nothing here is kept, never dropped unseen."""
+    settings = _forget_quokka(tmp_path / "mv1")
+    stones = json.loads((settings.state_dir / "forgotten.json").read_bytes())
+    entry = stones["notes"]["daily/2026-01-02.md"]
+    foreign = {"file_hash": "0" * 32, "chunks": ["1" * 32], "ranges": [[1, 2]]}
+    old_form = {str(settings.home / "daily" / "2026-01-02.md"): entry, "/elsewhere/notes/x.md": foreign}
+    (settings.state_dir / "forgotten.json").write_bytes(json.dumps({**stones, "notes": old_form}).encode())
+    index(settings, embedder=None, full=True)
+    assert not _finds(settings.home, "quokka") and _finds(settings.home, "wombats")
+    saved = json.loads((settings.state_dir / "forgotten.json").read_bytes())["notes"]
+    assert saved == {"daily/2026-01-02.md": entry, "/elsewhere/notes/x.md": foreign}
+
+    left = {"/old/place/mv1/daily/2026-01-02.md": entry, "/elsewhere/notes/x.md": foreign}
+    (settings.state_dir / "forgotten.json").write_bytes(json.dumps({**stones, "notes": left}).encode())
+    os.rename(tmp_path / "mv1", tmp_path / "mv2")
+    moved = resolve_settings(tmp_path / "mv2", model="none")
+    index(moved, embedder=None)
+    assert not _finds(moved.home, "quokka") and _finds(moved.home, "wombats")
+    saved = json.loads((moved.state_dir / "forgotten.json").read_bytes())["notes"]
+    assert saved == {"daily/2026-01-02.md": entry, "/elsewhere/notes/x.md": foreign}
+    write(moved.home / "daily" / "2026-01-02.md", "# Animals\n\n## Quokka\n\nThe quokka was edited.\n")
+    report = index(moved, embedder=None)  # the user edited the note: its tombstone lapses, and the report says so
+    assert _finds(moved.home, "quokka") and "1 note(s) changed or gone" in (report.model_note or "")
+    assert json.loads((moved.state_dir / "forgotten.json").read_bytes())["notes"] == {"/elsewhere/notes/x.md": foreign}
+
+
+def test_a_tombstone_in_an_extra_source_outside_the_root_keeps_its_path_and_lapses_when_it_changes(home, tmp_path):
+    rules = write(tmp_path / "code" / "CLAUDE.md", "# Rules\n\n## Ocelot\n\nthe ocelot deploy key rule\n\n"
+                                                  "## Lint\n\nalways lint\n")
+    write(home / "memsearch.toml", f'extra_sources = ["{rules}"]\n')
+    settings = resolve_settings(home, model="none")
+    index(settings, embedder=None)
+    apply_forget(settings, _plan(settings, ForgetSelector(match="ocelot")))
+    assert list(tombstones.load(settings.state_dir, home).notes) == [str(rules)]
+    index(settings, embedder=None, full=True)
+    assert not _finds(home, "ocelot") and _finds(home, "lint")
+    rules.write_text(rules.read_text() + "\nedited\n")
+    assert "1 note(s) changed or gone" in (index(settings, embedder=None).model_note or "")
+    assert _finds(home, "ocelot") and tombstones.load(settings.state_dir, home).notes == {}
 
 
 def test_archives_lose_the_matching_lines(captured, home):
@@ -223,6 +298,31 @@ def test_cli_dry_run_confirmation_and_json(captured, home):
     assert nothing.returncode == 2 and nothing.stderr.startswith("Error: say what to forget")
     again = _cli("forget", "--session", "s1", "--yes")
     assert again.returncode == 0 and again.stdout.startswith("Nothing matches")
+
+
+def _on_a_terminal(*args: str, answer: str) -> subprocess.CompletedProcess:
+    """``memsearch ARGS`` with a terminal for its input (so it asks), answering ``answer``."""
+    import pty
+
+    master, slave = pty.openpty()
+    with subprocess.Popen([MEMSEARCH, *args], stdin=slave, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True, env={**os.environ, "MEMSEARCH_MODEL": "none"}) as proc:
+        os.close(slave)
+        os.write(master, answer.encode() + b"\n")
+        out, err = proc.communicate(timeout=120)
+    os.close(master)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def test_forget_on_a_terminal_asks_without_a_dry_run_line_and_a_no_changes_nothing(captured):
+    declined = _on_a_terminal("forget", "--match", "zanzibar rack", answer="n")
+    assert declined.returncode == 0 and declined.stdout.strip() == "", declined  # click echoes a space there
+    assert declined.stderr.startswith("Would forget 1 indexed item(s):") and "dry run" not in declined.stderr
+    assert declined.stderr.endswith("Forget these 1 item(s)? [y/N]:Cancelled: nothing forgotten.\n")
+    assert "rack 12" in _texts(search(captured, "zanzibar rack", mode="bm25"))
+    accepted = _on_a_terminal("forget", "--match", "zanzibar rack", answer="y")
+    assert accepted.returncode == 0 and accepted.stdout.lstrip().startswith("forgotten: 1 chunks"), accepted
+    assert "rack 12" not in _texts(search(captured, "zanzibar rack", mode="bm25"))
 
 
 def test_match_takes_only_what_holds_every_word_never_the_nearest(sample_home, settings):

@@ -6,12 +6,14 @@ import time
 from pathlib import Path
 
 import orjson
+import pytest
 import xxhash
 from hypothesis import given, settings as hsettings, strategies as st
 
 from conftest import write
 from fake_embedder import FakeEmbedder
 from indexer.base.chunktext import REPLY_CHARS, content_hash, embed_input, shorten
+from indexer.base.errors import UsageError
 from indexer.base.settings import resolve_settings
 from indexer.base.types import to_json
 from indexer.chunker import CHUNKER_VERSION
@@ -234,6 +236,25 @@ def test_extra_sources_and_path_scoped_runs(home, tmp_path, fake):
     report = index(settings, [home / "daily"], embedder=fake)
     assert report.files_scanned == 1 and report.files_deleted == 0
     assert len(_ids(settings, "linter")) == 2
+
+
+def test_a_path_outside_the_memory_root_is_refused_not_indexed_then_dropped(home, tmp_path, fake):
+    """A whole run indexes only the root and the extra sources, so a note indexed from elsewhere would leave at
+    the next one: such a path (or a link leading there) is refused, and one under an extra source is indexed."""
+    write(home / "MEMORY.md", "# Memory\nthe numbat lives here\n")
+    outside = write(tmp_path / "elsewhere" / "platypus.md", "# Platypus\nthe platypus lays eggs\n")
+    (home / "link.md").symlink_to(outside)
+    settings = resolve_settings(home)
+    for path, said in ((outside, f"{outside} is outside the memory root {home}: "),
+                       (home / "link.md", f"{home / 'link.md'} is a link to {outside}, outside the memory root")):
+        with pytest.raises(UsageError) as refused:
+            index(settings, [home / "MEMORY.md", path], embedder=fake)
+        assert str(refused.value).startswith(said) and "extra_sources" in str(refused.value)
+    assert not settings.db_path.exists() and _ids(settings, "platypus") == []
+    write(home / "memsearch.toml", f'extra_sources = ["{outside.parent}"]\n')
+    settings = resolve_settings(home)
+    assert index(settings, [outside], embedder=fake).files_changed == 1
+    assert index(settings, embedder=fake).files_deleted == 0 and _ids(settings, "platypus") == [str(outside)]
 
 
 def test_bm25_only_index_leaves_chunks_pending_then_embeds_them(sample_home, settings, fake):

@@ -69,6 +69,40 @@ def test_import_of_a_missing_path_is_a_usage_error_and_a_bad_name_is_skipped(hom
     assert [p for p in report["problems"] if "bad-\\xff.jsonl: file name is not valid UTF-8" in p]
 
 
+def _import(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([MEMSEARCH, "import", "transcripts", *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=120)
+
+
+def test_what_is_not_a_transcript_is_listed_and_importing_nothing_is_an_error(home, tmp_path):
+    """A file that is not .jsonl, or a .jsonl of other lines (memsearch's own event log), or a device is skipped,
+    each in one line; when every file was, nothing was imported: exit 1. An empty PATH is a usage error, never the
+    current folder."""
+    text = write(tmp_path / "notes.txt", "hello\n")
+    own_log = write(tmp_path / "events.jsonl", json.dumps({"id": "e1", "type": "prompt", "session_id": "s",
+                                                          "content": "not a transcript"}) + "\n")
+    one = _import(str(text))
+    assert one.returncode == 1 and "Traceback" not in one.stderr
+    assert one.stdout == (f"transcripts: 1, events imported: 0, already there: 0\n"
+                          f"skipped: {text}: not a Claude Code transcript (those are .jsonl files)\n")
+    assert one.stderr == ("Error: nothing imported: the file is not a readable Claude Code transcript "
+                          "(see skipped)\n")
+    every = json.loads(_import(str(own_log), "/dev/null", "--json").stdout)
+    assert every["problems"] == [f"{own_log}: not a Claude Code transcript (no transcript line in it)",
+                                 "/dev/null: not a Claude Code transcript (not a regular file)"]
+    assert every["transcripts_skipped"] == every["transcripts"] == 2 and every["events_imported"] == 0
+    line = {"type": "user", "uuid": "u1", "sessionId": "S", "timestamp": "2026-06-15T10:00:01.000Z",
+            "message": {"role": "user", "content": "a transcript that is fine"}}
+    good = write(tmp_path / "S.jsonl", json.dumps(line) + "\n")
+    some = _import(str(good), str(text))
+    assert some.returncode == 0 and "events imported: 1" in some.stdout and f"skipped: {text}: " in some.stdout
+    write(tmp_path / "cwd" / "deep" / "T.jsonl", json.dumps({**line, "uuid": "u9"}) + "\n")
+    empty = _import("", cwd=tmp_path / "cwd")
+    assert (empty.returncode, empty.stdout) == (2, "")
+    assert empty.stderr == "Error: a PATH given is empty: name a file or folder (is a shell variable unset?)\n"
+    assert [e["id"] for e in events(home)] == ["t-u1"]
+
+
 def test_import_skips_what_the_hooks_already_captured(home, tmp_path):
     s, cwd = "S-captured", "/w/app"
     hook("prompt", prompt_payload("Give me a tour of the ingestion pipeline", session=s, cwd=cwd))

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings as hsettings, strategies as st
 
 from conftest import MEMSEARCH, REPO, indexed_text, write
-from indexer.base.errors import ConfigError
+from indexer.base.errors import ConfigError, UsageError
 from indexer.base.settings import _SPEC, FIELDS, PROJECT_KEYS, resolve_settings, with_tuning
 from indexer.eventlog import event_path
 
@@ -134,6 +134,17 @@ def test_a_tilde_user_that_names_no_user_is_a_one_line_error_not_a_traceback(hom
     assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
     lenient = resolve_settings(home, strict=False, db_path="~0/index.db")
     assert lenient.db_path == home / ".memsearch" / "index.db" and "db_path = '~0/index.db'" in lenient.problems[0]
+
+
+def test_an_empty_memory_root_is_an_error_and_a_hook_uses_the_default_root(monkeypatch):
+    with pytest.raises(UsageError, match=r"^--home is empty"):
+        resolve_settings("")
+    monkeypatch.setenv("MEMSEARCH_HOME", "")
+    with pytest.raises(ConfigError, match=r"^MEMSEARCH_HOME is set but empty"):
+        resolve_settings()
+    lenient = resolve_settings(strict=False)  # a hook goes on capturing, into the default root, and logs why
+    assert lenient.home == Path("~/.claude/memory").expanduser()
+    assert lenient.problems == (f"MEMSEARCH_HOME is set but empty: the default memory root {lenient.home} is used",)
 
 
 HOOK = str(Path(sys.executable).with_name("memsearch-hook"))

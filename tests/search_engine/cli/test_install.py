@@ -72,6 +72,37 @@ def test_install_scopes_home_and_an_uninstall_that_leaves_nothing(tmp_path, home
     assert len(list((custom / ".memsearch" / "backups").iterdir())) == 3
 
 
+def test_a_memory_root_that_is_a_file_is_refused_by_install_and_needed_by_no_uninstall(tmp_path):
+    """install would register hooks that lose every event; uninstall must still work (its backup goes to Claude
+    Code's folder), and status says what the root is."""
+    project, claude = tmp_path / "repo", tmp_path / "claude"
+    (project / ".claude").mkdir(parents=True)
+    homefile = write(tmp_path / "homefile", "not a folder\n")
+    env = {**os.environ, "CLAUDE_CONFIG_DIR": str(claude), "MEMSEARCH_MODEL": "none"}
+
+    def run(*args, home=homefile):
+        return subprocess.run([MEMSEARCH, *args], capture_output=True, text=True, cwd=project, timeout=120,
+                              env={**env, "MEMSEARCH_HOME": str(home)})
+
+    refused = run("install", "--scope", "local")
+    assert (refused.returncode, refused.stdout) == (1, "")
+    assert refused.stderr == (f"Error: the memory root {homefile} is a file, not a folder: give a folder with --home "
+                              "or MEMSEARCH_HOME (it is created if missing)\n")
+    assert not (project / ".claude" / "settings.local.json").exists()
+    write(project / ".claude" / "settings.local.json", json.dumps({"env": {"A": "1"}}))
+    assert run("install", "--scope", "local", home=tmp_path / "mem").returncode == 0
+    removed = run("uninstall", "--scope", "local")
+    assert removed.returncode == 0 and removed.stderr == "", removed.stderr
+    assert json.loads((project / ".claude" / "settings.local.json").read_text()) == {"env": {"A": "1"}}
+    backups = list((claude / "memsearch-backups").iterdir())
+    assert len(backups) == 1 and f"backup: {backups[0]}" in removed.stdout
+    assert "memsearch-hook" in backups[0].read_text() and backups[0].stat().st_mode & 0o777 == 0o600
+    status = run("status")
+    assert f"home: {homefile} (is a file, not a folder: check --home or MEMSEARCH_HOME)" in status.stdout
+    assert json.loads(run("status", "--json").stdout)["home_problem"] == "is a file, not a folder"
+    assert "FAIL capture: " in run("doctor").stdout
+
+
 def test_changes_within_one_second_keep_every_backup(tmp_path):
     from search_engine.cli.install import install, uninstall
 

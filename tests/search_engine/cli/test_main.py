@@ -189,6 +189,57 @@ def test_a_memory_root_that_does_not_exist_is_said_by_status_and_by_the_index_th
     assert "does not exist" not in run("status", "--home", str(typo)).stdout
 
 
+def test_index_of_a_path_outside_the_memory_root_is_one_usage_error_line(home, tmp_path):
+    note = write(tmp_path / "elsewhere" / "p.md", "# Out\nA platypus note.\n")
+    refused = run("index", str(note), check_rc=2)
+    assert refused.stdout == "" and refused.stderr.count("\n") == 1
+    assert refused.stderr.startswith(f"Error: {note} is outside the memory root {home}: ")
+    assert "0 deleted" in run("index", env={"MEMSEARCH_MODEL": "none"}).stdout
+
+
+def test_an_empty_home_or_path_is_one_error_line_never_the_current_folder(tmp_path):
+    """``--home ""`` or ``index ""`` would mean the current folder (``Path("")`` is "."), and an empty
+    MEMSEARCH_HOME the default root: each is an error instead (exit 2 for the flag and the argument; 1 for the
+    variable, as for any bad value there), and nothing is written where the command ran."""
+    cwd = tmp_path / "somewhere"
+    write(cwd / "note.md", "# Here\nnot a memory\n")
+
+    def here(*args, env=None):
+        return subprocess.run([MEMSEARCH, *args], capture_output=True, text=True, cwd=cwd, timeout=120,
+                              env={**os.environ, "MEMSEARCH_MODEL": "none", **(env or {})})
+
+    for args in (["index", "--home", ""], ["search", "note", "--home", ""], ["status", "--home", " "]):
+        result = here(*args)
+        assert (result.returncode, result.stdout) == (2, ""), args
+        assert result.stderr == ("Error: --home is empty: give the memory root's folder, or leave --home out to use "
+                                 "$MEMSEARCH_HOME or ~/.claude/memory\n")
+    result = here("index", "")
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == "Error: a PATH given is empty: name a file or folder (is a shell variable unset?)\n"
+    result = here("index", env={"MEMSEARCH_HOME": ""})
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr == ("Error: MEMSEARCH_HOME is set but empty: set it to the memory root's folder, or unset it "
+                             "to use ~/.claude/memory\n")
+    assert sorted(p.name for p in cwd.iterdir()) == ["note.md"]
+
+
+def test_a_date_range_that_ends_before_it_starts_is_one_usage_error_line(home):
+    from datetime import date, timedelta
+
+    today, week = date.today().isoformat(), (date.today() - timedelta(days=7)).isoformat()
+    write(home / "daily" / "2026-11-20.md", "# Day\nthe quokka census\n")
+    run("index", env={"MEMSEARCH_MODEL": "none"})
+    for args, said in ((["--since", "today", "--until", "7d"], "Error: --since {today} is after --until {week}"),
+                       (["--since", "2026-11-21T10:00:00", "--until", "2026-11-20"],
+                        "Error: --since 2026-11-21T10:00:00 is after --until 2026-11-20")):
+        result = run("search", "quokka", *args, check_rc=2, env={"MEMSEARCH_MODEL": "none"})
+        assert result.stdout == "" and result.stderr == said.format(today=today, week=week) + (
+            ": nothing can match; swap them\n")
+    found = run("search", "quokka", "--since", "2026-11-20", "--until", "2026-11-20", "--json",
+                env={"MEMSEARCH_MODEL": "none"})
+    assert [h["path"] for h in json.loads(found.stdout)["hits"]] == ["daily/2026-11-20.md"]
+
+
 def test_bad_files_are_reported_one_line_each(home):
     write(home / "ok.md", "# Fine\ntext\n")
     write(home / "bad.json", "{nope")
