@@ -24,8 +24,15 @@ def _replacement(m: re.Match[str]) -> str:
 
 def storable(text: str) -> str:
     """``text`` with every NUL removed (it marks no word boundary: UTF-16 text pasted as bytes reads as its words)
-    and every lone surrogate replaced by U+FFFD; the same object when it holds neither. An ASCII text is checked
-    for NUL alone (a surrogate is never ASCII), the rest with one regular expression."""
-    if "\x00" not in text and (text.isascii() or not _UNSTORABLE.search(text)):
-        return text
+    and every lone surrogate replaced by U+FFFD; the same object when it holds neither. Checked by ``in`` and
+    ``isascii`` (a surrogate is never ASCII), else by encoding it: measured on a 1.2 KB non-ASCII text, 1 µs
+    against 10 µs for a search with the regular expression, which runs only when there is something to replace."""
+    if "\x00" not in text:
+        if text.isascii():
+            return text
+        try:
+            text.encode("utf-8")
+            return text
+        except UnicodeEncodeError:
+            pass
     return _UNSTORABLE.sub(_replacement, text)
