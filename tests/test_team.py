@@ -592,6 +592,67 @@ def test_content_the_model_gave_no_vector_is_not_left_pending_on_the_team_store(
                             (pending.hash,)).fetchall() == [(True,)]
 
 
+def test_text_an_older_version_stored_with_a_nul_syncs_and_is_found_on_the_team_store(synced_home, team, fake,
+                                                                                     monkeypatch):
+    """Before filter version 7 a pasted NUL was indexed as is, and PostgreSQL refused it: every later sync stopped
+    there. What the local index holds still syncs (without the NUL), and the next syncs have nothing left."""
+    import indexer.privacy
+    from indexer.pipeline import index
+    from indexer.sync import sync
+    from search_engine.search import search
+
+    home = synced_home.home
+    write(home / "events" / "2026-11-21.jsonl", json.dumps({
+        "id": "nul1", "ts": "2026-11-21T09:00:00", "session_id": "s2", "type": "prompt",
+        "content": "paste: abc\u0000def, why does the wombat export stall?"}) + "\n")
+    write(home / "areas" / "projects" / "zoo" / "facts.json",
+          json.dumps({"facts": [{"id": 1, "fact": "the quoll\u0000 ledger is rebuilt nightly"}]}))
+    with monkeypatch.context() as old_version:  # the filter as it was: it kept the NUL
+        old_version.setattr(indexer.privacy, "storable", lambda text: text)
+        index(synced_home, embedder=fake)
+    stored = [c[2] for c in local_rows(synced_home)[0].values() if "\x00" in c[2]]
+    assert len(stored) == 2  # the local index holds both as an older version stored them
+
+    report = sync(synced_home)
+    assert report.skipped == () and report.chunks_added == len(local_rows(synced_home)[0])
+    remote = {c[2] for c in team_rows(team.admin_url)[0].values()}
+    assert "paste: abcdef, why does the wombat export stall?" in remote
+    assert "the quoll ledger is rebuilt nightly" in remote and not any("\x00" in t for t in remote)
+    found = search(synced_home, "wombat export stall", embedder=fake)
+    assert found.health.store == "team" and found.mode_used == "hybrid"
+    assert found.hits[0].text == "paste: abcdef, why does the wombat export stall?"
+    assert found.hits[0].bm25_rank == 1 and found.hits[0].vector_rank is not None  # its vector was sent too
+    again = run("sync")
+    assert again.returncode == 0 and again.stderr == "" and "0 sources sent" in again.stdout
+
+
+def test_a_chunk_the_team_store_refuses_is_left_out_and_said_and_the_rest_is_sent(synced_home, team):
+    """A chunk the server cannot take for its own content (here: a tsvector over PostgreSQL's 1 MB) costs only
+    itself, named in one line, never the chunks after it nor the next syncs."""
+    from indexer.store import ChunkRow, SourceState
+    from indexer.store.local import SqliteStore
+
+    huge = " ".join(f"w{i:x}" for i in range(150_000))  # ~1 MB of distinct words: a 1.5 MB tsvector
+    path = str(synced_home.home / "notes" / "zz-dump.md")
+    with SqliteStore.open(synced_home.db_path, create=False) as local, local.transaction():
+        local.write_batch(SourceState(path, "note", 1, len(huge), "h-dump"), [
+            ChunkRow("dump-huge", "hash-huge", "note", huge, "notes/zz-dump.md", 0, "notes", "Dump", 3, 9),
+            ChunkRow("dump-ok", "hash-ok", "note", "the platypus survives the dump", "notes/zz-dump.md", 1,
+                     "notes", "Dump", 10, 12)])
+    done = run("sync")
+    assert done.returncode == 0, done.stderr
+    first, *refused = done.stdout.splitlines()
+    assert first.startswith("synced to postgresql://alice:***@") and "32 sources sent" in first
+    assert len(refused) == 1 and refused[0].startswith(
+        "not sent to the team database: notes/zz-dump.md chunk dump-huge (lines 3-9): string is too long for tsvector (")
+    assert refused[0].endswith(" bytes, max 1048575 bytes); the local index keeps it")
+    remote = team_rows(team.admin_url)[0]
+    assert "dump-ok" in remote and "dump-huge" not in remote
+    assert len(remote) == len(local_rows(synced_home)[0]) - 1  # every other chunk went
+    as_json = json.loads(run("sync", "--json").stdout)  # the source is sent: nothing is tried again until it changes
+    assert as_json["sources_sent"] == 0 and as_json["skipped"] == []
+
+
 def test_a_long_lived_process_does_not_wait_for_an_unreachable_team_database_on_every_search(synced_home, monkeypatch):
     import indexer.team
     from search_engine.search import search

@@ -119,15 +119,25 @@ def index_text(report: IndexReport) -> str:
     return "\n".join(out)
 
 
+#: Chunks the team store refused that the text output names one by one (``--json`` has them all).
+SKIPPED_SHOWN = 20
+
+
 def sync_text(report) -> str:
-    """One line: where the local index went and what was sent (a :class:`indexer.sync.SyncReport`)."""
+    """One line: where the local index went and what was sent (a :class:`indexer.sync.SyncReport`); then one line
+    per chunk the team store refused, which the sync left out."""
     if report.note:
         return f"team {report.target}: nothing sent: {report.note}"
     vectors = (f"; {report.vectors_sent} vectors sent, {report.vectors_pending} awaiting one ({report.model})"
                if report.model else "; no vectors (the local index has none)")
-    return (f"synced to {report.target} as {report.machine}: {report.sources_sent} sources sent "
-            f"({report.chunks_added} chunks added, {report.chunks_removed} removed), {report.sources_unchanged} "
-            f"unchanged, {report.sources_deleted} deleted{vectors}")
+    out = [f"synced to {report.target} as {report.machine}: {report.sources_sent} sources sent "
+           f"({report.chunks_added} chunks added, {report.chunks_removed} removed), {report.sources_unchanged} "
+           f"unchanged, {report.sources_deleted} deleted{vectors}"]
+    out += [f"not sent to the team database: {line}; the local index keeps it"
+            for line in report.skipped[:SKIPPED_SHOWN]]
+    if len(report.skipped) > SKIPPED_SHOWN:
+        out.append(f"... and {len(report.skipped) - SKIPPED_SHOWN} more chunks not sent (see --json)")
+    return "\n".join(out)
 
 
 def show_text(view: ChunkView) -> str:
