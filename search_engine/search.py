@@ -88,7 +88,10 @@ class Request(NamedTuple):
 
 
 def _vectors_ready(store: Store, model_id: str | None) -> str | None:
-    """None when the index holds vectors of ``model_id``; otherwise why not."""
+    """None when the store searched holds vectors of ``model_id`` (on a team store: any the member sees, whoever
+    sent them); otherwise why not."""
+    if model_id is not None and store.holds_vectors(model_id):
+        return None
     indexed = store.vector_model()
     if indexed is None:
         return "the index has no vectors yet; run `memsearch index` to embed"

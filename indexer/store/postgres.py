@@ -594,7 +594,21 @@ class PgStore:
     # -- reading ------------------------------------------------------------------------------------------------
 
     def vector_model(self) -> str | None:
-        return self.get_meta("vector_model")
+        """The model most of the vectors the member sees are of (from the kept counts, migration 7), whoever sent
+        them; None while they see none. Not the member's own last sync's model: a member who synced nothing (a
+        new machine, an empty memory) still searches the vectors of what others shared."""
+        return self._cached(("vector_model",), self._vector_model)
+
+    def _vector_model(self) -> str | None:
+        with self.pool.connection() as conn:
+            row = conn.execute(f"SELECT model FROM {SCHEMA}.contents WHERE model <> '' GROUP BY model"
+                               " HAVING sum(vectors) > 0 ORDER BY sum(vectors) DESC, model LIMIT 1").fetchone()
+        return row[0] if row else None
+
+    def holds_vectors(self, model: str) -> bool:
+        """Whether the member sees vectors of ``model``: :meth:`health`'s count, which a search reads anyway (the
+        same cached figure, no further round trip)."""
+        return self.health(model).vectors > 0
 
     def fetch_hits(self, ids: Sequence[int]) -> dict[int, HitRow]:
         if not ids:
