@@ -107,8 +107,9 @@ def result_health(store: Store | None, choice: ModelChoice) -> Health:
     if store is None or isinstance(store, SqliteStore):
         return health(store, choice)
     counts = store.health(choice.model_id if choice.available else None)
-    indexed = store.get_meta("last_indexed")
-    return Health(index_exists=indexed is not None, chunks=counts.chunks, pending_embeddings=counts.pending_embeddings,
+    indexed = store.get_meta("last_indexed")  # the member's last sync: None for one who synced nothing yet
+    return Health(index_exists=indexed is not None or counts.chunks > 0, chunks=counts.chunks,
+                  pending_embeddings=counts.pending_embeddings,
                   last_indexed=indexed, model=choice.model_id, model_available=choice.available,
                   model_reason=choice.reason, store="team")
 

@@ -443,6 +443,48 @@ def test_search_reads_the_team_store_from_a_machine_with_no_local_index(synced_h
     assert as_bob.health.store == "team" and as_bob.hits == ()
 
 
+@pytest.mark.model
+def test_a_member_with_no_vectors_of_his_own_gets_hybrid_search_from_the_team_store(team, tmp_path, real_embedder,
+                                                                                    fake):
+    """alice syncs a shared note with its vector; bob's memory is empty: his search is hybrid all the same, his query
+    embedded by his own model and matched against the vectors the team store holds, and nothing tells him his index
+    was never built or holds no vectors. Before, only an index of his own (one note) made it so."""
+    from indexer.pipeline import index
+    from indexer.sync import sync
+    from search_engine.search import search
+
+    alice = resolve_settings(tmp_path / "alice", db_url=team.urls["alice"], share=["areas/projects/*"])
+    write(alice.home / "areas" / "projects" / "api" / "summary.md", "# API client\n\nThe HTTP client uses retry "
+          "backoff: exponential delays with jitter, capped at 30 seconds, for 5xx answers.\n")
+    write(alice.home / "notes" / "mine.md", "# Mine\n\nalice's own retry notes stay hers.\n")
+    index(alice, embedder=real_embedder)
+    assert sync(alice).vectors_sent == 2
+    bob_home = tmp_path / "bob"
+    bob_home.mkdir()
+    as_bob = {"MEMSEARCH_DB_URL": team.urls["bob"]}
+
+    done = run("search", "how does the client wait between attempts", "--home", str(bob_home), env=as_bob)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == "mode_used: hybrid"
+    assert "vector #1" in done.stdout and "areas/projects/api/summary.md" in done.stdout
+    assert done.stdout.splitlines()[-1] == "index: 1 chunks indexed, 0 awaiting embeddings, nothing of yours synced yet"
+    assert "never built" not in done.stdout and "no vectors" not in done.stdout
+    vector = json.loads(run("search", "retry backoff", "--mode", "vector", "--json", "--home", str(bob_home),
+                            env=as_bob).stdout)
+    assert vector["mode_used"] == "vector" and [h["path"] for h in vector["hits"]] == ["areas/projects/api/summary.md"]
+    assert vector["health"]["index_exists"] and vector["health"]["store"] == "team"
+    status = run("status", "--home", str(bob_home), env=as_bob)
+    assert "never built" not in status.stdout
+    assert "(not built on this machine; searches read the team database)" in status.stdout
+    assert "1 chunks visible (0 yours, 1 shared by others)" in status.stdout
+
+    # another model than the team's vectors': BM25, and the reason names the model the team store holds
+    other = search(resolve_settings(bob_home, db_url=team.urls["bob"]), "retry backoff", embedder=fake)
+    assert other.mode_used == "bm25" and other.fallback_reason == (
+        f"the index holds vectors of {real_embedder.model_id}, not of the current model {fake.model_id}; run "
+        "`memsearch index`")
+
+
 def test_an_unreachable_team_database_falls_back_to_the_local_index_and_says_so(synced_home, monkeypatch):
     from search_engine.search import search
 

@@ -40,7 +40,10 @@ def health_line(h: Health) -> str:
     if not h.index_exists:
         return "index: never built; run `memsearch index`"
     parts = [f"{h.chunks} chunks indexed", f"{h.pending_embeddings} awaiting embeddings"]
-    parts.append(f"last indexed {h.last_indexed}")
+    if h.last_indexed is not None:
+        parts.append(f"last indexed {h.last_indexed}")
+    else:  # the team database, which this member has synced nothing to yet
+        parts.append("nothing of yours synced yet")
     return "index: " + ", ".join(parts)
 
 
@@ -179,12 +182,16 @@ def _team_line(team: dict[str, Any]) -> str:
 
 def status_text(info: dict[str, Any]) -> str:
     m = info["model"]
+    team = info.get("team") or {}
+    local = "" if info["index_exists"] else (
+        " (not built on this machine; searches read the team database)" if team.get("chunks")
+        else " (never built; run `memsearch index`)")
     model = f"{m['id']} ({m['source']}{', ' + m['path'] if m['path'] else ''})" if m["available"] else (
         f"none: {m['reason']}")
     out = [
         f"home: {info['home']}" + ("" if info.get("home_exists", True) else " (does not exist: check --home or "
                                                                            "MEMSEARCH_HOME)"),
-        f"index: {info['db_path']}" + ("" if info["index_exists"] else " (never built; run `memsearch index`)"),
+        f"index: {info['db_path']}{local}",
         f"model: {model}",
         f"chunks: {info['chunks']}" + (
             " (" + ", ".join(f"{k} {v}" for k, v in info["chunks_by_kind"].items()) + ")" if info["chunks_by_kind"] else ""),
