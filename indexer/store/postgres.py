@@ -860,7 +860,9 @@ def _refused(c: ChunkRow, exc: Exception) -> str:
 
 
 def _copy_rows(conn: psycopg.Connection, rows: Sequence[tuple[str, ChunkRow]]) -> int:
-    conn.execute(_STAGE_CHUNKS_SQL)
+    # emptied first: the rows of a half :func:`_copy_chunks` sent before are staged still (until the commit), and
+    # the INSERT below would read them again
+    conn.execute(f"{_STAGE_CHUNKS_SQL}; DELETE FROM {_STAGE_CHUNKS}")
     with conn.cursor() as cur:
         with cur.copy(f"COPY {_STAGE_CHUNKS} FROM STDIN (FORMAT BINARY)") as copy:
             copy.set_types([kind for _, kind in _STAGED_CHUNK_COLUMNS])
