@@ -1,11 +1,12 @@
 """The append-only event log: ``<root>/events/YYYY-MM-DD.jsonl``, one JSON object per line.
 
-Every event is privacy-filtered before it is written. A line is written with one ``write()`` on a file opened
-with ``O_APPEND`` while holding an exclusive ``flock``, so lines from many concurrent hooks are never interleaved
-or torn, whatever their length. The same lock lets ``memsearch maintain`` move an expired log away safely: an
-append that waited for it finds the file gone from its path and writes to a fresh one instead. A write that fails
-part way (a full disk) is cut back off the log, and an append after a line torn by a crash starts on a fresh
-line, so one lost event never takes the next one with it.
+Every event is privacy-filtered before it is written, and holds no character a store cannot (a NUL: see
+:mod:`indexer.base.storable`). A line is written with one ``write()`` on a file opened with ``O_APPEND`` while
+holding an exclusive ``flock``, so lines from many concurrent hooks are never interleaved or torn, whatever their
+length. The same lock lets ``memsearch maintain`` move an expired log away safely: an append that waited for it
+finds the file gone from its path and writes to a fresh one instead. A write that fails part way (a full disk) is
+cut back off the log, and an append after a line torn by a crash starts on a fresh line, so one lost event never
+takes the next one with it.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 
 from indexer.base.paths import EVENTS_DIR
 from indexer.base.private import private_dirs
+from indexer.base.storable import storable
 from indexer.privacy import cut_head, scrub
 
 MAX_CONTENT_CHARS = 64_000
@@ -58,7 +60,7 @@ def _scrub_value(value: Any) -> Any:
     if isinstance(value, float) and value - value != 0:  # NaN or infinity: not JSON, stored as null
         return None
     if isinstance(value, dict):
-        return {str(k): _scrub_value(v) for k, v in value.items()}
+        return {storable(str(k)): _scrub_value(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_scrub_value(v) for v in value]
     return value
@@ -86,8 +88,9 @@ def encode(event: Event) -> bytes:
         "metadata": event.metadata,
     }
     # metadata is filtered here, once; the other fields come from hook payloads too, whose types are not
-    # guaranteed (a NaN or an infinite number is stored as null)
-    kept = {k: v if isinstance(v, str) else _scrub_value(v) for k, v in record.items() if v not in (None, {}, "")}
+    # guaranteed (a NaN or an infinite number is stored as null), and whose text may hold a NUL
+    kept = {k: storable(v) if isinstance(v, str) else _scrub_value(v) for k, v in record.items()
+            if v not in (None, {}, "")}
     # a lone surrogate (possible in a JSON \\u escape) cannot be UTF-8: it becomes "?" rather than losing the event
     return json.dumps(kept, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "replace") + b"\n"
 

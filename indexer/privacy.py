@@ -12,6 +12,9 @@ Two passes:
    removed span are kept, so the line numbers of everything after it stay right for citations.
 2. Secrets (:mod:`indexer.secret_rules`): masked as ``[REDACTED:<kind>]`` everywhere, fences included.
 
+Before both, what no store can hold goes (:func:`indexer.base.storable.storable`: a NUL, a lone surrogate): every
+text memsearch captures or indexes passes here first, so one pasted NUL can no longer stop the team sync.
+
 Cutting a filtered text (a head and tail of a long tool output, the event size cap, a one-line summary) goes
 through :func:`cut_head` / :func:`cut_tail`, which never split a marker; whoever cuts filters again afterwards, so
 what is stored is a fixed point of the filter and ``memsearch scrub`` leaves it alone.
@@ -33,11 +36,12 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from indexer.base.storable import storable
 from indexer.secret_rules import mask
 
 #: Bumped whenever the filter would change what it stores; ``memsearch maintain`` scrubs when it differs from
-#: the version the memory was last scrubbed with.
-FILTER_VERSION = 6
+#: the version the memory was last scrubbed with. 7: NUL characters removed (:func:`storable`).
+FILTER_VERSION = 7
 PRIVATE_MARKER = "[REDACTED:private]"
 MARKER_RE = re.compile(r"\[REDACTED:([a-z0-9-]+)\]")
 
@@ -196,6 +200,7 @@ def redact(text: str) -> Redacted:
     """Both passes: private spans, then secrets; again while they change the text, since a mask can change what
     the first pass saw (a key block masked to the end of the text takes a closing fence with it, and a tag that
     fence kept literal is then live): what is stored is a fixed point, which ``memsearch scrub`` leaves alone."""
+    text = storable(text)
     spans = secrets = 0
     warnings: list[str] = []
     for _ in range(4):

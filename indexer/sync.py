@@ -8,7 +8,10 @@ gets a copy of it, source by source, through the :class:`indexer.store.Store` op
   recorded state (mtime, size, content hash, bytes consumed) differs from the team store's copy is sent again with
   :meth:`~indexer.store.postgres.PgStore.replace_sources`, together with others up to :data:`SOURCE_BATCH` chunks:
   one transaction that drops the chunks they no longer have and adds only those the team store lacks (by uid;
-  a binary ``COPY`` and one ``INSERT … SELECT``). A source gone from the local index is deleted there.
+  a binary ``COPY`` and one ``INSERT … SELECT``). A source gone from the local index is deleted there. A chunk
+  the server refuses for its own content (too large to index, say) is left out and named in the report's
+  ``skipped``, and everything else is sent: one bad chunk never stops the sync. It is tried again when its source
+  changes; the local index keeps it meanwhile.
 - **Sharing**: the notes and facts of a source matching a ``share`` glob go as ``shared`` (every member sees
   them), everything else as ``private``; a change of ``share`` re-marks every source at the next sync.
 - **Vectors** are keyed by (content hash, model), one per hash for the whole team: only the hashes the team store
@@ -41,6 +44,7 @@ from indexer.base.dburl import fingerprint, mask_url
 from indexer.base.paths import TEAM_VECTORS
 from indexer.base.private import write_private
 from indexer.base.settings import Settings
+from indexer.base.storable import storable
 from indexer.status import open_existing
 from indexer.store import ChunkRow, SourceState
 from indexer.store.local import SqliteStore
@@ -69,7 +73,8 @@ META_KEYS = ("last_indexed", "vector_model")
 @dataclass(frozen=True)
 class SyncReport:
     """What one sync did. ``vectors_pending``: content the team store still has no vector for (of the local
-    index's model), which the local index could not supply either."""
+    index's model), which the local index could not supply either. ``skipped``: one line per chunk the team store
+    refused (where it is and why), which the sync left out."""
 
     target: str
     machine: str
@@ -82,6 +87,7 @@ class SyncReport:
     vectors_pending: int = 0
     model: str | None = None
     note: str | None = None
+    skipped: tuple[str, ...] = ()
 
 
 def machine_name() -> str:
@@ -168,7 +174,8 @@ def _push(local: SqliteStore, team: PgStore, settings: Settings, target: str, ma
     ours = {path: state for path, state in team.sources().items() if path.startswith(prefix)}
     sent = unchanged = deleted = added = removed = 0
     gone: set[str] = set()  # the content of every chunk this sync removes: its vector may have no chunk left
-    sharing = ",".join(settings.share)
+    skipped: list[str] = []
+    sharing = storable(",".join(settings.share))  # as the team store keeps it
     resend = team.get_meta(SHARE_META) != sharing  # `share` changed since the last sync: re-mark every source
     batch: list[tuple[SourceState, list[ChunkRow]]] = []
     size = 0
@@ -182,11 +189,11 @@ def _push(local: SqliteStore, team: PgStore, settings: Settings, target: str, ma
         batch.append((wanted, rows))
         size += len(rows) + 1
         if size >= SOURCE_BATCH:
-            a, r = team.replace_sources(batch, gone)
+            a, r = team.replace_sources(batch, gone, skipped)
             sent, added, removed = sent + len(batch), added + a, removed + r
             batch, size = [], 0
     if batch:
-        a, r = team.replace_sources(batch, gone)
+        a, r = team.replace_sources(batch, gone, skipped)
         sent, added, removed = sent + len(batch), added + a, removed + r
     for key in sorted(ours):  # sources this machine no longer has
         removed += team.delete_source(key, gone)
@@ -211,7 +218,8 @@ def _push(local: SqliteStore, team: PgStore, settings: Settings, target: str, ma
             team.set_meta(key, value)
     if resend:
         team.set_meta(SHARE_META, sharing)
-    return SyncReport(target, machine, sent, unchanged, deleted, added, removed, vectors, pending, model)
+    return SyncReport(target, machine, sent, unchanged, deleted, added, removed, vectors, pending, model,
+                      skipped=tuple(skipped))
 
 
 def _take_vectors_mark(settings: Settings) -> dict | None:

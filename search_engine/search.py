@@ -88,7 +88,10 @@ class Request(NamedTuple):
 
 
 def _vectors_ready(store: Store, model_id: str | None) -> str | None:
-    """None when the index holds vectors of ``model_id``; otherwise why not."""
+    """None when the store searched holds vectors of ``model_id`` (on a team store: any the member sees, whoever
+    sent them); otherwise why not."""
+    if model_id is not None and store.holds_vectors(model_id):
+        return None
     indexed = store.vector_model()
     if indexed is None:
         return "the index has no vectors yet; run `memsearch index` to embed"
@@ -104,8 +107,9 @@ def result_health(store: Store | None, choice: ModelChoice) -> Health:
     if store is None or isinstance(store, SqliteStore):
         return health(store, choice)
     counts = store.health(choice.model_id if choice.available else None)
-    indexed = store.get_meta("last_indexed")
-    return Health(index_exists=indexed is not None, chunks=counts.chunks, pending_embeddings=counts.pending_embeddings,
+    indexed = store.get_meta("last_indexed")  # the member's last sync: None for one who synced nothing yet
+    return Health(index_exists=indexed is not None or counts.chunks > 0, chunks=counts.chunks,
+                  pending_embeddings=counts.pending_embeddings,
                   last_indexed=indexed, model=choice.model_id, model_available=choice.available,
                   model_reason=choice.reason, store="team")
 

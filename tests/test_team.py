@@ -443,6 +443,48 @@ def test_search_reads_the_team_store_from_a_machine_with_no_local_index(synced_h
     assert as_bob.health.store == "team" and as_bob.hits == ()
 
 
+@pytest.mark.model
+def test_a_member_with_no_vectors_of_his_own_gets_hybrid_search_from_the_team_store(team, tmp_path, real_embedder,
+                                                                                    fake):
+    """alice syncs a shared note with its vector; bob's memory is empty: his search is hybrid all the same, his query
+    embedded by his own model and matched against the vectors the team store holds, and nothing tells him his index
+    was never built or holds no vectors. Before, only an index of his own (one note) made it so."""
+    from indexer.pipeline import index
+    from indexer.sync import sync
+    from search_engine.search import search
+
+    alice = resolve_settings(tmp_path / "alice", db_url=team.urls["alice"], share=["areas/projects/*"])
+    write(alice.home / "areas" / "projects" / "api" / "summary.md", "# API client\n\nThe HTTP client uses retry "
+          "backoff: exponential delays with jitter, capped at 30 seconds, for 5xx answers.\n")
+    write(alice.home / "notes" / "mine.md", "# Mine\n\nalice's own retry notes stay hers.\n")
+    index(alice, embedder=real_embedder)
+    assert sync(alice).vectors_sent == 2
+    bob_home = tmp_path / "bob"
+    bob_home.mkdir()
+    as_bob = {"MEMSEARCH_DB_URL": team.urls["bob"]}
+
+    done = run("search", "how does the client wait between attempts", "--home", str(bob_home), env=as_bob)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == "mode_used: hybrid"
+    assert "vector #1" in done.stdout and "areas/projects/api/summary.md" in done.stdout
+    assert done.stdout.splitlines()[-1] == "index: 1 chunks indexed, 0 awaiting embeddings, nothing of yours synced yet"
+    assert "never built" not in done.stdout and "no vectors" not in done.stdout
+    vector = json.loads(run("search", "retry backoff", "--mode", "vector", "--json", "--home", str(bob_home),
+                            env=as_bob).stdout)
+    assert vector["mode_used"] == "vector" and [h["path"] for h in vector["hits"]] == ["areas/projects/api/summary.md"]
+    assert vector["health"]["index_exists"] and vector["health"]["store"] == "team"
+    status = run("status", "--home", str(bob_home), env=as_bob)
+    assert "never built" not in status.stdout
+    assert "(not built on this machine; searches read the team database)" in status.stdout
+    assert "1 chunks visible (0 yours, 1 shared by others)" in status.stdout
+
+    # another model than the team's vectors': BM25, and the reason names the model the team store holds
+    other = search(resolve_settings(bob_home, db_url=team.urls["bob"]), "retry backoff", embedder=fake)
+    assert other.mode_used == "bm25" and other.fallback_reason == (
+        f"the index holds vectors of {real_embedder.model_id}, not of the current model {fake.model_id}; run "
+        "`memsearch index`")
+
+
 def test_an_unreachable_team_database_falls_back_to_the_local_index_and_says_so(synced_home, monkeypatch):
     from search_engine.search import search
 
@@ -590,6 +632,67 @@ def test_content_the_model_gave_no_vector_is_not_left_pending_on_the_team_store(
     with psycopg.connect(team.admin_url) as conn:
         assert conn.execute("SELECT embedding IS NULL FROM memsearch.vectors WHERE hash = %s",
                             (pending.hash,)).fetchall() == [(True,)]
+
+
+def test_text_an_older_version_stored_with_a_nul_syncs_and_is_found_on_the_team_store(synced_home, team, fake,
+                                                                                     monkeypatch):
+    """Before filter version 7 a pasted NUL was indexed as is, and PostgreSQL refused it: every later sync stopped
+    there. What the local index holds still syncs (without the NUL), and the next syncs have nothing left."""
+    import indexer.privacy
+    from indexer.pipeline import index
+    from indexer.sync import sync
+    from search_engine.search import search
+
+    home = synced_home.home
+    write(home / "events" / "2026-11-21.jsonl", json.dumps({
+        "id": "nul1", "ts": "2026-11-21T09:00:00", "session_id": "s2", "type": "prompt",
+        "content": "paste: abc\u0000def, why does the wombat export stall?"}) + "\n")
+    write(home / "areas" / "projects" / "zoo" / "facts.json",
+          json.dumps({"facts": [{"id": 1, "fact": "the quoll\u0000 ledger is rebuilt nightly"}]}))
+    with monkeypatch.context() as old_version:  # the filter as it was: it kept the NUL
+        old_version.setattr(indexer.privacy, "storable", lambda text: text)
+        index(synced_home, embedder=fake)
+    stored = [c[2] for c in local_rows(synced_home)[0].values() if "\x00" in c[2]]
+    assert len(stored) == 2  # the local index holds both as an older version stored them
+
+    report = sync(synced_home)
+    assert report.skipped == () and report.chunks_added == len(local_rows(synced_home)[0])
+    remote = {c[2] for c in team_rows(team.admin_url)[0].values()}
+    assert "paste: abcdef, why does the wombat export stall?" in remote
+    assert "the quoll ledger is rebuilt nightly" in remote and not any("\x00" in t for t in remote)
+    found = search(synced_home, "wombat export stall", embedder=fake)
+    assert found.health.store == "team" and found.mode_used == "hybrid"
+    assert found.hits[0].text == "paste: abcdef, why does the wombat export stall?"
+    assert found.hits[0].bm25_rank == 1 and found.hits[0].vector_rank is not None  # its vector was sent too
+    again = run("sync")
+    assert again.returncode == 0 and again.stderr == "" and "0 sources sent" in again.stdout
+
+
+def test_a_chunk_the_team_store_refuses_is_left_out_and_said_and_the_rest_is_sent(synced_home, team):
+    """A chunk the server cannot take for its own content (here: a tsvector over PostgreSQL's 1 MB) costs only
+    itself, named in one line, never the chunks after it nor the next syncs."""
+    from indexer.store import ChunkRow, SourceState
+    from indexer.store.local import SqliteStore
+
+    huge = " ".join(f"w{i:x}" for i in range(150_000))  # ~1 MB of distinct words: a 1.5 MB tsvector
+    path = str(synced_home.home / "notes" / "zz-dump.md")
+    with SqliteStore.open(synced_home.db_path, create=False) as local, local.transaction():
+        local.write_batch(SourceState(path, "note", 1, len(huge), "h-dump"), [
+            ChunkRow("dump-huge", "hash-huge", "note", huge, "notes/zz-dump.md", 0, "notes", "Dump", 3, 9),
+            ChunkRow("dump-ok", "hash-ok", "note", "the platypus survives the dump", "notes/zz-dump.md", 1,
+                     "notes", "Dump", 10, 12)])
+    done = run("sync")
+    assert done.returncode == 0, done.stderr
+    first, *refused = done.stdout.splitlines()
+    assert first.startswith("synced to postgresql://alice:***@") and "32 sources sent" in first
+    assert len(refused) == 1 and refused[0].startswith(
+        "not sent to the team database: notes/zz-dump.md chunk dump-huge (lines 3-9): string is too long for tsvector (")
+    assert refused[0].endswith(" bytes, max 1048575 bytes); the local index keeps it")
+    remote = team_rows(team.admin_url)[0]
+    assert "dump-ok" in remote and "dump-huge" not in remote
+    assert len(remote) == len(local_rows(synced_home)[0]) - 1  # every other chunk went
+    as_json = json.loads(run("sync", "--json").stdout)  # the source is sent: nothing is tried again until it changes
+    assert as_json["sources_sent"] == 0 and as_json["skipped"] == []
 
 
 def test_a_long_lived_process_does_not_wait_for_an_unreachable_team_database_on_every_search(synced_home, monkeypatch):

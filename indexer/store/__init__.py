@@ -18,7 +18,8 @@ The contract, for any backend:
   not seen yet (one row per hash, whichever chunks hold it, oldest first), :meth:`Store.put_embeddings` stores
   them; a hash stored with ``None`` is content the model cannot represent (it is no longer pending and never a
   vector hit); a caller embeds window by window (``limit``, ``after``). Putting a (hash, model) that exists already is a no-op, so two writers embedding the same content
-  is harmless.
+  is harmless. :meth:`Store.holds_vectors` says whether a search embedded by a model has vectors to read (on a
+  team store, those any member sent).
 - **Ranking** is done inside the store with the filters inside the same query (a selective filter can never starve
   a list): :meth:`Store.lexical_top_k` ranks the chunks matching the AND (or OR) of query terms (higher score is
   better), :meth:`Store.vector_candidates` the chunks nearest a query vector (cosine distance, lower is better).
@@ -233,7 +234,13 @@ class Store(Protocol):
         ...
 
     def vector_model(self) -> str | None:
-        """The model whose vectors the index holds (None: none yet); vector search needs the query's model."""
+        """The model whose vectors the index holds (None: none yet); a store holding several models' vectors (a
+        team's: each member embeds with the model they configured) names the one most of them are of."""
+        ...
+
+    def holds_vectors(self, model: str) -> bool:
+        """Whether the index holds vectors of ``model`` the reader can see: what a vector search with a query
+        embedded by ``model`` needs (on a team store, vectors other members sent count too)."""
         ...
 
     def vector_candidates(self, vector: bytes | Sequence[float], model: str, filters: FilterSpec, limit: int,

@@ -41,6 +41,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from indexer.base.chunktext import fts_title
 from indexer.base.cjk import index_form, query_bigrams
 from indexer.base.errors import MemsearchError, UsageError
+from indexer.base.storable import storable
 from indexer.base.types import HIDDEN_STATUSES, KINDS
 from indexer.store import (
     ChunkRow,
@@ -85,6 +86,9 @@ CANDIDATES = 5000
 #: round trips more than work.
 COUNTS_TTL = 10.0
 KNN_MAX = 4096
+#: What the server raises for a row's own content (a value it cannot hold, a tsvector over 1 MB, an index entry too
+#: large): a sync leaves that row out and says so (:meth:`PgStore.replace_sources`) rather than stop at it.
+ROW_ERRORS: tuple[type[psycopg.Error], ...] = (psycopg.errors.DataError, psycopg.errors.ProgramLimitExceeded)
 _HIT_COLUMNS = ("id, uid, kind, category, title, text, path, line_start, line_end, ts, session_id, project, "
                 "status, event_id, speaker, owner, scope")
 
@@ -301,13 +305,16 @@ class PgStore:
         return self.replace_sources([(source, chunks)])
 
     def replace_sources(self, items: Sequence[tuple[SourceState, Sequence[ChunkRow]]],
-                        removed_hashes: set[str] | None = None) -> tuple[int, int]:
+                        removed_hashes: set[str] | None = None,
+                        skipped: list[str] | None = None) -> tuple[int, int]:
         """:meth:`replace_source` for several sources in one transaction (all of them, or none, are replaced):
         what is held is read in one query, the deletions and scope changes are one statement each, and the new
         chunks go in with one binary ``COPY`` into a staging table and one ``INSERT … SELECT``, so a sync makes
         a few round trips per batch of sources rather than several per source. Returns (added, removed); the
         content hashes of the removed chunks go into ``removed_hashes`` (a sync drops their vectors once it is
-        done: :meth:`drop_orphan_vectors`)."""
+        done: :meth:`drop_orphan_vectors`). With ``skipped``, a chunk the server refuses for its own content
+        (:data:`ROW_ERRORS`) is left out, described there in one line, and the others go in (see
+        :func:`_copy_chunks`); without it, the whole transaction fails."""
         if not items:
             return 0, 0
         paths = [source.path for source, _ in items]
@@ -335,7 +342,7 @@ class PgStore:
                     ([k[0] for k in moved], [k[1] for k in moved], [wanted[k] for k in moved]))
             _upsert_sources(conn, [source for source, _ in items])
             added = _copy_chunks(conn, [(source.path, c) for source, chunks in items for c in chunks
-                                        if (source.path, c.uid) not in held])
+                                        if (source.path, c.uid) not in held], skipped)
         return added, removed
 
     def delete_source(self, path: str, removed_hashes: set[str] | None = None) -> int:
@@ -587,7 +594,21 @@ class PgStore:
     # -- reading ------------------------------------------------------------------------------------------------
 
     def vector_model(self) -> str | None:
-        return self.get_meta("vector_model")
+        """The model most of the vectors the member sees are of (from the kept counts, migration 7), whoever sent
+        them; None while they see none. Not the member's own last sync's model: a member who synced nothing (a
+        new machine, an empty memory) still searches the vectors of what others shared."""
+        return self._cached(("vector_model",), self._vector_model)
+
+    def _vector_model(self) -> str | None:
+        with self.pool.connection() as conn:
+            row = conn.execute(f"SELECT model FROM {SCHEMA}.contents WHERE model <> '' GROUP BY model"
+                               " HAVING sum(vectors) > 0 ORDER BY sum(vectors) DESC, model LIMIT 1").fetchone()
+        return row[0] if row else None
+
+    def holds_vectors(self, model: str) -> bool:
+        """Whether the member sees vectors of ``model``: :meth:`health`'s count, which a search reads anyway (the
+        same cached figure, no further round trip)."""
+        return self.health(model).vectors > 0
 
     def fetch_hits(self, ids: Sequence[int]) -> dict[int, HitRow]:
         if not ids:
@@ -772,7 +793,7 @@ class PgStore:
                 conn.execute(f"DELETE FROM {SCHEMA}.meta WHERE key = %s", (key,))
             else:
                 conn.execute(f"INSERT INTO {SCHEMA}.meta(key, value) VALUES (%s, %s)"
-                             " ON CONFLICT (owner, key) DO UPDATE SET value = excluded.value", (key, value))
+                             " ON CONFLICT (owner, key) DO UPDATE SET value = excluded.value", (key, storable(value)))
 
 
 #: Per-connection staging tables of the binary ``COPY`` writes: temporary (each connection has its own), emptied
@@ -806,21 +827,50 @@ def _upsert_sources(conn: psycopg.Connection, sources: Sequence[SourceState]) ->
          [s.head_hash for s in sources]])
 
 
-def _copy_chunks(conn: psycopg.Connection, rows: Sequence[tuple[str, ChunkRow]]) -> int:
+def _copy_chunks(conn: psycopg.Connection, rows: Sequence[tuple[str, ChunkRow]], skipped: list[str] | None = None
+                 ) -> int:
     """Add ``(source path, chunk)`` rows in the caller's transaction: a binary ``COPY`` into the staging table,
     then one ``INSERT … SELECT`` that builds the tsvectors on the server; a uid the source holds already is
-    skipped. Returns the chunks added."""
+    skipped. Every text is sent :func:`~indexer.base.storable.storable` (a NUL an older version stored locally
+    still syncs). Returns the chunks added.
+
+    With ``skipped``, the rows go in under a savepoint; when the server refuses one for its content
+    (:data:`ROW_ERRORS`), each half is tried again the same way, down to the rows refused alone, which are left
+    out and described in ``skipped``: one bad chunk costs a few round trips, never the rest of the sync."""
     if not rows:
         return 0
-    conn.execute(_STAGE_CHUNKS_SQL)
+    if skipped is None:
+        return _copy_rows(conn, rows)
+    try:
+        with conn.transaction():  # a savepoint: a refused row takes back this attempt only
+            return _copy_rows(conn, rows)
+    except ROW_ERRORS as exc:
+        if len(rows) == 1:
+            skipped.append(_refused(rows[0][1], exc))
+            return 0
+        half = len(rows) // 2
+        return _copy_chunks(conn, rows[:half], skipped) + _copy_chunks(conn, rows[half:], skipped)
+
+
+def _refused(c: ChunkRow, exc: Exception) -> str:
+    """One line naming a chunk the server refused and why: ``notes/a.md chunk 3f2a… (lines 4-9): <reason>``."""
+    where = (f"lines {c.line_start}-{c.line_end}" if c.line_start is not None
+             else f"event {c.event_id}" if c.event_id else f"part {c.seq}")
+    return f"{c.path} chunk {c.uid} ({where}): {_one_line(exc)}"
+
+
+def _copy_rows(conn: psycopg.Connection, rows: Sequence[tuple[str, ChunkRow]]) -> int:
+    # emptied first: the rows of a half :func:`_copy_chunks` sent before are staged still (until the commit), and
+    # the INSERT below would read them again
+    conn.execute(f"{_STAGE_CHUNKS_SQL}; DELETE FROM {_STAGE_CHUNKS}")
     with conn.cursor() as cur:
         with cur.copy(f"COPY {_STAGE_CHUNKS} FROM STDIN (FORMAT BINARY)") as copy:
             copy.set_types([kind for _, kind in _STAGED_CHUNK_COLUMNS])
             for path, c in rows:
-                copy.write_row((c.scope, c.uid, c.hash, path, c.path, c.seq, c.kind, c.category, c.title, c.text,
-                                c.line_start, c.line_end, c.event_id, c.ts, c.session_id, c.project, c.status,
-                                c.speaker, c.reply_to, index_form(fts_title(c.kind, c.title, c.ts)),
-                                index_form(c.text), index_form(c.context)))
+                copy.write_row(tuple(storable(v) if isinstance(v, str) else v for v in (
+                    c.scope, c.uid, c.hash, path, c.path, c.seq, c.kind, c.category, c.title, c.text, c.line_start,
+                    c.line_end, c.event_id, c.ts, c.session_id, c.project, c.status, c.speaker, c.reply_to,
+                    index_form(fts_title(c.kind, c.title, c.ts)), index_form(c.text), index_form(c.context))))
         added = cur.execute(
             f"INSERT INTO {SCHEMA}.chunks({_CHUNK_COLUMNS}, fts) SELECT {_CHUNK_COLUMNS},"
             " setweight(to_tsvector('english', fts_title), 'A') || setweight(to_tsvector('english', fts_text), 'B')"

@@ -207,6 +207,10 @@ class SqliteReader:
         model = sqlite.get_meta(self.conn, "vector_model")
         return model if model is not None and sqlite.vec_table_exists(self.conn) else None
 
+    def holds_vectors(self, model: str) -> bool:
+        """Whether the index's vectors are of ``model`` (it holds one model's at a time)."""
+        return self.vector_model() == model
+
     def keep_vectors_in_memory(self, model: str) -> VectorMatrix | None:
         """Hold the vectors of ``model`` in memory (:class:`VectorMatrix`, for a long-lived process), kept up to
         date at each call (new vectors appended, loaded again after a rebuild or a forget); :meth:`vector_candidates`

@@ -40,7 +40,10 @@ def health_line(h: Health) -> str:
     if not h.index_exists:
         return "index: never built; run `memsearch index`"
     parts = [f"{h.chunks} chunks indexed", f"{h.pending_embeddings} awaiting embeddings"]
-    parts.append(f"last indexed {h.last_indexed}")
+    if h.last_indexed is not None:
+        parts.append(f"last indexed {h.last_indexed}")
+    else:  # the team database, which this member has synced nothing to yet
+        parts.append("nothing of yours synced yet")
     return "index: " + ", ".join(parts)
 
 
@@ -119,15 +122,25 @@ def index_text(report: IndexReport) -> str:
     return "\n".join(out)
 
 
+#: Chunks the team store refused that the text output names one by one (``--json`` has them all).
+SKIPPED_SHOWN = 20
+
+
 def sync_text(report) -> str:
-    """One line: where the local index went and what was sent (a :class:`indexer.sync.SyncReport`)."""
+    """One line: where the local index went and what was sent (a :class:`indexer.sync.SyncReport`); then one line
+    per chunk the team store refused, which the sync left out."""
     if report.note:
         return f"team {report.target}: nothing sent: {report.note}"
     vectors = (f"; {report.vectors_sent} vectors sent, {report.vectors_pending} awaiting one ({report.model})"
                if report.model else "; no vectors (the local index has none)")
-    return (f"synced to {report.target} as {report.machine}: {report.sources_sent} sources sent "
-            f"({report.chunks_added} chunks added, {report.chunks_removed} removed), {report.sources_unchanged} "
-            f"unchanged, {report.sources_deleted} deleted{vectors}")
+    out = [f"synced to {report.target} as {report.machine}: {report.sources_sent} sources sent "
+           f"({report.chunks_added} chunks added, {report.chunks_removed} removed), {report.sources_unchanged} "
+           f"unchanged, {report.sources_deleted} deleted{vectors}"]
+    out += [f"not sent to the team database: {line}; the local index keeps it"
+            for line in report.skipped[:SKIPPED_SHOWN]]
+    if len(report.skipped) > SKIPPED_SHOWN:
+        out.append(f"... and {len(report.skipped) - SKIPPED_SHOWN} more chunks not sent (see --json)")
+    return "\n".join(out)
 
 
 def show_text(view: ChunkView) -> str:
@@ -169,12 +182,16 @@ def _team_line(team: dict[str, Any]) -> str:
 
 def status_text(info: dict[str, Any]) -> str:
     m = info["model"]
+    team = info.get("team") or {}
+    local = "" if info["index_exists"] else (
+        " (not built on this machine; searches read the team database)" if team.get("chunks")
+        else " (never built; run `memsearch index`)")
     model = f"{m['id']} ({m['source']}{', ' + m['path'] if m['path'] else ''})" if m["available"] else (
         f"none: {m['reason']}")
     out = [
         f"home: {info['home']}" + ("" if info.get("home_exists", True) else
                                    f" ({info.get('home_problem') or 'does not exist'}: check --home or MEMSEARCH_HOME)"),
-        f"index: {info['db_path']}" + ("" if info["index_exists"] else " (never built; run `memsearch index`)"),
+        f"index: {info['db_path']}{local}",
         f"model: {model}",
         f"chunks: {info['chunks']}" + (
             " (" + ", ".join(f"{k} {v}" for k, v in info["chunks_by_kind"].items()) + ")" if info["chunks_by_kind"] else ""),

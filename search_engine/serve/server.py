@@ -219,6 +219,8 @@ class Server:
             self.push_due = time.monotonic() + TEAM_RETRY
             return
         self.pushed = version
+        for line in report.skipped:
+            _log(self.settings, f"not pushed to the team store: {line}")
         if report.sources_sent or report.sources_deleted or report.vectors_sent:
             _log(self.settings, f"pushed to the team store: {report.sources_sent} sources ({report.chunks_added} "
                                 f"chunks added, {report.chunks_removed} removed), {report.vectors_sent} vectors")

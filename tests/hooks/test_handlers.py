@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 import orjson
 import pytest
 
-from conftest import MEMSEARCH, write
+from conftest import MEMSEARCH, indexed_text, write
 from hookrun import (
     check_hook_output,
     context_of,
@@ -81,6 +81,21 @@ def test_private_and_secret_content_never_lands_on_disk(memory):
     for word in secret_words:
         assert word.encode() not in blobs, word
     assert b"[REDACTED:private]" in blobs and b"[REDACTED:aws-key]" in blobs
+
+
+def test_a_nul_in_a_prompt_never_reaches_the_event_log_or_the_index(home):
+    """PostgreSQL refuses a NUL in text: one pasted into a prompt once stopped every later team sync."""
+    hook("prompt", prompt_payload("paste: abc\u0000def please explain the quokka export", session="n\u00001"))
+    hook("tool", tool_payload("Bash", {"command": "cat dump\u0000.bin"}, {"stdout": "a\u0000b", "stderr": ""}))
+    subprocess.run([MEMSEARCH, "index"], env={**os.environ, "MEMSEARCH_MODEL": "none"}, check=True,
+                   capture_output=True)
+    log = b"".join(p.read_bytes() for p in (home / "events").glob("*.jsonl"))
+    assert b"\\u0000" not in log and b"\x00" not in log
+    prompt, tool = events(home)
+    assert prompt["content"] == "paste: abcdef please explain the quokka export" and prompt["session_id"] == "n1"
+    assert tool["content"].endswith("ab") and tool["metadata"]["command"] == "cat dump.bin"
+    stored = indexed_text(home)
+    assert "\x00" not in stored and "abcdef please explain the quokka" in stored
 
 
 def test_tool_observations(memory):

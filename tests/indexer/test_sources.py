@@ -100,6 +100,20 @@ def test_malformed_sources_are_reported_skipped_and_lose_nothing(home, tmp_path)
     assert all(word in indexed_text(home) for word in ("apricot", "blueberry", "damson at the end"))
 
 
+def test_a_nul_written_by_an_older_version_or_by_hand_is_never_indexed(home):
+    """Event logs an older version wrote, a note with a NUL past the binary check's first 8 KB, a facts file: the
+    index holds their text without it (a store such as PostgreSQL cannot hold one)."""
+    write(home / "events" / "2026-11-20.jsonl", event_line("e1", "paste: abc\x00def, the wombat dump"))
+    write(home / "notes" / "long.md", "# Long\n\n" + "padding words here. " * 500 + "\nthe numbat\x00 note\n")
+    write(home / "areas" / "projects" / "p" / "facts.json",
+          json.dumps({"facts": [{"id": 1, "fact": "the quoll\u0000 rule"}]}))
+    report = index(resolve_settings(home, model="none"), embedder=None)
+    assert report.skipped == () and report.files_changed == 3
+    stored = indexed_text(home)
+    assert "\x00" not in stored
+    assert all(text in stored for text in ("abcdef, the wombat dump", "the numbat note", "the quoll rule"))
+
+
 def test_symlinks_out_of_the_memory_root_are_never_indexed(linked_home, outside):
     proc = subprocess.run([MEMSEARCH, "index", "--json"], capture_output=True, text=True, timeout=120,
                           env={**os.environ, "MEMSEARCH_MODEL": "none"})

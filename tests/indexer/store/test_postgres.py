@@ -390,9 +390,13 @@ def test_raw_queries_the_lexical_expression_and_the_vector_model(team):
     assert "\n" not in str(raised.value) and "drop --raw" in str(raised.value)
     assert alice.lexical_expression(content_terms(terms("deploy 東京")), "AND") == (
         "plainto_tsquery('deploy') && (phraseto_tsquery('東京'))")
-    assert alice.vector_model() is None
-    alice.set_meta("vector_model", MODEL)
-    assert alice.vector_model() == MODEL
+    # the model of the vectors she sees, whoever sent them: not the meta of her own last sync
+    alice.set_meta("vector_model", "her-laptop-model@1")
+    assert alice.vector_model() is None and not alice.holds_vectors(MODEL)
+    alice.put_embeddings(MODEL, [("hash-deploy", random_unit(np.random.default_rng(7), 1)[0])])
+    assert alice.vector_model() == MODEL and alice.holds_vectors(MODEL)
+    bob = team.store("bob")  # her notes are private: bob sees none of their vectors
+    assert bob.vector_model() is None and not bob.holds_vectors(MODEL)
 
 
 def test_browsing_and_forget_see_and_touch_only_what_row_level_security_allows(team):

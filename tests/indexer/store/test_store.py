@@ -157,6 +157,15 @@ def test_a_vector_outlives_its_chunks_so_content_that_comes_back_is_not_embedded
     assert store.pending_embeddings(MODEL) == []
 
 
+def test_it_holds_vectors_of_a_model_once_a_vector_of_it_is_stored(store):
+    store.write_batch(source("/m/a.md"), [chunk("a1", "東京大学", hash="H1"), chunk("a2", "text", hash="H2", seq=1)])
+    assert not store.holds_vectors(MODEL) and store.vector_model() is None
+    store.put_embeddings(MODEL, [("H1", None)])  # content the model cannot represent: no vector
+    assert not store.holds_vectors(MODEL)
+    store.put_embeddings(MODEL, [("H2", unit(np.random.default_rng(6), 1)[0].tobytes())])
+    assert store.holds_vectors(MODEL) and store.vector_model() == MODEL and not store.holds_vectors("other@1")
+
+
 # -- meta and health ----------------------------------------------------------------------------------------
 
 
