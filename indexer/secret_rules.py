@@ -223,7 +223,8 @@ class _Piped(_Scan):
                     r"|\bversions\s+add\b|\benv\s+add\b|--passphrase-fd[ =]0\b|\bcryptsetup\b"
                     r"|--(?:key|data)-file[ =]-(?!\w)|--from-file[ =]/dev/stdin"
                     r"|\b(?:devops|auth|registry)\s+login\b|\blogin\s+--with-token\b|\bkinit\b|\btoken\s+add\b"
-                    r"|\bsmbpasswd\b|--passw(?:or)?d-(?:on-|from-)?stdin\b|--stdin-passw(?:or)?d\b|systemd-creds\s+encrypt\b")
+                    r"|\bsmbpasswd\b|--passw(?:or)?d-(?:on-|from-)?stdin\b|--stdin-passw(?:or)?d\b|systemd-creds\s+encrypt\b"
+                    r"|\bpassword_stdin\b|\bload-key\b")
     _ECHO = _Lazy(r"\b(?:echo|printf)\s+(?:-[neE]+\s+)?(?:([\"'])%[^\"'\n]*\1\s+)?(?!\[REDACTED)"
                   r"([^\s\"'|]+|\"[^\"\n]*\"|'[^'\n]*')")
     #: a here-string after the reader: sudo -S dnf upgrade <<< '…' (group 2, as the echo's)
@@ -377,14 +378,15 @@ _PASSWORD_WORDS_ANY = (
     "kata sandi", "kata laluan", "wagwoord", "şifrə", "šifra", "sifra", "құпия сөз", "нууц үг", "parol",
     "fjalëkalim", "pasahitza", "pasvorto", "contrasinal", "passwuert", "cyfrinair", "pasfhocal", "adgangsord",
     "palavra-passe", "palavra passe", "kodeord", "salasõna", "парол", "şîfre", "modpas", "iphasiwedi", "phasiwedi",
-    "aṣínà", "ọ̀rọ̀ aṣínà", "ọrọigbaniwọle",
+    "aṣínà", "ọ̀rọ̀ aṣínà", "ọrọigbaniwọle", "igama lokugqitha", "ijambo ry'ibanga",
 )
 #: scripts written without spaces between words, or whose words no \w boundary ends: no boundary is asked
 _PASSWORD_WORDS_BARE = ("密码", "密碼", "口令", "パスワード", "暗証番号", "비밀번호", "암호", "पासवर्ड", "পাসওয়ার্ড",
                         "கடவுச்சொல்", "รหัสผ่าน", "סיסמה", "סיסמא", "كلمة المرور", "كلمة السر", "رمز عبور",
                         "گذرواژه", "پاس ورڈ", "პაროლ", "ពាក្យសម្ងាត់", "စကားဝှက်",
                         "የይለፍ ቃል", "գաղտնաբառ", "પાસવર્ડ", "పాస్‌వర్డ్", "పాస్వర్డ్", "ಪಾಸ್‌ವರ್ಡ್", "പാസ്‌വേഡ്", "මුරපදය",
-                        "පාස්වර්ඩ්", "پاسورډ", "پټنوم")
+                        "පාස්වර්ඩ්", "پاسورډ", "پټنوم", "پارول", "פּאַראָל", "פאראל",
+                        "পাছৱৰ্ড", "መሕለፊ ቃል")
 _PASSWORD_WORDS_RE = _Lazy(  # run over the lower-cased text; what precedes a word is checked after the match
     r"(?:" + "|".join(re.escape(w) for w in _PASSWORD_WORDS_ANY) + r")[^\W_]{0,4}(?!\w)"
     + "|" + "|".join(_PASSWORD_WORDS_BARE))
@@ -573,6 +575,15 @@ def _after_public(text: str, pos: int) -> bool:
     return text[max(0, pos - 12) : pos].lower().rstrip(" \t_-").endswith(("public", "pub", "host", "verify"))
 
 
+def _in_sentence(text: str, a: int, value: str) -> bool:
+    """``value`` (after a name at ``a``) is a plain lower-case word in the middle of a sentence: three or more
+    words come before the name on its line, so it is prose, not a setting."""
+    if not (value.isalpha() and value.islower() and len(value) <= 12):
+        return False
+    start = text.rfind("\n", max(0, a - 200), a) + 1
+    return len(text[start:a].split()) >= 3 and not _CODE_CHARS_RE.search(text, start, a)
+
+
 def _near(words: _Lazy, m: re.Match[str], after: int) -> bool:
     """``words`` occur on the line of ``m`` (at most 300 characters before it and ``after`` past its end)."""
     text = m.string
@@ -580,6 +591,37 @@ def _near(words: _Lazy, m: re.Match[str], after: int) -> bool:
     nl = text.rfind("\n", start, m.start())
     end = text.find("\n", m.end(), m.end() + after)
     return words.search(text, nl + 1 if nl >= 0 else start, end if end >= 0 else m.end() + after) is not None
+
+
+class _StrongToken(_Scan):
+    """A strong password as a token of its own in prose or a chat line, whatever the language around it: 10 to 64
+    characters with lower and upper case, a digit and one of ``!#$%&*?~`` inside it (not first: a hashtag, a
+    variable), no ``=``, ``/``, ``@`` or brackets (code, paths, e-mail, user@host, formulas). Lines that look like
+    code (``(){}[]=;<>``) are left to the rules that read names."""
+
+    _TOKEN = _Lazy(r"(?<![^\s\"'`(\[«“‘,:;])([A-Za-z0-9][A-Za-z0-9!#$%^&*+?~._-]{8,62}[A-Za-z0-9])"
+                   r"(?=[.,;:!?)\]\"'`»”’]?(?:\s|$))")
+    _SIGN = frozenset("!#$%&*?~")  # not + or ^: CD14++CD16+ cells, base64 lines, 10^6 in formulas
+
+    def matches(self, text: str) -> Iterator[re.Match[str]]:
+        for m in self._TOKEN.finditer(text):
+            value = m.group(1)
+            if not self._SIGN.intersection(value[1:-1]) or value.startswith(_MARK):
+                continue
+            lower, upper, digits, _ = _char_kinds(value)
+            if not (lower and upper and digits) or _REGEX_SYNTAX_RE.search(value) or _ANCHORED_NAME_RE.search(value) \
+                    or "***" in value or "###" in value:
+                continue  # x509v3_config.html#STANDARD-EXTENSIONS (a name, its anchor), sk-proj-****Xq2a (masked)
+            start = text.rfind("\n", max(0, m.start() - 300), m.start()) + 1
+            end = text.find("\n", m.end(), m.end() + 300)
+            line = text[start : end if end >= 0 else min(len(text), m.end() + 300)]
+            if _CODE_CHARS_RE.search(line) and not _CHAT_LINE_RE.match(line):
+                continue
+            yield m
+
+
+_ANCHORED_NAME_RE = _Lazy(r"[A-Za-z_]\.\w+#")
+_CHAT_LINE_RE = _Lazy(r"[ \t]*(?:\[[^\]\n]{1,40}\][ \t]*)?(?:<[^<>\n]{1,40}>|[\w .'-]{1,40}:)[ \t]")
 
 
 class _SecretsBlock(_Scan):
@@ -730,7 +772,8 @@ class _AfterLoginWord(_Scan):
     #: letter or a sign, so the scan skips to those (a lookbehind first would test every position), and what
     #: precedes the word is checked after
     _WORD = _Lazy(r"(?:\+login|login|authorize|set-initial-password|addauth[ \t]+digest|-setcookie|/(?:rp|p|pass|password|pwd)"
-                  r"|-[wsp]|user[ \t]+(?:create|add)|useradd|create-?user|adduser|(?:auth|sentinel|insecure)-pass(?:word)?"
+                  r"|-[wsp]|(?:super)?users?[ \t]+(?:create|add|upsert)|useradd|create-?user|adduser"
+                  r"|(?:auth|sentinel|insecure)-pass(?:word)?"
                   r"|pass(?:wd|word)?|pw|auth)(?=[ \t:])")
     _TOKEN = _Lazy(r"[^\s\"'`]+|\"[^\"\n]*\"|'[^'\n]*'")
 
@@ -918,6 +961,7 @@ def _prose(words: str, separators: str, shortest: int, code: bool = True) -> _Ch
 
 
 _BASIC_RE = _Lazy(r"(?i)basic|base64|b64|btoa|auth")
+_LOADS_KEY_RE = _Lazy(r"(?i)\b(?:load|getKey|store|setKeyEntry|PBEKeySpec|KeyManagerFactory|init|password|passphrase)\b")
 _ASSIGNMENT_RE = _Lazy(r"[A-Za-z_][\w.-]*=")
 _LOGIN_CONTEXT_RE = _Lazy(r"(?i)pass|\bpw\b|\buser|\blogin|\baccount|\bcreds?\b|credential|secret|\bpin\b|\badmin")
 _CODE_PATH_RE = _Lazy(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+(?:\(\))?")
@@ -1048,8 +1092,8 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
                                  m.string[m.end() : m.end() + 40].lstrip().startswith(")")))), 4),
     # connect("dbi:Pg:dbname=app", "app", "…"), MySQLdb.connect("db1", "app", "…", "crm"), new Sequelize(db, user, "…"):
     # a DSN, a host or a database, a user, then the password (Oracle's oci_connect takes the password second)
-    ("password", ("connect(", "sequelize("),
-     _Checked(_Lazy(r"(?i)(?<!oci_)(?<!oci_p)(?:connect|sequelize)\(\s*([\"'])[^\"'\n]*\1\s*,\s*([\"'])[^\"'\n]*\2\s*,"
+    ("password", ("connect(", "sequelize(", "authenticate("),
+     _Checked(_Lazy(r"(?i)(?<!oci_)(?<!oci_p)(?:connect|sequelize|authenticate)\(\s*([\"'])[^\"'\n]*\1\s*,\s*([\"'])[^\"'\n]*\2\s*,"
                     r"\s*([\"'])(?!\[REDACTED)([^\"'\n]+)\3"),
               lambda m: not (m.group(4).isdigit() or _EMAIL_RE.fullmatch(m.group(4)))), 4),
     # smtplib's, ftplib's, imaplib's login(user, "…"): the user given by a variable
@@ -1214,6 +1258,7 @@ _CALL_SECRETS: tuple[tuple[str, tuple[str, ...], str, int, bool], ...] = (
      False),
     ("password", ("oci_connect(", "oci_pconnect(", "ocilogon("), r"\b(?:oci_p?connect|ocilogon)", 1, False),
     ("password", ("set_password(",), r"\bset_password", 2, False),  # keyring.set_password(service, user, password)
+    ("password", ("ldap_bind(",), r"\bldap_bind", 2, False),  # PHP: ldap_bind($link, $dn, password)
     ("password", ("mysql_real_connect(",), r"\bmysql_real_connect", 3, False),  # (conn, host, user, password, db…)
     # a wallet built from a private key literal: new ethers.Wallet("0x…"), privateKeyToAccount("0x…"),
     # Account.from_key("0x…"), Keypair.fromSecretKey(…)
@@ -1243,7 +1288,9 @@ _CLI_SECRETS: tuple[tuple[str, str, str], ...] = (
     ("password", "xfreerdp wlfreerdp sdl-freerdp", r"\s[/-]p:"),
     ("password", "openssl", r"\s-k\s+"),
     ("password", "zip unzip zipcloak", r"\s-P\s+"),
-    ("password", "7z 7za 7zz 7zr", r"\s-p(?=\S)"),
+    ("password", "7z 7za 7zz 7zr unrar rar", r"\s-p(?=\S)"),
+    ("password", "vmrun", r"\s-gp\s+"),
+    ("secret", "virsh", r"\ssecret-set-value\s+(?:--secret\s+\S+\s+)?(?:--base64\s+|--value\s+)?(?:--secret\s+\S+\s+)?"),
     ("password", "az", r"\s(?:-p|--password)[ =]\s*"),
     ("password", "ssh-keygen", r"\s-[NP]\s+"),
     ("password", "rabbitmqctl", r"\s(?:add_user|change_password|authenticate_user)\s+\S+\s+"),
@@ -1360,7 +1407,7 @@ class _PrintedSecret(_Scan):
     (``cat config/master.key``). Up to the next blank or command line, at most 20 lines; each line read once."""
 
     _COMMAND = _Lazy(r"(?m)^[ \t]*(?:(?:[\w.@~:/()\[\]-]*[$#%❯›]|PS [^\n>]{0,80}>|>>>|In \[[0-9]+\]:"
-                     r"|[\w-]+\([\w.:-]*\)(?::[0-9]+)?[>*]|\[[0-9]+\] pry\([^)\n]*\)>)[ \t]+"
+                     r"|[\w-]+\([\w.:@-]*\)(?::?[0-9]+)?[>*]|\[[0-9]+\] pry\([^)\n]*\)>|(?:julia|scala|jshell|ghci|node|deno)>)[ \t]+"
                      r"|(?:Bash|PowerShell|Shell):[ \t]*)(\S[^\n]*)$")
     _PRINTS = _Lazy(
         r"(?i)(?:^|[|;&(]\s*|\s--\s+|\bsudo\s+(?:-\S+\s+)*)(?:"
@@ -1410,8 +1457,9 @@ class _PrintedSecret(_Scan):
 
     @classmethod
     def _names_what_it_prints(cls, command: str) -> bool:
-        if " " not in command.strip():  # a REPL expression: settings.EMAIL_HOST_PASSWORD, os.environ['DB_PASS']
-            parts = [p for p in re.split(r"[.\[\]'\"()]+", command.strip()) if p]
+        expression = _REPL_EXPRESSION_RE.fullmatch(command.strip())
+        if expression:  # a REPL expression: settings.EMAIL_HOST_PASSWORD, ENV["PGPASSWORD"], conf.get("…password")
+            parts = [p for p in re.split(r"[.\[\]'\"():, ]+", expression.group(1)) if p]
             if parts and parts[-1].lower() not in cls._KINDS and _strong_name(parts[-1]):
                 return True
         words = [w for w in re.split(r"\s+|\|", command) if w]
@@ -1466,6 +1514,11 @@ class _PrintedSecret(_Scan):
                 if m is not None:
                     yield m
                 pos, lines = end + 1, lines + 1
+
+
+#: an expression typed at a REPL, maybe assigned (``val ds = spark.conf.get("…")``): an attribute path, a call or an
+#: index, never a shell command's words
+_REPL_EXPRESSION_RE = _Lazy(r"(?:(?:val|var|let|const)\s+)?(?:[A-Za-z_]\w*\s*=\s*)?([A-Za-z_][\w.:]*(?:[(\[][^\n]*[)\]])?)")
 
 
 def _named_by(group: int) -> Callable[[re.Match[str]], bool]:
@@ -1628,7 +1681,8 @@ _FORMATS.extend([
     # a password given after a login-like word: +login user PASS, login serveradmin PASS, set-initial-password PASS,
     # addauth digest user:PASS, -setcookie COOKIE, /RP PASS, /p PASS, -w PASS, user create NAME PASS
     ("password", ("login", "authorize", "pass", "pw", "auth", "addauth", "cookie", "/rp", "/p", " -w", " -s", " -p",
-                  "user create", "user add", "useradd", "adduser", "createuser", "create-user"), _AfterLoginWord(), 1),
+                  "user create", "user add", "users add", "users create", "user upsert", "useradd", "adduser", "createuser",
+                  "create-user"), _AfterLoginWord(), 1),
     # user:password in one token, where the password is strong (digits, symbols, both cases) or long and random
     ("password", (":",), _Checked(_Lazy(r"(?<![\w/:@.-])([\w.@+\\-]{1,64}):(?!\[REDACTED)([^\s:@/\"'`,;]{8,128})(?=[\s\"'`,;]|$)"),
                                   lambda m: _strong_password(m.group(2)) and not m.group(1).isdigit()
@@ -1696,7 +1750,8 @@ _FORMATS.extend([
     # a user and password at a line's start, as plain files keep them: deluge's auth (user:pass:level), a Jetty
     # realm (user: pass,role…), lines of user:pass
     ("password", (":",),
-     _Checked(_Lazy(r"(?m)^[ \t]*([A-Za-z_][\w.@-]{0,63}):(?!\[REDACTED)([^\s:,\"'`]{8,64})(?:[:,][^\n]*)?$"),
+     _Checked(_Lazy(r"(?m)^[ \t|│_]*([A-Za-z_][\w.@-]{0,63}|[0-9a-fA-F]{32}|[0-9a-fA-F]{40}):(?!\[REDACTED)"
+                    r"([^\s:,\"'`]{8,64})(?:[:,][^\n]*|[ \t]+-[ \t][^\n]*)?$"),
               _line_login), 2),
     # user:password@host with no scheme: impacket's DOMAIN/user:pass@host, git's and rsync's user:pass@host
     ("password", ("@",),
@@ -1764,6 +1819,49 @@ _FORMATS.extend([
     ("password", ("password",),
      _Lazy(r"(?i)\bpassword\b[^\n:]{0,60}?\bfor[ \t]+[^\s]{1,80}?:[ \t]+(?!\[REDACTED)([^\s*•]{6,128})[ \t]*$",
            re.MULTILINE), 1),
+    # a chosen or generated password standing alone in a sentence or a chat line, in any language: letters of both
+    # cases, a digit and a sign that no word, name, version, path, e-mail, hashtag or formula holds that way
+    ("password", ("!", "#", "$", "%", "&", "*", "?", "~"), _StrongToken(), 1),
+    # T-SQL's N'…' literal under a secret's name: @rmtpassword = N'…', @password = N'…'
+    ("password", ("@",),
+     _Checked(_Lazy(r"@([A-Za-z_]\w{1,60})[ \t]*=[ \t]*N'(?!\[REDACTED)([^'\n]+)'"), _named_by(1)), 2),
+    # keyword options with a bare value: :dbpassword VALUE (org-babel), :password VALUE
+    ("password", ("pass", "secret", "token", "key"),
+     _Checked(_Lazy(r"(?<![\w:]):([a-z][\w-]{1,40})[ \t]+(?![\"':(\[])(?!\[REDACTED)([^\s)]{4,200})"),
+              lambda m: _strong_name(m.group(1)) and not _skip_value(m.group(2))), 2),
+    # CI log commands that set a variable or an output: ##vso[task.setvariable variable=dbPassword…]VALUE,
+    # ::set-output name=registry_token::VALUE
+    ("secret", ("##vso[", "::set-output"),
+     _Checked(_Lazy(r"(?:##vso\[task\.setvariable[^\]\n]*\bvariable=([\w.-]+)[^\]\n]*\]|::set-output name=([\w.-]+)::)"
+                    r"(?!\[REDACTED)([^\s\"']+)"),
+              lambda m: _strong_name(m.group(1) or m.group(2)) or "issecret=true" in m.group(0).lower()), 3),
+    # a named value stored by a CLI: buildkite-agent meta-data set "db-password" "…", … env set NAME VALUE
+    ("secret", ("meta-data set", "metadata set", "env set", "variable set", "var set", "param set", "parameter set"),
+     _Checked(_Lazy(r"\b(?:meta-?data|env|variables?|vars?|param(?:eter)?s?)[ \t]+(?:set|put|add)[ \t]+([\"']?)([\w.:/-]{1,80})\1"
+                    r"[ \t]+([\"']?)(?!\[REDACTED)([^\s\"']+)\3"),
+              lambda m: _strong_name(re.split(r"[.:/]", m.group(2))[-1]) and not _skip_value(m.group(4))), 4),
+    # an element named for a secret holding a <value> child: <variable name="ARTIFACTORY_TOKEN"><value>…</value>
+    ("secret", ("<value>",),
+     _Checked(_Lazy(r"<[\w:.-]+\b[^<>\n]{0,200}?\bname\s*=\s*[\"']([^\"'<>\n]{1,80})[\"'][^<>\n]{0,200}?>\s*"
+                    r"<(?:value|secureValue|encryptedValue)>(?!\[REDACTED)([^<>\n]{1,300})</"), _named_by(1)), 2),
+    # a password given to a key store or a cipher as characters: ks.load(in, "…".toCharArray())
+    ("password", ("tochararray()",),
+     _Checked(_Lazy(r"([\"'])(?!\[REDACTED)([^\"'\n]{4,128})\1\s*\.toCharArray\(\)"),
+              lambda m: _LOADS_KEY_RE.search(m.string, max(0, m.start() - 200), m.start()) is not None
+              and not _skip_value(m.group(2))), 2),
+    # qemu's secret object (-object secret,id=…,data=…), Windows' net use with the password before /user:
+    ("secret", ("secret,",), _Lazy(r"-object[ \t]+secret,(?:[^,\s]+,)*?data=(?!\[REDACTED)([^,\s'\"]+)"), 1),
+    ("password", ("net use",),
+     _Lazy(r"(?i)\bnet[ \t]+use[ \t]+(?:[A-Z]:[ \t]+)?\\\\[^\s]+[ \t]+(?!/)(?!\[REDACTED)([^\s]+)[ \t]+/user:"), 1),
+    # a proxy's or a daemon's basic-auth directive: BasicAuth user password (tinyproxy), basic_auth user password
+    ("password", ("basicauth", "basic_auth"),
+     _Lazy(r"(?im)^[ \t]*(?:BasicAuth|basic_auth|AuthBasic)[ \t]+\S+[ \t]+(?!\[REDACTED)(\S+)[ \t]*$"), 1),
+    # smb://DOMAIN/user:password@host, a user with a domain in a URL
+    ("connection-string", ("://",),
+     _Lazy(r"\b[a-z][a-z0-9+.-]{1,15}://[\w.-]{1,64}[/;][\w.$-]{1,64}:(?!\[REDACTED)([^\s@/:\"']{1,128})@"), 1),
+    # an RSA key in XML (.NET): its private members
+    ("private-key", ("<rsakeyvalue>",),
+     _Lazy(r"<(D|P|Q|DP|DQ|InverseQ)>(?!\[REDACTED)([A-Za-z0-9+/=\s]{16,})</\1>"), 2),
     # an IRC server password; Zapier's catch hook
     ("password", ("pass ",), _Lazy(r"(?m)^PASS[ \t]+(?!\[REDACTED)(\S+)"), 1),
     ("webhook-url", ("hooks.zapier.com",), _Lazy(r"hooks\.zapier\.com/hooks/catch/[0-9]+/(?!\[REDACTED)(\w+)"), 1),
@@ -1841,6 +1939,8 @@ _KEY_QUALIFIERS = frozenset({
     "subscription", "primary", "secondary", "root", "server", "live", "prod", "production", "test", "sandbox",
     "write", "read", "ingest", "management", "personal", "user", "project", "org", "bot", "integration",
 })
+#: what a key named after them finds, not opens: ``Idempotency-Key``, ``cache_key``, ``routing_key``
+_INDEX_KEYS = frozenset({"idempotency", "cache", "routing", "shard", "dedup", "dedupe", "cursor", "ordering"})
 _FILE_EXTENSIONS = frozenset(
     "bin json yaml yml toml txt md py js ts tsx jsx go rs rb java kt cs php sh ps1 log csv xml html lock cfg ini conf "
     "gz zip tar pt pth onnx safetensors pkl".split())
@@ -1856,6 +1956,7 @@ _TOKENIZER_WORDS = frozenset({"bos", "eos", "unk", "pad", "cls", "sep", "mask", 
 _ABOUT_LAST = frozenset({
     "file", "files", "path", "dir", "name", "names", "ref", "env", "var", "vars", "length", "len", "size", "count",
     "type", "types", "field", "fields", "header", "required", "policy", "stdin", "prompt", "url", "uri", "endpoint",
+    "placeholder", "title", "button", "tooltip", "caption", "heading", "description", "help", "link", "error",
     "expiry", "expires", "expiration", "ttl", "timeout", "at", "in", "format", "mode", "enabled", "provider",
     "manager", "store", "rotation", "label", "hint", "min", "max", "regex", "pattern", "reset", "changed", "version",
     "algorithm", "alg", "method", "scheme", "strength", "valid", "validator", "validation", "index", "position",
@@ -1880,6 +1981,7 @@ _PROSE_STOP = frozenset({
 })
 _SEP_RE = _Lazy(r"(?:\\?[\"'`])?[\]}]?[ \t]*(::(?=[ \t])|:=|=>|->|\?=|=|:)(?![=:/])[ \t]*")
 #: ``name: API_KEY`` … ``value: x`` (Kubernetes env, .NET appSettings, CloudFormation parameters)
+_NAME_FIELD_START_RE = _Lazy(r"(?i)\bname\\?[\"']?\s*[:=]")
 _NAME_FIELD_RE = _Lazy(r"(?i)(?:name|key|parameterkey|id)\\?[\"']?\s*[:=]\s*\\?[\"']?$")
 _VALUE_FIELD_RE = _Lazy(r"(?i)(?:value|example|default)\\?[\"']?\s*[:=]\s*")
 _FLAG_SEP_RE = _Lazy(r"(=|[ \t]+)(?=[^\s-])")
@@ -1961,6 +2063,8 @@ def name_kind(name: str) -> tuple[str, bool] | None:
         return kind, True
     if any(p in ("public", "publishable", "pub") for p in parts):
         return None  # public_key, STRIPE_PUBLISHABLE_KEY: meant to be shown
+    if last == "key" and len(parts) > 1 and parts[-2] in _INDEX_KEYS:
+        return None  # Idempotency-Key, cache_key, routing_key: a key that finds something, not a secret
     if last in _SECRET_LAST or last.endswith("token") and len(last) > 5:
         if last == "key" and len(parts) > 1 and parts[-2] not in _KEY_QUALIFIERS and not name.isupper():
             # partition_key, sort_key, author_key: a value must look random; but an environment variable's
@@ -1991,7 +2095,7 @@ _REGEX_SYNTAX_RE = _Lazy(r"\[[^\]]*\]|\(\?|\\[dwsbDWS]|\{[0-9]+(?:,[0-9]*)?\}")
 _WORDLIKE_RE = _Lazy(r"[0-9]+|[A-Z]+[0-9]{0,4}|[A-Za-z][a-z]+(?:[A-Z][a-z]+)*[0-9]{0,4}")
 
 
-_VAR_REF_RE = _Lazy(r"\$(?:\{|\(|[A-Za-z_][A-Za-z0-9_]*(?:$|[/:.\-\s\"',;)}\]])|[0-9*#?@!$-](?:$|[^A-Za-z0-9]))")
+_VAR_REF_RE = _Lazy(r"\$(?:\{|\(|[A-Za-z_][A-Za-z0-9_]*(?:$|[/:.\-\s\"',;)}\]\[])|[0-9*#?@!$-](?:$|[^A-Za-z0-9]))")
 _VERSION_RE = _Lazy(r"[~^=<>v]{0,2}[0-9]+(?:\.[0-9x*]+)+(?:[-+][\w.]+)?")
 _ABOUT_WORDS_RE = _Lazy(r"(?i)pass|secret|token|\bkeys?\b|credential|\bapi\b")
 _TYPE_ATOM = (r"(?:&(?:'\w+\s+)?(?:mut\s+)?)?(?:[A-Za-z_][A-Za-z0-9_.]*)(?:<[^<>\n]*>|\[[^\[\]\n]*\])?\??")
@@ -2073,7 +2177,7 @@ def _skip_value(value: str) -> bool:
         return True
     if v in ("{", "[") or v[0] in "{[" and v[1] in "\"' \t\r\n{[]}":
         return True
-    if v.lower().rstrip(",;") in _NOT_VALUES or set(v) <= set("*xX.…•-_"):
+    if v.lower().rstrip(",;") in _NOT_VALUES or set(v) <= set("*xX.…•-_") or v.rstrip(";,") in ("?", "??"):
         return True
     if v[:1] in "fF" and v[1:2] in ("'", '"') and "{" in v:  # an f-string: code, not a literal secret
         return True
@@ -2097,7 +2201,8 @@ def _skip_value(value: str) -> bool:
 #: reference (op://vault/item/field, vault:secret/data/x, !secret name, {{resolve:secretsmanager:…}}, an ARN)
 _STANDS_IN_RE = _Lazy(
     r"(?i)\$[A-Za-z_]\w*|\$\{[^{}\n]{1,80}\}|\$\w+\{[^{}\n]{1,120}\}?|`[^`\n]{1,120}`|&[A-Za-z_]\w*\.?|\$\([^()\n]{1,120}\)|%[A-Za-z_]\w*%|\{\{[^{}\n]{1,120}\}\}"
-    r"|<[^<>\n]{1,40}>|\[[A-Za-z][A-Za-z ._-]{0,20}\]?|[*x•.…]{3,}|[\w-]{1,12}(?:\.\.\.|…|\*{4,})"
+    r"|<[^<>\n]{1,40}>|\[[A-Za-z][A-Za-z ._-]{0,20}\]?|[*x•.…]{3,}|[\w-]{1,12}(?:\.\.\.|…|\*{4,}|•{4,})\w{0,8}"
+    r"|[*•…-]{4,}(?:[ \t][^\n]*)?|\{(?:env|file):[^{}\s]+\}|(?-i:REDACTED|MASKED|HIDDEN)"
     r"|(?:your|insert|enter|put|add)[-_ ][\w -]{1,40}|[\w-]{1,40}[-_ ]here|replace[-_ ]?me|!?change[-_ ]?(?:it|me)!?"
     r"|[*•.…]{4,}\w{0,6}|%[sdr]|%\(\w+\)[sdr]|\{\w*\}|:'?\w+'?"
     r"|[\w-]*(?:not[-_ ]a[-_ ]real|fake|dummy|placeholder|example)[\w-]*"
@@ -2300,6 +2405,8 @@ def _named(text: str, lower: str) -> tuple[str, int]:
             continue  # ${DB_PASSWORD:?missing}: an error message, not a value
         if text.startswith(":", b) and _LOCATION_RE.match(text, b):
             continue  # src/auth/password.py:42: a file and a line number (grep, a traceback, a warning)
+        if text.startswith("//", a - 2) or raw == "PASS" and text.startswith("--- ", a - 4):
+            continue  # https://__token__:…@host (a URL's user part, which the URL rules read); go test's --- PASS:
         if a > 0 and text[a - 1] == ":" and _ARN_RE.search(text, max(0, a - 120), a):
             continue  # arn:aws:secretsmanager:…:secret:prod/db: a resource's name
         if raw.startswith("-"):
@@ -2340,6 +2447,8 @@ def _named(text: str, lower: str) -> tuple[str, int]:
                     span = None  # ("password", "api_key", "token"): a list of names; data_bag_item('credentials', …)
             elif _NAME_FIELD_RE.search(text, max(0, a - 40), a - quoted_name if a else 0):
                 field = _VALUE_FIELD_RE.search(text, b, min(n, b + 160))
+                if field and _NAME_FIELD_START_RE.search(text, b, field.start()):
+                    field = None  # - name: DB_PASSWORD … - name: DATABASE_URL, value: …: the next item's value
                 if field:
                     span = _value_span(text, field.end(), False, True)
                     if span and text[span[0] - 1 : span[0]] not in ("'", '"', "`") and _REFERENCE_RE.fullmatch(
@@ -2356,6 +2465,8 @@ def _named(text: str, lower: str) -> tuple[str, int]:
                     value = text[prose.end() : end].rstrip(".,;:!?)\"'")
                     if value and value.lower() not in _PROSE_STOP and not _skip_value(value):
                         span = (prose.end(), prose.end() + len(value))
+        if span and _in_sentence(text, a, text[span[0] : span[1]]):
+            span = None  # "it served as a spoken password: those who …": a word of the sentence
         if span and (_reads_itself(name, text[span[0] : span[1]]) or _names_another(text[span[0] : span[1]])
                      or _reads_setting(text[span[0] : span[1]])):
             span = None  # api_key=api_key, secret_key = settings.SECRET_KEY, from_secret: docker_password
@@ -2410,7 +2521,7 @@ _SESSION_NAMES = frozenset({"session", "sess", "sid", "cookie", "csrf", "xsrf", 
 def _public_name(name: str) -> bool:
     """A name for a digest or a public key: ``contentHash``, ``integrity``, ``ed25519:DEVICE``, ``publicKey``."""
     parts = _components(name)
-    return bool((_PUBLIC_NAMES - _ID_NAMES).intersection(parts) or name.split(":", 1)[0].lower() in
+    return bool((_PUBLIC_NAMES - _ID_NAMES).intersection(parts) or "version" in parts or name.split(":", 1)[0].lower() in
                 _PUBLIC_KEY_ALGORITHMS) and (
         name_kind(name) is None or "public" in parts)
 

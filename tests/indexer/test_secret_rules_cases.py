@@ -585,3 +585,59 @@ def test_public_keys_digests_pins_references_and_template_expressions_stay():
                  "UAB3C4ZZQXJ7DKJ2H5RB7P4QZ6X5JX4CYQ3F2SOOE7XQ7W6W3F6YGTTK",
                  "binaryData:\n  favicon.png: iVBORw0KGgoAAAANSUhEUgAAABAAAAAQCAYAAAAf8/9hAAAA/0iHij3t"):
         assert redact(text).text == text, redact(text).text
+
+
+# a strong password standing alone in a sentence in any language, REPL output, stdin readers, CLI flags and
+# subcommands, CI log commands, XML values, T-SQL and keyword options, key stores, qemu and net use
+ROUND_NINE = [
+    ("Ua ta'u i le 'au: o le upu lilo o le server o Kestrel#ridge58, aua le ta'ua.", "Kestrel#ridge58"),
+    ("[10:02] <ana> the new wifi one is Tz7!qLm2Xv9k", "Tz7!qLm2Xv9k"),
+    ("Me: Orchid$lake903", "Orchid$lake903"),
+    ('julia> ENV["SMTP_PASSWORD"]\n"Lq8#Zv2mXr7"', "Lq8#Zv2mXr7"),
+    ('scala> val pw = conf.get("db.password")\nval pw: String = Vz7#Lq2Mx9', "Vz7#Lq2Mx9"),
+    ("iex(node@10.0.0.4)3> Application.get_env(:app, :api_token)\n\"Tq7Lz2Xm8Vk4Rw9Pn3Bd6Hs\"", "Tq7Lz2Xm8Vk4Rw9Pn3Bd6Hs"),
+    ("echo 'Rz7#Lq2Xm9' | sshfs -o password_stdin ops@10.0.0.9:/data /mnt/data", "Rz7#Lq2Xm9"),
+    ("# echo 'Gq7#Lz2Xm9' | zfs load-key pool/vault", "Gq7#Lz2Xm9"),
+    ("$ filebrowser users add mira 'Hq8!Lz2Vm7' --perm.admin", "Hq8!Lz2Vm7"),
+    ("unrar x -p'Wq7%Lz2Xm8' backup.rar /restore/", "Wq7%Lz2Xm8"),
+    ('vmrun -T ws -gu admin -gp "Bz8#Lq2Xm7" listProcessesInGuest vm.vmx', "Bz8#Lq2Xm7"),
+    ("virsh secret-set-value --secret 5e1c9a7f-3b2d-4e6a-8c0f-9b1d7e3a5c8f --base64 QWxhZGRpbjpvcGVuIHNlc2FtZQ==",
+     "QWxhZGRpbjpvcGVuIHNlc2FtZQ=="),
+    ("##vso[task.setvariable variable=apiSecret;issecret=true]Kz8!Lq2Vm7", "Kz8!Lq2Vm7"),
+    ("echo \"::set-output name=deploy_token::Tz8Lq2Xm7Vk4Rw9Pn3Bd6\"", "Tz8Lq2Xm7Vk4Rw9Pn3Bd6"),
+    ('buildkite-agent meta-data set "smtp-password" "Mz8?Lq2Xv7"', "Mz8?Lq2Xv7"),
+    ('<param name="DB_PASSWORD"><value>Nq7$Lz2Xv9</value></param>', "Nq7$Lz2Xv9"),
+    ("EXEC sp_addlogin @loginame = N'app', @passwd = N'Xq7*Lm2Vz9';", "Xq7*Lm2Vz9"),
+    ("#+begin_src sql :dbhost db :dbpassword Rq8#Lz2Xm7 :database app", "Rq8#Lz2Xm7"),
+    ('store.load(stream, "Lz8!Qq2Vm7".toCharArray());', "Lz8!Qq2Vm7"),
+    ("qemu-img info --object secret,id=s0,data=Wz8!Lq2Xm7 --image-opts driver=luks", "Wz8!Lq2Xm7"),
+    ("net use Y: \\\\files\\share Qz8#Lm2Vx7 /user:EXAMPLE\\ops", "Qz8#Lm2Vx7"),
+    ("BasicAuth reporter Tz9#Lq2Xm7", "Tz9#Lq2Xm7"),
+    ("//host/share via smb://EXAMPLE/ops:Gz7#Lq2Xm8@files01/share", "Gz7#Lq2Xm8"),
+    ("<RSAKeyValue><Modulus>AQAB</Modulus><D>Lq8Zv2mXr7Kt4Wn3Bd6Hs1Jf5Gc0Ya2T</D></RSAKeyValue>",
+     "Lq8Zv2mXr7Kt4Wn3Bd6Hs1Jf5Gc0Ya2T"),
+    ("$conn = ldap_bind($ds, 'cn=ops,dc=example,dc=org', 'Hz8#Lq2Xm7');", "Hz8#Lq2Xm7"),
+    ("uid = common.authenticate('prod', 'ops@example.org', 'Kq7!Lz2Vm8', {})", "Kq7!Lz2Vm8"),
+    ("|     ops:Vq8%Lz2Xm7 - Valid credentials", "Vq8%Lz2Xm7"),
+    ("8846f7eaee8fb117ad06bdd830b7586c:Lz7!Qq2Vm8", "Lz7!Qq2Vm8"),
+]
+
+
+@pytest.mark.parametrize("text, secret", ROUND_NINE)
+def test_strong_passwords_in_any_sentence_repl_output_and_more_commands_are_masked(text, secret):
+    assert secret not in redact(text).text, redact(text).text
+
+
+def test_cells_hashtags_anchors_masked_displays_and_ui_strings_stay():
+    for text in ("CD14++CD16+ monocytes and IL-6R+CD4 cells", "see x509v3_config.html#STANDARD-EXTENSIONS",
+                 "Incorrect API key provided: sk-proj-****Xq2a", "  Password:  ••••••••••••  [Change]",
+                 "configurable string dbPassword = ?;", '$dbPassword = $OctopusParameters["Db.Password"]',
+                 '"apiKey": "{env:OPENROUTER_API_KEY}"', '"Secret": "REDACTED",',
+                 "-   password: '-------- # (16 bytes)'", '"login.password.placeholder" = "Passwort";',
+                 "reset-password-button = Restablecer contraseña", "--- PASS: TestTokenRefresh (0.03s)",
+                 "It served as a spoken password: those who said it passed.", "Idempotency-Key: 8b169e63-a3a6-4a44",
+                 "https://__token__:****@pkgs.example.org/simple/",
+                 '{"VersionId": "Wwa3rlZND9a5UuizlaYcBc35bqZFKN6G"}',
+                 "  - name: DB_PASSWORD\n    valueFrom:\n      secretKeyRef: {name: db, key: password}\n"
+                 "  - name: DATABASE_URL\n    value: \"postgres://app:$(DB_PASSWORD)@db/app\""):
+        assert redact(text).text == text, redact(text).text
