@@ -624,6 +624,11 @@ _ANCHORED_NAME_RE = _Lazy(r"[A-Za-z_]\.\w+#")
 _CHAT_LINE_RE = _Lazy(r"[ \t]*(?:\[[^\]\n]{1,40}\][ \t]*)?(?:<[^<>\n]{1,40}>|[\w .'-]{1,40}:)[ \t]")
 
 
+def _secret_like(value: str) -> bool:
+    """A password (:func:`_password_like`) or a generated token (16+ characters, random, with a digit)."""
+    return _password_like(value) or len(value) >= 16 and _looks_random(value) and any(c.isdigit() for c in value)
+
+
 class _SecretsBlock(_Scan):
     """Values under a parent named for secrets (``secrets:`` then ``  peertube: '<hex>'``): each child that looks
     like a password or a random token, whatever its own name. Each parent reads at most 200 lines below it."""
@@ -647,8 +652,7 @@ class _SecretsBlock(_Scan):
                         break
                     child = self._CHILD.match(text, pos, end)
                     value = child.group(2) if child else ""
-                    if child and not _skip_value(value) and (_password_like(value) or (
-                            len(value) >= 16 and _looks_random(value) and any(c.isdigit() for c in value))):
+                    if child and not _skip_value(value) and _secret_like(value):
                         m = _SPAN_RE.match(text, child.start(2), child.end(2))
                         if m is not None:
                             yield m
@@ -696,9 +700,7 @@ class _AnnouncedBelow(_Scan):
                     continue
                 value = line.strip()
                 a = start + line.index(value)
-                if (" " not in value and not value.startswith(_MARK) and not _skip_value(value) and (
-                        _password_like(value) or len(value) >= 16 and _looks_random(value)
-                        and any(c.isdigit() for c in value))) or (
+                if (" " not in value and not value.startswith(_MARK) and not _skip_value(value) and _secret_like(value)) or (
                         self._WORDS.fullmatch(value) and not _STOP_WORDS.intersection(value.split())):
                     m = _SPAN_RE.match(text, a, a + len(value))
                     if m is not None:
