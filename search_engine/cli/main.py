@@ -355,7 +355,9 @@ def recent(
     from search_engine.browse import recent as run_recent
 
     hits = run_recent(_settings(home), session=session, type=type_, project=project, limit=limit)
-    emit(hits, as_json, render.recent_text(hits))
+    narrowed = ", ".join(f"{name} {value!r}" for name, value in (("session", session), ("type", type_),
+                                                                  ("project", project)) if value)
+    emit(hits, as_json, render.recent_text(hits, narrowed))
 
 
 @app.command()
@@ -391,8 +393,11 @@ def forget(
     from search_engine.filters import parse_date
     from search_engine.lookup import matching
 
-    selector = ForgetSelector(ids=tuple(ids or ()), session=session, before=parse_date(before),
-                              since=parse_date(since), project=project, match=match, limit=k)
+    start, end = parse_date(since), parse_date(before)
+    if start is not None and end is not None and start >= end:
+        raise UsageError(f"--since {since} is not before --before {before}: nothing can match; swap them")
+    selector = ForgetSelector(ids=tuple(ids or ()), session=session, before=end, since=start, project=project,
+                              match=match, limit=k)
     settings = _settings(home)
     plan = plan_forget(settings, selector, matching(settings, selector))
     if dry_run or not plan.items and not plan.archived_events:

@@ -313,9 +313,9 @@ def sessions_text(sessions: list[SessionInfo], *, project: str | None = None, to
     return "\n".join(out)
 
 
-def recent_text(hits: list[Hit]) -> str:
+def recent_text(hits: list[Hit], narrowed: str = "") -> str:
     if not hits:
-        return "Nothing yet."
+        return f"Nothing for {narrowed}." if narrowed else "Nothing yet."
     return "\n".join(
         f"{h.id}  {(h.ts or '')[:16]:<16}  {h.kind}/{_clean(h.category, 20):<10} {_clean(h.title + ': ' + h.text, 90)}"
         for h in hits)

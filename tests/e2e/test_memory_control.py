@@ -98,6 +98,14 @@ def test_recent_filters_by_session_and_type(captured):
     bogus = cli("recent", "--type", "bogus")
     assert (bogus.returncode, bogus.stdout) == (2, "")
     assert bogus.stderr == "Error: invalid type 'bogus': use one of note, fact, event, prompt, response, tool\n"
+    assert cli("recent", "--project", "nope").stdout == "Nothing for project 'nope'.\n"  # not "Nothing yet."
+
+
+def test_forget_with_a_range_that_ends_before_it_starts_is_a_usage_error(captured):
+    proc = cli("forget", "--since", "2026-11-20", "--before", "2026-11-02", "--yes")
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr == ("Error: --since 2026-11-20 is not before --before 2026-11-02: nothing can match; swap them"
+                           "\n")
 
 
 def test_stats_counts_events_storage_and_privacy(captured):
