@@ -2571,7 +2571,7 @@ class _ClientLiteral(_Scan):
     ``together.Together("<hex>")``, ``new Api("<token>")``, ``Client::new("admin", "<password>")``. The arguments
     are found from each ``(``, then the callee is read backward from it (at most 200 characters)."""
 
-    _ARGS = _Lazy(r"\(\s*(?:(?:[A-Za-z_][\w.]*|[\"'][^\"'\n]{0,64}[\"'])\s*,\s*)?([\"'])(?!\[REDACTED)"
+    _ARGS = _Lazy(r"\(\s*(?:(?:[A-Za-z_][\w.]*|[\"'][^\"'\n]{0,64}[\"'])\s*,\s*){0,3}([\"'])(?!\[REDACTED)"
                   r"([^\s\"'\\]{10,300})\1\s*[,)]")
     _CALLEE_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.:")
 
@@ -2595,6 +2595,8 @@ _NOT_CLIENTS = frozenset({
     "version", "checksum", "etag", "ref", "rev", "fingerprint", "name", "label", "text", "message", "log", "file",
     "symbol", "big", "int", "number", "selector", "query", "event", "intl", "locale", "image", "font", "mime",
 })
+#: a class's own factory methods: the class names what they build
+_FACTORIES = frozenset({"getInstance", "instance", "create", "builder", "build", "of", "from_key", "init", "new"})
 #: lower-case calls that set up a client
 _CLIENT_WORDS = frozenset({
     "client", "connect", "login", "auth", "authenticate", "init", "initialize", "configure", "setup", "api", "sdk",
@@ -2609,6 +2611,8 @@ def _client_literal(callee_path: str, arguments: str, value: str) -> bool:
     if not names:
         return False
     callee = names[-1]
+    if callee in _FACTORIES and len(names) > 1 and names[-2][:1].isupper():
+        callee = names[-2]  # StreamChat.getInstance(key, secret), Client.builder(…): the class's own factory
     parts = _components(callee)
     if not parts or _NOT_CLIENTS.intersection(parts):
         return False
@@ -2617,6 +2621,8 @@ def _client_literal(callee_path: str, arguments: str, value: str) -> bool:
     if value[0] in "./~" or "/" in value and "." in value or _FILE_NAME_RE.search(value):
         return False  # a path or a file name
     lower, upper, digits, other = _char_kinds(value)
+    if arguments.count(",") >= 1 and _strong_password(value, strict=False) and not _identifier_like(value):
+        return True  # PyiCloudService("user@example.org", "Walrus@basalt87"): a login's password
     if not (lower or upper) or not digits or not _looks_random(value) or _identifier_like(value):
         return False
     if len(value) >= 20:

@@ -620,6 +620,9 @@ ROUND_NINE = [
     ("uid = common.authenticate('prod', 'ops@example.org', 'Kq7!Lz2Vm8', {})", "Kq7!Lz2Vm8"),
     ("|     ops:Vq8%Lz2Xm7 - Valid credentials", "Vq8%Lz2Xm7"),
     ("8846f7eaee8fb117ad06bdd830b7586c:Lz7!Qq2Vm8", "Lz7!Qq2Vm8"),
+    ("chat = ChatService.getInstance('app-key', 'Vq8Lz2Xm7Rt4Kp9Wn3Bd6Hs1')", "Vq8Lz2Xm7Rt4Kp9Wn3Bd6Hs1"),
+    ("lib = library.Library('92211', 'group', 'Tq7Lz2Xm8Vk4Rw9Pn3Bd6')", "Tq7Lz2Xm8Vk4Rw9Pn3Bd6"),
+    ("svc = MailService('ops@example.org', 'Kestrel#ridge58')", "Kestrel#ridge58"),
 ]
 
 
