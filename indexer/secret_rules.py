@@ -50,6 +50,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+import threading
 from collections.abc import Callable, Iterator
 
 _MARK = "[REDACTED"
@@ -602,11 +603,13 @@ class _StrongToken(_Scan):
     _TOKEN = _Lazy(r"(?<![^\s\"'`(\[«“‘,:;])([A-Za-z0-9][A-Za-z0-9!#$%^&*+?~._-]{8,62}[A-Za-z0-9])"
                    r"(?=[.,;:!?)\]\"'`»”’]?(?:\s|$))")
     _SIGN = frozenset("!#$%&*?~")  # not + or ^: CD14++CD16+ cells, base64 lines, 10^6 in formulas
+    _JOINERS = frozenset("_-.")
 
     def matches(self, text: str) -> Iterator[re.Match[str]]:
         for m in self._TOKEN.finditer(text):
             value = m.group(1)
-            if not self._SIGN.intersection(value[1:-1]) or value.startswith(_MARK):
+            signed = bool(self._SIGN.intersection(value[1:-1]))
+            if not (signed or self._JOINERS.intersection(value[1:-1])) or value.startswith(_MARK):
                 continue
             lower, upper, digits, _ = _char_kinds(value)
             if not (lower and upper and digits) or _REGEX_SYNTAX_RE.search(value) or _ANCHORED_NAME_RE.search(value) \
@@ -617,7 +620,23 @@ class _StrongToken(_Scan):
             line = text[start : end if end >= 0 else min(len(text), m.end() + 300)]
             if _CODE_CHARS_RE.search(line) and not _CHAT_LINE_RE.match(line):
                 continue
+            if not signed and not (_looks_random(value) and not _identifier_like(value) and _foreign_line(
+                    line.replace(value, " "))):
+                continue  # _ - . join words and versions in Latin text (Python3.11-Slim); in a line of another
+                # script, a random Latin token of both cases and digits is what was typed to be kept
             yield m
+
+
+def _foreign_line(line: str) -> bool:
+    """Most letters of ``line`` are of a script other than Latin (Arabic, Bengali, Ethiopic, Cyrillic, CJK…)."""
+    other = latin = 0
+    for c in line:
+        if c.isalpha():
+            if c.isascii() or "\u00c0" <= c <= "\u024f":
+                latin += 1
+            else:
+                other += 1
+    return other > 2 * latin and other >= 6
 
 
 _ANCHORED_NAME_RE = _Lazy(r"[A-Za-z_]\.\w+#")
@@ -1078,7 +1097,8 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
               r"\s-p\s+(?!\[REDACTED)([^\s\"'|]+|\"[^\"\n]*\"|'[^'\n]*')"), 1),
     ("password", ("ldap",),
      _Command(r"\bldap\w*\b", r"\s-w\s+(?!\[REDACTED)([^\s\"'|]+|\"[^\"\n]*\"|'[^'\n]*')"), 1),
-    ("password", ("--password-stdin", "sudo", "chpasswd", "--stdin", "secret put", "secret create", "secrets create",
+    ("password", ("--password-stdin", "sudo", "chpasswd", "--stdin", "load-key", "secret put", "secret create",
+                  "secrets create",
                   "secret set", "secrets set", "secret add", "secrets add", "versions add", "env add",
                   "--passphrase-fd", "cryptsetup", "--key-file", "--data-file", "--from-file", "login", "kinit",
                   "token add", "smbpasswd", "stdin", "systemd-creds"), _Piped(), 2),
@@ -2481,6 +2501,7 @@ def _named(text: str, lower: str) -> tuple[str, int]:
     for s, e, kind in spans:
         out.append(text[cursor:s])
         out.append(_marker(kind))
+        _masked(kind, text[s:e])
         cursor = e
     out.append(text[cursor:])
     return "".join(out), len(spans)
@@ -2561,6 +2582,7 @@ def _high_entropy(text: str) -> tuple[str, int]:
         if key and (_object_id(key.group(1), value) or _public_name(key.group(1))):
             return m.group(0)  # "customer": "cus_…", "contentHash": "…", "ed25519:DEVICE": "…": ids, digests, public keys
         count += 1
+        _masked("high-entropy", value)
         return m.group(1) + _marker("high-entropy") + m.group(1)
 
     return _QUOTED_RE.sub(sub, text), count
@@ -2674,6 +2696,7 @@ def _prefixed_tokens(text: str) -> tuple[str, int]:
         for kind, shape in _SHAPED_TOKENS:
             if shape.fullmatch(token):
                 count += 1
+                _masked(kind, token)
                 return _marker(kind)
         low = token.lower()
         if not any(p in low for p in _PREFIXED_TOKENS):
@@ -2697,6 +2720,26 @@ _ASCII_LOWER = {c: c + 32 for c in range(65, 91)}
 
 
 # -- all -------------------------------------------------------------------------------------------------------
+_SEEN = threading.local()  # the values masked by the mask() call running on this thread
+
+
+def _masked(kind: str, value: str) -> None:
+    seen = getattr(_SEEN, "values", None)
+    if seen is not None and len(value) >= 8 and "\n" not in value and not value.startswith(_MARK):
+        seen.setdefault(value, kind)
+
+
+def _echoes(text: str, seen: dict[str, str]) -> tuple[str, int]:
+    """Every other copy of a value a rule masked (a command's output that prints back what it was given: "was
+    updated to …", a log that repeats a token), as a word of its own."""
+    total = 0
+    for value, kind in seen.items():
+        if value in text:
+            text, n = re.subn(r"(?<![\w])" + re.escape(value) + r"(?![\w])", _marker(kind).replace("\\", "\\\\"), text)
+            total += n
+    return text, total
+
+
 def _apply(pattern: _Lazy | _Scan, kind: str, group: int, text: str) -> tuple[str, int]:
     marker = _marker(kind)
     count = 0
@@ -2705,11 +2748,13 @@ def _apply(pattern: _Lazy | _Scan, kind: str, group: int, text: str) -> tuple[st
         nonlocal count
         if group == 0:
             count += 1
+            _masked(kind, m.group(0))
             return marker
         if m.start(group) == m.end(group) or _stands_in(m.group(group)) or "REDACTED" in m.group(group) or (
                 m.string.startswith("REDACTED:", m.start(group) - 9)):
             return m.group(0)  # empty, a stand-in, or inside a marker an earlier rule wrote
         count += 1
+        _masked(kind, m.group(group))
         whole = m.group(0)
         return whole[: m.start(group) - m.start(0)] + marker + whole[m.end(group) - m.start(0):]
 
@@ -2747,7 +2792,22 @@ def _argv_lists(text: str) -> tuple[str, int]:
 
 
 def mask(text: str, _argv: bool = True) -> tuple[str, int]:
-    """Mask every secret in ``text``; returns the masked text and how many were masked."""
+    """Mask every secret in ``text``; returns the masked text and how many were masked. A value masked once is
+    masked wherever else it appears in the text."""
+    if not _argv:
+        return _mask(text, _argv)
+    _SEEN.values = {}
+    try:
+        masked, total = _mask(text, _argv)
+        if _SEEN.values:
+            masked, echoed = _echoes(masked, _SEEN.values)
+            total += echoed
+        return masked, total
+    finally:
+        _SEEN.values = None
+
+
+def _mask(text: str, _argv: bool = True) -> tuple[str, int]:
     total = 0
     if _argv and ("[\"" in text or "['" in text or "[ " in text):
         text, total = _argv_lists(text)

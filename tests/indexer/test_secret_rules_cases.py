@@ -644,3 +644,18 @@ def test_cells_hashtags_anchors_masked_displays_and_ui_strings_stay():
                  "  - name: DB_PASSWORD\n    valueFrom:\n      secretKeyRef: {name: db, key: password}\n"
                  "  - name: DATABASE_URL\n    value: \"postgres://app:$(DB_PASSWORD)@db/app\""):
         assert redact(text).text == text, redact(text).text
+
+
+def test_a_value_masked_once_is_masked_where_the_output_repeats_it():
+    text = ("$ tool config --api-secret Vq8Lz2Xm7Rt4Kp9Wn3Bd6Hs1\n"
+            "The value of `api-secret` was updated to Vq8Lz2Xm7Rt4Kp9Wn3Bd6Hs1 (saved)")
+    masked = redact(text).text
+    assert "Vq8Lz2Xm7Rt4Kp9Wn3Bd6Hs1" not in masked and masked.count("[REDACTED:secret]") == 2, masked
+    assert "updated to [REDACTED:secret] (saved)" in masked
+
+
+def test_a_random_latin_token_in_a_line_of_another_script_is_masked_and_latin_versions_stay():
+    masked = redact("Шинэ нууц үгийг бүү задруул, серверийн шинэ утга нь Lq8_zV2mXr7Kt энэ байна.").text
+    assert "Lq8_zV2mXr7Kt" not in masked, masked
+    for text in ("We moved the base image to Python3.11-Slim last week.", "東京の会議は iPhone15-Pro で録音した。"):
+        assert redact(text).text == text, redact(text).text
