@@ -30,7 +30,11 @@ def parse_date(value: str | None, *, end: bool = False) -> str | None:
         day = today - timedelta(days=1 if text == "yesterday" else 0)
     elif m:
         n, unit = int(m.group(1)), m.group(2)
-        day = today - timedelta(days=n * {"d": 1, "w": 7, "m": 30, "y": 365}[unit])
+        try:
+            day = today - timedelta(days=n * {"d": 1, "w": 7, "m": 30, "y": 365}[unit])
+        except (OverflowError, ValueError):  # 9999999d: before the year 1
+            raise UsageError(f"invalid date {value!r}: {value.strip()} reaches before the year 1; use a smaller "
+                             "age or a date") from None
     else:
         try:
             if len(text) == 10:

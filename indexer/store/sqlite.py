@@ -358,7 +358,14 @@ def wal_behind(db_path: Path) -> bool:
     14 (u16), ``mxFrame``, the last valid frame, at 16 (u32). The WAL holds a 32-byte header, then frames of a
     24-byte header and one page. A writer appends its frames before it counts them, so a healthy WAL is never
     shorter; two copies that differ are a header being written, not a verdict.
+
+    Never in a process that already holds the index open (the warm server): closing any descriptor of a file
+    drops every POSIX lock the process holds on it, SQLite's own included, and another process could then reset
+    the shared memory under the server's map (a bus error). Such a process has SQLite's own view of the WAL.
     """
+    target = os.path.realpath(db_path)
+    if any(os.path.realpath(c.filename) == target for c in apsw.connections() if c.filename):
+        return False
     try:
         with open(f"{db_path}-shm", "rb") as f:
             head = f.read(96)

@@ -353,3 +353,13 @@ def test_timeline_marks_what_searches_leave_out(home):
     basket = next(line for line in lines if "per basket" in line)
     assert "(superseded: searches leave it out)" in basket
     assert not any("searches leave it out" in line for line in lines if "per line item" in line)
+
+
+def test_an_age_reaching_before_the_year_one_is_one_usage_error_line(home):
+    write(home / "daily" / "2026-11-20.md", "# Day\nthe quokka census\n")
+    run("index", env={"MEMSEARCH_MODEL": "none"})
+    for args in (["search", "quokka", "--since", "9999999d"], ["search", "quokka", "--until", "99999999999999999999d"],
+                 ["forget", "--before", "9999999d", "--dry-run"]):
+        result = run(*args, check_rc=2, env={"MEMSEARCH_MODEL": "none"})
+        assert result.stdout == "" and result.stderr.startswith("Error: invalid date '") and (
+            result.stderr.count("\n") == 1), result.stderr
