@@ -618,8 +618,9 @@ class _StrongToken(_Scan):
             start = text.rfind("\n", max(0, m.start() - 300), m.start()) + 1
             end = text.find("\n", m.end(), m.end() + 300)
             line = text[start : end if end >= 0 else min(len(text), m.end() + 300)]
-            if _CODE_CHARS_RE.search(line) and not _CHAT_LINE_RE.match(line):
-                continue
+            body = line[prefix.end():] if (prefix := _LINE_PREFIX_RE.match(line)) else line
+            if _CODE_CHARS_RE.search(body) and not _CHAT_LINE_RE.match(line):
+                continue  # code; a list's, a quote's or a tag's mark before prose (- [s1 q0] …, > …, 1) …) is not
             if not signed and not (_looks_random(value) and not _identifier_like(value) and _foreign_line(
                     line.replace(value, " "))):
                 continue  # _ - . join words and versions in Latin text (Python3.11-Slim); in a line of another
@@ -640,6 +641,7 @@ def _foreign_line(line: str) -> bool:
 
 
 _ANCHORED_NAME_RE = _Lazy(r"[A-Za-z_]\.\w+#")
+_LINE_PREFIX_RE = _Lazy(r"[ \t]*(?:(?:[-*+>•]|[0-9]{1,3}[.)]|\([0-9]{1,3}\)|\[[^\[\]\n]{1,40}\])[ \t]+)+")
 _CHAT_LINE_RE = _Lazy(r"[ \t]*(?:\[[^\]\n]{1,40}\][ \t]*)?(?:<[^<>\n]{1,40}>|[\w .'-]{1,40}:)[ \t]")
 
 

@@ -623,6 +623,8 @@ ROUND_NINE = [
     ("chat = ChatService.getInstance('app-key', 'Vq8Lz2Xm7Rt4Kp9Wn3Bd6Hs1')", "Vq8Lz2Xm7Rt4Kp9Wn3Bd6Hs1"),
     ("lib = library.Library('92211', 'group', 'Tq7Lz2Xm8Vk4Rw9Pn3Bd6')", "Tq7Lz2Xm8Vk4Rw9Pn3Bd6"),
     ("svc = MailService('ops@example.org', 'Kestrel#ridge58')", "Kestrel#ridge58"),
+    ("- [s9 q2] changed it again, the new one is Wz8#Lq2Xm7 for now", "Wz8#Lq2Xm7"),  # a summary's list line
+    ("> 2) the kiosk one is Tq7!Lz2Xm8 until Friday", "Tq7!Lz2Xm8"),
 ]
 
 
