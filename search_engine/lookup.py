@@ -35,7 +35,8 @@ def _find(store: Store, ident: str) -> tuple[HitRow, str, int]:
     """The row of the chunk whose id is ``ident`` or starts with it (unambiguously), plus its file and seq."""
     ident = ident.strip().lower()
     if len(ident) < MIN_PREFIX or len(ident) > 32 or not all(c in "0123456789abcdef" for c in ident):
-        raise UsageError(f"invalid id {ident!r}: ids are hexadecimal, as printed by `memsearch search`")
+        shown = ident if len(ident) <= 40 else ident[:40] + "…"  # a 100,000-character id is not echoed back
+        raise UsageError(f"invalid id {shown!r}: ids are hexadecimal, as printed by `memsearch search`")
     rows = store.find_uid_prefix(ident, limit=2)
     if not rows:
         raise NotFound(f"no chunk with id {ident}; ids change when their source changes, search again")

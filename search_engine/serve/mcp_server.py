@@ -183,10 +183,12 @@ def build(settings: Settings):
         """Step 3: the full items for these ids, with source path, lines, date, session and project."""
         from indexer.base.errors import NotFound
 
-        found = get_many(settings, ids[:20])
+        wanted = list(dict.fromkeys(ids))[:20]  # each id once: the same id twenty times is one item
+        found = get_many(settings, wanted)
         if not found:
-            raise NotFound(f"no memory with id {', '.join(ids[:20]) or '(none given)'}: ids come from `search`, "
-                           "`timeline` or `recent`")
+            shown = ", ".join(i if len(i) <= 40 else i[:40] + "…" for i in wanted[:5]) + (" …" if len(wanted) > 5 else "")
+            raise NotFound(f"no memory with id {shown or '(none given)'}: ids come from `search`, `timeline` or "
+                           "`recent`")
         return [h._asdict() for h in found]
 
     @server.tool()

@@ -40,8 +40,12 @@ def test_mcp_server_answers_over_stdio(memory):
         lines = latest["result"]["content"][0]["text"].splitlines()
         assert lines[0] == "project: all" and len(lines) == 4
         got = mcp_rpc(proc, {"jsonrpc": "2.0", "id": 4, "method": "tools/call",
-                          "params": {"name": "get", "arguments": {"ids": [first_id]}}})
+                          "params": {"name": "get", "arguments": {"ids": [first_id] * 30}}})
         assert first_id in json.dumps(got["result"])
+        assert len(got["result"]["structuredContent"]["result"]) == 1  # the same id thirty times is one item
+        long_id = mcp_rpc(proc, {"jsonrpc": "2.0", "id": 44, "method": "tools/call",
+                                 "params": {"name": "timeline", "arguments": {"id": "a" * 100_000}}})
+        assert long_id["result"]["isError"] is True and len(json.dumps(long_id)) < 1_000  # not echoed back whole
         line = mcp_rpc(proc, {"jsonrpc": "2.0", "id": 5, "method": "tools/call",
                            "params": {"name": "timeline", "arguments": {"id": first_id, "window": 2}}})
         assert f"> {first_id}" in line["result"]["content"][0]["text"]
