@@ -364,8 +364,13 @@ def wal_behind(db_path: Path) -> bool:
     the shared memory under the server's map (a bus error). Such a process has SQLite's own view of the WAL.
     """
     target = os.path.realpath(db_path)
-    if any(os.path.realpath(c.filename) == target for c in apsw.connections() if c.filename):
-        return False
+    for held in apsw.connections():
+        try:
+            name = held.filename
+        except apsw.ThreadingViolationError:
+            return False  # busy in another thread (the warm server's, a sync's): this process holds an index open
+        if name and os.path.realpath(name) == target:
+            return False
     try:
         with open(f"{db_path}-shm", "rb") as f:
             head = f.read(96)
