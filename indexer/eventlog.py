@@ -91,7 +91,7 @@ def encode(event: Event) -> bytes:
     # guaranteed (a NaN or an infinite number is stored as null), and whose text may hold a NUL
     kept = {k: storable(v) if isinstance(v, str) else _scrub_value(v) for k, v in record.items()
             if v not in (None, {}, "")}
-    # a lone surrogate (possible in a JSON \\u escape) cannot be UTF-8: it becomes "?" rather than losing the event
+    # a lone surrogate left in a nested value (possible in a JSON \\u escape) cannot be UTF-8: "?", not a lost event
     return json.dumps(kept, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "replace") + b"\n"
 
 

@@ -16,8 +16,9 @@ Scrub re-runs the filter over:
   ``rebuild-*.db*`` files of a killed rebuild are deleted.
 
 The report counts what changed by kind, never the text. ``--dry-run`` computes the same counts and writes
-nothing, not even a lock file (it works on a read-only memory root). The version of the filter last applied is kept in ``.memsearch/privacy.json``; ``memsearch maintain``
-scrubs when it differs from :data:`indexer.privacy.FILTER_VERSION`.
+nothing, not even a lock file (it works on a read-only memory root). The version of the filter last applied is
+kept in ``.memsearch/privacy.json``; ``memsearch maintain`` scrubs when it differs from
+:data:`indexer.privacy.FILTER_VERSION`.
 """
 
 from __future__ import annotations

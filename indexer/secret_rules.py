@@ -82,6 +82,11 @@ def _marker(kind: str) -> str:
     return f"[REDACTED:{kind}]"
 
 
+def _random_with_digit(group: int) -> Callable[[re.Match[str]], bool]:
+    """A match whose ``group`` looks random and holds a digit (a token, not a word)."""
+    return lambda m: _looks_random(m.group(group)) and any(c.isdigit() for c in m.group(group))
+
+
 class _Scan:
     """A rule whose matches are found by code rather than by one backtracking regex, so that every character is
     looked at a bounded number of times (a regex that scans forward from every start position is quadratic on a
@@ -532,8 +537,7 @@ class _SecretCall(_Scan):
             read_to = i
             for lit in found:
                 value = lit.group(2)
-                if not value.startswith(_MARK) and (_password_like(value) or len(value) >= 16 and _looks_random(value)
-                                                    and any(ch.isdigit() for ch in value)):
+                if not value.startswith(_MARK) and _secret_like(value):
                     yield lit
 
 
@@ -1061,7 +1065,7 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
     ("bearer-token", ("authorization",),
      _Checked(_Lazy(r"(?i)(?:\b|(?<=\\[nrt]))authorization[\"']?(?:\s*[:=]\s*\[?\s*|[ \t]+)[\"']?(?!\[REDACTED)(?:(?:basic|bearer|token|"
                     r"digest|apikey|key|sso-key|otoken|splunk|ssws|klaviyo-api-key)\s+)?([A-Za-z0-9+/=_.~:-]{16,})"
-                    r"(?=[\"'\s;,]|\\[rn]|$)"), lambda m: _looks_random(m.group(1)) and any(c.isdigit() for c in m.group(1))),
+                    r"(?=[\"'\s;,]|\\[rn]|$)"), _random_with_digit(1)),
      1),
     ("bearer-token", ("authorization",), _Lazy(
         r"(?i)(?:\b|(?<=\\[nrt]))authorization[\"']?[ \t]*[:=][ \t]*[\"']?[A-Za-z][\w.\-]{0,30}[ \t]+"
@@ -1077,7 +1081,7 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
     ("connection-string", ("://",),
      _Checked(_Lazy(r"\b[A-Za-z][A-Za-z0-9+.\-]{1,15}://(?!\[REDACTED)([A-Za-z0-9_\-.~]{20,200})"
                     r"(?=@[A-Za-z0-9\[]|:(?:x-oauth-basic|x-token-auth|\[REDACTED)?[^\s@]{0,40}@)"),
-              lambda m: _looks_random(m.group(1)) and any(c.isdigit() for c in m.group(1))), 1),
+              _random_with_digit(1)), 1),
     (
         "password",
         ("-u", "--user"),
@@ -1138,12 +1142,12 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
               and not _stands_in(m.group(1))), 1),
     ("api-token", ("-u", "--user"),
      _Checked(_Lazy(r"(?<![\w-])(?:-u|--user)[ =][ \t]*[\"']?(?!\[REDACTED)([A-Za-z0-9_.-]{16,}):"),
-              lambda m: _looks_random(m.group(1)) and any(c.isdigit() for c in m.group(1))), 1),
+              _random_with_digit(1)), 1),
     # a key given after its user as -a (saucectl configure -u NAME -a KEY): random, as no file name or path is
     ("secret", ("-a",),
      _Checked(_Lazy(r"(?<![\w-])-u[ =][ \t]*[^\s-]\S{0,80}[ \t]+(?:[^\s|;&]+[ \t]+){0,4}?-a[ =][ \t]*(?!\[REDACTED)"
                     r"([A-Za-z0-9_.-]{16,})(?![^\s|;&])"),
-              lambda m: _looks_random(m.group(1)) and any(c.isdigit() for c in m.group(1))), 1),
+              _random_with_digit(1)), 1),
     # a secret stored by a CLI as its last argument: civo apikey save NAME KEY, … token add NAME TOKEN
     ("secret", ("key", "token", "secret", "password", "credential"),
      _Checked(_Lazy(r"(?<![\w-])(?:api-?keys?|apikeys?|tokens?|secrets?|passwords?|credentials?|authtoken|access-?keys?)"
@@ -1165,7 +1169,7 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
     # -t/--token <random> in any command (a CI uploader's token)
     ("secret", ("-t", "--token"),
      _Checked(_Lazy(r"(?<![\w-])(?:-t|--token)[ =][ \t]*(?!\[REDACTED)([A-Za-z0-9_-]{20,})(?![\w./:@-])"),
-              lambda m: _looks_random(m.group(1)) and any(c.isdigit() for c in m.group(1))), 1),
+              _random_with_digit(1)), 1),
     # a key in a URL's path after a version (/v2/<key>, /v3/<key>): Infura, Alchemy and other RPC providers
     ("secret", ("/v",),
      _Checked(_Lazy(r"://[^\s/\"'<>]+(?:/[^\s/\"'<>]+)*?/v[0-9]+/(?!\[REDACTED)([A-Za-z0-9_-]{24,64})(?![\w-])"),
@@ -1243,7 +1247,7 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
     ("secret", ("key", "token"),
      _Checked(_Lazy(r"(?i)\b(?:api[ \t_-]?key|access[ \t_-]?key|token)[ \t]+"
                     r"([\"'`]?)(?!\[REDACTED)([A-Za-z0-9+/=_.~-]{16,4096})\1(?![\w])"),
-              lambda m: _looks_random(m.group(2)) and any(c.isdigit() for c in m.group(2))), 2),
+              _random_with_digit(2)), 2),
     # "use … as the password", "… is the new root password": the value before the words
     ("password", (" as ", " is "), _ValueBefore(), 2),
     # "I reset it to …", "changed the admin password to …": a new password told on a line about a login
@@ -1554,6 +1558,7 @@ def _random_value(group: int) -> Callable[[re.Match[str]], bool]:
     return lambda m: _looks_random(m.group(group))
 
 
+
 #: names whose random value is meant to be seen: a public key, a digest
 _PUBLIC_NAMES = frozenset({"public", "pub", "publickey", "hash", "hashes", "checksum", "digest", "fingerprint", "sha",
                            "sha256", "sha512", "integrity", "etag", "id", "uuid", "guid", "commit", "revision", "rev"})
@@ -1815,7 +1820,7 @@ _FORMATS.extend([
      _Checked(_Lazy(r"(?i)/(?:reset[-_]?password|password[-_]?reset|reset|verify(?:[-_]email)?|confirm(?:[-_]email)?"
                     r"|activate|activation|invite|invitation|magic[-_]?link|login[-_]?link)/(?:[\w-]{1,40}/)?"
                     r"(?!\[REDACTED)([A-Za-z0-9_-]{20,})"),
-              lambda m: _looks_random(m.group(1)) and any(c.isdigit() for c in m.group(1))), 1),
+              _random_with_digit(1)), 1),
     # a key given to a tool's set-up as its only argument: shodan init KEY, … auth KEY, … configure KEY
     ("secret", ("init ", "auth ", "login ", "configure ", "setup ", "activate "),
      _Checked(_Lazy(r"(?m)(?:^|[$>#%][ \t]+)[\w.-]+[ \t]+(?:init|auth|login|configure|setup|activate)[ \t]+"

@@ -36,12 +36,18 @@ class Check:
     info: bool = False
 
 
+def _root_used(named: str | Path | None) -> Path:
+    """The memory root a hook or the MCP server uses: the one its command or ``env`` names, else
+    ``MEMSEARCH_HOME`` in this environment, else the default."""
+    from indexer.base.settings import default_home
+
+    return Path(named or os.environ.get("MEMSEARCH_HOME") or default_home()).expanduser()
+
+
 def hook_checks(settings: Settings) -> list[Check]:
     """Each installed hook command: its program exists and runs (``MEMSEARCH_DISABLE=1``: it starts, reads
     nothing and exits 0, touching no memory); and each scope's hooks record into this memory root (the root their
     command names, else the one in this environment, else the default)."""
-    from indexer.base.settings import default_home
-
     out: list[Check] = []
     found = {scope: installed_commands(scope) for scope in SCOPES}
     if not any(found.values()):
@@ -51,8 +57,7 @@ def hook_checks(settings: Settings) -> list[Check]:
         out.append(Check("hooks (scopes)", False, f"installed in {' and '.join(scopes)}: each event is recorded "
                          f"{len(scopes)} times", f"keep one: `memsearch uninstall --scope {scopes[-1]}`"))
     for scope in scopes:
-        roots = {command_home(command) or Path(os.environ.get("MEMSEARCH_HOME") or default_home()).expanduser()
-                 for command in found[scope].values()}
+        roots = {_root_used(command_home(command)) for command in found[scope].values()}
         other = sorted(str(root) for root in roots if root.absolute() != settings.home.absolute())
         if other:
             fix = (f"set MEMSEARCH_HOME={settings.home} in .claude/settings.local.json's \"env\"" if scope == "project"
@@ -85,8 +90,6 @@ def hook_checks(settings: Settings) -> list[Check]:
 def mcp_checks(settings: Settings) -> list[Check]:
     """Each MCP registration (optional, so none is no finding): its program exists, and it searches this memory
     root (its ``env``'s ``MEMSEARCH_HOME``, else the one in this environment, else the default)."""
-    from indexer.base.settings import default_home
-
     out = []
     for scope in SCOPES:
         entry = registered_mcp(scope)
@@ -99,7 +102,7 @@ def mcp_checks(settings: Settings) -> list[Check]:
         program = shutil.which(str(entry.get("command")))
         env = entry.get("env")
         env = env if isinstance(env, dict) else {}
-        root = Path(env.get("MEMSEARCH_HOME") or os.environ.get("MEMSEARCH_HOME") or default_home()).expanduser()
+        root = _root_used(env.get("MEMSEARCH_HOME"))
         if program is None:
             out.append(Check(name, False, f"{entry.get('command')!r} not found", fix))
         elif root.absolute() != settings.home.absolute():

@@ -8,10 +8,11 @@ leaves empty, and the file itself when nothing else is left in it.
 Scopes: ``user`` (``~/.claude/settings.json``), ``project`` (``.claude/settings.json``, the file a team commits:
 its command names ``memsearch-hook`` without this machine's path, found on each member's PATH) and ``local``
 (``.claude/settings.local.json``, this machine only). Backups of a project's files go to the memory root
-(``.memsearch/backups/``; ``~/.claude/memsearch-backups/`` when that cannot be made), never into the repository. A memory root other than the default is written into each
-command (``MEMSEARCH_HOME=… memsearch-hook …``) and into the MCP server's ``env``, so hooks and MCP use it whatever
-the environment Claude Code has; except in the project scope, whose files are shared and hold no local path (the
-report then says in one line which root the hooks will use).
+(``.memsearch/backups/``; ``~/.claude/memsearch-backups/`` when that cannot be made), never into the repository.
+A memory root other than the default is written into each command (``MEMSEARCH_HOME=… memsearch-hook …``) and
+into the MCP server's ``env``, so hooks and MCP use it whatever the environment Claude Code has; except in the
+project scope, whose files are shared and hold no local path (the report then says in one line which root the
+hooks will use).
 
 The MCP server goes where Claude Code keeps each scope's servers: ``user`` in ``.claude.json``'s ``mcpServers``,
 ``local`` in its ``projects[<project dir>].mcpServers`` (this machine only), ``project`` in the project's
@@ -105,33 +106,33 @@ def project_root_note(home: Path | None) -> str | None:
             f"\"env\" or in your shell")
 
 
+def _split(command: str) -> tuple[dict[str, str], list[str]] | None:
+    """A hook command as its ``NAME=value`` prefix and the words after it (None: it cannot be parsed)."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    env: dict[str, str] = {}
+    while words and (name := words[0].partition("=")[0]).isidentifier() and "=" in words[0]:
+        env[name] = words.pop(0).partition("=")[2]
+    return env, words
+
+
 def command_home(command: str) -> Path | None:
     """The memory root a hook command names (its ``MEMSEARCH_HOME=…`` prefix), or None when it names none.
 
     >>> command_home(hook_command("prompt", "local", Path("/data/my mem")))
     PosixPath('/data/my mem')
     """
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        return None
-    for word in words:
-        name, eq, value = word.partition("=")
-        if not (eq and name.isidentifier()):
-            break
-        if name == "MEMSEARCH_HOME" and value:
-            return Path(value).expanduser()
-    return None
+    split = _split(command)
+    home = split[0].get("MEMSEARCH_HOME") if split else None
+    return Path(home).expanduser() if home else None
 
 
 def command_program(command: str) -> str | None:
     """The program a hook command runs (past any ``NAME=value`` prefix), or None when it cannot be parsed."""
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        return None
-    words = [w for w in words if not (("=" in w) and w.split("=", 1)[0].isidentifier())]
-    return words[0] if words else None
+    split = _split(command)
+    return split[1][0] if split and split[1] else None
 
 
 def _load(path: Path) -> dict[str, Any]:

@@ -44,6 +44,12 @@ def _path(value: str) -> Path:
     return Path(value)
 
 
+def _check_idle(seconds: float) -> None:
+    """``--idle-timeout`` of ``serve`` and ``ui``: above 0 (a NaN is not)."""
+    if not seconds > 0:
+        raise typer.BadParameter("use a number of seconds above 0", param_hint="--idle-timeout")
+
+
 HomeOpt = Annotated[
     Optional[Path], typer.Option("--home", parser=_home,
                                  help="Memory root (default $MEMSEARCH_HOME or ~/.claude/memory).")
@@ -437,8 +443,7 @@ def serve(
 
     if status_only and stop:
         raise UsageError("--status and --stop do not go together: choose one")
-    if not idle_timeout > 0:
-        raise typer.BadParameter("use a number of seconds above 0", param_hint="--idle-timeout")
+    _check_idle(idle_timeout)
     settings = _settings(home)
     pid = server_pid(settings)  # the lock decides; the ping only adds details when it answers in time
     if status_only:
@@ -610,8 +615,7 @@ def ui(
                              "(or pip install 'memsearch-hybrid[ui]')") from None
     if not 0 <= port <= 65535:
         raise typer.BadParameter("use 0 to 65535", param_hint="--port")
-    if not idle_timeout > 0:
-        raise typer.BadParameter("use a number of seconds above 0", param_hint="--idle-timeout")
+    _check_idle(idle_timeout)
     raise typer.Exit(run(_settings(home, model), port=port, open_browser=not no_browser, idle_timeout=idle_timeout))
 
 
