@@ -413,6 +413,17 @@ class _PasswordNearby(_Scan):
     def _takes(value: str) -> bool:
         return _password_like(value) and not any(c in value for c in "=([{<>") and not _SNAKE_RE.fullmatch(value)
 
+    @classmethod
+    def _value(cls, token: str) -> str:
+        """``token`` without the quotes and punctuation around it; a symbol no sentence ends with (``soju4968*``,
+        ``alg43$``) stays, and so does ``!`` after a word joined to digits by a symbol (``sakura.86!``)."""
+        value = token.strip(cls._WRAP)
+        tail = token[len(token) - len(token.lstrip(cls._WRAP)) + len(value):] if value else ""
+        kept = len(tail) - len(tail.lstrip("*$#%&~^@"))
+        if not kept and tail[:1] == "!" and any(c.isdigit() for c in value) and _SYMBOL_JOINED_RE.fullmatch(value):
+            kept = 1
+        return value + tail[:kept]
+
     def matches(self, text: str) -> Iterator[re.Match[str]]:
         scanned = 0  # the end of the tokens already looked at: a later word's tokens are looked at once
         for word in self._WORDS.finditer(_ascii_lower(text)):
@@ -434,7 +445,7 @@ class _PasswordNearby(_Scan):
                     break
                 scanned = token.end()
                 token = self._TOKEN.match(text, token.start(), min(len(text), token.start() + 4096)) or token
-                value = token.group(0).strip(self._WRAP)
+                value = self._value(token.group(0))
                 if value and self._takes(value):
                     a = token.start() + token.group(0).index(value)
                     m = _SPAN_RE.match(text, a, a + len(value))
@@ -444,6 +455,29 @@ class _PasswordNearby(_Scan):
                     break
 
 
+_SYMBOL_JOINED_RE = _Lazy(r"[^\W\d_]+[._-][0-9]+|[0-9]+[._-][^\W\d_]+")
+
+
+class _PinNearby(_PasswordNearby):
+    """A PIN told in a sentence: after "PIN" (``PIN-Code``, ``pin code``, ``ПИН-код``, ``PUK``) or a word for
+    "PIN" in another script, the first number of the line (within 80 characters, at most 8 tokens on) of 4 to 8
+    digits that is not a year. Lines that look like code are left alone (``digitalWrite(pin, 1234)``)."""
+
+    _WORDS = _Lazy(r"(?<![\w-])(?:pin|пин|puk|пук)(?:[ -]?(?:code|kod|код|nummer|number|nr|no))?(?!\w)"
+                   r"|暗証番号|비밀번호|पिन")
+    _PROSE_ONLY = True
+
+    @staticmethod
+    def _takes(value: str) -> bool:
+        return value.isdigit() and value.isascii() and 4 <= len(value) <= 8 and not _YEAR_RE.fullmatch(value)
+
+    def matches(self, text: str) -> Iterator[re.Match[str]]:
+        return (m for m in super().matches(text) if not _UNIT_AFTER_RE.match(text, m.end()))  # a PIN diode at 1550 nm
+
+
+_YEAR_RE = _Lazy(r"(?:19|20)[0-9]{2}")
+_UNIT_AFTER_RE = _Lazy(r"(?i)[ \t]*(?:[%°µ×x]|(?:[nmck]?m|m?[gl]|[kmg]?hz|[km]?[vaw]|[mnµ]?s|min|h|px|pt|rpm|bp|[kmgt]i?b|"
+                       r"ohms?|times|years?|days?|hours?)(?!\w))")
 _SPAN_RE = _Lazy(r"(?s)(.+)")
 _ARTICLE_RE = _Lazy(r"(?i)(?:^|[\s(\"'])(?:il|l|el|al)-$")  # Maltese, Arabic-script transliterations: il-password
 _SNAKE_RE = _Lazy(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")  # x509_ptr: a name in code
@@ -500,7 +534,8 @@ class _SecretCall(_Scan):
     skipped. Each call's arguments are read once (at most 600 characters)."""
 
     _CALLEE = _Lazy(r"(?:[Pp]assword|PASSWORD|[Ss]ecret|[Tt]oken|[Aa]uth|[Bb]asic|[Cc]redentials?|[Pp]lain[Tt]ext"
-                    r"|[Pp]assphrase|crypt|Key)[A-Za-z0-9_]{0,40}\s*\(")
+                    r"|[Pp]assphrase|crypt|Key|_pw_|[a-z]Pw(?=[A-Z(]))[A-Za-z0-9_]{0,40}\s*\(")
+    _PASSWORD_CALLEE = _Lazy(r"(?i)pass|pw")
     _NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.:")
     _LITERAL = _Lazy(r"([\"'])((?:(?!\1)[^\n\\]|\\.){0,300})\1")
     _GETTERS = ("get", "read", "fetch", "load", "find", "lookup", "has", "delete", "remove", "describe", "list", "is")
@@ -535,9 +570,11 @@ class _SecretCall(_Scan):
                     depth -= 1
                 i += 1
             read_to = i
+            numeric = self._PASSWORD_CALLEE.search(call.group(0)) is not None  # a PIN or an access code
             for lit in found:
                 value = lit.group(2)
-                if not value.startswith(_MARK) and _secret_like(value):
+                if not value.startswith(_MARK) and (_secret_like(value) or numeric and value.isdigit() and 6 <= len(
+                        value) <= 16 and value.isascii()):
                     yield lit
 
 
@@ -601,35 +638,81 @@ def _near(words: _Lazy, m: re.Match[str], after: int) -> bool:
 class _StrongToken(_Scan):
     """A strong password as a token of its own in prose or a chat line, whatever the language around it: 10 to 64
     characters with lower and upper case, a digit and one of ``!#$%&*?~`` inside it (not first: a hashtag, a
-    variable), no ``=``, ``/``, ``@`` or brackets (code, paths, e-mail, user@host, formulas). Lines that look like
-    code (``(){}[]=;<>``) are left to the rules that read names."""
+    variable), or ``@`` not before a domain (``Alder@nimbus234``, not ``a@b.io``); no ``/`` or brackets (code,
+    paths, formulas). Without such a sign, a token joined by ``_ - . = + @`` is taken when its letters are scrambled
+    (:func:`_scrambled`: ``vYGgf.DDaogr423``, not ``Python3.11-Slim`` or ``GluN3A-containing``), or, in a line of
+    another script, when it is random. Lines that look like code (``(){}[]=;<>``, the token aside) are left to the
+    rules that read names."""
 
-    _TOKEN = _Lazy(r"(?<![^\s\"'`(\[«“‘,:;])([A-Za-z0-9][A-Za-z0-9!#$%^&*+?~._-]{8,62}[A-Za-z0-9])"
+    _TOKEN = _Lazy(r"(?<![^\s\"'`(\[«“‘,:;])([A-Za-z0-9][A-Za-z0-9!#$%^&*+?~._=@-]{8,62}[A-Za-z0-9])"
                    r"(?=[.,;:!?)\]\"'`»”’]?(?:\s|$))")
     _SIGN = frozenset("!#$%&*?~")  # not + or ^: CD14++CD16+ cells, base64 lines, 10^6 in formulas
-    _JOINERS = frozenset("_-.")
+    _JOINERS = frozenset("_-.=+@")
 
     def matches(self, text: str) -> Iterator[re.Match[str]]:
         for m in self._TOKEN.finditer(text):
             value = m.group(1)
-            signed = bool(self._SIGN.intersection(value[1:-1]))
-            if not (signed or self._JOINERS.intersection(value[1:-1])) or value.startswith(_MARK):
+            inner = value[1:-1]
+            user, at, host = value.partition("@")
+            signs = self._SIGN.intersection(_PERCENT_ENCODED_RE.sub(lambda _: "", inner))  # %3D: a URL's encoding
+            signed = bool(signs) or bool(at) and "." not in value and not user.islower() and not (
+                _HEX_RE.fullmatch(host) or _VERSION_RE.fullmatch(host))  # Task@2, ConnectionImpl@5a1b2c3d
+            if not (signed or self._JOINERS.intersection(inner)) or value.startswith(_MARK) or "==" in value:
                 continue
+            name, equals, _ = value.partition("=")
+            if equals and all(_WORDLIKE_RE.fullmatch(p) for p in re.split(r"[_.-]+", name) if p):
+                continue  # a setting (grant_type=…, API_KEY=…): the rules that read names take it
             lower, upper, digits, _ = _char_kinds(value)
             if not (lower and upper and digits) or _REGEX_SYNTAX_RE.search(value) or _ANCHORED_NAME_RE.search(value) \
-                    or "***" in value or "###" in value:
+                    or "***" in value or "###" in value or "++" in value or at and "." in host:
                 continue  # x509v3_config.html#STANDARD-EXTENSIONS (a name, its anchor), sk-proj-****Xq2a (masked)
             start = text.rfind("\n", max(0, m.start() - 300), m.start()) + 1
             end = text.find("\n", m.end(), m.end() + 300)
             line = text[start : end if end >= 0 else min(len(text), m.end() + 300)]
             body = line[prefix.end():] if (prefix := _LINE_PREFIX_RE.match(line)) else line
-            if _CODE_CHARS_RE.search(body) and not _CHAT_LINE_RE.match(line):
+            if _CODE_CHARS_RE.search(body.replace(value, " ")) and not _CHAT_LINE_RE.match(line):
                 continue  # code; a list's, a quote's or a tag's mark before prose (- [s1 q0] …, > …, 1) …) is not
-            if not signed and not (_looks_random(value) and not _identifier_like(value) and _foreign_line(
-                    line.replace(value, " "))):
-                continue  # _ - . join words and versions in Latin text (Python3.11-Slim); in a line of another
-                # script, a random Latin token of both cases and digits is what was typed to be kept
-            yield m
+            if signed or _scrambled(value):
+                yield m
+            elif _looks_random(value) and not _identifier_like(value) and _fragments(re.split(r"[^A-Za-z0-9]+", value)) >= 2 \
+                    and _foreign_line(line.replace(value, " ")):
+                yield m  # in a line of another script, a random Latin token of both cases and digits is what was
+                # typed to be kept; in Latin text, _ - . join words and versions (Python3.11-Slim)
+
+
+def _scrambled(value: str) -> bool:
+    """Letters and digits in an order no name, version or gene takes: 10 to 24 characters in at most three parts
+    (between symbols), three or more lower-case and upper-case letters, and three or more of its pieces
+    (camel-case words and numbers) a one- or two-letter fragment or a number between letters
+    (``vYGgf.DDaogr423``: v, Y, D). A part that is a number, a lower-case word, in one case (``ec.SECP256R1``,
+    ``a2d_ASN1_OBJECT``), hexadecimal (``0xD800``), a word of five letters (``GluN3A-containing``,
+    ``T790M-Positive``) or eight hexadecimal digits in a row is what names, genes and ids hold. Measured: 71% of
+    random tokens of 10-16 letters and digits joined by a symbol pass, and 1 of 562 such tokens in prose lines
+    of the eval corpora, Python's and Debian's docs and the audits' ordinary texts (a piece of base64)."""
+    parts = [p for p in re.split(r"[^A-Za-z0-9]+", value) if p]
+    if not 10 <= len(value) <= 24 or len(parts) > 3 or _NAMED_PART_RE.search(value):
+        return False
+    if any(p.isdigit() or p.isalpha() and p.islower() and len(p) >= 3 or len(p) >= 4 and (p.isupper() or p.islower())
+           or p.startswith(("0x", "0X")) for p in parts):
+        return False
+    if sum(c.islower() for c in value) < 3 or sum(c.isupper() for c in value) < 3:
+        return False  # SERCA2b-RyR2: a gene's capitals with a letter or two in lower case
+    return _fragments(parts) >= 3 and _looks_random(value) and not _identifier_like(value)
+
+
+def _fragments(parts: list[str]) -> int:
+    """How many camel-case pieces of ``parts`` are a one- or two-letter fragment or a number between letters."""
+    fragments = 0
+    for part in parts:
+        pieces = _CAMEL_RE.findall(part)
+        for i, piece in enumerate(pieces):
+            fragments += 0 < i < len(pieces) - 1 if piece.isdigit() else len(piece) <= 2
+    return fragments
+
+
+_PERCENT_ENCODED_RE = _Lazy(r"%[0-9A-Fa-f]{2}")
+_HEX_RE = _Lazy(r"[0-9a-fA-F]+")
+_NAMED_PART_RE = _Lazy(r"[A-Z][a-z]{4,}|[a-z]{5,}|[0-9a-fA-F]{8}")
 
 
 def _foreign_line(line: str) -> bool:
@@ -1192,7 +1275,7 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
                     r"(?!\[REDACTED)([^\"'`\n]+)\2"), lambda m: _strong_name(m.group(1)) and not _skip_value(m.group(3))), 3),
     # a call named for a secret takes it as a literal: setPassword("…"), basic_auth("admin", Some("…")),
     # Credentials.basic("u", "…"), PlainAuth("", "user", "…", host), fromPassword('admin', …('…'))
-    ("password", ("password", "secret", "token", "auth", "basic", "credential", "key("), _SecretCall(), 2),
+    ("password", ("password", "secret", "token", "auth", "basic", "credential", "key(", "_pw_", "pw("), _SecretCall(), 2),
     # a CloudFormation/SAM parameter named for a secret, with a Default
     ("password", ("default",), _ParamDefault(), 2),
     # Ruby: ENV.fetch("DB_PASSWORD") { "…" } / ENV.fetch("DB_PASSWORD", "…")
@@ -1235,6 +1318,7 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
     # prose: "my password for the staging DB is …", "the passphrase: '…'", "pw …"
     ("password", tuple(w.lower() for w in _PASSWORD_WORDS_ANY + _PASSWORD_WORDS_BARE), _PasswordNearby(), 1),
     ("secret", ("token", "key", "secret", "credential"), _TokenNearby(), 1),
+    ("password", ("pin", "пин", "puk", "пук", "暗証番号", "비밀번호", "पिन"), _PinNearby(), 1),
     ("password", ("pass", "pw", "passwort", "kennwort", "mot de passe", "contraseña", "senha", "пароль", "wachtwoord",
                   "parola", "hasło", "lösenord", "salasana", "heslo", "şifre", "密码", "パスワード", "비밀번호"),
      _prose(r"password|passphrase|passwd|pw|passwort|kennwort|mot de passe|contraseña|senha|пароль|wachtwoord|parola"
@@ -1435,7 +1519,8 @@ class _PrintedSecret(_Scan):
     (``cat config/master.key``). Up to the next blank or command line, at most 20 lines; each line read once."""
 
     _COMMAND = _Lazy(r"(?m)^[ \t]*(?:(?:[\w.@~:/()\[\]-]*[$#%❯›]|PS [^\n>]{0,80}>|>>>|In \[[0-9]+\]:"
-                     r"|[\w-]+\([\w.:@-]*\)(?::?[0-9]+)?[>*]|\[[0-9]+\] pry\([^)\n]*\)>|(?:julia|scala|jshell|ghci|node|deno)>)[ \t]+"
+                     r"|[\w-]+\([\w.:@-]*\)(?::?[0-9]+)?[>*]|\[[0-9]+\] pry\([^)\n]*\)>|(?:julia|scala|jshell|ghci|node|deno)>"
+                     r"|>(?=[ \t]+[A-Za-z_][\w.]*\([^\n]*\)[ \t]*$))[ \t]+"
                      r"|(?:Bash|PowerShell|Shell):[ \t]*)(\S[^\n]*)$")
     _PRINTS = _Lazy(
         r"(?i)(?:^|[|;&(]\s*|\s--\s+|\bsudo\s+(?:-\S+\s+)*)(?:"
@@ -1471,7 +1556,12 @@ class _PrintedSecret(_Scan):
     _READS = frozenset({"get", "show", "read", "access", "output", "reveal", "print", "view", "decrypt", "config:get",
                         "jq", "view-secret",
                         "get-secret-value", "get-parameter", "get-parameters", "connection", "export", "fetch", "cat"})
-    _MAKES_RE = _Lazy(r"(?:get|print|create|generate|new|show|join)-[\w-]*(?:token|password|secret|key)s?")
+    _MAKES_RE = _Lazy(r"(?:get|print|create|generate|new|show|join)-[\w-]*(?:token|password|secret|key)s?"
+                      r"|(?!(?:list|delete|remove|revoke|describe|update|set|put|tag|untag|disable|enable|expire|validate"
+                      r"|verify|check|test|rotate|change|reset|forgot)-)[a-z]+(?:-[a-z]+)*-(?:password|token|secret)")
+    #: a REPL expression that decrypts or reveals what it returns: hudson.util.Secret.decrypt('{…}')
+    _REVEALS = frozenset({"decrypt", "decrypted", "reveal", "unseal", "getplaintext", "plaintext", "getsecretvalue",
+                          "getplaintextpassword", "unprotect"})
     #: a kind of resource, not one secret's name (`kubectl get secrets` lists their names)
     _KINDS = frozenset({"secret", "secrets", "credential", "credentials", "creds", "token", "tokens", "keys",
                         "passwords", "secretkeys", "apikeys"})
@@ -1489,6 +1579,8 @@ class _PrintedSecret(_Scan):
         if expression:  # a REPL expression: settings.EMAIL_HOST_PASSWORD, ENV["PGPASSWORD"], conf.get("…password")
             parts = [p for p in re.split(r"[.\[\]'\"():, ]+", expression.group(1)) if p]
             if parts and parts[-1].lower() not in cls._KINDS and _strong_name(parts[-1]):
+                return True
+            if cls._REVEALS.intersection(p.lower() for p in parts):
                 return True
         words = [w for w in re.split(r"\s+|\|", command) if w]
         if not words or words[0].rsplit("/", 1)[-1] in cls._SEARCHES:
@@ -1850,7 +1942,7 @@ _FORMATS.extend([
            re.MULTILINE), 1),
     # a chosen or generated password standing alone in a sentence or a chat line, in any language: letters of both
     # cases, a digit and a sign that no word, name, version, path, e-mail, hashtag or formula holds that way
-    ("password", ("!", "#", "$", "%", "&", "*", "?", "~"), _StrongToken(), 1),
+    ("password", ("!", "#", "$", "%", "&", "*", "?", "~", "@", ".", "-", "_", "=", "+"), _StrongToken(), 1),
     # T-SQL's N'…' literal under a secret's name: @rmtpassword = N'…', @password = N'…'
     ("password", ("@",),
      _Checked(_Lazy(r"@([A-Za-z_]\w{1,60})[ \t]*=[ \t]*N'(?!\[REDACTED)([^'\n]+)'"), _named_by(1)), 2),
@@ -1899,7 +1991,69 @@ _FORMATS.extend([
     ("secret", ("$ansible_vault",), _VAULT_RE, 0),
     ("secret", ("secret",), _SecretManifest(), 1),
     ("secret", ("$ ", "# ", "% ", "> ", "❯", "›", "bash:", "powershell:", "shell:"), _PrintedSecret(), 1),
+    # "Basic <base64 of user:password>" wherever it is printed (a capture's fields, a log), not only after a header
+    ("password", ("basic",),
+     _Checked(_Lazy(r"(?i)\bbasic[ \t]+(?!\[REDACTED)([A-Za-z0-9+/]{8,}={0,2})(?![\w+/=])"), lambda m: _encodes_login(m.group(1))),
+     1),
+    # a pair of replies, name then value: redis-cli's `CONFIG GET` / `HGETALL` (1) "requirepass" 2) "…"), PHP's
+    # var_dump (["password"]=> string(18) "…"), a list of {name: …, value: …} (Kubernetes' env and httpHeaders,
+    # ECS, CloudFormation's ParameterKey/ParameterValue)
+    ("password", (') "',),
+     _Checked(_Lazy(r"(?m)^[ \t]*[0-9]+\)[ \t]+\"([^\"\n]{1,80})\"[ \t]*\r?\n[ \t]*[0-9]+\)[ \t]+\"(?!\[REDACTED)([^\"\n]+)\""),
+              lambda m: _names_a_secret(m.group(1), m.group(2))), 2),
+    ("password", ("]=>",),
+     _Checked(_Lazy(r"\[\"([^\"\n]{1,80})\"\]=>[ \t]*\r?\n[ \t]*string\([0-9]+\)[ \t]+\"(?!\[REDACTED)([^\"\n]*)\""),
+              lambda m: _names_a_secret(m.group(1), m.group(2))), 2),
+    ("password", ("value",),
+     _Checked(_Lazy(r"(?i)\{[ \t]*[\"']?(?:name|key|parameterkey)[\"']?[ \t]*[:=][ \t]*[\"']?([\w.:-]{1,80})[\"']?[ \t]*,[ \t]*"
+                    r"[\"']?(?:value|parametervalue)[\"']?[ \t]*[:=][ \t]*([\"']?)(?!\[REDACTED)([^\s\"',}]+)\2"),
+              lambda m: _named_pair(m)), 3),
+    # curl's client certificate with its passphrase (--cert file.p12:…), a key given as a user with no name
+    # (--user :…, -u :…)
+    ("password", ("--cert", "-e "),
+     _Lazy(r"(?:--cert|(?<![\w-])-E)[ \t]+[\"']?[^\s:\"']+\.(?:p12|pfx|pem|crt|cer|key):(?!\[REDACTED)([^\s\"']+)"), 1),
+    ("password", ("--user", "-u "),
+     _Checked(_Lazy(r"(?:--user|(?<![\w-])-u)[ \t=]+[\"']?:(?!\[REDACTED)([^\s\"']{8,})"), _random_with_digit(1)), 1),
+    # a Windows product key (five groups of five), Google's app password (four groups of four letters) where an
+    # app password is named, a license block's lines of hexadecimal groups
+    ("secret", ("-",),
+     _Checked(_Lazy(r"(?<![\w-])([A-Z0-9]{5}(?:-[A-Z0-9]{5}){4})(?![\w-])"), lambda m: _mixed_groups(m.group(1))), 1),
+    ("password", ("app password", "app-specific password", "application-specific password", "app passwords"),
+     _Lazy(r"(?i)app(?:lication)?[ -](?:specific[ -])?passwords?\b[^\n]{0,120}\n?[^\n]{0,40}?(?<![\w-])"
+           r"([a-z]{4} [a-z]{4} [a-z]{4} [a-z]{4})(?![\w-])"), 1),
+    ("secret", ("begin license",),
+     _Lazy(r"(?i)-{3,}[ \t]*BEGIN LICENSE[ \t]*-{3,}[ \t]*\r?\n(?![ \t]*-{3,})([^\n]*(?:\n(?![ \t]*-{3,}[ \t]*END)[^\n]*){0,39})"),
+     1),
 ])
+
+
+def _named_pair(m: re.Match[str]) -> bool:
+    """``{name: <group 1>, value: <group 3>}`` holds a secret: the name marks one, and the value is quoted under a
+    strong name, or random, or a password (not a reference such as ``value: token``)."""
+    name, quoted, value = m.group(1), m.group(2), m.group(3)
+    if not _names_a_secret(name, value, strong=False):
+        return False
+    return bool(quoted) and _strong_name(name) or _random_or_strong(value) or _password_like(value) and not (
+        value.isidentifier() or _CODE_PATH_RE.fullmatch(value))
+
+
+def _encodes_login(value: str) -> bool:
+    """``value`` is base64 of ``user:password`` (printable, with a colon and something after it)."""
+    import base64
+    import binascii
+
+    try:
+        decoded = base64.b64decode(value + "=" * (-len(value) % 4), validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        return False
+    user, colon, password = decoded.partition(":")
+    return bool(colon and password) and decoded.isprintable() and len(user) <= 128
+
+
+def _mixed_groups(key: str) -> bool:
+    """Groups of a product key: letters and digits mixed in most of them (not ABCDE-FGHIJ-… or 12345-…)."""
+    groups = key.split("-")
+    return sum(any(c.isdigit() for c in g) and any(c.isalpha() for c in g) for g in groups) >= 3
 
 _FORMAT_ANCHORS = tuple(dict.fromkeys(a for _, anchors, _, _ in _FORMATS for a in anchors))
 
@@ -1934,13 +2088,14 @@ def _key_material(text: str) -> tuple[str, int]:
 
 # -- 2. names --------------------------------------------------------------------------------------------------
 #: run over the lower-cased text: an IGNORECASE scan costs ~15x more (measured: 8.5 ms vs 0.5 ms per 64 KB)
-_NAME_WORD_RE = _Lazy(r"pass|pwd|secret|token|key|auth|cred|sig|salt|cookie|pw|psk|mnemonic|dockerc|seed"
+_NAME_WORD_RE = _Lazy(r"pass|pwd|secret|token|key|auth|cred|sig|salt|cookie|pw|psk|mnemonic|dockerc|seed|hmac|login"
                       r"|pat(?![hc]|ter|ien|ron)")
 _IDENT_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.")
 _CAMEL_RE = _Lazy(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 #: a component that marks a password
 _PASSWORD_PARTS = ("passw", "passphrase", "passcode")
-_PASSWORD_WORDS = frozenset({"pwd", "pw", "pass", "pword", "passwd", "sshpass", "requirepass", "masterauth", "authtok"})
+_PASSWORD_WORDS = frozenset({"pwd", "pw", "pass", "pword", "passwd", "sshpass", "requirepass", "masterauth", "authtok",
+                             "passhash"})
 #: words that end like a password's name and are none
 _NOT_PASSWORDS = frozenset({"bypass", "compass", "trespass", "overpass", "underpass", "surpass", "encompass",
                             "multipass", "firstpass", "onepass", "subpass", "renderpass", "impass", "repass"})
@@ -2078,6 +2233,8 @@ def name_kind(name: str) -> tuple[str, bool] | None:
         return "secret", True
     if last == "pat" and not (password or secret):  # GITHUB_PAT, but IPV4_PAT and longopt_pat are patterns
         return "secret", False
+    if last in ("hmac", "login") and len(parts) > 1 and not (password or secret):
+        return "secret", False  # BACKEND_HMAC, sonar.login: a key or a token when the value is random
     if "seed" in parts and not (password or secret):  # TOTP_SEED, a wallet's seed phrase; not RANDOM_SEED=42
         return ("secret", True) if last in ("phrase", "words", "mnemonic") else ("secret", False) if last == "seed" \
             else None

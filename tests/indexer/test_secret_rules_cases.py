@@ -661,3 +661,56 @@ def test_a_random_latin_token_in_a_line_of_another_script_is_masked_and_latin_ve
     assert "Lq8_zV2mXr7Kt" not in masked, masked
     for text in ("We moved the base image to Python3.11-Slim last week.", "東京の会議は iPhone15-Pro で録音した。"):
         assert redact(text).text == text, redact(text).text
+
+
+ROUND_TEN = [
+    # a strong token in a Latin sentence: a sign that is part of it, or letters in an order no name takes
+    ("Il codice della cassaforte resta Wq7%dune48, non girarlo.", "Wq7%dune48"),
+    ("Kapag kailangan mo, gamitin ang Rk2Tz_QmX9p4 sa router.", "Rk2Tz_QmX9p4"),
+    ("ask Mira, she has Kite@marble307 for the kiosk", "Kite@marble307"),
+    ("tumia gP4nQ.Zr7xW2 kuingia kwenye mfumo", "gP4nQ.Zr7xW2"),
+    # a symbol no sentence ends with stays with the password it ends
+    ("the wifi password changed: fjord5521* (guest network)", "fjord5521*"),
+    ("パスワードは momiji.31! で入れます", "momiji.31!"),
+    # a PIN told in a sentence
+    ("De PIN van de testkaart is 40718, niet doorgeven.", "40718"),
+    ("ПИН карты 52907 — не забудь", "52907"),
+    # pairs of replies and a list of name/value pairs
+    ('127.0.0.1:6379> CONFIG GET masterauth\n1) "masterauth"\n2) "Birch-tundra8841"', "Birch-tundra8841"),
+    ('array(2) {\n  ["db_pass"]=>\n  string(12) "Qm7vL2xR9tKp"\n}', "Qm7vL2xR9tKp"),
+    ("headers: [{name: X-Api-Key, value: Zr8Qm2Lx7Vt4Wn9Kp3Bd6Hs1Jf5}]", "Zr8Qm2Lx7Vt4Wn9Kp3Bd6Hs1Jf5"),
+    # Basic credentials wherever printed, curl's certificate passphrase and a key given as a nameless user
+    ("10.1.4.7\tBasic " + "bWlyYTpUdW5kcmEtOTkx", "bWlyYTpUdW5kcmEtOTkx"),
+    ("curl -E ./ops.pem:Tundra-dusk42 https://mtls.example.org/", "Tundra-dusk42"),
+    ("curl -u :9f3a7c21e8b44d06a5c1f2e9d7b3a816 https://rpc.example.org/v1", "9f3a7c21e8b44d06a5c1f2e9d7b3a816"),
+    # names: an HMAC, a login that holds a token, a pass hash
+    ("--dart-define=WEBHOOK_HMAC=Vt4Wn9Kp3Bd6Hs1Jf5Zr8Qm2Lx7", "Vt4Wn9Kp3Bd6Hs1Jf5Zr8Qm2Lx7"),
+    ("sonar.login=5c2e9a71f04b8d3e6a1c7f2b9d8e4a0c3b6f1e27", "5c2e9a71f04b8d3e6a1c7f2b9d8e4a0c3b6f1e27"),
+    ("/api/status?username=mon&passhash=7718204953", "7718204953"),
+    # what a command or a REPL expression prints
+    ("$ vendorctl bootstrap initial-password\nRz4mQ8tLx2Vk9Wn3", "Rz4mQ8tLx2Vk9Wn3"),
+    ("> println(vault.decrypt(blob))\nLx7Vt4Wn9Kp3Bd6Hs1Jf5Zr8Qm2", "Lx7Vt4Wn9Kp3Bd6Hs1Jf5Zr8Qm2"),
+    ('client.username_pw_set("printer", "40917733")', "40917733"),
+    # a product key, an app password, a license block
+    ("activate with 3KX9P-T7QWM-V4R8J-H2YCB-9FG6D", "3KX9P-T7QWM-V4R8J-H2YCB-9FG6D"),
+    ("Here is your app password:\nqwer tyui opas dfgh", "qwer tyui opas dfgh"),
+    ("---- BEGIN LICENSE ----\nMira Example\nE1A9C3F7 0B4D8E62 A7F1C9D3\n---- END LICENSE ----", "E1A9C3F7 0B4D8E62"),
+]
+
+
+@pytest.mark.parametrize("text, secret", ROUND_TEN)
+def test_signed_and_scrambled_tokens_pins_reply_pairs_and_printed_values_are_masked(text, secret):
+    assert secret not in redact(text).text, redact(text).text
+
+
+def test_names_genes_versions_encodings_and_units_near_these_forms_stay():
+    for text in ("Signalling via PI3K-Akt-mTORC1 and SERCA2b-RyR2 in GluN3A-containing receptors.",
+                 "Supported curves: ec.SECP256R1 and a2d_ASN1_OBJECT; range 0xD800-0xDBFF.",
+                 "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer",
+                 "Added connection com.mysql.cj.jdbc.ConnectionImpl@5a1b2c3d",
+                 "- task: SqlAzureDacpacDeployment@1", "Connect the LED to pin 13; the PIN diode peaks at 1550 nm.",
+                 "The PIN policy changed in 2024.", "{ env: [{ name: 'SENTRY_AUTH_TOKEN', value: token }] }",
+                 "The basic idea: Basic auth over TLS.", "model ABCDE-FGHIJ-KLMNO-PQRST-UVWXY",
+                 "$ kubectl get pods\nweb-7d9f8c6b5-x2x9z 1/1",
+                 "We moved to Python3.11-Slim, iOS17.2-Beta and gRPC-Web2 on macOS-arm64."):
+        assert redact(text).text == text, redact(text).text
