@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from indexer.base.dburl import fingerprint, mask_url
 from indexer.base.errors import MemsearchError, UsageError
-from indexer.base.paths import TEAM_FORGET, TEAM_UNREACHABLE
+from indexer.base.paths import TEAM_FORGET, TEAM_SYNCED, TEAM_UNREACHABLE
 from indexer.base.private import write_private
 from indexer.base.settings import Settings
 
@@ -52,11 +52,12 @@ def open_team(settings: Settings, timeout: float = CONNECT_TIMEOUT, max_size: in
 
 def team_status(settings: Settings, model: str | None, timeout: float = 2.0) -> dict[str, Any] | None:
     """What ``status`` shows of the team database: its URL (masked), whether it answers, and what the connecting
-    member sees there (own chunks, chunks others shared, content awaiting a vector of ``model``); None without
-    ``db_url``."""
+    member sees there (own chunks, chunks others shared, content awaiting a vector of ``model``), and when this memory
+    root last synced to it (:func:`last_synced`); None without ``db_url``."""
     if settings.db_url is None:
         return None
-    out: dict[str, Any] = {"url": mask_url(settings.db_url), "reachable": False, "reason": None}
+    out: dict[str, Any] = {"url": mask_url(settings.db_url), "reachable": False, "reason": None,
+                           "last_synced": last_synced(settings)}
     try:
         team = open_team(settings, timeout=timeout)
     except MemsearchError as exc:
@@ -64,10 +65,28 @@ def team_status(settings: Settings, model: str | None, timeout: float = 2.0) -> 
     try:
         counts = team.health(model)
         return {**out, "reachable": True, "role": team.role, "chunks": counts.chunks, "own_chunks": counts.own_chunks,
-                "shared_by_others": counts.shared_by_others, "pending_embeddings": counts.pending_embeddings,
-                "last_synced": team.get_meta("last_indexed")}
+                "shared_by_others": counts.shared_by_others, "pending_embeddings": counts.pending_embeddings}
     finally:
         team.close()
+
+
+def record_sync(settings: Settings, at: str) -> None:
+    """Note that this memory root's sync to ``settings.db_url`` ran to its end at ``at`` (a sync does, last)."""
+    try:
+        write_private(settings.state_dir / TEAM_SYNCED,
+                      json.dumps({"team": fingerprint(settings.db_url), "at": at}).encode())
+    except OSError:  # a read-only memory root: status says "never"
+        pass
+
+
+def last_synced(settings: Settings) -> str | None:
+    """When this memory root last synced to the team database of ``settings`` to its end (local time, as the index's
+    ``last_indexed``), or None: never, or only to another database."""
+    try:
+        record = json.loads((settings.state_dir / TEAM_SYNCED).read_bytes())
+        return str(record["at"]) if record.get("team") == fingerprint(settings.db_url) else None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
 
 
 def recent_failure(settings: Settings) -> str | None:

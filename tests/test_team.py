@@ -864,6 +864,33 @@ def test_status_says_what_the_member_sees_on_the_team_database_or_why_not(synced
         assert "alice-pw" not in done.stdout + done.stderr and "bob-pw" not in done.stdout + done.stderr
 
 
+def test_status_says_when_this_memory_root_last_synced_not_when_it_indexed(synced_home, team, fake, tmp_path):
+    """``last synced`` is when this root's last sync to this database ran to its end: "never" before one (though the
+    local index exists), the same when the database is unreachable, and not moved by another root's sync."""
+    import time
+
+    from indexer.pipeline import index
+    from indexer.sync import sync
+
+    def last_synced(*args: str):
+        return json.loads(run("status", "--json", *args).stdout)["team"]["last_synced"]
+
+    assert last_synced() is None
+    before = time.strftime("%Y-%m-%dT%H:%M:%S")
+    sync(synced_home)
+    synced = last_synced()
+    assert synced is not None and synced >= before
+    time.sleep(1.1)
+    other = resolve_settings(tmp_path / "second-root", db_url=team.urls["alice"])
+    write(other.home / "notes" / "o.md", "# O\n\nanother root\n")
+    index(other, embedder=fake)
+    sync(other)
+    assert last_synced() == synced  # the other root's sync is not this root's
+    text = run("status", "--db-url", CLOSED).stdout
+    assert "unreachable (cannot reach" in text and "last synced never" in text  # that database: never synced
+    assert f"last synced {synced}" in run("status").stdout
+
+
 def test_the_warm_server_keeps_one_team_store_and_pushes_its_own_ingests_after_a_pause(synced_home, team,
                                                                                       monkeypatch):
     import indexer.team
@@ -942,6 +969,66 @@ def test_two_machines_with_the_same_file_keep_their_own_copies_on_the_team_store
     assert held == [("desktop",)]
     found = search(synced_home.replace(model="none"), "topic7", mode="bm25")
     assert found.health.store == "team" and found.hits[0].path == "notes/n07.md"
+
+
+def test_two_memory_roots_on_one_machine_never_delete_each_others_sources(synced_home, team, fake, tmp_path):
+    """Two memory roots on one machine syncing as the same member: each sync deletes only what its own root sent
+    (its sources, and the extra ones it recorded, also once dropped from its settings), and says how many sources
+    of another root it left; a root inside another one keeps its sources too; each root keeps its own ``share``
+    (no re-marking every sync) and its own record of its last sync."""
+    from indexer.pipeline import index
+    from indexer.sync import sync
+
+    def sources(machine: str = "box") -> set[str]:
+        with psycopg.connect(team.admin_url) as conn:
+            return {r[0] for r in conn.execute("SELECT path FROM memsearch.sources WHERE owner = 'alice'"
+                                               " AND path LIKE %s", (machine + ":%",))}
+
+    a = synced_home
+    b_home = tmp_path / "second-root"
+    write(b_home / "notes" / "b.md", "# B\n\nthe second root's note about kumquats\n")
+    outside = write(tmp_path / "project" / "CLAUDE.md", "# Project\n\nthe extra source about quinces\n")
+    write(b_home / "memsearch.toml", f'db_url = "{team.urls["alice"]}"\nextra_sources = ["{outside}"]\n'
+                                     'share = ["notes/*"]\n')
+    b = resolve_settings(b_home)
+    index(b, embedder=fake)
+    first_a = sync(a, machine="box")
+    first_b = sync(b, machine="box")
+    assert first_a.sources_sent == 31 and first_b.sources_sent == 2 and first_b.sources_deleted == 0
+    assert first_b.other_roots == 31
+    everything = sources()
+    assert f"box:{outside}" in everything and len(everything) == 33
+    again_a = sync(a, machine="box")
+    assert (again_a.sources_deleted, again_a.sources_sent, again_a.other_roots) == (0, 0, 2)
+    assert sources() == everything  # neither sync deleted the other root's sources, nor re-marked its own
+    assert sync(b, machine="box").sources_sent == 0
+    from search_engine.cli.render import sync_text
+
+    assert "\n2 sources from another memory root on this machine were left as they are" in sync_text(again_a)
+
+    # an extra source dropped from b's settings is deleted from the team store by b's sync, and by b's only
+    write(b_home / "memsearch.toml", f'db_url = "{team.urls["alice"]}"\nshare = ["notes/*"]\n')
+    b = resolve_settings(b_home)
+    index(b, embedder=fake)
+    assert sync(a, machine="box").sources_deleted == 0 and f"box:{outside}" in sources()
+    dropped = sync(b, machine="box")
+    assert dropped.sources_deleted == 1 and sources() == everything - {f"box:{outside}"}
+
+    # a root inside a's root: a's sync leaves its sources
+    inner = resolve_settings(a.home / "nested", db_url=team.urls["alice"])
+    write(inner.home / "n.md", "# Inner\n\nthe nested root's note\n")
+    index(inner, embedder=fake)
+    assert sync(inner, machine="box").sources_sent == 1
+    assert sync(a, machine="box").sources_deleted == 0 and f"box:{inner.home}/n.md" in sources()
+
+    from indexer.sync import root_meta_key
+
+    with psycopg.connect(team.admin_url) as conn:
+        keys = {r[0]: json.loads(r[1]) for r in conn.execute(
+            "SELECT key, value FROM memsearch.meta WHERE owner = 'alice' AND key LIKE 'root:%'")}
+    assert set(keys) == {root_meta_key("box", str(s.home)) for s in (a, b, inner)}
+    assert keys[root_meta_key("box", str(b.home))]["share"] == "notes/*"
+    assert keys[root_meta_key("box", str(a.home))]["share"] == "" and keys[root_meta_key("box", str(a.home))]["extra"] == []
 
 
 def test_the_hnsw_indexes_are_built_with_the_set_parameters_and_older_ones_are_rebuilt(team):
