@@ -57,7 +57,7 @@ from indexer.store import ChunkRow, SourceState
 from indexer.store.local import SqliteStore
 from indexer.team import (
     TeamUnavailable,
-    clear_pending_forgets,
+    drop_pending_forgets,
     forget_failure,
     open_team,
     pending_forgets,
@@ -203,7 +203,7 @@ def _push(local: SqliteStore, team: PgStore, settings: Settings, target: str, ma
     forgotten = pending_forgets(settings)
     if forgotten:  # what `forget` could not remove from the team store when it ran
         team.delete_uids(forgotten)
-        clear_pending_forgets(settings)
+        drop_pending_forgets(settings, forgotten)
     prefix = machine_key(machine, "")
     home = str(settings.home).rstrip("/") + "/"
     roots = f"root:{machine}:"

@@ -143,6 +143,34 @@ def pending_forgets(settings: Settings) -> list[str]:
     return [str(u) for u in found] if isinstance(found, list) else []
 
 
+def apply_pending_forgets(settings: Settings, team: PgStore) -> int | None:
+    """Remove from ``team`` the chunk ids a ``forget`` could not remove there when it ran (the first connection that
+    succeeds does it, whatever opened it: a search, a hook, ``show``, a sync), and forget them here. Nothing to do
+    is one failed ``open()`` of the state file. Returns the chunks removed, or None when there were none or the
+    database failed (the ids stay for the next connection; searches leave them out meanwhile)."""
+    uids = pending_forgets(settings)
+    if not uids:
+        return None
+    try:
+        removed = team.delete_uids(uids)
+    except _team_errors():
+        return None
+    drop_pending_forgets(settings, uids)
+    return removed
+
+
+def drop_pending_forgets(settings: Settings, done: list[str]) -> None:
+    """Forget ``done`` from the pending ids, keeping any a ``forget`` added meanwhile."""
+    left = sorted(set(pending_forgets(settings)) - set(done))
+    if not left:
+        clear_pending_forgets(settings)
+        return
+    try:
+        write_private(settings.state_dir / TEAM_FORGET, json.dumps(left).encode())
+    except OSError:
+        pass
+
+
 def clear_pending_forgets(settings: Settings) -> None:
     _drop_state(settings, TEAM_FORGET)
 

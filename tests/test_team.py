@@ -792,6 +792,37 @@ def test_show_timeline_stats_and_forget_use_the_team_store(synced_home, team, tm
     assert set(remote) == set(local_rows(synced_home)[0])
 
 
+def test_a_memory_forgotten_while_the_team_database_was_unreachable_never_comes_back(synced_home, team, tmp_path):
+    """Forgotten while the database was down: a search that reaches it again (the warm server's open store, a CLI
+    search, the prompt hook) never shows the team copy, and the first connection that succeeds removes it there."""
+    from indexer.base.paths import TEAM_FORGET
+    from indexer.base.reports import ForgetSelector
+    from indexer.forget import apply_forget, plan_forget
+    from indexer.sync import sync
+    from search_engine.search import search
+
+    sync(synced_home)
+    chunks = local_rows(synced_home)[0]
+    note = next(uid for uid, (file, _, text, _) in chunks.items() if file.endswith("n08.md") and "v1 note" in text)
+    down = synced_home.replace(db_url=CLOSED, model="none")
+    report = apply_forget(down, plan_forget(down, ForgetSelector(ids=(note,))))
+    assert report.team_removed is None and note in team_rows(team.admin_url)[0]
+    up = synced_home.replace(model="none")
+    # an open store (the warm server's): left out, though still on the team database
+    held = search(up, "topic8 note", mode="bm25", team=team.store("alice"))
+    assert held.health.store == "team" and held.hits and note not in {h.id for h in held.hits}
+    assert note in team_rows(team.admin_url)[0]
+    # the CLI (and the prompt hook, through the same search): left out
+    env = {"MEMSEARCH_MODEL": "none"}
+    done = run("search", "topic8 note", "--mode", "bm25", "--json", "--home", str(synced_home.home), env=env)
+    found = json.loads(done.stdout)
+    assert found["health"]["store"] == "team" and found["hits"] and note not in {h["id"] for h in found["hits"]}
+    # a read without a search's filter (show, recent, the session-start context) removes it there first
+    shown = run("show", note, "--home", str(synced_home.home), env=env)
+    assert shown.returncode == 1 and "no chunk with id" in shown.stderr
+    assert note not in team_rows(team.admin_url)[0] and not (synced_home.state_dir / TEAM_FORGET).exists()
+
+
 def test_the_warm_server_answers_from_the_team_store_and_only_for_the_same_database(synced_home, team, tmp_path,
                                                                                     monkeypatch):
     import time
