@@ -11,7 +11,10 @@
 - **notes of the user** (anything else) are never edited: a tombstone (:mod:`indexer.tombstones`) hides the
   chunks while the file stays byte for byte the same, and the report says which lines to edit;
 - **the team database** (``db_url``): the member's own chunks with those ids, from every machine of theirs (row-level
-  security keeps everyone else's); when it cannot be reached, the next ``memsearch sync`` removes them first;
+  security keeps everyone else's), and the chunks of the session summaries it rebuilt or deleted that the local
+  index no longer holds, the summaries then sent again as they now are; when it cannot be reached, all those ids
+  wait for the next connection (:func:`indexer.team.apply_pending_forgets`; searches leave them out meanwhile)
+  and the next ``memsearch sync`` sends the summaries;
 - **the index**: chunks, their FTS rows and orphaned vectors are deleted with ``secure_delete`` on, the FTS index
   is merged (``optimize``) so no segment keeps the old terms, the WAL is checkpointed and truncated, and
   ``VACUUM`` runs when asked. A warm server sees the rows gone at its next read and reloads its vector matrix
@@ -172,8 +175,10 @@ def apply_forget(settings: Settings, plan: ForgetPlan, *, vacuum: bool = False) 
     except LockTimeout:
         raise MemsearchError(f"an index run held {settings.state_dir / WRITER_LOCK} for {LOCK_TIMEOUT:.0f}s; "
                              "nothing was forgotten: try again") from None
-    # the team database (db_url): the member's own copies of these chunks, from every machine of theirs
-    team_removed, team_note = forget_on_team(settings, [i.id for i in plan.items])
+    # the team database (db_url): the member's own copies of these chunks, from every machine of theirs, and the
+    # summaries rebuilt or deleted here sent again from this machine (the old chunks go with the ids)
+    team_removed, team_note = forget_on_team(settings, [i.id for i in plan.items] + counts.get("summary_uids", []),
+                                             counts.get("summary_files", []))
     report = ForgetReport(
         chunks_removed=counts["chunks"],
         events_removed=counts["events"],
@@ -252,6 +257,7 @@ def _apply_locked(settings: Settings, plan: ForgetPlan, vacuum: bool) -> dict:
         # 4. session summaries: deleted when selected themselves, else rebuilt from the events that remain
         selected = {r.file for r in rows if actions[r.id] == "summary"}
         rebuilt: list[Path] = []
+        before = {c.uid for summary in plan.summaries for c in store.stored_chunks(file=summary)}
         for summary in plan.summaries:
             path = Path(summary)
             if not path.is_file() or not is_generated(path):
@@ -267,6 +273,10 @@ def _apply_locked(settings: Settings, plan: ForgetPlan, vacuum: bool) -> dict:
             rebuilt.append(path)
         if rebuilt:
             scan(settings, store, rebuilt, False, None)
+        # what the team store's copies of those summaries hold and the local index no longer does
+        after = {c.uid for path in rebuilt for c in store.stored_chunks(file=str(path))}
+        counts["summary_uids"] = sorted(before - after - set(uids))
+        counts["summary_files"] = [str(path) for path in rebuilt]
         # 5. no copy of the text left in the file: merge the FTS segments, checkpoint and truncate the WAL
         store.optimize_fts()
         if vacuum:

@@ -280,6 +280,30 @@ def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime())  # as the local index's ``last_indexed``
 
 
+def push_sources(settings: Settings, team: PgStore, paths: list[str], machine: str | None = None) -> int:
+    """Make the team store's copies of the local sources at ``paths`` (this machine's) what the local index holds
+    now: sent again, or deleted when the local index no longer has them (``forget`` does it for
+    the summaries it rebuilt). The vectors of their new content go with the next sync. Returns the chunks
+    removed."""
+    machine = machine or machine_name()
+    conn = open_existing(settings)
+    if conn is None:
+        return 0
+    local = SqliteStore(conn, settings.db_path)
+    try:
+        held = local.sources()
+        items = [(held[path]._replace(path=machine_key(machine, path)), _rows(local, settings, path))
+                 for path in sorted(set(paths)) if path in held]
+    finally:
+        local.close()
+    gone: set[str] = set()
+    _, removed = team.replace_sources(items, gone)
+    for path in sorted(set(paths) - set(held)):
+        removed += team.delete_source(machine_key(machine, path), gone)
+    team.drop_orphan_vectors(gone)
+    return removed
+
+
 def _take_vectors_mark(settings: Settings) -> dict | None:
     """The record of the last sync whose vector step ran to its end (:data:`~indexer.base.paths.TEAM_VECTORS`),
     removed: a sync stopped before its own vector step (after sending chunks, say) leaves none, so the next one

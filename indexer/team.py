@@ -114,19 +114,26 @@ def forget_failure(settings: Settings) -> None:
     _drop_state(settings, TEAM_UNREACHABLE)
 
 
-def forget_on_team(settings: Settings, uids: list[str]) -> tuple[int | None, str | None]:
+def forget_on_team(settings: Settings, uids: list[str], changed: list[str] | None = None
+                   ) -> tuple[int | None, str | None]:
     """Remove the member's own chunks with ids ``uids`` from the team database (``memsearch forget``; row-level
     security lets a member delete only their own rows). When it cannot be reached, the ids are kept in the state
-    file :data:`~indexer.base.paths.TEAM_FORGET` and the next sync removes them first. Returns (chunks removed, or
-    None without ``db_url`` or when not reached; None or why they are still there, in one line)."""
+    file :data:`~indexer.base.paths.TEAM_FORGET` and the next sync removes them first. ``changed``: local sources the
+    forget rewrote or deleted (session summaries), sent again right after (:func:`indexer.sync.push_sources`), as a
+    sync would. Returns (chunks removed, or None without ``db_url`` or when not reached; None or why they are still
+    there, in one line)."""
     if settings.db_url is None or not uids:
         return None, None
+    from indexer.sync import push_sources
     try:
         team = open_team(settings)
     except MemsearchError as exc:
         return None, f"{exc}: {_left_for_sync(settings, uids)}"
     try:
-        return team.delete_uids(uids), None
+        removed = team.delete_uids(uids)
+        if changed:
+            removed += push_sources(settings, team, changed)
+        return removed, None
     except _team_errors() as exc:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         return None, f"the team database {mask_url(settings.db_url)} failed ({first}): {_left_for_sync(settings, uids)}"

@@ -823,6 +823,44 @@ def test_a_memory_forgotten_while_the_team_database_was_unreachable_never_comes_
     assert note not in team_rows(team.admin_url)[0] and not (synced_home.state_dir / TEAM_FORGET).exists()
 
 
+def test_forgetting_a_prompt_removes_it_from_the_team_copy_of_its_session_summary_at_once(synced_home, team, fake):
+    """The forget rewrites the local session summary; the team copy is replaced in the same forget when the database
+    answers, and when it does not, searches leave the old summary's chunks out until the next sync replaces it."""
+    from indexer.base.reports import ForgetSelector
+    from indexer.forget import apply_forget, plan_forget
+    from indexer.pipeline import index
+    from indexer.summaries import build_summary, summary_path
+    from indexer.sync import sync
+    from search_engine.search import search
+
+    summary = summary_path(synced_home, "s1")
+    write(summary, build_summary(synced_home, "s1"))
+    index(synced_home, embedder=fake)
+    sync(synced_home)
+
+    def on_team(text: str) -> list[str]:
+        return [t for _, _, t, _ in team_rows(team.admin_url)[0].values() if text in t]
+
+    assert len(on_team("event 1 about the deploy")) == 2  # the event and the summary
+    event = next(uid for uid, (_, _, text, _) in local_rows(synced_home)[0].items()
+                 if text == "event 1 about the deploy")
+    report = apply_forget(synced_home, plan_forget(synced_home, ForgetSelector(ids=(event,))))
+    assert report.summaries_rewritten == 1 and "event 1" not in summary.read_text()
+    assert report.team_note is None and on_team("event 1 about the deploy") == []
+    assert on_team("event 2 about the deploy")  # the rewritten summary is there, as the local one is
+
+    down = synced_home.replace(db_url=CLOSED, model="none")
+    event = next(uid for uid, (_, _, text, _) in local_rows(synced_home)[0].items()
+                 if text == "event 2 about the deploy")
+    report = apply_forget(down, plan_forget(down, ForgetSelector(ids=(event,))))
+    assert report.team_removed is None and on_team("event 2 about the deploy")  # the team copy, until…
+    found = search(synced_home.replace(model="none"), "event 2 deploy", mode="bm25", team=team.store("alice"))
+    assert found.health.store == "team" and not [h for h in found.hits if "event 2 about" in h.text]
+    sync(synced_home)  # …the next sync
+    assert on_team("event 2 about the deploy") == []
+    assert set(team_rows(team.admin_url)[0]) == set(local_rows(synced_home)[0])
+
+
 def test_the_warm_server_answers_from_the_team_store_and_only_for_the_same_database(synced_home, team, tmp_path,
                                                                                     monkeypatch):
     import time
