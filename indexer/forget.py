@@ -47,15 +47,16 @@ from indexer.scan import scan
 from indexer.store.local import SqliteStore
 from indexer.store.sqlite_upkeep import StoredChunk
 from indexer.summaries import build_summary, is_generated, summary_path
-from indexer.team import forget_on_team
+from indexer.team import forget_on_team, owner_elsewhere
 from indexer.writer import refresh_replies
 
 LOCK_TIMEOUT = 30.0
 SNIPPET = 160
 
 
-def _by_ids(store: SqliteStore, ids: tuple[str, ...]) -> set[int]:
-    """Chunk row ids for chunk ids (or unique prefixes of at least 4 characters) and event ids."""
+def _by_ids(store: SqliteStore, ids: tuple[str, ...], settings: Settings | None = None) -> set[int]:
+    """Chunk row ids for chunk ids (or unique prefixes of at least 4 characters) and event ids. An id this memory
+    root does not hold that is another member's shared note on the team database says so."""
     found: set[int] = set()
     for raw in ids:
         value = raw.strip()
@@ -65,15 +66,20 @@ def _by_ids(store: SqliteStore, ids: tuple[str, ...]) -> set[int]:
             if len(rows) > 1:
                 raise UsageError(f"id prefix {value!r} is ambiguous: give more characters")
         if not rows:
+            owner = owner_elsewhere(settings, value) if settings is not None else None
+            if owner is not None:
+                raise UsageError(f"memory {value!r} is a note {owner} shared on the team database: only its owner "
+                                 f"can forget it (ask {owner})")
             raise NotFound(f"no memory with id {value!r}: see `memsearch recent` or `memsearch search`")
         found.update(rows)
     return found
 
 
-def _select(store: SqliteStore, selector: ForgetSelector, matched: Sequence[str] | None) -> list[StoredChunk]:
+def _select(store: SqliteStore, selector: ForgetSelector, matched: Sequence[str] | None,
+            settings: Settings | None = None) -> list[StoredChunk]:
     chosen: set[int] | None = None
     if selector.ids:
-        chosen = _by_ids(store, selector.ids)
+        chosen = _by_ids(store, selector.ids, settings)
     if selector.match:
         if matched is None:
             raise UsageError("forget --match needs the ids of the chunks holding its words (search_engine.lookup.matching)")
@@ -124,7 +130,7 @@ def plan_forget(settings: Settings, selector: ForgetSelector, matched: Sequence[
         if matched is None and (settings.home / EVENTS_DIR).is_dir():  # matching() indexed them before searching
             ingest(settings, [settings.home / EVENTS_DIR], lock_timeout=2.0)
         with SqliteStore.open(settings.db_path) as store:
-            rows = _select(store, selector, matched)
+            rows = _select(store, selector, matched, settings)
     generated: dict[str, bool] = {}
     items = tuple(
         ForgetItem(r.uid, r.kind, r.category, r.title, r.path, _action(settings, r, generated), r.line_start,

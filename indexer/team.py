@@ -141,6 +141,26 @@ def forget_on_team(settings: Settings, uids: list[str], changed: list[str] | Non
         team.close()
 
 
+def owner_elsewhere(settings: Settings, chunk_id: str, timeout: float = 2.0) -> str | None:
+    """The member whose chunk ``chunk_id`` (or a unique prefix of it) is on the team database, when it is not the
+    connecting member's own (a note another member shared): what ``forget`` names instead of "no memory". None
+    without ``db_url``, when the database cannot be reached (within ``timeout``), or when no such chunk is seen."""
+    if settings.db_url is None or not chunk_id:
+        return None
+    try:
+        team = open_team(settings, timeout=timeout, max_size=1)
+    except MemsearchError:
+        return None
+    try:
+        found = team.find_uid_prefix(chunk_id.lower(), limit=2)
+        owners = {row.owner for row, _, _ in found}
+        return owners.pop() if len(found) == 1 and len(owners) == 1 and team.role not in owners else None
+    except _team_errors():
+        return None
+    finally:
+        team.close()
+
+
 def pending_forgets(settings: Settings) -> list[str]:
     """The chunk ids ``forget`` could not remove from the team database yet."""
     try:

@@ -861,6 +861,29 @@ def test_forgetting_a_prompt_removes_it_from_the_team_copy_of_its_session_summar
     assert set(team_rows(team.admin_url)[0]) == set(local_rows(synced_home)[0])
 
 
+def test_forgetting_another_members_shared_note_says_whose_it_is(synced_home, team, fake, tmp_path):
+    """alice finds bob's shared note in her team search; forgetting it tells her in one line that it is bob's and
+    only he can forget it (not "no memory with id"), and nothing is forgotten."""
+    from indexer.pipeline import index
+    from indexer.sync import sync
+
+    bob = resolve_settings(tmp_path / "bob", db_url=team.urls["bob"], share=["notes/*"])
+    write(bob.home / "notes" / "ops.md", "# Ops\n\nthe pager rotation lives in the wiki\n")
+    index(bob, embedder=fake)
+    sync(bob)
+    uid = team_rows(team.admin_url, owner="bob")[2][0]
+    found = run("search", "pager rotation", "--mode", "bm25", "--json", env={"MEMSEARCH_MODEL": "none"})
+    assert uid in {h["id"] for h in json.loads(found.stdout)["hits"]}
+    for asked in (uid, uid[:8]):
+        done = run("forget", asked, "--yes")
+        assert done.returncode != 0 and done.stderr == (
+            f"Error: memory '{asked}' is a note bob shared on the team database: only its owner can forget it "
+            "(ask bob)\n"), done.stderr
+    assert uid in team_rows(team.admin_url, owner="bob")[2]
+    gone = run("forget", "feedfacecafe", "--yes")
+    assert "no memory with id 'feedfacecafe'" in gone.stderr
+
+
 def test_the_warm_server_answers_from_the_team_store_and_only_for_the_same_database(synced_home, team, tmp_path,
                                                                                     monkeypatch):
     import time
