@@ -47,6 +47,7 @@ from indexer.scan import scan
 from indexer.store.local import SqliteStore
 from indexer.store.sqlite_upkeep import StoredChunk
 from indexer.summaries import build_summary, is_generated, summary_path
+from indexer.sync import push_sources
 from indexer.team import forget_on_team, owner_elsewhere
 from indexer.writer import refresh_replies
 
@@ -183,8 +184,10 @@ def apply_forget(settings: Settings, plan: ForgetPlan, *, vacuum: bool = False) 
                              "nothing was forgotten: try again") from None
     # the team database (db_url): the member's own copies of these chunks, from every machine of theirs, and the
     # summaries rebuilt or deleted here sent again from this machine (the old chunks go with the ids)
-    team_removed, team_note = forget_on_team(settings, [i.id for i in plan.items] + counts.get("summary_uids", []),
-                                             counts.get("summary_files", []))
+    changed = counts.get("summary_files", [])
+    team_removed, team_note = forget_on_team(
+        settings, [i.id for i in plan.items] + counts.get("summary_uids", []),
+        (lambda team: push_sources(settings, team, changed)) if changed else None)
     report = ForgetReport(
         chunks_removed=counts["chunks"],
         events_removed=counts["events"],

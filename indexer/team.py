@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from indexer.base.dburl import fingerprint, mask_url
@@ -114,25 +115,24 @@ def forget_failure(settings: Settings) -> None:
     _drop_state(settings, TEAM_UNREACHABLE)
 
 
-def forget_on_team(settings: Settings, uids: list[str], changed: list[str] | None = None
+def forget_on_team(settings: Settings, uids: list[str], then: Callable[[PgStore], int] | None = None
                    ) -> tuple[int | None, str | None]:
     """Remove the member's own chunks with ids ``uids`` from the team database (``memsearch forget``; row-level
     security lets a member delete only their own rows). When it cannot be reached, the ids are kept in the state
-    file :data:`~indexer.base.paths.TEAM_FORGET` and the next sync removes them first. ``changed``: local sources the
-    forget rewrote or deleted (session summaries), sent again right after (:func:`indexer.sync.push_sources`), as a
-    sync would. Returns (chunks removed, or None without ``db_url`` or when not reached; None or why they are still
+    file :data:`~indexer.base.paths.TEAM_FORGET` and the next sync removes them first. ``then(team)``: what else the
+    forget changed, sent right after on the same store (the session summaries it rewrote or deleted:
+    :func:`indexer.sync.push_sources`); it returns chunks removed. Returns (chunks removed, or None without ``db_url`` or when not reached; None or why they are still
     there, in one line)."""
     if settings.db_url is None or not uids:
         return None, None
-    from indexer.sync import push_sources
     try:
         team = open_team(settings)
     except MemsearchError as exc:
         return None, f"{exc}: {_left_for_sync(settings, uids)}"
     try:
         removed = team.delete_uids(uids)
-        if changed:
-            removed += push_sources(settings, team, changed)
+        if then is not None:
+            removed += then(team)
         return removed, None
     except _team_errors() as exc:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
