@@ -11,7 +11,10 @@
 - **notes of the user** (anything else) are never edited: a tombstone (:mod:`indexer.tombstones`) hides the
   chunks while the file stays byte for byte the same, and the report says which lines to edit;
 - **the team database** (``db_url``): the member's own chunks with those ids, from every machine of theirs (row-level
-  security keeps everyone else's); when it cannot be reached, the next ``memsearch sync`` removes them first;
+  security keeps everyone else's), and the chunks of the session summaries it rebuilt or deleted that the local
+  index no longer holds, the summaries then sent again as they now are; when it cannot be reached, all those ids
+  wait for the next connection (:func:`indexer.team.apply_pending_forgets`; searches leave them out meanwhile)
+  and the next ``memsearch sync`` sends the summaries;
 - **the index**: chunks, their FTS rows and orphaned vectors are deleted with ``secure_delete`` on, the FTS index
   is merged (``optimize``) so no segment keeps the old terms, the WAL is checkpointed and truncated, and
   ``VACUUM`` runs when asked. A warm server sees the rows gone at its next read and reloads its vector matrix
@@ -44,15 +47,17 @@ from indexer.scan import scan
 from indexer.store.local import SqliteStore
 from indexer.store.sqlite_upkeep import StoredChunk
 from indexer.summaries import build_summary, is_generated, summary_path
-from indexer.team import forget_on_team
+from indexer.sync import push_sources
+from indexer.team import forget_on_team, owner_elsewhere
 from indexer.writer import refresh_replies
 
 LOCK_TIMEOUT = 30.0
 SNIPPET = 160
 
 
-def _by_ids(store: SqliteStore, ids: tuple[str, ...]) -> set[int]:
-    """Chunk row ids for chunk ids (or unique prefixes of at least 4 characters) and event ids."""
+def _by_ids(store: SqliteStore, ids: tuple[str, ...], settings: Settings | None = None) -> set[int]:
+    """Chunk row ids for chunk ids (or unique prefixes of at least 4 characters) and event ids. An id this memory
+    root does not hold that is another member's shared note on the team database says so."""
     found: set[int] = set()
     for raw in ids:
         value = raw.strip()
@@ -62,15 +67,20 @@ def _by_ids(store: SqliteStore, ids: tuple[str, ...]) -> set[int]:
             if len(rows) > 1:
                 raise UsageError(f"id prefix {value!r} is ambiguous: give more characters")
         if not rows:
+            owner = owner_elsewhere(settings, value) if settings is not None else None
+            if owner is not None:
+                raise UsageError(f"memory {value!r} is a note {owner} shared on the team database: only its owner "
+                                 f"can forget it (ask {owner})")
             raise NotFound(f"no memory with id {value!r}: see `memsearch recent` or `memsearch search`")
         found.update(rows)
     return found
 
 
-def _select(store: SqliteStore, selector: ForgetSelector, matched: Sequence[str] | None) -> list[StoredChunk]:
+def _select(store: SqliteStore, selector: ForgetSelector, matched: Sequence[str] | None,
+            settings: Settings | None = None) -> list[StoredChunk]:
     chosen: set[int] | None = None
     if selector.ids:
-        chosen = _by_ids(store, selector.ids)
+        chosen = _by_ids(store, selector.ids, settings)
     if selector.match:
         if matched is None:
             raise UsageError("forget --match needs the ids of the chunks holding its words (search_engine.lookup.matching)")
@@ -121,7 +131,7 @@ def plan_forget(settings: Settings, selector: ForgetSelector, matched: Sequence[
         if matched is None and (settings.home / EVENTS_DIR).is_dir():  # matching() indexed them before searching
             ingest(settings, [settings.home / EVENTS_DIR], lock_timeout=2.0)
         with SqliteStore.open(settings.db_path) as store:
-            rows = _select(store, selector, matched)
+            rows = _select(store, selector, matched, settings)
     generated: dict[str, bool] = {}
     items = tuple(
         ForgetItem(r.uid, r.kind, r.category, r.title, r.path, _action(settings, r, generated), r.line_start,
@@ -172,8 +182,12 @@ def apply_forget(settings: Settings, plan: ForgetPlan, *, vacuum: bool = False) 
     except LockTimeout:
         raise MemsearchError(f"an index run held {settings.state_dir / WRITER_LOCK} for {LOCK_TIMEOUT:.0f}s; "
                              "nothing was forgotten: try again") from None
-    # the team database (db_url): the member's own copies of these chunks, from every machine of theirs
-    team_removed, team_note = forget_on_team(settings, [i.id for i in plan.items])
+    # the team database (db_url): the member's own copies of these chunks, from every machine of theirs, and the
+    # summaries rebuilt or deleted here sent again from this machine (the old chunks go with the ids)
+    changed = counts.get("summary_files", [])
+    team_removed, team_note = forget_on_team(
+        settings, [i.id for i in plan.items] + counts.get("summary_uids", []),
+        (lambda team: push_sources(settings, team, changed)) if changed else None)
     report = ForgetReport(
         chunks_removed=counts["chunks"],
         events_removed=counts["events"],
@@ -252,6 +266,7 @@ def _apply_locked(settings: Settings, plan: ForgetPlan, vacuum: bool) -> dict:
         # 4. session summaries: deleted when selected themselves, else rebuilt from the events that remain
         selected = {r.file for r in rows if actions[r.id] == "summary"}
         rebuilt: list[Path] = []
+        before = {c.uid for summary in plan.summaries for c in store.stored_chunks(file=summary)}
         for summary in plan.summaries:
             path = Path(summary)
             if not path.is_file() or not is_generated(path):
@@ -267,6 +282,10 @@ def _apply_locked(settings: Settings, plan: ForgetPlan, vacuum: bool) -> dict:
             rebuilt.append(path)
         if rebuilt:
             scan(settings, store, rebuilt, False, None)
+        # what the team store's copies of those summaries hold and the local index no longer does
+        after = {c.uid for path in rebuilt for c in store.stored_chunks(file=str(path))}
+        counts["summary_uids"] = sorted(before - after - set(uids))
+        counts["summary_files"] = [str(path) for path in rebuilt]
         # 5. no copy of the text left in the file: merge the FTS segments, checkpoint and truncate the WAL
         store.optimize_fts()
         if vacuum:

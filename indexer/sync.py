@@ -4,7 +4,11 @@ The local files stay the source of truth and the local SQLite index what they we
 gets a copy of it, source by source, through the :class:`indexer.store.Store` operations only:
 
 - **Sources** are keyed on the team store by this machine's name and their path (``host:/abs/path``), so one
-  member's two machines keep their own sources (a path that exists on both is two sources). A source whose
+  member's two machines keep their own sources (a path that exists on both is two sources). A sync deletes only
+  what its own memory root sent: the sources under the root, and the extra ones (``extra_sources``, outside it)
+  listed in the root's record on the team store (:func:`root_meta_key`: per member, machine and root), so an extra
+  source dropped from the settings is still deleted, and the sources of another memory root on this machine (or of
+  a root inside this one) are left as they are; the report counts those (``other_roots``). A source whose
   recorded state (mtime, size, content hash, bytes consumed) differs from the team store's copy is sent again with
   :meth:`~indexer.store.postgres.PgStore.replace_sources`, together with others up to :data:`SOURCE_BATCH` chunks:
   one transaction that drops the chunks they no longer have and adds only those the team store lacks (by uid;
@@ -21,6 +25,9 @@ gets a copy of it, source by source, through the :class:`indexer.store.Store` op
   source is written, the vectors of the content the sync removed and no chunk holds any more (anyone's) are
   deleted, as a forget deletes them; content that only moved within the sync keeps its vector. A sync stopped
   before that step leaves those vectors, unused, until a later sync removes more of the same content.
+- **The root's record** (JSON in the member's meta, written last): the extra sources it sent, its ``share`` globs,
+  when it last synced, its local index's time and model; and, on this machine,
+  :data:`~indexer.base.paths.TEAM_SYNCED` (when this root last synced to that database, for ``status``).
 
 A sync that completes clears the memo of a failed connection (:func:`indexer.team.recent_failure`), so searches
 use the team store again at once rather than when the memo expires.
@@ -48,7 +55,14 @@ from indexer.base.storable import storable
 from indexer.status import open_existing
 from indexer.store import ChunkRow, SourceState
 from indexer.store.local import SqliteStore
-from indexer.team import TeamUnavailable, clear_pending_forgets, forget_failure, open_team, pending_forgets
+from indexer.team import (
+    TeamUnavailable,
+    drop_pending_forgets,
+    forget_failure,
+    open_team,
+    pending_forgets,
+    record_sync,
+)
 
 if TYPE_CHECKING:
     from indexer.store.postgres import PgStore
@@ -64,10 +78,11 @@ VECTOR_CHECK_EVERY = 24 * 3600
 SOURCE_BATCH = 2000
 #: The kinds a member may share (the database refuses a shared event).
 SHAREABLE = ("note", "fact")
-#: The team store's meta key holding the ``share`` globs of the last sync.
+#: The team store's meta key holding the ``share`` globs of the last sync before roots kept their own record (read
+#: only when a root has none yet: an upgrade re-marks nothing).
 SHARE_META = "share"
-#: Meta keys copied to the team store (per member) after a sync.
-META_KEYS = ("last_indexed", "vector_model")
+#: The member's meta key of the newest local index time any of their roots synced (what a search's health says).
+LAST_INDEXED_META = "last_indexed"
 
 
 @dataclass(frozen=True)
@@ -88,6 +103,7 @@ class SyncReport:
     model: str | None = None
     note: str | None = None
     skipped: tuple[str, ...] = ()
+    other_roots: int = 0
 
 
 def machine_name() -> str:
@@ -97,6 +113,23 @@ def machine_name() -> str:
 
 def machine_key(machine: str, path: str) -> str:
     return f"{machine}:{path}"
+
+
+def root_meta_key(machine: str, home: str) -> str:
+    """The member's meta key of one memory root's record on the team store.
+
+    >>> root_meta_key("laptop", "/home/a/.claude/memory")
+    'root:laptop:/home/a/.claude/memory'
+    """
+    return f"root:{machine}:{home.rstrip('/') or '/'}"
+
+
+def _root_record(value: str | None) -> dict:
+    try:
+        record = json.loads(value) if value else {}
+    except ValueError:
+        return {}
+    return record if isinstance(record, dict) else {}
 
 
 def sync(settings: Settings, team: PgStore | None = None, machine: str | None = None) -> SyncReport:
@@ -118,6 +151,7 @@ def sync(settings: Settings, team: PgStore | None = None, machine: str | None = 
             return SyncReport(target, machine, note="the local index was never built: run `memsearch index`")
         local = SqliteStore(conn, settings.db_path)
         report = _push(local, team, settings, target, machine)
+        record_sync(settings, _now())
         forget_failure(settings)  # the database answers: searches need not wait out the memo of a failure
         return report
     except StoreUnavailable as exc:
@@ -169,17 +203,37 @@ def _push(local: SqliteStore, team: PgStore, settings: Settings, target: str, ma
     forgotten = pending_forgets(settings)
     if forgotten:  # what `forget` could not remove from the team store when it ran
         team.delete_uids(forgotten)
-        clear_pending_forgets(settings)
+        drop_pending_forgets(settings, forgotten)
     prefix = machine_key(machine, "")
-    ours = {path: state for path, state in team.sources().items() if path.startswith(prefix)}
+    home = str(settings.home).rstrip("/") + "/"
+    roots = f"root:{machine}:"
+    records = team.meta_items(roots)
+    me = root_meta_key(machine, str(settings.home))
+    record = _root_record(records.get(me))
+    inside = [key[len(roots):].rstrip("/") + "/" for key in records if key != me]
+    inside = [root for root in inside if root.startswith(home)]  # another root of this machine, within this one
+    local_sources = local.sources()
+    local_keys = {machine_key(machine, path) for path in local_sources}
+    extra_before = set(record.get("extra") or ())
+
+    def mine(key: str) -> bool:
+        """A source this root sent: under it (not under a root inside it), or an extra one it recorded."""
+        path = key[len(prefix):]
+        return key in local_keys or key in extra_before or (
+            path.startswith(home) and not any(path.startswith(root) for root in inside))
+
+    on_machine = {path: state for path, state in team.sources().items() if path.startswith(prefix)}
+    ours = {key: state for key, state in on_machine.items() if mine(key)}
+    other_roots = len(on_machine) - len(ours)
     sent = unchanged = deleted = added = removed = 0
     gone: set[str] = set()  # the content of every chunk this sync removes: its vector may have no chunk left
     skipped: list[str] = []
     sharing = storable(",".join(settings.share))  # as the team store keeps it
-    resend = team.get_meta(SHARE_META) != sharing  # `share` changed since the last sync: re-mark every source
+    # `share` changed since this root's last sync: re-mark every source
+    resend = (record["share"] if "share" in record else team.get_meta(SHARE_META)) != sharing
     batch: list[tuple[SourceState, list[ChunkRow]]] = []
     size = 0
-    for path, state in sorted(local.sources().items()):
+    for path, state in sorted(local_sources.items()):
         key = machine_key(machine, path)
         wanted = state._replace(path=key)
         if ours.pop(key, None) == wanted and not resend:
@@ -195,7 +249,7 @@ def _push(local: SqliteStore, team: PgStore, settings: Settings, target: str, ma
     if batch:
         a, r = team.replace_sources(batch, gone, skipped)
         sent, added, removed = sent + len(batch), added + a, removed + r
-    for key in sorted(ours):  # sources this machine no longer has
+    for key in sorted(ours):  # sources this root no longer has
         removed += team.delete_source(key, gone)
         deleted += 1
     # once every chunk is written: content that only moved (a renamed file, an edited note's unchanged paragraph)
@@ -212,14 +266,42 @@ def _push(local: SqliteStore, team: PgStore, settings: Settings, target: str, ma
         else:
             vectors, pending = _push_vectors(local, team, model)
             _put_vectors_mark(settings, mark, time.time())
-    for key in META_KEYS:
-        value = local.get_meta(key)
-        if value is not None and team.get_meta(key) != value:
-            team.set_meta(key, value)
-    if resend:
-        team.set_meta(SHARE_META, sharing)
+    indexed = local.get_meta("last_indexed")
+    if indexed is not None and (team.get_meta(LAST_INDEXED_META) or "") < indexed:
+        team.set_meta(LAST_INDEXED_META, indexed)
+    team.set_meta(me, json.dumps({
+        "extra": sorted(key for key in local_keys if not key[len(prefix):].startswith(home)), "share": sharing,
+        "synced_at": _now(), "last_indexed": indexed, "vector_model": model}))
     return SyncReport(target, machine, sent, unchanged, deleted, added, removed, vectors, pending, model,
-                      skipped=tuple(skipped))
+                      skipped=tuple(skipped), other_roots=other_roots)
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime())  # as the local index's ``last_indexed``
+
+
+def push_sources(settings: Settings, team: PgStore, paths: list[str], machine: str | None = None) -> int:
+    """Make the team store's copies of the local sources at ``paths`` (this machine's) what the local index holds
+    now: sent again, or deleted when the local index no longer has them (``forget`` does it for
+    the summaries it rebuilt). The vectors of their new content go with the next sync. Returns the chunks
+    removed."""
+    machine = machine or machine_name()
+    conn = open_existing(settings)
+    if conn is None:
+        return 0
+    local = SqliteStore(conn, settings.db_path)
+    try:
+        held = local.sources()
+        items = [(held[path]._replace(path=machine_key(machine, path)), _rows(local, settings, path))
+                 for path in sorted(set(paths)) if path in held]
+    finally:
+        local.close()
+    gone: set[str] = set()
+    _, removed = team.replace_sources(items, gone)
+    for path in sorted(set(paths) - set(held)):
+        removed += team.delete_source(machine_key(machine, path), gone)
+    team.drop_orphan_vectors(gone)
+    return removed
 
 
 def _take_vectors_mark(settings: Settings) -> dict | None:

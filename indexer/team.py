@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from indexer.base.dburl import fingerprint, mask_url
 from indexer.base.errors import MemsearchError, UsageError
-from indexer.base.paths import TEAM_FORGET, TEAM_UNREACHABLE
+from indexer.base.paths import TEAM_FORGET, TEAM_SYNCED, TEAM_UNREACHABLE
 from indexer.base.private import write_private
 from indexer.base.settings import Settings
 
@@ -52,11 +53,12 @@ def open_team(settings: Settings, timeout: float = CONNECT_TIMEOUT, max_size: in
 
 def team_status(settings: Settings, model: str | None, timeout: float = 2.0) -> dict[str, Any] | None:
     """What ``status`` shows of the team database: its URL (masked), whether it answers, and what the connecting
-    member sees there (own chunks, chunks others shared, content awaiting a vector of ``model``); None without
-    ``db_url``."""
+    member sees there (own chunks, chunks others shared, content awaiting a vector of ``model``), and when this memory
+    root last synced to it (:func:`last_synced`); None without ``db_url``."""
     if settings.db_url is None:
         return None
-    out: dict[str, Any] = {"url": mask_url(settings.db_url), "reachable": False, "reason": None}
+    out: dict[str, Any] = {"url": mask_url(settings.db_url), "reachable": False, "reason": None,
+                           "last_synced": last_synced(settings)}
     try:
         team = open_team(settings, timeout=timeout)
     except MemsearchError as exc:
@@ -64,10 +66,28 @@ def team_status(settings: Settings, model: str | None, timeout: float = 2.0) -> 
     try:
         counts = team.health(model)
         return {**out, "reachable": True, "role": team.role, "chunks": counts.chunks, "own_chunks": counts.own_chunks,
-                "shared_by_others": counts.shared_by_others, "pending_embeddings": counts.pending_embeddings,
-                "last_synced": team.get_meta("last_indexed")}
+                "shared_by_others": counts.shared_by_others, "pending_embeddings": counts.pending_embeddings}
     finally:
         team.close()
+
+
+def record_sync(settings: Settings, at: str) -> None:
+    """Note that this memory root's sync to ``settings.db_url`` ran to its end at ``at`` (a sync does, last)."""
+    try:
+        write_private(settings.state_dir / TEAM_SYNCED,
+                      json.dumps({"team": fingerprint(settings.db_url), "at": at}).encode())
+    except OSError:  # a read-only memory root: status says "never"
+        pass
+
+
+def last_synced(settings: Settings) -> str | None:
+    """When this memory root last synced to the team database of ``settings`` to its end (local time, as the index's
+    ``last_indexed``), or None: never, or only to another database."""
+    try:
+        record = json.loads((settings.state_dir / TEAM_SYNCED).read_bytes())
+        return str(record["at"]) if record.get("team") == fingerprint(settings.db_url) else None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
 
 
 def recent_failure(settings: Settings) -> str | None:
@@ -95,11 +115,14 @@ def forget_failure(settings: Settings) -> None:
     _drop_state(settings, TEAM_UNREACHABLE)
 
 
-def forget_on_team(settings: Settings, uids: list[str]) -> tuple[int | None, str | None]:
+def forget_on_team(settings: Settings, uids: list[str], then: Callable[[PgStore], int] | None = None
+                   ) -> tuple[int | None, str | None]:
     """Remove the member's own chunks with ids ``uids`` from the team database (``memsearch forget``; row-level
     security lets a member delete only their own rows). When it cannot be reached, the ids are kept in the state
-    file :data:`~indexer.base.paths.TEAM_FORGET` and the next sync removes them first. Returns (chunks removed, or
-    None without ``db_url`` or when not reached; None or why they are still there, in one line)."""
+    file :data:`~indexer.base.paths.TEAM_FORGET` and the next sync removes them first. ``then(team)``: what else the
+    forget changed, sent right after on the same store (the session summaries it rewrote or deleted:
+    :func:`indexer.sync.push_sources`); it returns chunks removed. Returns (chunks removed, or None without ``db_url`` or when not reached; None or why they are still
+    there, in one line)."""
     if settings.db_url is None or not uids:
         return None, None
     try:
@@ -107,10 +130,33 @@ def forget_on_team(settings: Settings, uids: list[str]) -> tuple[int | None, str
     except MemsearchError as exc:
         return None, f"{exc}: {_left_for_sync(settings, uids)}"
     try:
-        return team.delete_uids(uids), None
+        removed = team.delete_uids(uids)
+        if then is not None:
+            removed += then(team)
+        return removed, None
     except _team_errors() as exc:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         return None, f"the team database {mask_url(settings.db_url)} failed ({first}): {_left_for_sync(settings, uids)}"
+    finally:
+        team.close()
+
+
+def owner_elsewhere(settings: Settings, chunk_id: str, timeout: float = 2.0) -> str | None:
+    """The member whose chunk ``chunk_id`` (or a unique prefix of it) is on the team database, when it is not the
+    connecting member's own (a note another member shared): what ``forget`` names instead of "no memory". None
+    without ``db_url``, when the database cannot be reached (within ``timeout``), or when no such chunk is seen."""
+    if settings.db_url is None or not chunk_id:
+        return None
+    try:
+        team = open_team(settings, timeout=timeout, max_size=1)
+    except MemsearchError:
+        return None
+    try:
+        found = team.find_uid_prefix(chunk_id.lower(), limit=2)
+        owners = {row.owner for row, _, _ in found}
+        return owners.pop() if len(found) == 1 and len(owners) == 1 and team.role not in owners else None
+    except _team_errors():
+        return None
     finally:
         team.close()
 
@@ -122,6 +168,34 @@ def pending_forgets(settings: Settings) -> list[str]:
     except (OSError, ValueError):
         return []
     return [str(u) for u in found] if isinstance(found, list) else []
+
+
+def apply_pending_forgets(settings: Settings, team: PgStore) -> int | None:
+    """Remove from ``team`` the chunk ids a ``forget`` could not remove there when it ran (the first connection that
+    succeeds does it, whatever opened it: a search, a hook, ``show``, a sync), and forget them here. Nothing to do
+    is one failed ``open()`` of the state file. Returns the chunks removed, or None when there were none or the
+    database failed (the ids stay for the next connection; searches leave them out meanwhile)."""
+    uids = pending_forgets(settings)
+    if not uids:
+        return None
+    try:
+        removed = team.delete_uids(uids)
+    except _team_errors():
+        return None
+    drop_pending_forgets(settings, uids)
+    return removed
+
+
+def drop_pending_forgets(settings: Settings, done: list[str]) -> None:
+    """Forget ``done`` from the pending ids, keeping any a ``forget`` added meanwhile."""
+    left = sorted(set(pending_forgets(settings)) - set(done))
+    if not left:
+        clear_pending_forgets(settings)
+        return
+    try:
+        write_private(settings.state_dir / TEAM_FORGET, json.dumps(left).encode())
+    except OSError:
+        pass
 
 
 def clear_pending_forgets(settings: Settings) -> None:

@@ -81,6 +81,8 @@ class Request(NamedTuple):
     explain: bool
     embedding: QueryEmbedder
     now: datetime | None = None
+    #: chunk ids left out of the results: on the team store, those a ``forget`` could not remove there yet
+    hidden: frozenset[str] = frozenset()
 
     @property
     def choice(self) -> ModelChoice:
@@ -161,6 +163,10 @@ def search(
     if own:
         team, reason = open_team_for_search(settings)
     if team is not None:
+        from indexer.team import pending_forgets
+
+        # forgotten here while the team database was unreachable: never shown from its copy meanwhile
+        request = request._replace(hidden=frozenset(pending_forgets(settings)))
         try:
             return _search(request, team)
         except team_errors() as exc:  # the server went away mid-search: the local index answers
@@ -236,7 +242,7 @@ def _search(request: Request, store: Store | None) -> SearchResult:
         fusion = fuse_by_rank(rankings, k=settings.rrf_k, weights=[settings.bm25_weight, settings.vector_weight])
     missing = [cid for cid, _ in fusion.ranked if cid not in rows]
     rows = {**rows, **store.fetch_hits(missing)} if missing else rows
-    fused = [(cid, score) for cid, score in fusion.ranked if cid in rows]
+    fused = [(cid, score) for cid, score in fusion.ranked if cid in rows and rows[cid].uid not in request.hidden]
     raised: dict[int, float] = {}
     if mode_used == "hybrid" and settings.session_share:
         sessions = {cid: row.session_id for cid, row in rows.items() if row.kind == "event" and row.session_id}

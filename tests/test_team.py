@@ -792,6 +792,98 @@ def test_show_timeline_stats_and_forget_use_the_team_store(synced_home, team, tm
     assert set(remote) == set(local_rows(synced_home)[0])
 
 
+def test_a_memory_forgotten_while_the_team_database_was_unreachable_never_comes_back(synced_home, team, tmp_path):
+    """Forgotten while the database was down: a search that reaches it again (the warm server's open store, a CLI
+    search, the prompt hook) never shows the team copy, and the first connection that succeeds removes it there."""
+    from indexer.base.paths import TEAM_FORGET
+    from indexer.base.reports import ForgetSelector
+    from indexer.forget import apply_forget, plan_forget
+    from indexer.sync import sync
+    from search_engine.search import search
+
+    sync(synced_home)
+    chunks = local_rows(synced_home)[0]
+    note = next(uid for uid, (file, _, text, _) in chunks.items() if file.endswith("n08.md") and "v1 note" in text)
+    down = synced_home.replace(db_url=CLOSED, model="none")
+    report = apply_forget(down, plan_forget(down, ForgetSelector(ids=(note,))))
+    assert report.team_removed is None and note in team_rows(team.admin_url)[0]
+    up = synced_home.replace(model="none")
+    # an open store (the warm server's): left out, though still on the team database
+    held = search(up, "topic8 note", mode="bm25", team=team.store("alice"))
+    assert held.health.store == "team" and held.hits and note not in {h.id for h in held.hits}
+    assert note in team_rows(team.admin_url)[0]
+    # the CLI (and the prompt hook, through the same search): left out
+    env = {"MEMSEARCH_MODEL": "none"}
+    done = run("search", "topic8 note", "--mode", "bm25", "--json", "--home", str(synced_home.home), env=env)
+    found = json.loads(done.stdout)
+    assert found["health"]["store"] == "team" and found["hits"] and note not in {h["id"] for h in found["hits"]}
+    # a read without a search's filter (show, recent, the session-start context) removes it there first
+    shown = run("show", note, "--home", str(synced_home.home), env=env)
+    assert shown.returncode == 1 and "no chunk with id" in shown.stderr
+    assert note not in team_rows(team.admin_url)[0] and not (synced_home.state_dir / TEAM_FORGET).exists()
+
+
+def test_forgetting_a_prompt_removes_it_from_the_team_copy_of_its_session_summary_at_once(synced_home, team, fake):
+    """The forget rewrites the local session summary; the team copy is replaced in the same forget when the database
+    answers, and when it does not, searches leave the old summary's chunks out until the next sync replaces it."""
+    from indexer.base.reports import ForgetSelector
+    from indexer.forget import apply_forget, plan_forget
+    from indexer.pipeline import index
+    from indexer.summaries import build_summary, summary_path
+    from indexer.sync import sync
+    from search_engine.search import search
+
+    summary = summary_path(synced_home, "s1")
+    write(summary, build_summary(synced_home, "s1"))
+    index(synced_home, embedder=fake)
+    sync(synced_home)
+
+    def on_team(text: str) -> list[str]:
+        return [t for _, _, t, _ in team_rows(team.admin_url)[0].values() if text in t]
+
+    assert len(on_team("event 1 about the deploy")) == 2  # the event and the summary
+    event = next(uid for uid, (_, _, text, _) in local_rows(synced_home)[0].items()
+                 if text == "event 1 about the deploy")
+    report = apply_forget(synced_home, plan_forget(synced_home, ForgetSelector(ids=(event,))))
+    assert report.summaries_rewritten == 1 and "event 1" not in summary.read_text()
+    assert report.team_note is None and on_team("event 1 about the deploy") == []
+    assert on_team("event 2 about the deploy")  # the rewritten summary is there, as the local one is
+
+    down = synced_home.replace(db_url=CLOSED, model="none")
+    event = next(uid for uid, (_, _, text, _) in local_rows(synced_home)[0].items()
+                 if text == "event 2 about the deploy")
+    report = apply_forget(down, plan_forget(down, ForgetSelector(ids=(event,))))
+    assert report.team_removed is None and on_team("event 2 about the deploy")  # the team copy, until…
+    found = search(synced_home.replace(model="none"), "event 2 deploy", mode="bm25", team=team.store("alice"))
+    assert found.health.store == "team" and not [h for h in found.hits if "event 2 about" in h.text]
+    sync(synced_home)  # …the next sync
+    assert on_team("event 2 about the deploy") == []
+    assert set(team_rows(team.admin_url)[0]) == set(local_rows(synced_home)[0])
+
+
+def test_forgetting_another_members_shared_note_says_whose_it_is(synced_home, team, fake, tmp_path):
+    """alice finds bob's shared note in her team search; forgetting it tells her in one line that it is bob's and
+    only he can forget it (not "no memory with id"), and nothing is forgotten."""
+    from indexer.pipeline import index
+    from indexer.sync import sync
+
+    bob = resolve_settings(tmp_path / "bob", db_url=team.urls["bob"], share=["notes/*"])
+    write(bob.home / "notes" / "ops.md", "# Ops\n\nthe pager rotation lives in the wiki\n")
+    index(bob, embedder=fake)
+    sync(bob)
+    uid = team_rows(team.admin_url, owner="bob")[2][0]
+    found = run("search", "pager rotation", "--mode", "bm25", "--json", env={"MEMSEARCH_MODEL": "none"})
+    assert uid in {h["id"] for h in json.loads(found.stdout)["hits"]}
+    for asked in (uid, uid[:8]):
+        done = run("forget", asked, "--yes")
+        assert done.returncode != 0 and done.stderr == (
+            f"Error: memory '{asked}' is a note bob shared on the team database: only its owner can forget it "
+            "(ask bob)\n"), done.stderr
+    assert uid in team_rows(team.admin_url, owner="bob")[2]
+    gone = run("forget", "feedfacecafe", "--yes")
+    assert "no memory with id 'feedfacecafe'" in gone.stderr
+
+
 def test_the_warm_server_answers_from_the_team_store_and_only_for_the_same_database(synced_home, team, tmp_path,
                                                                                     monkeypatch):
     import time
@@ -862,6 +954,33 @@ def test_status_says_what_the_member_sees_on_the_team_database_or_why_not(synced
     assert "team: postgresql://alice:***@127.0.0.1:1/nowhere: unreachable (cannot reach" in down.stdout
     for done in (up, down):
         assert "alice-pw" not in done.stdout + done.stderr and "bob-pw" not in done.stdout + done.stderr
+
+
+def test_status_says_when_this_memory_root_last_synced_not_when_it_indexed(synced_home, team, fake, tmp_path):
+    """``last synced`` is when this root's last sync to this database ran to its end: "never" before one (though the
+    local index exists), the same when the database is unreachable, and not moved by another root's sync."""
+    import time
+
+    from indexer.pipeline import index
+    from indexer.sync import sync
+
+    def last_synced(*args: str):
+        return json.loads(run("status", "--json", *args).stdout)["team"]["last_synced"]
+
+    assert last_synced() is None
+    before = time.strftime("%Y-%m-%dT%H:%M:%S")
+    sync(synced_home)
+    synced = last_synced()
+    assert synced is not None and synced >= before
+    time.sleep(1.1)
+    other = resolve_settings(tmp_path / "second-root", db_url=team.urls["alice"])
+    write(other.home / "notes" / "o.md", "# O\n\nanother root\n")
+    index(other, embedder=fake)
+    sync(other)
+    assert last_synced() == synced  # the other root's sync is not this root's
+    text = run("status", "--db-url", CLOSED).stdout
+    assert "unreachable (cannot reach" in text and "last synced never" in text  # that database: never synced
+    assert f"last synced {synced}" in run("status").stdout
 
 
 def test_the_warm_server_keeps_one_team_store_and_pushes_its_own_ingests_after_a_pause(synced_home, team,
@@ -942,6 +1061,66 @@ def test_two_machines_with_the_same_file_keep_their_own_copies_on_the_team_store
     assert held == [("desktop",)]
     found = search(synced_home.replace(model="none"), "topic7", mode="bm25")
     assert found.health.store == "team" and found.hits[0].path == "notes/n07.md"
+
+
+def test_two_memory_roots_on_one_machine_never_delete_each_others_sources(synced_home, team, fake, tmp_path):
+    """Two memory roots on one machine syncing as the same member: each sync deletes only what its own root sent
+    (its sources, and the extra ones it recorded, also once dropped from its settings), and says how many sources
+    of another root it left; a root inside another one keeps its sources too; each root keeps its own ``share``
+    (no re-marking every sync) and its own record of its last sync."""
+    from indexer.pipeline import index
+    from indexer.sync import sync
+
+    def sources(machine: str = "box") -> set[str]:
+        with psycopg.connect(team.admin_url) as conn:
+            return {r[0] for r in conn.execute("SELECT path FROM memsearch.sources WHERE owner = 'alice'"
+                                               " AND path LIKE %s", (machine + ":%",))}
+
+    a = synced_home
+    b_home = tmp_path / "second-root"
+    write(b_home / "notes" / "b.md", "# B\n\nthe second root's note about kumquats\n")
+    outside = write(tmp_path / "project" / "CLAUDE.md", "# Project\n\nthe extra source about quinces\n")
+    write(b_home / "memsearch.toml", f'db_url = "{team.urls["alice"]}"\nextra_sources = ["{outside}"]\n'
+                                     'share = ["notes/*"]\n')
+    b = resolve_settings(b_home)
+    index(b, embedder=fake)
+    first_a = sync(a, machine="box")
+    first_b = sync(b, machine="box")
+    assert first_a.sources_sent == 31 and first_b.sources_sent == 2 and first_b.sources_deleted == 0
+    assert first_b.other_roots == 31
+    everything = sources()
+    assert f"box:{outside}" in everything and len(everything) == 33
+    again_a = sync(a, machine="box")
+    assert (again_a.sources_deleted, again_a.sources_sent, again_a.other_roots) == (0, 0, 2)
+    assert sources() == everything  # neither sync deleted the other root's sources, nor re-marked its own
+    assert sync(b, machine="box").sources_sent == 0
+    from search_engine.cli.render import sync_text
+
+    assert "\n2 sources from another memory root on this machine were left as they are" in sync_text(again_a)
+
+    # an extra source dropped from b's settings is deleted from the team store by b's sync, and by b's only
+    write(b_home / "memsearch.toml", f'db_url = "{team.urls["alice"]}"\nshare = ["notes/*"]\n')
+    b = resolve_settings(b_home)
+    index(b, embedder=fake)
+    assert sync(a, machine="box").sources_deleted == 0 and f"box:{outside}" in sources()
+    dropped = sync(b, machine="box")
+    assert dropped.sources_deleted == 1 and sources() == everything - {f"box:{outside}"}
+
+    # a root inside a's root: a's sync leaves its sources
+    inner = resolve_settings(a.home / "nested", db_url=team.urls["alice"])
+    write(inner.home / "n.md", "# Inner\n\nthe nested root's note\n")
+    index(inner, embedder=fake)
+    assert sync(inner, machine="box").sources_sent == 1
+    assert sync(a, machine="box").sources_deleted == 0 and f"box:{inner.home}/n.md" in sources()
+
+    from indexer.sync import root_meta_key
+
+    with psycopg.connect(team.admin_url) as conn:
+        keys = {r[0]: json.loads(r[1]) for r in conn.execute(
+            "SELECT key, value FROM memsearch.meta WHERE owner = 'alice' AND key LIKE 'root:%'")}
+    assert set(keys) == {root_meta_key("box", str(s.home)) for s in (a, b, inner)}
+    assert keys[root_meta_key("box", str(b.home))]["share"] == "notes/*"
+    assert keys[root_meta_key("box", str(a.home))]["share"] == "" and keys[root_meta_key("box", str(a.home))]["extra"] == []
 
 
 def test_the_hnsw_indexes_are_built_with_the_set_parameters_and_older_ones_are_rebuilt(team):

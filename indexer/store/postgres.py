@@ -786,6 +786,14 @@ class PgStore:
             row = conn.execute(f"SELECT value FROM {SCHEMA}.meta WHERE key = %s", (key,)).fetchone()
         return row[0] if row else None
 
+    def meta_items(self, prefix: str) -> dict[str, str]:
+        """The connecting member's meta keys starting with ``prefix``, with their values (a sync reads the records of
+        the member's memory roots on one machine: :func:`indexer.sync.root_meta_key`)."""
+        with self.pool.connection() as conn:
+            rows = conn.execute(f"SELECT key, value FROM {SCHEMA}.meta WHERE owner = current_user AND starts_with(key, %s)"
+                                " ORDER BY key", (prefix,)).fetchall()
+        return {r[0]: r[1] for r in rows}
+
     def set_meta(self, key: str, value: str | None) -> None:
         self._counts.clear()
         with self.pool.connection() as conn, conn.transaction():

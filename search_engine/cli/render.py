@@ -136,6 +136,9 @@ def sync_text(report) -> str:
     out = [f"synced to {report.target} as {report.machine}: {report.sources_sent} sources sent "
            f"({report.chunks_added} chunks added, {report.chunks_removed} removed), {report.sources_unchanged} "
            f"unchanged, {report.sources_deleted} deleted{vectors}"]
+    if report.other_roots:
+        out.append(f"{report.other_roots} sources from another memory root on this machine were left as they are "
+                   "(a memory root moved or deleted leaves its old copies there)")
     out += [f"not sent to the team database: {line}; the local index keeps it"
             for line in report.skipped[:SKIPPED_SHOWN]]
     if len(report.skipped) > SKIPPED_SHOWN:
@@ -174,7 +177,8 @@ def _capture_line(capture: dict[str, Any] | None) -> str:
 
 def _team_line(team: dict[str, Any]) -> str:
     if not team["reachable"]:
-        return f"team: {team['url']}: unreachable ({team['reason']}); searches read the local index"
+        return (f"team: {team['url']}: unreachable ({team['reason']}); searches read the local index; "
+                f"last synced {team['last_synced'] or 'never'}")
     return (f"team: {team['url']} as {team['role']}: {team['chunks']} chunks visible ({team['own_chunks']} yours, "
             f"{team['shared_by_others']} shared by others), {team['pending_embeddings']} awaiting embeddings, "
             f"last synced {team['last_synced'] or 'never'}")
