@@ -118,6 +118,18 @@ def build(settings: Settings):
                         from exc.__cause__
                 raise
 
+        async def run_stdio_async(self) -> None:
+            """The SDK's stdio loop, with each line it cannot parse answered (:mod:`.mcp_stdio`) instead of
+            dropped, which would leave the client waiting forever. Same body as the SDK's, one stream wrapped."""
+            from mcp.server.stdio import stdio_server
+
+            from search_engine.serve.mcp_stdio import AnsweringStream
+
+            lowlevel = self._lowlevel_server  # the SDK offers no other way to serve its server on given streams
+            async with stdio_server() as (read_stream, write_stream):
+                await lowlevel.run(AnsweringStream(read_stream, write_stream), write_stream,
+                                   lowlevel.create_initialization_options())
+
     from search_engine.filters import Filters
     from search_engine.lookup import get_many, timeline as run_timeline
     from search_engine.search import search as run_search
