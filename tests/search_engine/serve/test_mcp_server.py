@@ -151,3 +151,34 @@ def test_mcp_replaces_a_lone_surrogate_in_a_request_and_answers_it(memory):
         paired = mcp_rpc(proc, {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {
             "name": "get", "arguments": {"ids": ["abcd\U0001f600"]}}})  # a proper pair is no lone surrogate
         assert "abcd\U0001f600" in paired["result"]["content"][0]["text"]
+
+
+def _search_text(proc, query: str, n: int = 2) -> str:
+    reply = mcp_rpc(proc, {"jsonrpc": "2.0", "id": n, "method": "tools/call",
+                           "params": {"name": "search", "arguments": {"query": query, "k": 3}}})
+    assert reply["result"]["isError"] is False, reply
+    return reply["result"]["content"][0]["text"]
+
+
+def test_mcp_search_says_when_the_index_was_never_built(home):
+    """As the CLI does: an empty answer is never ambiguous."""
+    with mcp_session(env={**os.environ, "MEMSEARCH_MODEL": "none"}) as (proc, _):
+        lines = _search_text(proc, "database locked").splitlines()
+    assert lines[0].startswith("mode_used: bm25")
+    assert lines[1:] == ["note: the index was never built; run `memsearch index`", "no results"]
+
+
+def test_mcp_search_says_the_team_database_was_unreachable_and_answers_locally(memory):
+    closed = "postgresql://alice:alice-pw-Zq9@127.0.0.1:1/nowhere"  # nothing listens on port 1
+    with mcp_session(env={**os.environ, "MEMSEARCH_MODEL": "none", "MEMSEARCH_DB_URL": closed}) as (proc, _):
+        text = _search_text(proc, "database locked")
+    lines = text.splitlines()
+    assert lines[1].startswith("note: cannot reach the team database postgresql://alice:***@127.0.0.1:1/nowhere")
+    assert lines[1].endswith(": searched the local index")
+    assert len(lines) >= 3 and not lines[2].startswith("note:") and lines[2] != "no results"  # the local hits
+    assert "alice-pw" not in text
+
+
+def test_mcp_search_has_no_note_when_there_is_nothing_to_say(memory):
+    with mcp_session(env={**os.environ, "MEMSEARCH_MODEL": "none"}) as (proc, _):
+        assert "note:" not in _search_text(proc, "database locked")
