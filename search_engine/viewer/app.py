@@ -78,8 +78,11 @@ class Viewer:
         from search_engine.browse import list_sessions
 
         project = request.query_params.get("project") or None
-        return self.page(request, "sessions.html", sessions=list_sessions(self.settings, project=project),
-                         project=project)
+        sessions = list_sessions(self.settings, project=project)
+        # a filter that matches nothing is not an empty memory: say which, and offer the whole list
+        captured = bool(sessions) or (project is not None and bool(list_sessions(self.settings, limit=1)))
+        return self.page(request, "sessions.html", sessions=sessions, project=project, captured=captured,
+                         filters=_filters(project=project))
 
     def session(self, request: Request) -> Response:
         from search_engine.browse import list_sessions, recent
@@ -100,8 +103,11 @@ class Viewer:
         q = request.query_params
         kind, project = q.get("type") or None, q.get("project") or None
         items = recent(self.settings, type=kind, project=project, limit=TIMELINE_LIMIT)
+        filters = _filters(type=kind, project=project)
+        captured = bool(items) or (bool(filters) and bool(recent(self.settings, limit=1)))
         name = "_timeline_items.html" if q.get("partial") else "timeline.html"
-        return self.page(request, name, items=items, type=kind, project=project, refresh_ms=self.refresh_ms)
+        return self.page(request, name, items=items, type=kind, project=project, refresh_ms=self.refresh_ms,
+                         captured=captured, filters=filters)
 
     def search(self, request: Request) -> Response:
         from search_engine.filters import Filters
@@ -206,6 +212,15 @@ class Viewer:
                 log.write(f"{datetime.now().isoformat(timespec='seconds')} {type(exc).__name__} at {where}\n")
         except OSError:
             pass  # a full or read-only disk must not turn one failed page into a crashed viewer
+
+
+def _filters(**given: str | None) -> list[tuple[str, str]]:
+    """The filters a list page was given, as (name, value) pairs for its "nothing matches" notice.
+
+    >>> _filters(type=None, project="payments-api")
+    [('project', 'payments-api')]
+    """
+    return [(name, value) for name, value in given.items() if value]
 
 
 def _size(n: int | None) -> str:

@@ -151,6 +151,29 @@ def test_every_page_answers_before_the_first_index(home, fake):
     assert c.get("/item/abcd1234").status_code == 404
 
 
+def test_an_empty_memory_says_nothing_is_captured_even_under_a_filter(home, fake):
+    c = client_with_cookie(resolve_settings(home), fake)
+    for path in ("/sessions", "/sessions?project=payments-api", "/timeline", "/timeline?project=x&type=prompt",
+                 "/timeline?project=x&partial=1"):
+        html = c.get(path).text
+        assert "captured yet" in html and "match the filter" not in html, path
+
+
+def test_a_filter_that_matches_nothing_says_so_and_offers_to_clear_it(client):
+    """Not "nothing captured yet": the memory has sessions, the filter matches none of them."""
+    sessions = " ".join(client.get("/sessions", params={"project": '<b>nope</b>'}).text.split())
+    assert "captured yet" not in sessions
+    assert 'No sessions match the filter project <code class="filter">&lt;b&gt;nope&lt;/b&gt;</code>.' in sessions
+    assert '<a href="/sessions" class="clear-filter">Show all sessions</a>' in sessions
+    for path in ("/timeline?project=nope&type=prompt", "/timeline?project=nope&type=prompt&partial=1"):
+        html = " ".join(client.get(path).text.split())
+        assert "captured yet" not in html, path
+        assert ('No items match the filters type <code class="filter">prompt</code>, project '
+                '<code class="filter">nope</code>.') in html, path
+        assert '<a href="/timeline" class="clear-filter">Clear the filters</a>' in html, path
+    assert "Clear the filter<" in client.get("/timeline?project=nope").text
+
+
 def test_forget_is_not_reachable_by_get(client):
     assert client.get("/forget?id=abcd&csrf=" + CSRF).status_code == 405
 

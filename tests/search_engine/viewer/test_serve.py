@@ -208,3 +208,26 @@ def test_forget_an_item_and_it_is_gone_from_search(page, live):
     page.goto(f"{live.base}/search?q=wrap+dispatch+on_commit&mode=bm25&kind=event")
     assert target not in [a.get_attribute("href") for a in page.locator("ol.hits a.title").all()]
     assert page.request.get(f"{live.base}{target}").status == 404
+
+
+def test_a_filter_that_matches_nothing_is_not_an_empty_memory(page, live):
+    page.goto(f"{live.base}/sessions?project=" + "%3Cb%3Enowhere%3C/b%3E")
+    notice = page.locator("main p.notice")
+    assert notice.inner_text().split() == "No sessions match the filter project <b>nowhere</b>. Show all sessions".split()
+    assert page.locator("main b").count() == 0  # the name shown as text, not markup
+    assert "captured yet" not in page.locator("main").inner_text()
+    shot(page, "sessions-no-match")
+    page.get_by_role("link", name="Show all sessions").click()
+    page.wait_for_url(f"{live.base}/sessions")
+    assert page.locator("table.sessions tbody tr").count() >= 2
+
+    page.goto(f"{live.base}/timeline?type=prompt&project=nowhere")
+    notice = page.locator("#timeline-items p.notice")
+    assert notice.inner_text().split() == ("No items match the filters type prompt, project nowhere. "
+                                           "Clear the filters").split()
+    page.wait_for_timeout(1200)  # the live refresh (every 0.5 s here) keeps saying the same
+    assert "No items match the filters" in page.locator("#timeline-items").inner_text()
+    shot(page, "timeline-no-match")
+    page.get_by_role("link", name="Clear the filters").click()
+    page.wait_for_url(f"{live.base}/timeline")
+    assert page.locator("#timeline-items li.item").count() >= 2
