@@ -334,12 +334,37 @@ def test_forget_with_csrf_and_origin_removes_the_item_everywhere(client, indexed
     assert confirm.status_code == 200
     assert f'name="csrf" value="{CSRF}"' in confirm.text and f'name="id" value="{ident}"' in confirm.text
     done = post_forget(client, ident)
-    assert done.status_code == 200 and "Forgotten" in done.text
+    assert done.status_code == 303 and done.headers["location"].startswith("/forgotten?done=")
     assert client.get(f"/item/{ident}").status_code == 404
     assert ident not in hit_ids(client.get("/search?q=zanzibar+marker&mode=bm25").text)
     assert ident not in [h.id for h in recent(indexed, limit=100)]
+
+
+def test_forget_redirects_to_a_page_that_a_reload_only_fetches_again(client):
+    """POST/redirect/GET: the confirmation is a GET page, so a reload neither sends the form again nor shows an
+    error; a second POST of the same id (another tab, the form resent) says it is already forgotten."""
+    ident = hit_ids(client.get("/search?q=zanzibar+marker&mode=bm25&kind=event").text)[0]
+    location = post_forget(client, ident).headers["location"]
+    for _ in range(2):  # the page, then a reload
+        page = client.get(location)
+        assert page.status_code == 200 and "<h1>Forgotten</h1>" in page.text
+        assert f"<code>{ident}</code> event" in page.text and "1 chunk removed from the index" in page.text
     again = post_forget(client, ident)
-    assert again.status_code == 404
+    assert again.status_code == 303 and again.headers["location"] == f"/forgotten?id={ident}"
+    friendly = client.get(again.headers["location"])
+    assert friendly.status_code == 200 and "<h1>Already forgotten</h1>" in friendly.text
+    assert f"no memory with id <code>{ident}</code> is in the index any more" in " ".join(friendly.text.split())
+    assert "no chunk with id" not in friendly.text and "error" not in friendly.text.lower()
+    expired = client.get("/forgotten?done=from-a-previous-launch")
+    assert expired.status_code == 200 and "no longer kept" in expired.text
+
+
+def test_the_forgotten_page_does_not_claim_a_present_item_is_forgotten(client):
+    ident = hit_ids(client.get("/search?q=zanzibar&mode=bm25").text)[0]
+    reply = client.get(f"/forgotten?id={ident}", follow_redirects=False)
+    assert reply.status_code == 303 and reply.headers["location"] == f"/item/{ident}"
+    hostile = client.get("/forgotten", params={"id": "<script>x</script>"})
+    assert "<script>x" not in hostile.text
 
 
 def test_dashboard_shows_index_health_events_per_day_and_privacy(client, indexed):

@@ -202,9 +202,25 @@ def test_forget_an_item_and_it_is_gone_from_search(page, live):
     page.get_by_role("link", name="Forget this…").click()
     page.wait_for_url("**/forget")
     shot(page, "forget-confirm")
+    confirm_url = page.url
+    second = page.context.new_page()  # the same confirmation open in another tab
+    second.goto(confirm_url)
     page.get_by_role("button", name="Forget it").click()
-    page.wait_for_selector("h1:text('Forgotten')")
+    page.wait_for_url("**/forgotten?done=*")  # POST/redirect/GET
+    assert page.locator("h1").inner_text() == "Forgotten"
+    assert target.rsplit("/", 1)[1] in page.locator("ul.forgotten").inner_text()
     shot(page, "forgotten")
+    methods: list[str] = []
+    page.on("request", lambda r: methods.append(r.method) if r.resource_type == "document" else None)
+    reloaded = page.reload()
+    assert reloaded.status == 200 and methods == ["GET"]  # a reload fetches the page: the form is not sent again
+    assert page.locator("h1").inner_text() == "Forgotten"
+    second.get_by_role("button", name="Forget it").click()  # the same id again, from the other tab
+    second.wait_for_url("**/forgotten?id=*")
+    assert second.locator("h1").inner_text() == "Already forgotten"
+    assert "404" not in second.locator("main").inner_text() and "memsearch recent" not in second.content()
+    shot(second, "already-forgotten")
+    second.close()
     page.goto(f"{live.base}/search?q=wrap+dispatch+on_commit&mode=bm25&kind=event")
     assert target not in [a.get_attribute("href") for a in page.locator("ol.hits a.title").all()]
     assert page.request.get(f"{live.base}{target}").status == 404
