@@ -61,12 +61,10 @@ def search_text(result: SearchResult, fmt: str = "full") -> str:
     if result.health.store_reason:
         out.append(f"note: {result.health.store_reason}")
     if not result.hits:
-        if not result.health.index_exists:
-            out.append("No results: the index was never built; run `memsearch index`.")
-        elif result.health.chunks == 0:
-            out.append("No results: the index is empty (no sources found); add notes and run `memsearch index`.")
-        else:
-            out.append("No results.")
+        from search_engine.search import index_note  # loaded already: the search ran
+
+        empty = index_note(result.health)
+        out.append(f"No results: {empty}." if empty else "No results.")
     for rank, hit in enumerate(result.hits, start=1):
         date = (hit.ts or "")[:10]
         if fmt == "index":

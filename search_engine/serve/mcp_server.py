@@ -118,9 +118,21 @@ def build(settings: Settings):
                         from exc.__cause__
                 raise
 
+        async def run_stdio_async(self) -> None:
+            """The SDK's stdio loop, with each line it cannot parse answered (:mod:`.mcp_stdio`) instead of
+            dropped, which would leave the client waiting forever. Same body as the SDK's, one stream wrapped."""
+            from mcp.server.stdio import stdio_server
+
+            from search_engine.serve.mcp_stdio import AnsweringStream
+
+            lowlevel = self._lowlevel_server  # the SDK offers no other way to serve its server on given streams
+            async with stdio_server() as (read_stream, write_stream):
+                await lowlevel.run(AnsweringStream(read_stream, write_stream), write_stream,
+                                   lowlevel.create_initialization_options())
+
     from search_engine.filters import Filters
     from search_engine.lookup import get_many, timeline as run_timeline
-    from search_engine.search import search as run_search
+    from search_engine.search import result_notes, search as run_search
 
     server = Server("memsearch", instructions=INSTRUCTIONS)
     warm: dict = {}
@@ -152,15 +164,17 @@ def build(settings: Settings):
         since: Annotated[str | None, Field(description="Only items from this date on: YYYY-MM-DD, or 7d / 2w / "
                                                        "3m for days, weeks, months ago.")] = None,
     ) -> str:
-        """Step 1: search memory. Returns one line per hit: id, score, kind/category, date, title, and the
-        first ~80 characters of its text."""
+        """Step 1: search memory. Returns the mode used, then a `note:` line for anything that limits the answer
+        (the index was never built, the team database was unreachable so only local memory was searched), then
+        one line per hit: id, score, kind/category, date, title, and the first ~80 characters of its text."""
         loaded = embedder() if mode != "bm25" else None
         extra = {"embedder": loaded} if loaded is not None else {}
         result = run_search(settings, query, mode=mode, k=max(1, min(k, 50)),
                             filters=Filters.build(kind=kind, project=project, since=since), **extra)
         header = f"mode_used: {result.mode_used}" + (f" ({result.fallback_reason})" if result.fallback_reason else "")
+        notes = [f"note: {note}" for note in result_notes(result)]
         lines = [_line(h) for h in result.hits] or ["no results"]
-        return "\n".join([header, *lines])
+        return "\n".join([header, *notes, *lines])
 
     @server.tool()
     @_tool_errors

@@ -14,6 +14,7 @@ served are the package's own assets.
 from __future__ import annotations
 
 import os
+import secrets
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ from starlette.templating import Jinja2Templates
 
 from indexer.base.errors import MemsearchError, ModelUnavailable, NotFound, UsageError
 from indexer.base.paths import UI_LOG
+from indexer.base.reports import ForgetPlan, ForgetReport
 from indexer.base.settings import Settings
 from search_engine.embedding import EmbedderArg, QueryEmbedder
 from search_engine.viewer.chart import day_bars
@@ -38,6 +40,8 @@ from search_engine.viewer.security import Guard
 HERE = Path(__file__).resolve().parent
 TIMELINE_LIMIT = 50
 SESSION_LIMIT = 500
+#: how many forgets' confirmation pages are kept (in memory, until the viewer stops)
+FORGOTTEN_KEPT = 20
 
 
 class Viewer:
@@ -48,6 +52,8 @@ class Viewer:
                  refresh_seconds: float = 5.0):
         self.settings, self.csrf, self.refresh_ms = settings, csrf, int(refresh_seconds * 1000)
         self.embedding = QueryEmbedder.resolve(settings, embedder)
+        #: the last forgets' plans and reports, for the page each one redirects to (ids and counts, no text)
+        self.done: dict[str, tuple[ForgetPlan, ForgetReport]] = {}
         env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True,
                                  undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
         env.filters["seg"] = lambda value: quote(str(value), safe="")
@@ -78,8 +84,11 @@ class Viewer:
         from search_engine.browse import list_sessions
 
         project = request.query_params.get("project") or None
-        return self.page(request, "sessions.html", sessions=list_sessions(self.settings, project=project),
-                         project=project)
+        sessions = list_sessions(self.settings, project=project)
+        # a filter that matches nothing is not an empty memory: say which, and offer the whole list
+        captured = bool(sessions) or (project is not None and bool(list_sessions(self.settings, limit=1)))
+        return self.page(request, "sessions.html", sessions=sessions, project=project, captured=captured,
+                         filters=_filters(project=project))
 
     def session(self, request: Request) -> Response:
         from search_engine.browse import list_sessions, recent
@@ -100,8 +109,11 @@ class Viewer:
         q = request.query_params
         kind, project = q.get("type") or None, q.get("project") or None
         items = recent(self.settings, type=kind, project=project, limit=TIMELINE_LIMIT)
+        filters = _filters(type=kind, project=project)
+        captured = bool(items) or (bool(filters) and bool(recent(self.settings, limit=1)))
         name = "_timeline_items.html" if q.get("partial") else "timeline.html"
-        return self.page(request, name, items=items, type=kind, project=project, refresh_ms=self.refresh_ms)
+        return self.page(request, name, items=items, type=kind, project=project, refresh_ms=self.refresh_ms,
+                         captured=captured, filters=filters)
 
     def search(self, request: Request) -> Response:
         from search_engine.filters import Filters
@@ -153,18 +165,46 @@ class Viewer:
         return self.page(request, "forget.html", view=view, plan=plan)
 
     def forget(self, request: Request) -> Response:
-        from indexer.base.reports import ForgetSelector
-        from indexer.forget import apply_forget, plan_forget
+        from indexer.forget import apply_forget
 
         form = request.scope["state"]["form"]
         ident = form.get("id", "")
         if not ident:
             raise UsageError("nothing to forget: no id given")
-        plan = plan_forget(self.settings, ForgetSelector(ids=(ident,)))
-        if not plan.items:
-            raise NotFound(f"no chunk with id {ident}: it may be forgotten already")
+        plan = self.forget_plan(ident)
+        if plan is None:  # a second tab, or the form sent again: nothing left to do, and that is no error
+            return RedirectResponse("/forgotten?" + urlencode({"id": ident}), 303)
         report = apply_forget(self.settings, plan)
-        return self.page(request, "forgotten.html", plan=plan, report=report)
+        # POST/redirect/GET: the answer is a page that a reload fetches again, instead of sending the form again
+        key = secrets.token_urlsafe(12)
+        self.done[key] = (plan, report)
+        while len(self.done) > FORGOTTEN_KEPT:
+            self.done.pop(next(iter(self.done)))
+        return RedirectResponse(f"/forgotten?done={key}", 303)
+
+    def forget_plan(self, ident: str) -> ForgetPlan | None:
+        """What forgetting ``ident`` removes, or None when no memory has that id any more (a malformed id is
+        still a :class:`UsageError`)."""
+        from indexer.base.reports import ForgetSelector
+        from indexer.forget import plan_forget
+
+        try:
+            plan = plan_forget(self.settings, ForgetSelector(ids=(ident,)))
+        except NotFound:
+            return None
+        return plan if plan.items else None
+
+    def forgotten(self, request: Request) -> Response:
+        """What a forget did (the page the form redirects to), or that there was nothing left to forget."""
+        q = request.query_params
+        done = self.done.get(q.get("done", ""))
+        if done is not None:
+            plan, report = done
+            return self.page(request, "forgotten.html", plan=plan, report=report)
+        ident = q.get("id", "")
+        if ident and self.forget_plan(ident) is not None:
+            return RedirectResponse(f"/item/{quote(ident, safe='')}", 303)  # still there: not forgotten at all
+        return self.page(request, "already_forgotten.html", ident=ident[:40], expired="done" in q)
 
     def settings_page(self, request: Request) -> Response:
         from indexer.base.embedder import resolve_model
@@ -208,6 +248,15 @@ class Viewer:
             pass  # a full or read-only disk must not turn one failed page into a crashed viewer
 
 
+def _filters(**given: str | None) -> list[tuple[str, str]]:
+    """The filters a list page was given, as (name, value) pairs for its "nothing matches" notice.
+
+    >>> _filters(type=None, project="payments-api")
+    [('project', 'payments-api')]
+    """
+    return [(name, value) for name, value in given.items() if value]
+
+
 def _size(n: int | None) -> str:
     """Bytes for people.
 
@@ -236,6 +285,7 @@ def create_app(settings: Settings, *, token: str, csrf: str, port: int | None, e
         Route("/item/{id}", viewer.item),
         Route("/item/{id}/forget", viewer.forget_confirm),
         Route("/forget", viewer.forget, methods=["POST"]),
+        Route("/forgotten", viewer.forgotten),
         Route("/settings", viewer.settings_page),
         Route("/favicon.ico", lambda request: RedirectResponse("/static/favicon.svg", 301)),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),

@@ -102,3 +102,83 @@ def test_mcp_tools_read_nothing_outside_the_memory_root(linked_home):
     for reply in replies[1:]:  # a tool error, or nothing found: never a file's content
         result = reply["result"]
         assert result.get("isError") is True or result.get("structuredContent", {}).get("result") == []
+
+
+def _raw_exchange(proc, line: bytes, wait: float = 20) -> dict:
+    """Send one raw line and read the one line that answers it; no answer within ``wait`` seconds fails the test
+    (instead of hanging it, as a client of a server that drops the line would hang)."""
+    import threading
+
+    proc.stdin.write(line + b"\n")
+    proc.stdin.flush()
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(proc.stdout.readline()), daemon=True)
+    reader.start()
+    reader.join(wait)
+    assert got and got[0], f"no answer to {line[:60]!r} within {wait} s"
+    return json.loads(got[0])
+
+
+def test_mcp_answers_a_line_it_cannot_parse_and_serves_the_next(memory):
+    """JSON-RPC 2.0: a line that is not JSON gets a Parse error with a null id (the SDK's transport dropped it and
+    the client waited forever); the server goes on with the next line."""
+    parse_error = {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}}
+    with mcp_session(env={**os.environ, "MEMSEARCH_MODEL": "none"}) as (proc, _):
+        for line in (b"{not json", b'{"jsonrpc": "2.0", "id": 2, "method": "tools/list"', b"\xff\xfe\x00",
+                     b'{"jsonrpc": "2.0", "id": 3, "method": "ping", "params": {"n": "a\x01b"}}'):
+            assert _raw_exchange(proc, line) == parse_error, line
+        assert _raw_exchange(proc, b"[1, 2]") == {"jsonrpc": "2.0", "id": None,
+                                                  "error": {"code": -32600, "message": "Invalid Request"}}
+        assert _raw_exchange(proc, b'{"jsonrpc": "1.0", "id": 4, "method": "ping"}')["error"]["code"] == -32600
+        found = mcp_rpc(proc, {"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+                               "params": {"name": "search", "arguments": {"query": "database locked", "k": 1}}})
+        assert found["result"]["isError"] is False and len(found["result"]["content"][0]["text"].splitlines()) >= 2
+
+
+def test_mcp_replaces_a_lone_surrogate_in_a_request_and_answers_it(memory):
+    """``"\\ud800"`` is valid JSON text that pydantic's parser refuses (and UTF-8 cannot carry): the request is
+    served with U+FFFD in its place."""
+    with mcp_session(env={**os.environ, "MEMSEARCH_MODEL": "none"}) as (proc, _):
+        line = b'{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "get", "arguments": ' \
+               b'{"ids": ["abcd\\ud800"]}}}'
+        unknown = _raw_exchange(proc, line)
+        assert unknown["id"] == 2 and unknown["result"]["isError"] is True
+        assert "abcd\ufffd" in unknown["result"]["content"][0]["text"]
+        searched = mcp_rpc(proc, {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+            "name": "search", "arguments": {"query": "database \ud800 locked", "k": 1}}})
+        assert searched["result"]["isError"] is False
+        assert searched["result"]["content"][0]["text"].startswith("mode_used: bm25")
+        paired = mcp_rpc(proc, {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {
+            "name": "get", "arguments": {"ids": ["abcd\U0001f600"]}}})  # a proper pair is no lone surrogate
+        assert "abcd\U0001f600" in paired["result"]["content"][0]["text"]
+
+
+def _search_text(proc, query: str, n: int = 2) -> str:
+    reply = mcp_rpc(proc, {"jsonrpc": "2.0", "id": n, "method": "tools/call",
+                           "params": {"name": "search", "arguments": {"query": query, "k": 3}}})
+    assert reply["result"]["isError"] is False, reply
+    return reply["result"]["content"][0]["text"]
+
+
+def test_mcp_search_says_when_the_index_was_never_built(home):
+    """As the CLI does: an empty answer is never ambiguous."""
+    with mcp_session(env={**os.environ, "MEMSEARCH_MODEL": "none"}) as (proc, _):
+        lines = _search_text(proc, "database locked").splitlines()
+    assert lines[0].startswith("mode_used: bm25")
+    assert lines[1:] == ["note: the index was never built; run `memsearch index`", "no results"]
+
+
+def test_mcp_search_says_the_team_database_was_unreachable_and_answers_locally(memory):
+    closed = "postgresql://alice:alice-pw-Zq9@127.0.0.1:1/nowhere"  # nothing listens on port 1
+    with mcp_session(env={**os.environ, "MEMSEARCH_MODEL": "none", "MEMSEARCH_DB_URL": closed}) as (proc, _):
+        text = _search_text(proc, "database locked")
+    lines = text.splitlines()
+    assert lines[1].startswith("note: cannot reach the team database postgresql://alice:***@127.0.0.1:1/nowhere")
+    assert lines[1].endswith(": searched the local index")
+    assert len(lines) >= 3 and not lines[2].startswith("note:") and lines[2] != "no results"  # the local hits
+    assert "alice-pw" not in text
+
+
+def test_mcp_search_has_no_note_when_there_is_nothing_to_say(memory):
+    with mcp_session(env={**os.environ, "MEMSEARCH_MODEL": "none"}) as (proc, _):
+        assert "note:" not in _search_text(proc, "database locked")

@@ -151,6 +151,29 @@ def test_every_page_answers_before_the_first_index(home, fake):
     assert c.get("/item/abcd1234").status_code == 404
 
 
+def test_an_empty_memory_says_nothing_is_captured_even_under_a_filter(home, fake):
+    c = client_with_cookie(resolve_settings(home), fake)
+    for path in ("/sessions", "/sessions?project=payments-api", "/timeline", "/timeline?project=x&type=prompt",
+                 "/timeline?project=x&partial=1"):
+        html = c.get(path).text
+        assert "captured yet" in html and "match the filter" not in html, path
+
+
+def test_a_filter_that_matches_nothing_says_so_and_offers_to_clear_it(client):
+    """Not "nothing captured yet": the memory has sessions, the filter matches none of them."""
+    sessions = " ".join(client.get("/sessions", params={"project": '<b>nope</b>'}).text.split())
+    assert "captured yet" not in sessions
+    assert 'No sessions match the filter project <code class="filter">&lt;b&gt;nope&lt;/b&gt;</code>.' in sessions
+    assert '<a href="/sessions" class="clear-filter">Show all sessions</a>' in sessions
+    for path in ("/timeline?project=nope&type=prompt", "/timeline?project=nope&type=prompt&partial=1"):
+        html = " ".join(client.get(path).text.split())
+        assert "captured yet" not in html, path
+        assert ('No items match the filters type <code class="filter">prompt</code>, project '
+                '<code class="filter">nope</code>.') in html, path
+        assert '<a href="/timeline" class="clear-filter">Clear the filters</a>' in html, path
+    assert "Clear the filter<" in client.get("/timeline?project=nope").text
+
+
 def test_forget_is_not_reachable_by_get(client):
     assert client.get("/forget?id=abcd&csrf=" + CSRF).status_code == 405
 
@@ -311,12 +334,37 @@ def test_forget_with_csrf_and_origin_removes_the_item_everywhere(client, indexed
     assert confirm.status_code == 200
     assert f'name="csrf" value="{CSRF}"' in confirm.text and f'name="id" value="{ident}"' in confirm.text
     done = post_forget(client, ident)
-    assert done.status_code == 200 and "Forgotten" in done.text
+    assert done.status_code == 303 and done.headers["location"].startswith("/forgotten?done=")
     assert client.get(f"/item/{ident}").status_code == 404
     assert ident not in hit_ids(client.get("/search?q=zanzibar+marker&mode=bm25").text)
     assert ident not in [h.id for h in recent(indexed, limit=100)]
+
+
+def test_forget_redirects_to_a_page_that_a_reload_only_fetches_again(client):
+    """POST/redirect/GET: the confirmation is a GET page, so a reload neither sends the form again nor shows an
+    error; a second POST of the same id (another tab, the form resent) says it is already forgotten."""
+    ident = hit_ids(client.get("/search?q=zanzibar+marker&mode=bm25&kind=event").text)[0]
+    location = post_forget(client, ident).headers["location"]
+    for _ in range(2):  # the page, then a reload
+        page = client.get(location)
+        assert page.status_code == 200 and "<h1>Forgotten</h1>" in page.text
+        assert f"<code>{ident}</code> event" in page.text and "1 chunk removed from the index" in page.text
     again = post_forget(client, ident)
-    assert again.status_code == 404
+    assert again.status_code == 303 and again.headers["location"] == f"/forgotten?id={ident}"
+    friendly = client.get(again.headers["location"])
+    assert friendly.status_code == 200 and "<h1>Already forgotten</h1>" in friendly.text
+    assert f"no memory with id <code>{ident}</code> is in the index any more" in " ".join(friendly.text.split())
+    assert "no chunk with id" not in friendly.text and "error" not in friendly.text.lower()
+    expired = client.get("/forgotten?done=from-a-previous-launch")
+    assert expired.status_code == 200 and "no longer kept" in expired.text
+
+
+def test_the_forgotten_page_does_not_claim_a_present_item_is_forgotten(client):
+    ident = hit_ids(client.get("/search?q=zanzibar&mode=bm25").text)[0]
+    reply = client.get(f"/forgotten?id={ident}", follow_redirects=False)
+    assert reply.status_code == 303 and reply.headers["location"] == f"/item/{ident}"
+    hostile = client.get("/forgotten", params={"id": "<script>x</script>"})
+    assert "<script>x" not in hostile.text
 
 
 def test_dashboard_shows_index_health_events_per_day_and_privacy(client, indexed):

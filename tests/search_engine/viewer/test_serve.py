@@ -202,9 +202,48 @@ def test_forget_an_item_and_it_is_gone_from_search(page, live):
     page.get_by_role("link", name="Forget this…").click()
     page.wait_for_url("**/forget")
     shot(page, "forget-confirm")
+    confirm_url = page.url
+    second = page.context.new_page()  # the same confirmation open in another tab
+    second.goto(confirm_url)
     page.get_by_role("button", name="Forget it").click()
-    page.wait_for_selector("h1:text('Forgotten')")
+    page.wait_for_url("**/forgotten?done=*")  # POST/redirect/GET
+    assert page.locator("h1").inner_text() == "Forgotten"
+    assert target.rsplit("/", 1)[1] in page.locator("ul.forgotten").inner_text()
     shot(page, "forgotten")
+    methods: list[str] = []
+    page.on("request", lambda r: methods.append(r.method) if r.resource_type == "document" else None)
+    reloaded = page.reload()
+    assert reloaded.status == 200 and methods == ["GET"]  # a reload fetches the page: the form is not sent again
+    assert page.locator("h1").inner_text() == "Forgotten"
+    second.get_by_role("button", name="Forget it").click()  # the same id again, from the other tab
+    second.wait_for_url("**/forgotten?id=*")
+    assert second.locator("h1").inner_text() == "Already forgotten"
+    assert "404" not in second.locator("main").inner_text() and "memsearch recent" not in second.content()
+    shot(second, "already-forgotten")
+    second.close()
     page.goto(f"{live.base}/search?q=wrap+dispatch+on_commit&mode=bm25&kind=event")
     assert target not in [a.get_attribute("href") for a in page.locator("ol.hits a.title").all()]
     assert page.request.get(f"{live.base}{target}").status == 404
+
+
+def test_a_filter_that_matches_nothing_is_not_an_empty_memory(page, live):
+    page.goto(f"{live.base}/sessions?project=" + "%3Cb%3Enowhere%3C/b%3E")
+    notice = page.locator("main p.notice")
+    assert notice.inner_text().split() == "No sessions match the filter project <b>nowhere</b>. Show all sessions".split()
+    assert page.locator("main b").count() == 0  # the name shown as text, not markup
+    assert "captured yet" not in page.locator("main").inner_text()
+    shot(page, "sessions-no-match")
+    page.get_by_role("link", name="Show all sessions").click()
+    page.wait_for_url(f"{live.base}/sessions")
+    assert page.locator("table.sessions tbody tr").count() >= 2
+
+    page.goto(f"{live.base}/timeline?type=prompt&project=nowhere")
+    notice = page.locator("#timeline-items p.notice")
+    assert notice.inner_text().split() == ("No items match the filters type prompt, project nowhere. "
+                                           "Clear the filters").split()
+    page.wait_for_timeout(1200)  # the live refresh (every 0.5 s here) keeps saying the same
+    assert "No items match the filters" in page.locator("#timeline-items").inner_text()
+    shot(page, "timeline-no-match")
+    page.get_by_role("link", name="Clear the filters").click()
+    page.wait_for_url(f"{live.base}/timeline")
+    assert page.locator("#timeline-items li.item").count() >= 2
