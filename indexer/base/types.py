@@ -132,3 +132,24 @@ def _default(value: Any) -> Any:
     if isinstance(value, (PurePath, frozenset, set)):
         return str(value) if isinstance(value, PurePath) else sorted(value)
     raise TypeError(f"cannot serialise {type(value).__name__}")
+
+
+def index_note(state: Health) -> str | None:
+    """Why a search of this index finds nothing, when the reason is the index itself: it was never built, or it
+    was built from no sources. None when it holds chunks.
+
+    >>> index_note(Health(False, 0, 0, None, None, False))
+    'the index was never built; run `memsearch index`'
+    """
+    if not state.index_exists:
+        return "the index was never built; run `memsearch index`"
+    if state.chunks == 0:
+        return "the index is empty (no sources found); add notes and run `memsearch index`"
+    return None
+
+
+def result_notes(result: SearchResult) -> list[str]:
+    """What a reader of the hits must know beside them, one line each, as the CLI prints them (``note: …``,
+    ``No results: …``) and the MCP server sends them before its hits: that the team database could not be
+    reached so the hits are local only, that the index was never built or is empty."""
+    return [note for note in (result.health.store_reason, index_note(result.health)) if note]

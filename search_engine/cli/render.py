@@ -17,7 +17,7 @@ from indexer.base.reports import (
     Stats,
     Timeline,
 )
-from indexer.base.types import HIDDEN_STATUSES, Health, Hit, SearchResult
+from indexer.base.types import HIDDEN_STATUSES, Health, Hit, SearchResult, index_note
 
 SNIPPET_CHARS = 240
 
@@ -61,8 +61,6 @@ def search_text(result: SearchResult, fmt: str = "full") -> str:
     if result.health.store_reason:
         out.append(f"note: {result.health.store_reason}")
     if not result.hits:
-        from search_engine.search import index_note  # loaded already: the search ran
-
         empty = index_note(result.health)
         out.append(f"No results: {empty}." if empty else "No results.")
     for rank, hit in enumerate(result.hits, start=1):

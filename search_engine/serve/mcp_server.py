@@ -130,9 +130,10 @@ def build(settings: Settings):
                 await lowlevel.run(AnsweringStream(read_stream, write_stream), write_stream,
                                    lowlevel.create_initialization_options())
 
+    from indexer.base.types import result_notes
     from search_engine.filters import Filters
     from search_engine.lookup import get_many, timeline as run_timeline
-    from search_engine.search import result_notes, search as run_search
+    from search_engine.search import search as run_search
 
     server = Server("memsearch", instructions=INSTRUCTIONS)
     warm: dict = {}
