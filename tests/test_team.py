@@ -511,32 +511,6 @@ def test_an_unreachable_team_database_falls_back_to_the_local_index_and_says_so(
     assert b"alice-pw" not in hooked.stdout + hooked.stderr
 
 
-@pytest.fixture
-def silent_host():
-    """A TCP port that accepts connections and never says a word, as a host that drops packets looks to libpq
-    (which then waits out its connect timeout, 2 s at least); yields (port, connections accepted so far)."""
-    import socket
-    import threading
-
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(16)
-    accepted: list[socket.socket] = []
-
-    def accept() -> None:
-        while True:
-            try:
-                accepted.append(listener.accept()[0])
-            except OSError:
-                return
-
-    threading.Thread(target=accept, daemon=True).start()
-    yield listener.getsockname()[1], accepted
-    listener.close()
-    for conn in accepted:
-        conn.close()
-
-
 def test_after_one_failed_connect_the_hooks_read_the_local_index_without_trying_again(synced_home, team,
                                                                                       silent_host, monkeypatch):
     from indexer.base.paths import TEAM_UNREACHABLE

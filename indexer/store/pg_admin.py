@@ -69,33 +69,32 @@ def probe_member(url: str, timeout: int = PROBE_TIMEOUT) -> MemberAccess:
             conn.execute("SET TRANSACTION READ ONLY")
             role, superuser, bypass = conn.execute(
                 "SELECT current_user, rolsuper, rolbypassrls FROM pg_roles WHERE rolname = current_user").fetchone() \
-                or (None, False, False)
+                or ("?", False, False)
             version = schema_version(conn)
+            access = MemberAccess(role=role, schema_version=version, connect_ms=connect_ms,
+                                  bypasses_rls="superuser" if superuser else "bypassrls" if bypass else None)
+            if version == 0:
+                return access
+            missing = [] if _count(conn, "SELECT count(*) FROM pg_roles g WHERE g.rolname = %s"
+                                         " AND pg_has_role(current_user, g.oid, 'member')", (MEMBER_ROLE,)) \
+                else [f"member of {MEMBER_ROLE}"]
+            for table, privileges in MEMBER_PRIVILEGES:
+                for privilege in privileges.split(", "):
+                    if not _count(conn, "SELECT coalesce(has_table_privilege(current_user, to_regclass(%s), %s),"
+                                        " false)::int", (f"{SCHEMA}.{table}", privilege)):
+                        missing.append(f"{privilege} on {SCHEMA}.{table}")
+            access = replace(access, missing=tuple(missing))
+            try:
+                with conn.transaction():  # a savepoint: a refused read is the finding, the probe goes on
+                    sources = _count(conn, f"SELECT count(*) FROM {SCHEMA}.sources WHERE owner = current_user")
+                    meta = _count(conn, f"SELECT count(*) FROM {SCHEMA}.meta WHERE owner = current_user")
+            except psycopg.Error as exc:
+                return replace(access, read_error=one_line(exc))
+            return replace(access, own_sources=sources, own_meta=meta)
         except psycopg.Error as exc:
             raise StoreUnavailable(f"{mask_url(url)} answers but fails: {one_line(exc)}") from None
-        access = MemberAccess(role=role, schema_version=version, connect_ms=connect_ms,
-                              bypasses_rls="superuser" if superuser else "bypassrls" if bypass else None)
-        if version == 0:
-            conn.rollback()
-            return access
-        missing = [] if conn.execute("SELECT pg_has_role(current_user, %s, 'member')", (MEMBER_ROLE,)).fetchone()[0] \
-            else [f"member of {MEMBER_ROLE}"]
-        for table, privileges in MEMBER_PRIVILEGES:
-            for privilege in privileges.split(", "):
-                held = conn.execute("SELECT has_table_privilege(current_user, %s, %s)",
-                                    (f"{SCHEMA}.{table}", privilege)).fetchone()
-                if not (held and held[0]):
-                    missing.append(f"{privilege} on {SCHEMA}.{table}")
-        try:
-            with conn.transaction():  # a savepoint: a refused read is the finding, the probe goes on
-                sources, meta = conn.execute(
-                    f"SELECT (SELECT count(*) FROM {SCHEMA}.sources WHERE owner = current_user),"
-                    f" (SELECT count(*) FROM {SCHEMA}.meta WHERE owner = current_user)").fetchone() or (0, 0)
-        except psycopg.Error as exc:
-            return replace(access, missing=tuple(missing), read_error=one_line(exc))
         finally:
-            conn.rollback()
-        return replace(access, missing=tuple(missing), own_sources=int(sources), own_meta=int(meta))
+            conn.rollback()  # nothing to keep: the transaction was read-only
 
 
 def member_holdings(admin_url: str, name: str) -> MemberRemoval:

@@ -651,11 +651,12 @@ def ui(
 
 
 @app.command()
-def doctor(as_json: JsonOpt = False, home: HomeOpt = None) -> None:
-    """Check sqlite-vec, FTS5, the model, the index, the server, the hooks and cron; each failure with its fix."""
+def doctor(as_json: JsonOpt = False, home: HomeOpt = None, db_url: DbUrlOpt = None) -> None:
+    """Check sqlite-vec, FTS5, the model, the index, the team database (with db_url), the server, the hooks and
+    cron; each failure with its fix."""
     from search_engine.cli.doctor import run_checks
 
-    checks = run_checks(_settings(home))
+    checks = run_checks(_settings(home, db_url=db_url))
     lines = [f"{'FAIL' if not c.ok else 'info' if c.info else 'ok  '} {c.name}: {c.detail}"
              + (f"\n     fix: {c.fix}" if c.fix else "") for c in checks]
     emit(checks, as_json, "\n".join(lines))
