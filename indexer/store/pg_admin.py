@@ -41,7 +41,8 @@ class MemberAccess:
     """What the role of a ``db_url`` is and may do on the team database (:func:`probe_member`)."""
 
     role: str
-    schema_version: int
+    #: 0: no schema there; None: the role may not read it.
+    schema_version: int | None
     #: ``"superuser"`` or ``"bypassrls"`` when row-level security does not apply to the role, else None.
     bypasses_rls: str | None = None
     #: Grants the role lacks, e.g. ``("member of memsearch_member", "INSERT on memsearch.chunks")``.
@@ -70,9 +71,13 @@ def probe_member(url: str, timeout: int = PROBE_TIMEOUT) -> MemberAccess:
             role, superuser, bypass = conn.execute(
                 "SELECT current_user, rolsuper, rolbypassrls FROM pg_roles WHERE rolname = current_user").fetchone() \
                 or ("?", False, False)
+            bypasses = "superuser" if superuser else "bypassrls" if bypass else None
+            if _count(conn, "SELECT count(*) FROM pg_namespace WHERE nspname = %s", (SCHEMA,)) and not _count(
+                    conn, "SELECT has_schema_privilege(current_user, %s, 'USAGE')::int", (SCHEMA,)):
+                return MemberAccess(role=role, schema_version=None, connect_ms=connect_ms, bypasses_rls=bypasses,
+                                    missing=(f"USAGE on schema {SCHEMA} (not in {MEMBER_ROLE})",))
             version = schema_version(conn)
-            access = MemberAccess(role=role, schema_version=version, connect_ms=connect_ms,
-                                  bypasses_rls="superuser" if superuser else "bypassrls" if bypass else None)
+            access = MemberAccess(role=role, schema_version=version, connect_ms=connect_ms, bypasses_rls=bypasses)
             if version == 0:
                 return access
             missing = [] if _count(conn, "SELECT count(*) FROM pg_roles g WHERE g.rolname = %s"
