@@ -226,11 +226,11 @@ def _team_database_checks(db_url: str, url: str) -> list[Check]:
                             "read the local index meanwhile")]
     out.append(Check("team database", True, f"{url} answers as {access.role} ({access.connect_ms} ms to connect)"))
     admin_fix = f"the administrator runs `memsearch team init --apply --member {access.role}`"
-    if access.schema_version is None:  # the role may not read the schema: what it lacks is the finding
-        pass
-    elif access.schema_version == 0:
+    if access.schema_version == 0:
         return [*out, Check("team schema", False, f"{url} holds no memsearch schema", admin_fix)]
-    if access.schema_version != SCHEMA_VERSION:
+    if access.schema_version is None:  # the role may not read the schema: what it lacks is the finding (below)
+        pass
+    elif access.schema_version != SCHEMA_VERSION:
         newer = access.schema_version > SCHEMA_VERSION
         out.append(Check("team schema", False, f"version {access.schema_version}, this memsearch needs "
                          f"{SCHEMA_VERSION}", "upgrade memsearch on this machine (pip install -U "

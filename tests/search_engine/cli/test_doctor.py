@@ -141,6 +141,17 @@ def test_doctor_checks_the_team_database_only_when_db_url_is_set(home, tmp_path,
     as_admin, _, lines = _doctor(env, "--db-url", team.admin_url)
     assert as_admin.returncode == 1 and lines["team access"].startswith(
         "FAIL team access: postgres is a superuser role: row-level security does not apply to it")
+    with psycopg.connect(team.admin_url, autocommit=True) as admin:  # a login role the administrator never added
+        admin.execute("DROP ROLE IF EXISTS outsider")
+        admin.execute("CREATE ROLE outsider LOGIN PASSWORD 'outsider-pw'")
+        try:
+            outside, _, lines = _doctor(env, "--db-url", pg_server.url("outsider", "outsider-pw", team.db))
+        finally:
+            admin.execute("DROP ROLE outsider")
+    assert outside.returncode == 1 and "team schema" not in lines
+    assert lines["team access"] == (
+        "FAIL team access: outsider lacks USAGE on schema memsearch (not in memsearch_member)\n"
+        "fix: the administrator runs `memsearch team init --apply --member outsider` (it grants memsearch_member)")
     wrong = alice.replace(TEAM_PASSWORDS["alice"], "not-Her-pw")
     refused, _, lines = _doctor(env, "--db-url", wrong)
     assert refused.returncode == 1 and lines["team database"].startswith(
