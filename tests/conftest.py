@@ -158,6 +158,32 @@ def team(pg_server):
     with psycopg.connect(pg_server.url(), autocommit=True) as admin:
         admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
 
+@pytest.fixture
+def silent_host():
+    """A TCP port that accepts connections and never says a word, as a host that drops packets looks to libpq
+    (which then waits out its connect timeout, 2 s at least); yields (port, connections accepted so far)."""
+    import socket
+    import threading
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    accepted: list[socket.socket] = []
+
+    def accept() -> None:
+        while True:
+            try:
+                accepted.append(listener.accept()[0])
+            except OSError:
+                return
+
+    threading.Thread(target=accept, daemon=True).start()
+    yield listener.getsockname()[1], accepted
+    listener.close()
+    for conn in accepted:
+        conn.close()
+
+
 SECRET = "the launch code is swordfish"
 
 

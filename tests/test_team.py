@@ -511,32 +511,6 @@ def test_an_unreachable_team_database_falls_back_to_the_local_index_and_says_so(
     assert b"alice-pw" not in hooked.stdout + hooked.stderr
 
 
-@pytest.fixture
-def silent_host():
-    """A TCP port that accepts connections and never says a word, as a host that drops packets looks to libpq
-    (which then waits out its connect timeout, 2 s at least); yields (port, connections accepted so far)."""
-    import socket
-    import threading
-
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(16)
-    accepted: list[socket.socket] = []
-
-    def accept() -> None:
-        while True:
-            try:
-                accepted.append(listener.accept()[0])
-            except OSError:
-                return
-
-    threading.Thread(target=accept, daemon=True).start()
-    yield listener.getsockname()[1], accepted
-    listener.close()
-    for conn in accepted:
-        conn.close()
-
-
 def test_after_one_failed_connect_the_hooks_read_the_local_index_without_trying_again(synced_home, team,
                                                                                       silent_host, monkeypatch):
     from indexer.base.paths import TEAM_UNREACHABLE
@@ -1173,3 +1147,103 @@ def test_forget_says_when_the_team_database_keeps_chunks_it_could_not_note_for_t
     assert removed is None and "could not be noted for the next sync (Read-only file system)" in note
     assert "alice-pw" not in note and "\n" not in note
     assert pending_forgets(settings) == ["aaaa1111bbbb"]
+
+
+# -- removing a member -------------------------------------------------------------------------------------------
+
+
+def _owned_by(admin_url: str, role: str) -> dict[str, int]:
+    """Rows naming ``role`` in each table of the schema that has an owner (as the superuser: no row-level security)."""
+    with psycopg.connect(admin_url) as conn:
+        return {table: conn.execute(f"SELECT count(*) FROM memsearch.{table} WHERE owner = %s", (role,)).fetchone()[0]
+                for table in ("chunks", "sources", "meta", "counts", "lexemes", "hashes", "contents")}
+
+
+def test_remove_member_ends_their_sessions_deletes_their_rows_and_drops_the_role(synced_home, team, fake, tmp_path,
+                                                                                pg_server):
+    """alice synced (chunks, two shared notes, vectors), and a session of hers still holds a sync's staging table
+    in an open transaction (a sync stopped mid-way that never hung up). Removing her ends that session, deletes
+    her rows and the vectors only her chunks held, and drops her role; bob's rows, the vector his copy of her note
+    holds, and his searches stay."""
+    from indexer.pipeline import index
+    from indexer.sync import sync
+    from search_engine.search import search
+
+    sync(synced_home.replace(share=("notes/n07.md", "notes/n08.md")))
+    bob = resolve_settings(tmp_path / "bob", db_url=team.urls["bob"], share=["notes/ops.md"])
+    write(bob.home / "notes" / "ops.md", "# Ops\n\nthe pager rotation lives in the wiki\n")
+    write(bob.home / "notes" / "n07.md", (synced_home.home / "notes" / "n07.md").read_text())  # same content: one vector
+    index(bob, embedder=fake)
+    sync(bob)
+    bob_search = bob.replace(model="none")
+    assert {h.path for h in search(bob_search, "topic8", mode="bm25").hits} == {"notes/n08.md"}  # alice's, shared
+    alice_chunks, vectors_before, _ = team_rows(team.admin_url)
+    bob_before, _, bob_uids = team_rows(team.admin_url, owner="bob")
+    bob_hashes = {h for _, h, _, _ in bob_before.values()}
+    only_alice = {h for _, h, _, _ in alice_chunks.values()} - bob_hashes
+    owned = _owned_by(team.admin_url, "alice")
+    assert owned["meta"] >= 1 and only_alice & set(vectors_before) and bob_hashes & set(vectors_before)
+
+    held = psycopg.connect(team.urls["alice"])  # the staging table a sync makes (indexer.store.postgres), left open
+    held.execute("CREATE TEMP TABLE IF NOT EXISTS memsearch_stage_chunks(uid text) ON COMMIT DELETE ROWS")
+    held.commit()  # made on the connection's first batch; the next one's transaction is open
+    held.execute("INSERT INTO memsearch_stage_chunks VALUES ('x')")
+    with psycopg.connect(team.admin_url) as conn:
+        assert conn.execute("SELECT count(*) FROM pg_class c JOIN pg_roles r ON r.oid = c.relowner"
+                            " WHERE r.rolname = 'alice' AND c.relname = 'memsearch_stage_chunks'").fetchone()[0] == 1
+
+    done = run("team", "remove-member", "alice", "--yes", env={"MEMSEARCH_ADMIN_URL": team.admin_url})
+    assert done.returncode == 0, done.stderr
+    gone = len(only_alice & set(vectors_before))
+    assert done.stdout == (
+        f"removed member alice from {team.admin_url.replace(pg_server.password, '***')}: {len(alice_chunks)} chunks, "
+        f"{owned['sources']} sources, {owned['meta']} meta keys, {gone} vectors no other member's chunk holds; "
+        "1 session(s) ended; role alice dropped\n")
+    assert pg_server.password not in done.stdout + done.stderr
+    with pytest.raises(psycopg.OperationalError):
+        held.execute("SELECT 1")
+    held.close()
+    with psycopg.connect(team.admin_url) as conn:
+        assert conn.execute("SELECT count(*) FROM pg_roles WHERE rolname = 'alice'").fetchone()[0] == 0
+    assert set(_owned_by(team.admin_url, "alice").values()) == {0}
+    _, vectors_after, _ = team_rows(team.admin_url, owner="bob")
+    assert set(vectors_after) == set(vectors_before) - only_alice
+    assert team_rows(team.admin_url, owner="bob")[0] == bob_before and sorted(team_rows(
+        team.admin_url, owner="bob")[2]) == sorted(bob_uids)
+    assert {h.path for h in search(bob_search, "pager rotation", mode="bm25").hits} == {"notes/ops.md"}
+    assert {h.path for h in search(bob_search, "topic7", mode="bm25").hits} == {"notes/n07.md"}  # bob's own copy
+    assert search(bob_search, "topic8", mode="bm25").hits == ()  # alice's shared note went with her
+    # the kept counts still agree with the rows (what team init's recount would set them to)
+    from indexer.store.pg_schema import RECOUNT_SQL
+
+    with psycopg.connect(team.admin_url) as conn:
+        kept = {t: sorted(conn.execute(f"SELECT * FROM memsearch.{t}").fetchall())
+                for t in ("counts", "hashes", "contents")}
+        conn.execute(RECOUNT_SQL)
+        assert kept == {t: sorted(conn.execute(f"SELECT * FROM memsearch.{t}").fetchall())
+                        for t in ("counts", "hashes", "contents")}
+        conn.rollback()
+
+
+def test_remove_member_refuses_a_name_that_is_not_a_member_and_asks_first(synced_home, team, pg_server):
+    env = {"MEMSEARCH_ADMIN_URL": team.admin_url}
+    where = team.admin_url.replace(pg_server.password, "***")
+    for name in ("carol", "postgres"):  # no such role; a superuser, not a member
+        done = run("team", "remove-member", name, "--yes", env=env)
+        assert (done.returncode, done.stdout) == (1, "")
+        assert done.stderr == (f"Error: '{name}' is not a member role of the team database {where} "
+                               "(members: alice, bob): nothing removed\n")
+    bad = run("team", "remove-member", "memsearch_member", "--yes", env=env)
+    assert bad.returncode == 2 and bad.stderr.startswith("Error: invalid member name 'memsearch_member'")
+    unasked = subprocess.run([MEMSEARCH, "team", "remove-member", "alice"], capture_output=True, text=True,
+                             stdin=subprocess.DEVNULL, env={**os.environ, **env}, timeout=60)
+    assert unasked.returncode == 1 and unasked.stderr == (
+        "Error: remove-member needs a confirmation: run it on a terminal, or add --yes\n")
+    assert _owned_by(team.admin_url, "alice")["chunks"] == 0  # nothing synced here, and the role is still there
+    with psycopg.connect(team.admin_url) as conn:
+        assert conn.execute("SELECT rolcanlogin FROM pg_roles WHERE rolname = 'alice'").fetchone() == (True,)
+    unreachable = run("team", "remove-member", "alice", "--yes",
+                      env={"MEMSEARCH_ADMIN_URL": "postgresql://postgres:admin-pw-Q1@127.0.0.1:1/nowhere"})
+    assert unreachable.returncode == 1 and "admin-pw-Q1" not in unreachable.stderr
+    assert unreachable.stderr.startswith("Error: cannot reach postgresql://postgres:***@127.0.0.1:1/nowhere: ")
+    assert unreachable.stderr.count("\n") == 1

@@ -1,6 +1,6 @@
-"""What the commands other than search report: indexing, maintenance, scrubbing, cron, browsing, stats and forget.
-Frozen dataclasses like :mod:`indexer.base.types` (whose :func:`~indexer.base.types.to_json` serialises them), kept
-apart so that the prompt hook, which imports that module, does not create these."""
+"""What the commands other than search report: indexing, maintenance, scrubbing, cron, browsing, stats, forget and
+a team member's removal. Frozen dataclasses like :mod:`indexer.base.types` (whose :func:`~indexer.base.types.to_json`
+serialises them), kept apart so that the prompt hook, which imports that module, does not create these."""
 
 from __future__ import annotations
 
@@ -284,3 +284,21 @@ class ForgetReport:
     wal_truncated: bool = True  # False: a reader kept the WAL busy; its old pages go at the next checkpoint
     team_removed: int | None = None  # chunks removed from the team database (None: no db_url, or not reached)
     team_note: str | None = None  # why the team database still holds them (the next sync removes them)
+
+
+@dataclass(frozen=True)
+class MemberRemoval:
+    """What ``memsearch team remove-member`` removed (``role_dropped``), or would remove, of one member on the team
+    database (``database``, its password masked): their chunks, sources and meta keys, the vectors no other
+    member's chunk holds, their open sessions, and the objects they owned there (reassigned to the
+    administrator: a staging table a stopped sync left, say)."""
+
+    member: str
+    database: str
+    chunks: int = 0
+    sources: int = 0
+    meta: int = 0
+    vectors: int = 0
+    sessions: int = 0
+    objects: int = 0
+    role_dropped: bool = False

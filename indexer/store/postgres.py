@@ -256,7 +256,7 @@ class PgStore:
                 version = schema_version(conn)
                 self.role = _one_row(conn.execute("SELECT current_user"))[0]
         except psycopg.Error as exc:
-            raise StoreUnavailable(f"cannot reach the team database {self.display_url}: {_one_line(exc)}") from None
+            raise StoreUnavailable(f"cannot reach the team database {self.display_url}: {one_line(exc)}") from None
         if version != SCHEMA_VERSION:
             raise StoreUnavailable(f"the team database {self.display_url} has schema version {version}, this "
                                    f"memsearch needs {SCHEMA_VERSION}: ask its administrator to run "
@@ -587,7 +587,7 @@ class PgStore:
             with self.pool.connection() as conn:
                 rows = conn.execute(query, [expression, RANK_WEIGHTS, *params, limit]).fetchall()
         except psycopg.errors.SyntaxError as exc:
-            raise UsageError(f"invalid tsquery {expression!r}: {_one_line(exc)}; drop --raw to search plain text"
+            raise UsageError(f"invalid tsquery {expression!r}: {one_line(exc)}; drop --raw to search plain text"
                              ) from None
         return [Scored(r[0], float(r[1])) for r in rows]
 
@@ -864,7 +864,7 @@ def _refused(c: ChunkRow, exc: Exception) -> str:
     """One line naming a chunk the server refused and why: ``notes/a.md chunk 3f2a… (lines 4-9): <reason>``."""
     where = (f"lines {c.line_start}-{c.line_end}" if c.line_start is not None
              else f"event {c.event_id}" if c.event_id else f"part {c.seq}")
-    return f"{c.path} chunk {c.uid} ({where}): {_one_line(exc)}"
+    return f"{c.path} chunk {c.uid} ({where}): {one_line(exc)}"
 
 
 def _copy_rows(conn: psycopg.Connection, rows: Sequence[tuple[str, ChunkRow]]) -> int:
@@ -893,7 +893,7 @@ def apply_team_init(admin_url: str, members: Sequence[str], vector_models: Seque
     try:
         conn = psycopg.connect(admin_url, autocommit=True, connect_timeout=10)
     except psycopg.Error as exc:
-        raise StoreUnavailable(f"cannot reach {mask_url(admin_url)}: {_one_line(exc)}") from None
+        raise StoreUnavailable(f"cannot reach {mask_url(admin_url)}: {one_line(exc)}") from None
     try:
         with conn:
             version = migrate(conn)
@@ -904,7 +904,7 @@ def apply_team_init(admin_url: str, members: Sequence[str], vector_models: Seque
             for name in dict.fromkeys(members):
                 conn.execute(member_sql(name))
     except psycopg.Error as exc:
-        raise StoreUnavailable(f"team init on {mask_url(admin_url)} failed: {_one_line(exc)}") from None
+        raise StoreUnavailable(f"team init on {mask_url(admin_url)} failed: {one_line(exc)}") from None
     return version
 
 
@@ -917,6 +917,6 @@ def _as_vector(value: Sequence[float] | bytes):
     return np.asarray(value, dtype=np.float32)
 
 
-def _one_line(exc: Exception) -> str:
+def one_line(exc: Exception) -> str:
     """The first line of a driver error, which names the cause (never the password: libpq does not echo it)."""
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]

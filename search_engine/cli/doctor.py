@@ -1,6 +1,7 @@
 """``memsearch doctor``: every moving part checked, each failure with the command that fixes it; the command
 exits 1 when any check fails. ``info`` rows are findings that are not failures (no server outside a Claude Code
-session: the next session or prompt starts it; no weekly cron line)."""
+session: the next session or prompt starts it; no weekly cron line; a memory root that never synced). The team
+database is checked only when ``db_url`` is set (optional, like the MCP server: none is no finding)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from indexer.base import lost
+from indexer.base.dburl import mask_url
 from indexer.base.embedder import resolve_model
 from indexer.base.errors import IndexCorrupt, MemsearchError
 from indexer.base.paths import EVENTS_DIR, LOST_EVENTS
@@ -171,6 +173,86 @@ def _capture_check(settings: Settings) -> Check:
     return Check("capture", True, "no event lost")
 
 
+TEAM_EXTRA = ("psycopg", "psycopg_pool", "pgvector")
+
+
+def team_checks(settings: Settings) -> list[Check]:
+    """With ``db_url``: the team extra installed; the database answering (within
+    :data:`~indexer.store.pg_admin.PROBE_TIMEOUT` seconds); its schema the version this memsearch needs; the role
+    a member that may read and write its own rows (read-only: nothing is written); when this memory root last
+    synced there; forgets still waiting to reach it. Nothing without ``db_url``."""
+    if settings.db_url is None:
+        return []
+    url = mask_url(settings.db_url)
+    out = _team_database_checks(settings.db_url, url)
+    from indexer.team import last_synced, pending_forgets
+
+    last = last_synced(settings)
+    out.append(Check("team sync", True, f"this memory root last synced to {url} at {last}") if last else
+               Check("team sync", True, f"this memory root has never synced to {url}", "run `memsearch sync`",
+                     info=True))
+    pending = pending_forgets(settings)
+    out.append(Check("team forgets", False, f"{len(pending)} forgotten chunk(s) are still on the team database "
+                     "(it could not be reached when you forgot them)",
+                     "run `memsearch sync` (it removes them there first)") if pending else
+               Check("team forgets", True, "none waiting to reach the team database"))
+    return out
+
+
+def _team_database_checks(db_url: str, url: str) -> list[Check]:
+    import importlib
+    from importlib.metadata import PackageNotFoundError, version
+
+    for module in TEAM_EXTRA:
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            return [Check("team extra", False, f"{module} is not installed, and db_url is set ({url})",
+                          "pip install 'memsearch-hybrid[team]' (or unset db_url to use the local index only)")]
+    try:
+        shown = ", ".join(f"{name} {version(name)}" for name in ("psycopg", "psycopg-pool", "pgvector"))
+    except PackageNotFoundError:
+        shown = ", ".join(TEAM_EXTRA)
+    out = [Check("team extra", True, shown)]
+    from indexer.store.pg_admin import probe_member
+    from indexer.store.pg_schema import MEMBER_ROLE, SCHEMA_VERSION
+    from indexer.store.postgres import StoreUnavailable
+
+    try:
+        access = probe_member(db_url)
+    except StoreUnavailable as exc:
+        return [*out, Check("team database", False, str(exc),
+                            "start the server, or check db_url's host, port, user and password; searches and hooks "
+                            "read the local index meanwhile")]
+    out.append(Check("team database", True, f"{url} answers as {access.role} ({access.connect_ms} ms to connect)"))
+    admin_fix = f"the administrator runs `memsearch team init --apply --member {access.role}`"
+    if access.schema_version == 0:
+        return [*out, Check("team schema", False, f"{url} holds no memsearch schema", admin_fix)]
+    if access.schema_version is None:  # the role may not read the schema: what it lacks is the finding (below)
+        pass
+    elif access.schema_version != SCHEMA_VERSION:
+        newer = access.schema_version > SCHEMA_VERSION
+        out.append(Check("team schema", False, f"version {access.schema_version}, this memsearch needs "
+                         f"{SCHEMA_VERSION}", "upgrade memsearch on this machine (pip install -U "
+                         "'memsearch-hybrid[team]')" if newer else "the administrator runs `memsearch team init "
+                         "--apply`"))
+    else:
+        out.append(Check("team schema", True, f"version {access.schema_version}, as this memsearch needs"))
+    if access.bypasses_rls:
+        out.append(Check("team access", False, f"{access.role} is a {access.bypasses_rls} role: row-level security "
+                         "does not apply to it, so it sees every member's private rows",
+                         f"connect as a member's role ({admin_fix.replace(access.role, 'NAME')}, then that role in "
+                         "db_url)"))
+    elif access.missing or access.read_error:
+        what = ", ".join(access.missing) or f"cannot read its own rows ({access.read_error})"
+        out.append(Check("team access", False, f"{access.role} lacks {what}" if access.missing else
+                         f"{access.role} {what}", admin_fix + f" (it grants {MEMBER_ROLE})"))
+    else:
+        out.append(Check("team access", True, f"{access.role} reads and writes its own rows under row-level "
+                         f"security ({access.own_sources} sources, {access.own_meta} meta keys of its own)"))
+    return out
+
+
 def run_checks(settings: Settings, load_model: bool = True) -> list[Check]:
     checks = _sqlite_checks()
     choice = resolve_model(settings)
@@ -192,6 +274,7 @@ def run_checks(settings: Settings, load_model: bool = True) -> list[Check]:
     else:
         checks.append(Check("index", False, f"{settings.db_path} does not exist", "run `memsearch index`"))
     checks.append(_capture_check(settings))
+    checks += team_checks(settings)
     pid = server_pid(settings)
     if pid is not None:
         server = is_running(settings, timeout=2.0) or {}

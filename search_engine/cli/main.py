@@ -541,6 +541,37 @@ def team_init(
                      f"{', '.join(members) or 'none added'}\n")
 
 
+@team_app.command("remove-member")
+def team_remove_member(
+    name: Annotated[str, typer.Argument(metavar="NAME", help="The member's role name.")],
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask (for scripts).")] = False,
+    admin_url: Annotated[Optional[str], typer.Option(
+        "--admin-url", envvar="MEMSEARCH_ADMIN_URL", help="A superuser's postgresql:// URL.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Remove a member: their sessions ended, their chunks, sources, meta and the vectors no one else's chunk holds
+    deleted, then their role dropped."""
+    from indexer.store.pg_schema import check_role
+
+    role = check_role(name)
+    if not admin_url:
+        raise UsageError("remove-member needs --admin-url (or MEMSEARCH_ADMIN_URL): a superuser's postgresql:// URL")
+    try:
+        from indexer.store.pg_admin import member_holdings, remove_member
+    except ImportError:
+        raise UsageError("the team index needs the team extra: pip install 'memsearch-hybrid[team]'") from None
+    if not yes:
+        plan = member_holdings(admin_url, role)  # an unknown name is refused before anything is asked
+        if not sys.stdin.isatty():
+            raise MemsearchError("remove-member needs a confirmation: run it on a terminal, or add --yes")
+        sys.stderr.write(render.member_removal_text(plan) + "\n")
+        if not typer.confirm(f"Remove member {role} and all of the above for good?", err=True):
+            sys.stderr.write("Cancelled: nothing removed.\n")
+            return
+    report = remove_member(admin_url, role)
+    emit(report, as_json, render.member_removal_text(report))
+
+
 @app.command()
 def mcp(home: HomeOpt = None) -> None:
     """Run the MCP server on stdio (tools: search, timeline, get, recent)."""
@@ -620,11 +651,12 @@ def ui(
 
 
 @app.command()
-def doctor(as_json: JsonOpt = False, home: HomeOpt = None) -> None:
-    """Check sqlite-vec, FTS5, the model, the index, the server, the hooks and cron; each failure with its fix."""
+def doctor(as_json: JsonOpt = False, home: HomeOpt = None, db_url: DbUrlOpt = None) -> None:
+    """Check sqlite-vec, FTS5, the model, the index, the team database (with db_url), the server, the hooks and
+    cron; each failure with its fix."""
     from search_engine.cli.doctor import run_checks
 
-    checks = run_checks(_settings(home))
+    checks = run_checks(_settings(home, db_url=db_url))
     lines = [f"{'FAIL' if not c.ok else 'info' if c.info else 'ok  '} {c.name}: {c.detail}"
              + (f"\n     fix: {c.fix}" if c.fix else "") for c in checks]
     emit(checks, as_json, "\n".join(lines))

@@ -12,6 +12,7 @@ from indexer.base.reports import (
     ForgetReport,
     IndexReport,
     MaintainReport,
+    MemberRemoval,
     ScrubReport,
     SessionInfo,
     Stats,
@@ -391,3 +392,14 @@ def forget_text(r: ForgetReport) -> str:
         out.append(f"warning: {r.team_note}")
     out.append(f"time: {r.seconds:.2f}s")
     return "\n".join(out)
+
+
+def member_removal_text(r: MemberRemoval) -> str:
+    """``team remove-member``: what goes (asked before), or what went."""
+    held = (f"{r.chunks} chunks, {r.sources} sources, {r.meta} meta keys, {r.vectors} vectors no other member's "
+            f"chunk holds")
+    if not r.role_dropped:
+        return (f"member {r.member} on {r.database}: {held}; {r.sessions} open session(s), which will be ended")
+    return (f"removed member {r.member} from {r.database}: {held}; {r.sessions} session(s) ended"
+            + (f", {r.objects} object(s) they owned handed to the administrator" if r.objects else "")
+            + f"; role {r.member} dropped")

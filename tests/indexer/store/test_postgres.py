@@ -530,3 +530,38 @@ def test_forget_drops_the_vectors_no_chunk_holds_and_never_one_another_member_us
     assert vectors() == {"H-shared"}
     assert alice.delete_uids(["a-shared"]) == 1 and vectors() == set()
     assert alice.health(MODEL).vectors == 0
+
+
+def test_probe_member_reads_what_a_role_may_do_and_writes_nothing(team, pg_server):
+    """A member: every grant and its own rows; a login role outside the member group: what it lacks, in one line
+    each, and why reading its rows fails; the superuser: said to bypass row-level security."""
+    from indexer.store.pg_admin import probe_member
+
+    alice = probe_member(team.urls["alice"])
+    assert (alice.role, alice.schema_version, alice.bypasses_rls, alice.missing, alice.read_error) == (
+        "alice", SCHEMA_VERSION, None, (), None)
+    with psycopg.connect(team.admin_url, autocommit=True) as admin:
+        admin.execute("DROP ROLE IF EXISTS outsider")
+        admin.execute("CREATE ROLE outsider LOGIN PASSWORD 'outsider-pw'")
+        try:
+            outsider = probe_member(pg_server.url("outsider", "outsider-pw", team.db))
+        finally:
+            admin.execute("DROP ROLE outsider")
+    assert outsider.role == "outsider" and outsider.bypasses_rls is None
+    assert (outsider.schema_version, outsider.missing) == (None, (
+        "USAGE on schema memsearch (not in memsearch_member)",))
+    with psycopg.connect(team.admin_url, autocommit=True) as admin:  # the schema readable, the tables not
+        admin.execute("CREATE ROLE outsider LOGIN PASSWORD 'outsider-pw'")
+        admin.execute("GRANT USAGE ON SCHEMA memsearch TO outsider")
+        admin.execute("GRANT SELECT ON memsearch.schema_version TO outsider")
+        try:
+            outsider = probe_member(pg_server.url("outsider", "outsider-pw", team.db))
+        finally:
+            admin.execute("DROP OWNED BY outsider")
+            admin.execute("DROP ROLE outsider")
+    assert outsider.schema_version == SCHEMA_VERSION and outsider.missing[0] == "member of memsearch_member"
+    assert "INSERT on memsearch.chunks" in outsider.missing and outsider.read_error.startswith("permission denied")
+    assert probe_member(team.admin_url).bypasses_rls == "superuser"
+    with pytest.raises(StoreUnavailable) as refused:
+        probe_member(team.urls["alice"].replace("alice-pw-Zq9", "wrong-pw-7"))
+    assert "wrong-pw-7" not in str(refused.value) and "\n" not in str(refused.value)
