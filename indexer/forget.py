@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from indexer import tombstones
-from indexer.base.errors import MemsearchError, NotFound, UsageError
+from indexer.base.errors import MemsearchError, UsageError, unknown_id
 from indexer.base.locks import LockTimeout, file_lock
 from indexer.base.paths import EVENTS_DIR, FORGET_LOG, WRITER_LOCK
 from indexer.base.private import private_dirs
@@ -71,7 +71,7 @@ def _by_ids(store: SqliteStore, ids: tuple[str, ...], settings: Settings | None 
             if owner is not None:
                 raise UsageError(f"memory {value!r} is a note {owner} shared on the team database: only its owner "
                                  f"can forget it (ask {owner})")
-            raise NotFound(f"no memory with id {value!r}: see `memsearch recent` or `memsearch search`")
+            raise unknown_id(value)
         found.update(rows)
     return found
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TypeVar
 
-from indexer.base.errors import NotFound, UsageError
+from indexer.base.errors import NotFound, UsageError, unknown_id
 from indexer.base.reports import ChunkView, ForgetSelector, Timeline
 from indexer.base.settings import Settings
 from indexer.base.types import Hit
@@ -39,7 +39,7 @@ def _find(store: Store, ident: str) -> tuple[HitRow, str, int]:
         raise UsageError(f"invalid id {shown!r}: ids are hexadecimal, as printed by `memsearch search`")
     rows = store.find_uid_prefix(ident, limit=2)
     if not rows:
-        raise NotFound(f"no chunk with id {ident}; ids change when their source changes, search again")
+        raise unknown_id(ident)
     if len(rows) > 1:
         raise UsageError(f"id prefix {ident} is ambiguous; give more characters")
     return rows[0]

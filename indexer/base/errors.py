@@ -23,6 +23,18 @@ class NotFound(MemsearchError):
     """An id or path that does not exist in the index."""
 
 
+def unknown_id(ident: str) -> NotFound:
+    """The one wording of "no such memory" for ``show``, ``timeline`` and ``forget`` (an id over 40 characters is
+    cut: a pasted blob is not echoed back).
+
+    >>> str(unknown_id("deadbeef0000"))
+    'no memory with id deadbeef0000: ids change when their source changes; find it again with `memsearch search` or `memsearch recent`'
+    """
+    shown = ident if len(ident) <= 40 else ident[:40] + "…"
+    return NotFound(f"no memory with id {shown}: ids change when their source changes; find it again with "
+                    "`memsearch search` or `memsearch recent`")
+
+
 class ConfigError(MemsearchError):
     """The config file cannot be read or holds a bad value."""
 

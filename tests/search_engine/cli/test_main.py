@@ -150,7 +150,7 @@ def test_show_and_neighbours(indexed_cli):
     text = run("show", target["id"][:8]).stdout
     assert f"id: {target['id']}" in text and "source: daily/2026-11-19.md:" in text
     missing = run("show", "deadbeef0000", check_rc=1)
-    assert missing.stderr.startswith("Error: no chunk with id deadbeef0000")
+    assert missing.stderr.startswith("Error: no memory with id deadbeef0000")
     assert run("show", "../../etc/passwd", check_rc=2).stderr.startswith("Error: invalid id")
 
 
