@@ -124,7 +124,8 @@ class Viewer:
         form = {name: q.get(name, "") for name in ("q", "mode", "k", "kind", "category", "session", "project",
                                                      "since", "until", "all_status", "raw")}
         form["mode"] = form["mode"] or "hybrid"
-        context: dict[str, Any] = {"form": form, "result": None, "explain": {}, "duplicates": [], "error": None}
+        context: dict[str, Any] = {"form": form, "result": None, "explain": {}, "duplicates": [], "error": None,
+                                   "filters": [], "unfiltered": ""}
         if form["q"].strip():
             try:
                 k = int(form["k"] or 10)
@@ -144,7 +145,10 @@ class Viewer:
                 hidden = [e for e in result.explain or () if e.duplicate_of]
                 titles = {h.id: h for h in get_many(self.settings, [e.id for e in hidden])} if hidden else {}
                 context.update(result=result, explain=explain,
-                               duplicates=[(e, titles.get(e.id)) for e in hidden])
+                               duplicates=[(e, titles.get(e.id)) for e in hidden],
+                               filters=_filters(kind=form["kind"], category=form["category"], session=form["session"],
+                                                project=form["project"], since=form["since"], until=form["until"]),
+                               unfiltered="/search?" + urlencode({"q": form["q"], "mode": form["mode"]}))
         return self.page(request, "search.html", **context)
 
     def item(self, request: Request) -> Response:

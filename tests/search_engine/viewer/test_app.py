@@ -174,6 +174,17 @@ def test_a_filter_that_matches_nothing_says_so_and_offers_to_clear_it(client):
     assert "Clear the filter<" in client.get("/timeline?project=nope").text
 
 
+def test_a_search_whose_filters_match_nothing_says_so_and_offers_to_search_without_them(client):
+    html = " ".join(client.get("/search", params={"q": "export", "mode": "bm25", "project": "<i>nope</i>",
+                                                  "kind": "fact"}).text.split())
+    assert "0 hits" in html
+    assert ('No hits match the filters kind <code class="filter">fact</code>, project '
+            '<code class="filter">&lt;i&gt;nope&lt;/i&gt;</code>.') in html
+    assert '<a href="/search?q=export&amp;mode=bm25" class="clear-filter">Search without filters</a>' in html
+    unfiltered = client.get("/search", params={"q": "export", "mode": "bm25"}).text
+    assert "clear-filter" not in unfiltered and "0 hits" not in unfiltered
+
+
 def test_forget_is_not_reachable_by_get(client):
     assert client.get("/forget?id=abcd&csrf=" + CSRF).status_code == 405
 
