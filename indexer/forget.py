@@ -6,8 +6,8 @@
   atomically under the log's append lock, by a ``{"forgotten":true}`` line of the same length, so every other
   event keeps its byte offset (and so its id) and the incremental indexer its place (:mod:`indexer.logrewrite`);
 - **archives** (``archive/events/*.jsonl.gz``, not indexed): rewritten without the matching lines;
-- **session summaries** memsearch wrote: rebuilt from the events that remain (deleted when none remain, or when
-  a summary's own text was selected);
+- **session summaries** memsearch wrote: rebuilt from the events that remain (deleted when none remain, when the
+  summary was named by id, or when its rebuilt text still holds every word of ``--match``);
 - **notes of the user** (anything else) are never edited: a tombstone (:mod:`indexer.tombstones`) hides the
   chunks while the file stays byte for byte the same, and the report says which lines to edit;
 - **the team database** (``db_url``): the member's own chunks with those ids, from every machine of theirs (row-level
@@ -27,6 +27,7 @@ run or hook ingest writes meanwhile). The log (``.memsearch/logs/forget.log``) r
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections import defaultdict
 from collections.abc import Sequence
@@ -272,7 +273,9 @@ def _apply_locked(settings: Settings, plan: ForgetPlan, vacuum: bool) -> dict:
             if not path.is_file() or not is_generated(path):
                 continue
             session = _summary_session(store, path)
-            text = None if summary in selected or session is None else build_summary(settings, session)
+            text = None if session is None else build_summary(settings, session)
+            if summary in selected and text is not None and not _rebuilt_clears(plan.selector, text):
+                text = None
             if text is None:
                 path.unlink()
                 counts["summaries_deleted"] += 1
@@ -294,6 +297,27 @@ def _apply_locked(settings: Settings, plan: ForgetPlan, vacuum: bool) -> dict:
     finally:
         store.close()
     return counts
+
+
+def _rebuilt_clears(selector: ForgetSelector, text: str) -> bool:
+    """Whether a summary whose own chunk the selection took may be rebuilt from the events that remain (``text``)
+    rather than deleted: not when it was named by id (the summary itself is what is forgotten), nor when ``text``
+    still holds every word of ``--match`` (each word's first letters, so a word that is still there in another
+    form counts as held). A time or project window took the events the summary came from: the rebuilt summary
+    keeps only the others.
+
+    >>> _rebuilt_clears(ForgetSelector(match="tapioca exporter"), "- added retries to the uploader")
+    True
+    >>> _rebuilt_clears(ForgetSelector(match="tapioca exporter"), "- refactored the tapioca exporters")
+    False
+    """
+    if selector.ids:
+        return False
+    if selector.match:
+        lower = text.lower()
+        words = [w for w in re.findall(r"\w+", selector.match.lower()) if len(w) > 1]
+        return not all(w[: max(3, len(w) - 3)] in lower for w in words)
+    return True
 
 
 def _summary_session(store: SqliteStore, path: Path) -> str | None:

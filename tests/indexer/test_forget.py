@@ -134,6 +134,30 @@ def test_forgetting_an_event_rebuilds_its_session_summary(captured, home):
     assert "signing" not in _texts(search(captured, "kestrel signing certificate", mode="bm25"))
 
 
+def test_words_that_also_take_the_summary_rebuild_it_without_them_and_keep_the_rest(captured, home):
+    """--match takes the prompt and the summary's own chunk, which quotes it: the summary is rebuilt from the
+    events that remain (the decision stays), not deleted with everything else it held."""
+    summary = summary_path(captured, "s2")
+    plan = _plan(captured, ForgetSelector(match="rotate kestrel signing certificate"))
+    assert {i.action for i in plan.items} == {"rewrite", "summary"}
+    report = apply_forget(captured, plan)
+    assert (report.summaries_rewritten, report.summaries_deleted) == (1, 0)
+    assert "renew monthly" in summary.read_text() and "signing" not in summary.read_text()
+    assert _files_holding(home, "kestrel signing") == []
+    rebuild(captured, embedder=None)
+    assert "signing" not in _texts(search(captured, "kestrel signing certificate", mode="bm25"))
+    assert "renew monthly" in _texts(search(captured, "kestrel renew monthly", mode="bm25"))
+
+
+def test_a_summary_named_by_id_is_deleted_not_rebuilt(captured, home):
+    summary = summary_path(captured, "s2")
+    chunk = next(i.id for i in _plan(captured, ForgetSelector(match="kestrel renew monthly")).items
+                 if i.action == "summary")
+    report = apply_forget(captured, _plan(captured, ForgetSelector(ids=(chunk,))))
+    assert (report.summaries_rewritten, report.summaries_deleted) == (0, 1) and not summary.exists()
+    assert search(captured, "kestrel renew monthly", mode="bm25").hits  # the events it came from stay
+
+
 def test_forgetting_a_whole_session_deletes_its_summary(captured, home):
     apply_forget(captured, _plan(captured, ForgetSelector(session="s2")))
     assert not summary_path(captured, "s2").exists()
