@@ -377,7 +377,8 @@ def _user_password(m: re.Match[str]) -> bool:
 #: "password" in the languages developers write in (and its common short forms); then the same in scripts
 #: written without spaces, where no word boundary follows
 _PASSWORD_WORDS_ANY = (
-    "password", "passwd", "passwort", "kennwort", "wachtwoord", "lösenord", "salasana", "adgangskode", "passord",
+    "password", "passphrase", "pass phrase", "passwd", "passwort", "kennwort", "wachtwoord", "lösenord", "salasana",
+    "adgangskode", "passord",
     "heslo", "hasło", "hasła", "geslo", "lozinka", "parola", "parolă", "parole", "parool", "jelszó", "jelszav",
     "şifre", "senha", "contraseña", "contrasenya", "clave", "slaptažodis", "lykilorð", "nenosiri", "mdp", "psw",
     "пароль", "пароля", "паролем", "парола", "паролата", "лозинка", "κωδικός", "mot de passe", "mật khẩu",
@@ -444,6 +445,16 @@ class _PasswordNearby(_Scan):
                 if k >= 8:
                     break
                 scanned = token.end()
+                opened = token.start() + (text[token.start()] in "“‘")  # ASCII quotes end a token, curly ones not
+                quote = text[opened - 1]
+                close = text.find(_CLOSING.get(quote, quote), opened, end) if quote in _CLOSING and not (
+                    self._PROSE_ONLY) else -1
+                if close > 0 and _passphrase(text[opened:close], text[word.start() : opened - 1]):
+                    m = _SPAN_RE.match(text, opened, close)  # 'purple elephants dance at midnight'
+                    if m is not None:
+                        yield m
+                        scanned = close
+                        break
                 token = self._TOKEN.match(text, token.start(), min(len(text), token.start() + 4096)) or token
                 value = self._value(token.group(0))
                 if value and self._takes(value):
@@ -455,6 +466,24 @@ class _PasswordNearby(_Scan):
                     break
 
 
+#: a passphrase of words in quotes: three to eight lower-case words (a digit or a symbol may join them)
+_PASSPHRASE_RE = _Lazy(r"[a-z]{2,}(?:[ .,_-]{1,2}[a-z0-9]{2,}){2,7}[!?.#*]?")
+_CLOSING = {"'": "'", '"': '"', "`": "`", "“": "”", "‘": "’"}
+_ANNOUNCED_RE = _Lazy(r"(?i)(?:phrase|\bis|\bto|\bwas|=|:)[ \t]*$")
+#: words of a rule or a form about passwords, not of a passphrase
+_RULE_WORDS = frozenset({"characters", "chars", "letters", "digits", "symbols", "length", "long", "least", "minimum",
+                         "maximum", "required", "optional", "field", "enter", "your", "invalid", "incorrect", "wrong",
+                         "missing", "empty", "forgot", "reset", "must", "should", "contain", "change", "new", "old"})
+
+
+def _passphrase(inner: str, before: str) -> bool:
+    """``inner`` (quoted after a word for password, ``before`` the text between them) is a passphrase of words:
+    announced (``passphrase …``, ``… is``, ``… to``, ``:``), three to eight lower-case words, at most one of them a
+    common word, none of a password rule's or form's words (``'at least twelve characters'``)."""
+    if not _PASSPHRASE_RE.fullmatch(inner) or not _ANNOUNCED_RE.search(before) or "pass" in inner:
+        return False
+    words = re.findall(r"[a-z]+", inner)
+    return sum(w in _STOP_WORDS for w in words) <= 1 and not _RULE_WORDS.intersection(words)
 _SYMBOL_JOINED_RE = _Lazy(r"[^\W\d_]+[._-][0-9]+|[0-9]+[._-][^\W\d_]+")
 
 
@@ -463,19 +492,26 @@ class _PinNearby(_PasswordNearby):
     "PIN" in another script, the first number of the line (within 80 characters, at most 8 tokens on) of 4 to 8
     digits that is not a year. Lines that look like code are left alone (``digitalWrite(pin, 1234)``)."""
 
-    _WORDS = _Lazy(r"(?<![\w-])(?:pin|пин|puk|пук)(?:[ -]?(?:code|kod|код|nummer|number|nr|no))?(?!\w)"
-                   r"|暗証番号|비밀번호|पिन")
+    _WORDS = _Lazy(r"(?<![\w-])(?:(?:pin|пин|puk|пук)(?:[ -]?(?:code|kod|код|nummer|number|nr|no))?"
+                   r"|(?:door|alarm|gate|garage|keypad|entry|access|lock|locker|safe|building|unlock)[ -]?code"
+                   r"|passcode|keycode|combination)(?!\w)|暗証番号|비밀번호|पिन")
     _PROSE_ONLY = True
 
     @staticmethod
     def _takes(value: str) -> bool:
-        return value.isdigit() and value.isascii() and 4 <= len(value) <= 8 and not _YEAR_RE.fullmatch(value)
+        """4 to 8 digits, not a year, with a keypad's ``#`` or ``*`` after them if typed so; or a lock's
+        combination (``31-07-44``)."""
+        digits = value.rstrip("#*")
+        if digits.isdigit() and digits.isascii() and 4 <= len(digits) <= 8:
+            return not _YEAR_RE.fullmatch(digits)
+        return _COMBINATION_RE.fullmatch(value) is not None
 
     def matches(self, text: str) -> Iterator[re.Match[str]]:
         return (m for m in super().matches(text) if not _UNIT_AFTER_RE.match(text, m.end()))  # a PIN diode at 1550 nm
 
 
 _YEAR_RE = _Lazy(r"(?:19|20)[0-9]{2}")
+_COMBINATION_RE = _Lazy(r"[0-9]{1,3}(?:[-–][0-9]{1,3}){2,3}")
 _UNIT_AFTER_RE = _Lazy(r"(?i)[ \t]*(?:[%°µ×x]|(?:[nmck]?m|m?[gl]|[kmg]?hz|[km]?[vaw]|[mnµ]?s|min|h|px|pt|rpm|bp|[kmgt]i?b|"
                        r"ohms?|times|years?|days?|hours?)(?!\w))")
 _SPAN_RE = _Lazy(r"(?s)(.+)")
@@ -1071,6 +1107,7 @@ def _prose(words: str, separators: str, shortest: int, code: bool = True) -> _Ch
 
 
 _BASIC_RE = _Lazy(r"(?i)basic|base64|b64|btoa|auth")
+_LOGIN_WORDS_RE = _Lazy(r"(?i)\blog[ -]?in\b|\bsign[ -]?in\b|\bcreds?\b|credential|\bpass|\baccount")
 _LOADS_KEY_RE = _Lazy(r"(?i)\b(?:load|getKey|store|setKeyEntry|PBEKeySpec|KeyManagerFactory|init|password|passphrase)\b")
 _ASSIGNMENT_RE = _Lazy(r"[A-Za-z_][\w.-]*=")
 _LOGIN_CONTEXT_RE = _Lazy(r"(?i)pass|\bpw\b|\buser|\blogin|\baccount|\bcreds?\b|credential|secret|\bpin\b|\badmin")
@@ -1275,7 +1312,7 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
                     r"(?!\[REDACTED)([^\"'`\n]+)\2"), lambda m: _strong_name(m.group(1)) and not _skip_value(m.group(3))), 3),
     # a call named for a secret takes it as a literal: setPassword("…"), basic_auth("admin", Some("…")),
     # Credentials.basic("u", "…"), PlainAuth("", "user", "…", host), fromPassword('admin', …('…'))
-    ("password", ("password", "secret", "token", "auth", "basic", "credential", "key(", "_pw_", "pw("), _SecretCall(), 2),
+    ("password", ("password", "secret", "token", "auth", "basic", "credential", "key(", "pw"), _SecretCall(), 2),
     # a CloudFormation/SAM parameter named for a secret, with a Default
     ("password", ("default",), _ParamDefault(), 2),
     # Ruby: ENV.fetch("DB_PASSWORD") { "…" } / ENV.fetch("DB_PASSWORD", "…")
@@ -1318,7 +1355,7 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
     # prose: "my password for the staging DB is …", "the passphrase: '…'", "pw …"
     ("password", tuple(w.lower() for w in _PASSWORD_WORDS_ANY + _PASSWORD_WORDS_BARE), _PasswordNearby(), 1),
     ("secret", ("token", "key", "secret", "credential"), _TokenNearby(), 1),
-    ("password", ("pin", "пин", "puk", "пук", "暗証番号", "비밀번호", "पिन"), _PinNearby(), 1),
+    ("password", ("pin", "пин", "puk", "пук", "暗証番号", "비밀번호", "पिन", "code", "combination"), _PinNearby(), 1),
     ("password", ("pass", "pw", "passwort", "kennwort", "mot de passe", "contraseña", "senha", "пароль", "wachtwoord",
                   "parola", "hasło", "lösenord", "salasana", "heslo", "şifre", "密码", "パスワード", "비밀번호"),
      _prose(r"password|passphrase|passwd|pw|passwort|kennwort|mot de passe|contraseña|senha|пароль|wachtwoord|parola"
@@ -1891,6 +1928,12 @@ _FORMATS.extend([
      _Checked(_Lazy(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+[ \t]*(?:/|\||:)[ \t]*[\"'`]?(?!\[REDACTED)([^\s\"'`]{8,128})[\"'`]?"
                     r"(?=[.,;!?)]?(?:\s|$))"),
               lambda m: _strong_password(m.group(1).rstrip(".,;!?"), strict=False)), 1),
+    # "to log in: ops@example.org Hunter22": e-mail and password side by side on a line about a login
+    ("password", ("@",),
+     _Checked(_Lazy(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+[ \t]+[\"'`]?(?!\[REDACTED)([^\s\"'`]{8,128}?)[\"'`]?"
+                    r"(?=[.,;!?)]?(?:\s|$))"),
+              lambda m: _password_like(m.group(1)) and _mixed(m.group(1)) and not _skip_value(m.group(1))
+              and _near(_LOGIN_WORDS_RE, m, 0)), 1),
     # "root on web-2 is …", "the admin password: …": an account's password told with its user
     ("password", ("root", "admin", "superuser", "postgres"),
      _Checked(_Lazy(r"\b(?:root|admin|administrator|superuser|postgres|sa)(?:[ \t]+(?:on|for|@)[ \t]+[\w.-]+)?[ \t]+"
@@ -1990,7 +2033,7 @@ _FORMATS.extend([
     ("password-hash", (":::",), _SAM_RE, 1),
     ("secret", ("$ansible_vault",), _VAULT_RE, 0),
     ("secret", ("secret",), _SecretManifest(), 1),
-    ("secret", ("$ ", "# ", "% ", "> ", "❯", "›", "bash:", "powershell:", "shell:"), _PrintedSecret(), 1),
+    ("secret", ("$ ", "# ", "% ", "> ", ">\t", "❯", "›", "bash:", "powershell:", "shell:"), _PrintedSecret(), 1),
     # "Basic <base64 of user:password>" wherever it is printed (a capture's fields, a log), not only after a header
     ("password", ("basic",),
      _Checked(_Lazy(r"(?i)\bbasic[ \t]+(?!\[REDACTED)([A-Za-z0-9+/]{8,}={0,2})(?![\w+/=])"), lambda m: _encodes_login(m.group(1))),
@@ -1998,7 +2041,7 @@ _FORMATS.extend([
     # a pair of replies, name then value: redis-cli's `CONFIG GET` / `HGETALL` (1) "requirepass" 2) "…"), PHP's
     # var_dump (["password"]=> string(18) "…"), a list of {name: …, value: …} (Kubernetes' env and httpHeaders,
     # ECS, CloudFormation's ParameterKey/ParameterValue)
-    ("password", (') "',),
+    ("password", (")",),
      _Checked(_Lazy(r"(?m)^[ \t]*[0-9]+\)[ \t]+\"([^\"\n]{1,80})\"[ \t]*\r?\n[ \t]*[0-9]+\)[ \t]+\"(?!\[REDACTED)([^\"\n]+)\""),
               lambda m: _names_a_secret(m.group(1), m.group(2))), 2),
     ("password", ("]=>",),
@@ -2010,15 +2053,15 @@ _FORMATS.extend([
               lambda m: _named_pair(m)), 3),
     # curl's client certificate with its passphrase (--cert file.p12:…), a key given as a user with no name
     # (--user :…, -u :…)
-    ("password", ("--cert", "-e "),
+    ("password", ("--cert", "-e"),
      _Lazy(r"(?:--cert|(?<![\w-])-E)[ \t]+[\"']?[^\s:\"']+\.(?:p12|pfx|pem|crt|cer|key):(?!\[REDACTED)([^\s\"']+)"), 1),
-    ("password", ("--user", "-u "),
+    ("password", ("--user", "-u"),
      _Checked(_Lazy(r"(?:--user|(?<![\w-])-u)[ \t=]+[\"']?:(?!\[REDACTED)([^\s\"']{8,})"), _random_with_digit(1)), 1),
     # a Windows product key (five groups of five), Google's app password (four groups of four letters) where an
     # app password is named, a license block's lines of hexadecimal groups
     ("secret", ("-",),
      _Checked(_Lazy(r"(?<![\w-])([A-Z0-9]{5}(?:-[A-Z0-9]{5}){4})(?![\w-])"), lambda m: _mixed_groups(m.group(1))), 1),
-    ("password", ("app password", "app-specific password", "application-specific password", "app passwords"),
+    ("password", ("password",),
      _Lazy(r"(?i)app(?:lication)?[ -](?:specific[ -])?passwords?\b[^\n]{0,120}\n?[^\n]{0,40}?(?<![\w-])"
            r"([a-z]{4} [a-z]{4} [a-z]{4} [a-z]{4})(?![\w-])"), 1),
     ("secret", ("begin license",),
@@ -2353,6 +2396,8 @@ def _is_type(v: str) -> bool:
 
 def _skip_value(value: str) -> bool:
     v = value.strip()
+    if v[:1] in "\"'`“‘«" and v[1:].startswith(_MARK):
+        return True  # '[REDACTED:…]': a quoted value another rule masked already
     if v.startswith("$") and _stands_in(v):
         return True
     if v.startswith("$") and not _VAR_REF_RE.match(v):

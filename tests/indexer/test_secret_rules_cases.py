@@ -691,6 +691,13 @@ ROUND_TEN = [
     ("$ vendorctl bootstrap initial-password\nRz4mQ8tLx2Vk9Wn3", "Rz4mQ8tLx2Vk9Wn3"),
     ("> println(vault.decrypt(blob))\nLx7Vt4Wn9Kp3Bd6Hs1Jf5Zr8Qm2", "Lx7Vt4Wn9Kp3Bd6Hs1Jf5Zr8Qm2"),
     ('client.username_pw_set("printer", "40917733")', "40917733"),
+    # codes for doors, alarms and locks; a quoted passphrase of words; e-mail and password on a login line
+    ("the keypad code for the lab is 5521# until friday", "5521#"),
+    ("alarm code at the warehouse is 80417", "80417"),
+    ("locker combination: 12-34-56", "12-34-56"),
+    ("the vault passphrase is 'granite owls whisper softly' ok", "granite owls whisper softly"),
+    ("set the wifi password to “copper lantern river song”", "copper lantern river song"),
+    ("use these to sign in: dev.ops@example.org Tundra77x", "Tundra77x"),
     # a product key, an app password, a license block
     ("activate with 3KX9P-T7QWM-V4R8J-H2YCB-9FG6D", "3KX9P-T7QWM-V4R8J-H2YCB-9FG6D"),
     ("Here is your app password:\nqwer tyui opas dfgh", "qwer tyui opas dfgh"),
@@ -712,5 +719,8 @@ def test_names_genes_versions_encodings_and_units_near_these_forms_stay():
                  "The PIN policy changed in 2024.", "{ env: [{ name: 'SENTRY_AUTH_TOKEN', value: token }] }",
                  "The basic idea: Basic auth over TLS.", "model ABCDE-FGHIJ-KLMNO-PQRST-UVWXY",
                  "$ kubectl get pods\nweb-7d9f8c6b5-x2x9z 1/1",
+                 "Error code 5023 again; the door code was changed in 2024; combination of 3 drugs at 10-20-30 mg.",
+                 "Password policy: 'at least twelve characters' applies", "The passphrase prompt appears.",
+                 "The password dialog says \"Enter your password\"", "signed in as ana@example.org yesterday",
                  "We moved to Python3.11-Slim, iOS17.2-Beta and gRPC-Web2 on macOS-arm64."):
         assert redact(text).text == text, redact(text).text
