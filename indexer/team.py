@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from indexer.base.dburl import fingerprint, mask_url
+from indexer.base.dburl import database_id, fingerprint, mask_url
 from indexer.base.errors import MemsearchError, UsageError
 from indexer.base.paths import TEAM_FORGET, TEAM_SYNCED, TEAM_UNREACHABLE
 from indexer.base.private import write_private
@@ -75,17 +75,18 @@ def record_sync(settings: Settings, at: str) -> None:
     """Note that this memory root's sync to ``settings.db_url`` ran to its end at ``at`` (a sync does, last)."""
     try:
         write_private(settings.state_dir / TEAM_SYNCED,
-                      json.dumps({"team": fingerprint(settings.db_url), "at": at}).encode())
+                      json.dumps({"team": database_id(settings.db_url), "at": at}).encode())
     except OSError:  # a read-only memory root: status says "never"
         pass
 
 
 def last_synced(settings: Settings) -> str | None:
     """When this memory root last synced to the team database of ``settings`` to its end (local time, as the index's
-    ``last_indexed``), or None: never, or only to another database."""
+    ``last_indexed``), or None: never, or only to another database (the same one reached with another password or
+    as ``127.0.0.1`` instead of ``localhost`` is the same: :func:`~indexer.base.dburl.database_id`)."""
     try:
         record = json.loads((settings.state_dir / TEAM_SYNCED).read_bytes())
-        return str(record["at"]) if record.get("team") == fingerprint(settings.db_url) else None
+        return str(record["at"]) if record.get("team") == database_id(settings.db_url) else None
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
 

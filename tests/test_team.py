@@ -959,6 +959,31 @@ def test_status_says_when_this_memory_root_last_synced_not_when_it_indexed(synce
     assert f"last synced {synced}" in run("status").stdout
 
 
+def test_last_synced_names_the_database_not_its_password_nor_which_loopback_name(synced_home, team, monkeypatch):
+    """The same database reached with a changed password, or as ``localhost`` instead of ``127.0.0.1``, is the one
+    this root synced to: ``status`` and ``doctor`` say when, and a sync that changes nothing does not look for missing
+    vectors again. Another role or another database is not."""
+    from indexer.store.postgres import PgStore
+    from indexer.sync import sync
+
+    sync(synced_home)
+    synced = json.loads(run("status", "--json").stdout)["team"]["last_synced"]
+    assert synced is not None
+    with psycopg.connect(team.admin_url, autocommit=True) as conn:
+        conn.execute("ALTER ROLE alice PASSWORD 'alice-new-pw-7'")
+    moved = team.urls["alice"].replace("alice-pw-Zq9", "alice-new-pw-7").replace("127.0.0.1", "localhost")
+    status = json.loads(run("status", "--json", "--db-url", moved).stdout)["team"]
+    assert status["reachable"] and status["last_synced"] == synced
+    doctor = run("doctor", "--db-url", moved).stdout
+    assert f"this memory root last synced to {moved.replace('alice-new-pw-7', '***')} at {synced}" in doctor
+    looked: list[str] = []
+    real = PgStore.pending_hashes
+    monkeypatch.setattr(PgStore, "pending_hashes", lambda self, model: looked.append(model) or real(self, model))
+    assert sync(synced_home.replace(db_url=moved)).sources_sent == 0 and not looked
+    for other in (moved.replace("alice:", "bob:"), moved.rsplit("/", 1)[0] + "/elsewhere"):
+        assert json.loads(run("status", "--json", "--db-url", other).stdout)["team"]["last_synced"] is None
+
+
 def test_the_warm_server_keeps_one_team_store_and_pushes_its_own_ingests_after_a_pause(synced_home, team,
                                                                                       monkeypatch):
     import indexer.team

@@ -48,10 +48,11 @@ TEAM_UNREACHABLE = "team-unreachable.json"
 #: Chunk ids ``forget`` removed locally but could not remove from the team database (JSON list): the next sync
 #: removes them there first.
 TEAM_FORGET = "team-forget.json"
-#: The last sync whose vector step ran to its end (JSON): the team database (by fingerprint), the model, the local
+#: The last sync whose vector step ran to its end (JSON): the team database (by ``database_id``), the model, the local
 #: vectors then, and when; a sync that changes nothing skips looking for missing vectors while they still match.
 TEAM_VECTORS = "team-vectors.json"
-#: When this memory root last synced to the team database to its end (JSON: the database by fingerprint, the time):
+#: When this memory root last synced to the team database to its end (JSON: the database by ``database_id``, the
+#: time):
 #: what ``status`` and ``doctor`` say, also when the database cannot be reached.
 TEAM_SYNCED = "team-synced.json"
 #: Events lost to a full disk or a read-only root (a count reserved in advance).
