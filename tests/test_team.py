@@ -14,7 +14,7 @@ import uuid
 
 import pytest
 
-from conftest import MEMSEARCH
+from conftest import MEMSEARCH, TEAM_PASSWORDS
 from indexer.base.errors import ConfigError, UsageError
 from indexer.base.settings import resolve_settings
 
@@ -1276,3 +1276,38 @@ def test_remove_member_refuses_a_name_that_is_not_a_member_and_asks_first(synced
     assert unreachable.returncode == 1 and "admin-pw-Q1" not in unreachable.stderr
     assert unreachable.stderr.startswith("Error: cannot reach postgresql://postgres:***@127.0.0.1:1/nowhere: ")
     assert unreachable.stderr.count("\n") == 1
+
+
+def test_remove_member_says_truly_whether_the_member_can_still_log_in(synced_home, team, pg_server, monkeypatch):
+    """A URL whose role may not alter roles (a member's) fails at the first step: nothing changed, the member can
+    still log in, and the error says so and asks for the administrator's URL. A later step failing (a lock not
+    granted in time) leaves the role without login, and the error says that instead."""
+    import indexer.store.pg_admin as pg_admin
+    from indexer.store.postgres import StoreUnavailable
+
+    refused = run("team", "remove-member", "alice", "--yes", "--admin-url", team.urls["bob"])
+    where = team.urls["bob"].replace(TEAM_PASSWORDS["bob"], "***")
+    assert (refused.returncode, refused.stdout) == (1, "")
+    assert refused.stderr == (
+        f"Error: removing member alice from {where} failed at its first step (ALTER ROLE alice NOLOGIN: permission "
+        "denied to alter role): nothing was changed, and alice can still log in: run it with the administrator's "
+        "--admin-url (a role allowed to ALTER ROLE and DROP ROLE: a superuser's, as for `memsearch team init "
+        "--apply`)\n"), refused.stderr
+    assert "cannot log in" not in refused.stderr and TEAM_PASSWORDS["bob"] not in refused.stderr
+    psycopg.connect(team.urls["alice"]).close()  # she still can
+
+    monkeypatch.setattr(pg_admin, "LOCK_WAIT_S", 1)
+    try:
+        with psycopg.connect(team.admin_url) as holder:
+            holder.execute("LOCK TABLE memsearch.chunks IN ACCESS EXCLUSIVE MODE")
+            with pytest.raises(StoreUnavailable) as failed:
+                pg_admin.remove_member(team.admin_url, "alice")
+            holder.rollback()
+        assert "lock timeout" in str(failed.value) and str(failed.value).endswith(
+            "nothing of theirs was deleted, and alice cannot log in until this is run again or "
+            "`ALTER ROLE alice LOGIN`")
+        with psycopg.connect(team.admin_url) as conn:
+            assert conn.execute("SELECT rolcanlogin FROM pg_roles WHERE rolname = 'alice'").fetchone() == (False,)
+    finally:  # roles belong to the server, not to this test's database
+        with psycopg.connect(team.admin_url, autocommit=True) as conn:
+            conn.execute("ALTER ROLE alice LOGIN")
