@@ -48,7 +48,7 @@ from indexer.store.local import SqliteStore
 from indexer.store.sqlite_upkeep import StoredChunk
 from indexer.summaries import build_summary, is_generated, summary_path
 from indexer.sync import push_sources
-from indexer.team import forget_on_team, owner_elsewhere
+from indexer.team import TeamUnavailable, forget_on_team, owner_elsewhere
 from indexer.writer import refresh_replies
 
 LOCK_TIMEOUT = 30.0
@@ -57,7 +57,8 @@ SNIPPET = 160
 
 def _by_ids(store: SqliteStore, ids: tuple[str, ...], settings: Settings | None = None) -> set[int]:
     """Chunk row ids for chunk ids (or unique prefixes of at least 4 characters) and event ids. An id this memory
-    root does not hold that is another member's shared note on the team database says so."""
+    root does not hold that is another member's shared note on the team database says so; when the team database
+    could not be asked, "no memory" says that too."""
     found: set[int] = set()
     for raw in ids:
         value = raw.strip()
@@ -67,7 +68,11 @@ def _by_ids(store: SqliteStore, ids: tuple[str, ...], settings: Settings | None 
             if len(rows) > 1:
                 raise UsageError(f"id prefix {value!r} is ambiguous: give more characters")
         if not rows:
-            owner = owner_elsewhere(settings, value) if settings is not None else None
+            try:
+                owner = owner_elsewhere(settings, value) if settings is not None else None
+            except TeamUnavailable as exc:
+                raise unknown_id(value, f"the team database could not be reached to look for it there ({exc}): it "
+                                        "may be a note another member shared there") from None
             if owner is not None:
                 raise UsageError(f"memory {value!r} is a note {owner} shared on the team database: only its owner "
                                  f"can forget it (ask {owner})")

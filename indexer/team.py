@@ -145,19 +145,23 @@ def forget_on_team(settings: Settings, uids: list[str], then: Callable[[PgStore]
 def owner_elsewhere(settings: Settings, chunk_id: str, timeout: float = 2.0) -> str | None:
     """The member whose chunk ``chunk_id`` (or a unique prefix of it) is on the team database, when it is not the
     connecting member's own (a note another member shared): what ``forget`` names instead of "no memory". None
-    without ``db_url``, when the database cannot be reached (within ``timeout``), or when no such chunk is seen."""
+    without ``db_url`` or when no such chunk is seen; :class:`TeamUnavailable` (one line, password masked) when the
+    database could not be asked (not reached within ``timeout``, or failing), so "no memory" can say it was not."""
     if settings.db_url is None or not chunk_id:
         return None
     try:
         team = open_team(settings, timeout=timeout, max_size=1)
-    except MemsearchError:
-        return None
+    except TeamUnavailable:
+        raise
+    except MemsearchError as exc:
+        raise TeamUnavailable(str(exc)) from None
     try:
         found = team.find_uid_prefix(chunk_id.lower(), limit=2)
         owners = {row.owner for row, _, _ in found}
         return owners.pop() if len(found) == 1 and len(owners) == 1 and team.role not in owners else None
-    except _team_errors():
-        return None
+    except _team_errors() as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise TeamUnavailable(f"the team database {mask_url(settings.db_url)} failed ({first})") from None
     finally:
         team.close()
 

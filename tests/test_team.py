@@ -860,6 +860,26 @@ def test_forgetting_another_members_shared_note_says_whose_it_is(synced_home, te
     assert "no memory with id feedfacecafe:" in gone.stderr
 
 
+def test_forgetting_an_id_not_held_here_while_the_team_database_is_down_says_it_could_not_look_there(synced_home,
+                                                                                                   team):
+    """An id this root does not hold may be another member's shared note: with the team database down, "no memory
+    with id" says on the same line that it could not be looked for there (password masked); with it up, not."""
+    from indexer.sync import sync
+
+    sync(synced_home)
+    down = run("forget", "feedfacecafe", "--yes", env={"MEMSEARCH_DB_URL": CLOSED})
+    assert (down.returncode, down.stdout) == (1, "") and down.stderr.count("\n") == 1, down.stderr
+    assert down.stderr.startswith(
+        "Error: no memory with id feedfacecafe: ids change when their source changes; find it again with "
+        "`memsearch search` or `memsearch recent`; the team database could not be reached to look for it there "
+        "(cannot reach the team database postgresql://alice:***@127.0.0.1:1/nowhere"), down.stderr
+    assert down.stderr.endswith("): it may be a note another member shared there\n") and "alice-pw" not in down.stderr
+    up = run("forget", "feedfacecafe", "--yes")
+    assert up.returncode == 1 and up.stderr == (
+        "Error: no memory with id feedfacecafe: ids change when their source changes; find it again with "
+        "`memsearch search` or `memsearch recent`\n")
+
+
 def test_the_warm_server_answers_from_the_team_store_and_only_for_the_same_database(synced_home, team, tmp_path,
                                                                                     monkeypatch):
     import time
