@@ -13,8 +13,9 @@
 - **the team database** (``db_url``): the member's own chunks with those ids, from every machine of theirs (row-level
   security keeps everyone else's), and the chunks of the session summaries it rebuilt or deleted that the local
   index no longer holds, the summaries then sent again as they now are; when it cannot be reached, all those ids
-  wait for the next connection (:func:`indexer.team.apply_pending_forgets`; searches leave them out meanwhile)
-  and the next ``memsearch sync`` sends the summaries;
+  wait for the next connection (:func:`indexer.team.apply_pending_forgets`; searches leave them out meanwhile,
+  also those of the user's other memory roots on this machine that use the same database) and the next
+  ``memsearch sync`` sends the summaries;
 - **the index**: chunks, their FTS rows and orphaned vectors are deleted with ``secure_delete`` on, the FTS index
   is merged (``optimize``) so no segment keeps the old terms, the WAL is checkpointed and truncated, and
   ``VACUUM`` runs when asked. A warm server sees the rows gone at its next read and reloads its vector matrix

@@ -799,6 +799,43 @@ def test_a_memory_forgotten_while_the_team_database_was_unreachable_never_comes_
     assert note not in team_rows(team.admin_url)[0] and not (synced_home.state_dir / TEAM_FORGET).exists()
 
 
+def test_a_memory_forgotten_while_the_team_database_was_down_never_comes_back_through_another_root(
+        synced_home, team, tmp_path, monkeypatch):
+    """Forgotten in one memory root while the team database was down: another root of the same member on this
+    machine, using that database (here as ``localhost``, the same one), never shows the team copy (search, CLI),
+    and its first read without a search's filter (``show``) removes it there and clears the user's list."""
+    import indexer.team
+    from indexer.base.paths import TEAM_FORGET_DIR, user_state_dir
+    from indexer.base.reports import ForgetSelector
+    from indexer.forget import apply_forget, plan_forget
+    from indexer.sync import sync
+    from indexer.team import TeamUnavailable, pending_forgets
+
+    sync(synced_home)
+    chunks = local_rows(synced_home)[0]
+    note = next(uid for uid, (file, _, text, _) in chunks.items() if file.endswith("n08.md") and "v1 note" in text)
+    here = synced_home.replace(model="none")
+
+    def down(*args, **kwargs):
+        raise TeamUnavailable("cannot reach the team database (stopped for the test)")
+
+    with monkeypatch.context() as m:
+        m.setattr(indexer.team, "open_team", down)
+        report = apply_forget(here, plan_forget(here, ForgetSelector(ids=(note,))))
+    assert report.team_removed is None and note in team_rows(team.admin_url)[0]
+    other = tmp_path / "second-root"
+    other.mkdir()
+    url = team.urls["alice"].replace("127.0.0.1", "localhost")
+    assert pending_forgets(resolve_settings(other, db_url=url)) == [note]
+    env = {"MEMSEARCH_DB_URL": url, "MEMSEARCH_MODEL": "none"}
+    found = json.loads(run("search", "topic8 note", "--mode", "bm25", "--json", "--home", str(other), env=env).stdout)
+    assert found["health"]["store"] == "team" and found["hits"] and note not in {h["id"] for h in found["hits"]}
+    shown = run("show", note, "--home", str(other), env=env)
+    assert shown.returncode == 1 and "no memory with id" in shown.stderr
+    assert note not in team_rows(team.admin_url)[0]
+    assert not list((user_state_dir() / TEAM_FORGET_DIR).glob("*.json"))
+
+
 def test_forgetting_a_prompt_removes_it_from_the_team_copy_of_its_session_summary_at_once(synced_home, team, fake):
     """The forget rewrites the local session summary; the team copy is replaced in the same forget when the database
     answers, and when it does not, searches leave the old summary's chunks out until the next sync replaces it."""
