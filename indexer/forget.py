@@ -13,8 +13,9 @@
 - **the team database** (``db_url``): the member's own chunks with those ids, from every machine of theirs (row-level
   security keeps everyone else's), and the chunks of the session summaries it rebuilt or deleted that the local
   index no longer holds, the summaries then sent again as they now are; when it cannot be reached, all those ids
-  wait for the next connection (:func:`indexer.team.apply_pending_forgets`; searches leave them out meanwhile)
-  and the next ``memsearch sync`` sends the summaries;
+  wait for the next connection (:func:`indexer.team.apply_pending_forgets`; searches leave them out meanwhile,
+  also those of the user's other memory roots on this machine that use the same database) and the next
+  ``memsearch sync`` sends the summaries;
 - **the index**: chunks, their FTS rows and orphaned vectors are deleted with ``secure_delete`` on, the FTS index
   is merged (``optimize``) so no segment keeps the old terms, the WAL is checkpointed and truncated, and
   ``VACUUM`` runs when asked. A warm server sees the rows gone at its next read and reloads its vector matrix
@@ -49,7 +50,7 @@ from indexer.store.local import SqliteStore
 from indexer.store.sqlite_upkeep import StoredChunk
 from indexer.summaries import build_summary, is_generated, summary_path
 from indexer.sync import push_sources
-from indexer.team import forget_on_team, owner_elsewhere
+from indexer.team import TeamUnavailable, forget_on_team, owner_elsewhere
 from indexer.writer import refresh_replies
 
 LOCK_TIMEOUT = 30.0
@@ -58,7 +59,8 @@ SNIPPET = 160
 
 def _by_ids(store: SqliteStore, ids: tuple[str, ...], settings: Settings | None = None) -> set[int]:
     """Chunk row ids for chunk ids (or unique prefixes of at least 4 characters) and event ids. An id this memory
-    root does not hold that is another member's shared note on the team database says so."""
+    root does not hold that is another member's shared note on the team database says so; when the team database
+    could not be asked, "no memory" says that too."""
     found: set[int] = set()
     for raw in ids:
         value = raw.strip()
@@ -68,7 +70,11 @@ def _by_ids(store: SqliteStore, ids: tuple[str, ...], settings: Settings | None 
             if len(rows) > 1:
                 raise UsageError(f"id prefix {value!r} is ambiguous: give more characters")
         if not rows:
-            owner = owner_elsewhere(settings, value) if settings is not None else None
+            try:
+                owner = owner_elsewhere(settings, value) if settings is not None else None
+            except TeamUnavailable as exc:
+                raise unknown_id(value, f"the team database could not be reached to look for it there ({exc}): it "
+                                        "may be a note another member shared there") from None
             if owner is not None:
                 raise UsageError(f"memory {value!r} is a note {owner} shared on the team database: only its owner "
                                  f"can forget it (ask {owner})")

@@ -47,7 +47,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from indexer.base.dburl import fingerprint, mask_url
+from indexer.base.dburl import database_id, mask_url
 from indexer.base.paths import TEAM_VECTORS
 from indexer.base.private import write_private
 from indexer.base.settings import Settings
@@ -258,7 +258,7 @@ def _push(local: SqliteStore, team: PgStore, settings: Settings, target: str, ma
     model = local.vector_model()
     vectors = pending = 0
     if model is not None:
-        mark = {"team": fingerprint(settings.db_url), "model": model, "local": local.vector_mark(model)}
+        mark = {"team": database_id(settings.db_url), "model": model, "local": local.vector_mark(model)}
         synced_at = _synced_at(last_vectors, mark)
         if not (sent or deleted or forgotten) and synced_at is not None:
             pending = team.health(model).pending_embeddings  # the kept counts' figure, for the report

@@ -9,11 +9,12 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from indexer.base.dburl import fingerprint, mask_url
+from indexer.base.dburl import database_id, fingerprint, mask_url
 from indexer.base.errors import MemsearchError, UsageError
-from indexer.base.paths import TEAM_FORGET, TEAM_SYNCED, TEAM_UNREACHABLE
+from indexer.base.paths import TEAM_FORGET, TEAM_FORGET_DIR, TEAM_SYNCED, TEAM_UNREACHABLE, user_state_dir
 from indexer.base.private import write_private
 from indexer.base.settings import Settings
 
@@ -75,17 +76,18 @@ def record_sync(settings: Settings, at: str) -> None:
     """Note that this memory root's sync to ``settings.db_url`` ran to its end at ``at`` (a sync does, last)."""
     try:
         write_private(settings.state_dir / TEAM_SYNCED,
-                      json.dumps({"team": fingerprint(settings.db_url), "at": at}).encode())
+                      json.dumps({"team": database_id(settings.db_url), "at": at}).encode())
     except OSError:  # a read-only memory root: status says "never"
         pass
 
 
 def last_synced(settings: Settings) -> str | None:
     """When this memory root last synced to the team database of ``settings`` to its end (local time, as the index's
-    ``last_indexed``), or None: never, or only to another database."""
+    ``last_indexed``), or None: never, or only to another database (the same one reached with another password or
+    as ``127.0.0.1`` instead of ``localhost`` is the same: :func:`~indexer.base.dburl.database_id`)."""
     try:
         record = json.loads((settings.state_dir / TEAM_SYNCED).read_bytes())
-        return str(record["at"]) if record.get("team") == fingerprint(settings.db_url) else None
+        return str(record["at"]) if record.get("team") == database_id(settings.db_url) else None
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
 
@@ -144,37 +146,42 @@ def forget_on_team(settings: Settings, uids: list[str], then: Callable[[PgStore]
 def owner_elsewhere(settings: Settings, chunk_id: str, timeout: float = 2.0) -> str | None:
     """The member whose chunk ``chunk_id`` (or a unique prefix of it) is on the team database, when it is not the
     connecting member's own (a note another member shared): what ``forget`` names instead of "no memory". None
-    without ``db_url``, when the database cannot be reached (within ``timeout``), or when no such chunk is seen."""
+    without ``db_url`` or when no such chunk is seen; :class:`TeamUnavailable` (one line, password masked) when the
+    database could not be asked (not reached within ``timeout``, or failing), so "no memory" can say it was not."""
     if settings.db_url is None or not chunk_id:
         return None
     try:
         team = open_team(settings, timeout=timeout, max_size=1)
-    except MemsearchError:
-        return None
+    except TeamUnavailable:
+        raise
+    except MemsearchError as exc:
+        raise TeamUnavailable(str(exc)) from None
     try:
         found = team.find_uid_prefix(chunk_id.lower(), limit=2)
         owners = {row.owner for row, _, _ in found}
         return owners.pop() if len(found) == 1 and len(owners) == 1 and team.role not in owners else None
-    except _team_errors():
-        return None
+    except _team_errors() as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise TeamUnavailable(f"the team database {mask_url(settings.db_url)} failed ({first})") from None
     finally:
         team.close()
 
 
 def pending_forgets(settings: Settings) -> list[str]:
-    """The chunk ids ``forget`` could not remove from the team database yet."""
-    try:
-        found = json.loads((settings.state_dir / TEAM_FORGET).read_bytes())
-    except (OSError, ValueError):
-        return []
-    return [str(u) for u in found] if isinstance(found, list) else []
+    """The chunk ids ``forget`` could not remove from the team database yet: this memory root's, and those any other
+    root of the user on this machine forgot for the same database and role (:func:`_forget_files`). Nothing waiting
+    is two failed ``open()`` calls and the URL's digest (measured: 45 µs, against 18 µs for the root's file alone)."""
+    found: set[str] = set()
+    for path in _forget_files(settings):
+        found.update(_read_ids(path))
+    return sorted(found)
 
 
 def apply_pending_forgets(settings: Settings, team: PgStore) -> int | None:
     """Remove from ``team`` the chunk ids a ``forget`` could not remove there when it ran (the first connection that
-    succeeds does it, whatever opened it: a search, a hook, ``show``, a sync), and forget them here. Nothing to do
-    is one failed ``open()`` of the state file. Returns the chunks removed, or None when there were none or the
-    database failed (the ids stay for the next connection; searches leave them out meanwhile)."""
+    succeeds does it, whatever opened it: a search, a hook, ``show``, a sync, from any memory root of the user on
+    this machine), and forget them here. Returns the chunks removed, or None when there were none or the database
+    failed (the ids stay for the next connection; searches leave them out meanwhile)."""
     uids = pending_forgets(settings)
     if not uids:
         return None
@@ -187,29 +194,63 @@ def apply_pending_forgets(settings: Settings, team: PgStore) -> int | None:
 
 
 def drop_pending_forgets(settings: Settings, done: list[str]) -> None:
-    """Forget ``done`` from the pending ids, keeping any a ``forget`` added meanwhile."""
-    left = sorted(set(pending_forgets(settings)) - set(done))
-    if not left:
-        clear_pending_forgets(settings)
-        return
-    try:
-        write_private(settings.state_dir / TEAM_FORGET, json.dumps(left).encode())
-    except OSError:
-        pass
+    """Forget ``done`` from the pending ids (this root's and the user's), keeping any a ``forget`` added meanwhile."""
+    gone = set(done)
+    for path in _forget_files(settings):
+        ids = _read_ids(path)
+        left = sorted(set(ids) - gone)
+        if left == ids:
+            continue
+        try:
+            if left:
+                write_private(path, json.dumps(left).encode())
+            else:
+                path.unlink(missing_ok=True)
+        except OSError:  # a read-only folder: the ids stay, removed again (a no-op) by the next connection
+            pass
 
 
 def clear_pending_forgets(settings: Settings) -> None:
-    _drop_state(settings, TEAM_FORGET)
+    drop_pending_forgets(settings, pending_forgets(settings))
+
+
+def _forget_files(settings: Settings) -> list[Path]:
+    """Where the pending forgets are kept: the memory root's :data:`~indexer.base.paths.TEAM_FORGET`, and the
+    user's list for this database and role (:data:`~indexer.base.paths.TEAM_FORGET_DIR`, by
+    :func:`~indexer.base.dburl.database_id`: a changed password or another name for localhost is the same list),
+    which every other memory root of the user on this machine reads too."""
+    files = [settings.state_dir / TEAM_FORGET]
+    ident = database_id(settings.db_url)
+    if ident is not None:
+        files.append(user_state_dir() / TEAM_FORGET_DIR / f"{ident}.json")
+    return files
+
+
+def _read_ids(path: Path) -> list[str]:
+    try:
+        with open(path, "rb") as f:  # not Path.read_bytes: a third of the cost when the file is absent (measured)
+            found = json.loads(f.read())
+    except (OSError, ValueError):
+        return []
+    return sorted(str(u) for u in found) if isinstance(found, list) else []
 
 
 def _left_for_sync(settings: Settings, uids: list[str]) -> str:
-    """Keep ``uids`` for the next sync to remove from the team database; what the user is told of them."""
-    every = sorted(set(pending_forgets(settings)) | set(uids))
+    """Keep ``uids`` for the next sync to remove from the team database, in the memory root and for the user's
+    other roots (:func:`_forget_files`); what the user is told of them."""
+    root, *user = _forget_files(settings)
     try:
-        write_private(settings.state_dir / TEAM_FORGET, json.dumps(every).encode())
+        write_private(root, json.dumps(sorted(set(_read_ids(root)) | set(uids))).encode())
     except OSError as exc:
         return (f"the team database still holds them, and they could not be noted for the next sync "
                 f"({exc.strerror or exc}): it keeps them")
+    for path in user:
+        try:
+            write_private(path, json.dumps(sorted(set(_read_ids(path)) | set(uids))).encode())
+        except OSError as exc:
+            return (f"the team database still holds them; the next `memsearch sync` removes them there, and until "
+                    f"then your other memory roots may still show them (the list they read could not be written: "
+                    f"{exc.strerror or exc})")
     return "the team database still holds them; the next `memsearch sync` removes them there"
 
 

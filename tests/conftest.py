@@ -55,6 +55,7 @@ def isolated_env(tmp_path, monkeypatch, model_cache):
     home = tmp_path / "memory"
     home.mkdir()
     monkeypatch.setenv("HOME", str(tmp_path / "user-home"))
+    monkeypatch.delenv("XDG_STATE_HOME", raising=False)  # the user's state (indexer.base.paths.user_state_dir): HOME's
     monkeypatch.setenv("MEMSEARCH_HOME", str(home))
     monkeypatch.setenv("MEMSEARCH_CACHE_DIR", str(model_cache))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")

@@ -14,7 +14,7 @@ import uuid
 
 import pytest
 
-from conftest import MEMSEARCH
+from conftest import MEMSEARCH, TEAM_PASSWORDS
 from indexer.base.errors import ConfigError, UsageError
 from indexer.base.settings import resolve_settings
 
@@ -799,6 +799,43 @@ def test_a_memory_forgotten_while_the_team_database_was_unreachable_never_comes_
     assert note not in team_rows(team.admin_url)[0] and not (synced_home.state_dir / TEAM_FORGET).exists()
 
 
+def test_a_memory_forgotten_while_the_team_database_was_down_never_comes_back_through_another_root(
+        synced_home, team, tmp_path, monkeypatch):
+    """Forgotten in one memory root while the team database was down: another root of the same member on this
+    machine, using that database (here as ``localhost``, the same one), never shows the team copy (search, CLI),
+    and its first read without a search's filter (``show``) removes it there and clears the user's list."""
+    import indexer.team
+    from indexer.base.paths import TEAM_FORGET_DIR, user_state_dir
+    from indexer.base.reports import ForgetSelector
+    from indexer.forget import apply_forget, plan_forget
+    from indexer.sync import sync
+    from indexer.team import TeamUnavailable, pending_forgets
+
+    sync(synced_home)
+    chunks = local_rows(synced_home)[0]
+    note = next(uid for uid, (file, _, text, _) in chunks.items() if file.endswith("n08.md") and "v1 note" in text)
+    here = synced_home.replace(model="none")
+
+    def down(*args, **kwargs):
+        raise TeamUnavailable("cannot reach the team database (stopped for the test)")
+
+    with monkeypatch.context() as m:
+        m.setattr(indexer.team, "open_team", down)
+        report = apply_forget(here, plan_forget(here, ForgetSelector(ids=(note,))))
+    assert report.team_removed is None and note in team_rows(team.admin_url)[0]
+    other = tmp_path / "second-root"
+    other.mkdir()
+    url = team.urls["alice"].replace("127.0.0.1", "localhost")
+    assert pending_forgets(resolve_settings(other, db_url=url)) == [note]
+    env = {"MEMSEARCH_DB_URL": url, "MEMSEARCH_MODEL": "none"}
+    found = json.loads(run("search", "topic8 note", "--mode", "bm25", "--json", "--home", str(other), env=env).stdout)
+    assert found["health"]["store"] == "team" and found["hits"] and note not in {h["id"] for h in found["hits"]}
+    shown = run("show", note, "--home", str(other), env=env)
+    assert shown.returncode == 1 and "no memory with id" in shown.stderr
+    assert note not in team_rows(team.admin_url)[0]
+    assert not list((user_state_dir() / TEAM_FORGET_DIR).glob("*.json"))
+
+
 def test_forgetting_a_prompt_removes_it_from_the_team_copy_of_its_session_summary_at_once(synced_home, team, fake):
     """The forget rewrites the local session summary; the team copy is replaced in the same forget when the database
     answers, and when it does not, searches leave the old summary's chunks out until the next sync replaces it."""
@@ -858,6 +895,26 @@ def test_forgetting_another_members_shared_note_says_whose_it_is(synced_home, te
     assert uid in team_rows(team.admin_url, owner="bob")[2]
     gone = run("forget", "feedfacecafe", "--yes")
     assert "no memory with id feedfacecafe:" in gone.stderr
+
+
+def test_forgetting_an_id_not_held_here_while_the_team_database_is_down_says_it_could_not_look_there(synced_home,
+                                                                                                   team):
+    """An id this root does not hold may be another member's shared note: with the team database down, "no memory
+    with id" says on the same line that it could not be looked for there (password masked); with it up, not."""
+    from indexer.sync import sync
+
+    sync(synced_home)
+    down = run("forget", "feedfacecafe", "--yes", env={"MEMSEARCH_DB_URL": CLOSED})
+    assert (down.returncode, down.stdout) == (1, "") and down.stderr.count("\n") == 1, down.stderr
+    assert down.stderr.startswith(
+        "Error: no memory with id feedfacecafe: ids change when their source changes; find it again with "
+        "`memsearch search` or `memsearch recent`; the team database could not be reached to look for it there "
+        "(cannot reach the team database postgresql://alice:***@127.0.0.1:1/nowhere"), down.stderr
+    assert down.stderr.endswith("): it may be a note another member shared there\n") and "alice-pw" not in down.stderr
+    up = run("forget", "feedfacecafe", "--yes")
+    assert up.returncode == 1 and up.stderr == (
+        "Error: no memory with id feedfacecafe: ids change when their source changes; find it again with "
+        "`memsearch search` or `memsearch recent`\n")
 
 
 def test_the_warm_server_answers_from_the_team_store_and_only_for_the_same_database(synced_home, team, tmp_path,
@@ -957,6 +1014,31 @@ def test_status_says_when_this_memory_root_last_synced_not_when_it_indexed(synce
     text = run("status", "--db-url", CLOSED).stdout
     assert "unreachable (cannot reach" in text and "last synced never" in text  # that database: never synced
     assert f"last synced {synced}" in run("status").stdout
+
+
+def test_last_synced_names_the_database_not_its_password_nor_which_loopback_name(synced_home, team, monkeypatch):
+    """The same database reached with a changed password, or as ``localhost`` instead of ``127.0.0.1``, is the one
+    this root synced to: ``status`` and ``doctor`` say when, and a sync that changes nothing does not look for missing
+    vectors again. Another role or another database is not."""
+    from indexer.store.postgres import PgStore
+    from indexer.sync import sync
+
+    sync(synced_home)
+    synced = json.loads(run("status", "--json").stdout)["team"]["last_synced"]
+    assert synced is not None
+    with psycopg.connect(team.admin_url, autocommit=True) as conn:
+        conn.execute("ALTER ROLE alice PASSWORD 'alice-new-pw-7'")
+    moved = team.urls["alice"].replace("alice-pw-Zq9", "alice-new-pw-7").replace("127.0.0.1", "localhost")
+    status = json.loads(run("status", "--json", "--db-url", moved).stdout)["team"]
+    assert status["reachable"] and status["last_synced"] == synced
+    doctor = run("doctor", "--db-url", moved).stdout
+    assert f"this memory root last synced to {moved.replace('alice-new-pw-7', '***')} at {synced}" in doctor
+    looked: list[str] = []
+    real = PgStore.pending_hashes
+    monkeypatch.setattr(PgStore, "pending_hashes", lambda self, model: looked.append(model) or real(self, model))
+    assert sync(synced_home.replace(db_url=moved)).sources_sent == 0 and not looked
+    for other in (moved.replace("alice:", "bob:"), moved.rsplit("/", 1)[0] + "/elsewhere"):
+        assert json.loads(run("status", "--json", "--db-url", other).stdout)["team"]["last_synced"] is None
 
 
 def test_the_warm_server_keeps_one_team_store_and_pushes_its_own_ingests_after_a_pause(synced_home, team,
@@ -1251,3 +1333,38 @@ def test_remove_member_refuses_a_name_that_is_not_a_member_and_asks_first(synced
     assert unreachable.returncode == 1 and "admin-pw-Q1" not in unreachable.stderr
     assert unreachable.stderr.startswith("Error: cannot reach postgresql://postgres:***@127.0.0.1:1/nowhere: ")
     assert unreachable.stderr.count("\n") == 1
+
+
+def test_remove_member_says_truly_whether_the_member_can_still_log_in(synced_home, team, pg_server, monkeypatch):
+    """A URL whose role may not alter roles (a member's) fails at the first step: nothing changed, the member can
+    still log in, and the error says so and asks for the administrator's URL. A later step failing (a lock not
+    granted in time) leaves the role without login, and the error says that instead."""
+    import indexer.store.pg_admin as pg_admin
+    from indexer.store.postgres import StoreUnavailable
+
+    refused = run("team", "remove-member", "alice", "--yes", "--admin-url", team.urls["bob"])
+    where = team.urls["bob"].replace(TEAM_PASSWORDS["bob"], "***")
+    assert (refused.returncode, refused.stdout) == (1, "")
+    assert refused.stderr == (
+        f"Error: removing member alice from {where} failed at its first step (ALTER ROLE alice NOLOGIN: permission "
+        "denied to alter role): nothing was changed, and alice can still log in: run it with the administrator's "
+        "--admin-url (a role allowed to ALTER ROLE and DROP ROLE: a superuser's, as for `memsearch team init "
+        "--apply`)\n"), refused.stderr
+    assert "cannot log in" not in refused.stderr and TEAM_PASSWORDS["bob"] not in refused.stderr
+    psycopg.connect(team.urls["alice"]).close()  # she still can
+
+    monkeypatch.setattr(pg_admin, "LOCK_WAIT_S", 1)
+    try:
+        with psycopg.connect(team.admin_url) as holder:
+            holder.execute("LOCK TABLE memsearch.chunks IN ACCESS EXCLUSIVE MODE")
+            with pytest.raises(StoreUnavailable) as failed:
+                pg_admin.remove_member(team.admin_url, "alice")
+            holder.rollback()
+        assert "lock timeout" in str(failed.value) and str(failed.value).endswith(
+            "nothing of theirs was deleted, and alice cannot log in until this is run again or "
+            "`ALTER ROLE alice LOGIN`")
+        with psycopg.connect(team.admin_url) as conn:
+            assert conn.execute("SELECT rolcanlogin FROM pg_roles WHERE rolname = 'alice'").fetchone() == (False,)
+    finally:  # roles belong to the server, not to this test's database
+        with psycopg.connect(team.admin_url, autocommit=True) as conn:
+            conn.execute("ALTER ROLE alice LOGIN")

@@ -7,14 +7,22 @@ through :func:`mask_url`, and a bad value is described without echoing it.
 'postgresql://alice:s3cret@db.example/memory'
 >>> mask_url("postgresql://alice:s3cret@db.example:5432/memory?sslmode=require")
 'postgresql://alice:***@db.example:5432/memory?sslmode=require'
+
+Two digests name a URL without holding it: :func:`fingerprint`, of the whole URL (the connection, credentials
+included), and :func:`database_id`, of the database and role it reaches (what was synced there, what waits to be
+forgotten there), which a changed password or ``localhost`` for ``127.0.0.1`` leaves as it was.
 """
 
 from __future__ import annotations
 
 import re
-from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
 
 SCHEMES = ("postgresql", "postgres")
+#: Names of this machine's loopback interface: one host for :func:`database_id`.
+LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1"})
+#: libpq's port when the URL gives none.
+DEFAULT_PORT = 5432
 
 
 def check_db_url(raw: object) -> str:
@@ -35,11 +43,40 @@ def check_db_url(raw: object) -> str:
 
 
 def fingerprint(url: str | None) -> str | None:
-    """A short digest naming ``url`` without holding it (the warm server compares a caller's team database with
-    its own by this)."""
+    """A short digest of the whole ``url``, password included: the connection itself. The warm server answers a
+    caller only when it would connect as the caller would, and the memo of a failed connection is tried again at
+    once when the URL changes (a corrected password). What names the database is :func:`database_id`."""
     import hashlib
 
     return None if url is None else hashlib.sha256(url.encode()).hexdigest()[:16]
+
+
+def database_id(url: str | None) -> str | None:
+    """A short digest of the database ``url`` reaches as which role: the user, the host (``localhost``,
+    ``127.0.0.1`` and ``::1`` are one), the port (5432 when none is given) and the database name (the user's when
+    none is given, as libpq does), never the password. What this memory root synced there and the forgets waiting
+    for it are keyed by this, so they stay when the password changes.
+
+    >>> database_id("postgresql://alice:one@localhost/memory") == database_id("postgres://alice:two@127.0.0.1:5432/memory")
+    True
+    >>> database_id("postgresql://alice@db/memory") == database_id("postgresql://bob@db/memory")
+    False
+    """
+    import hashlib
+
+    if url is None:
+        return None
+    try:
+        parts = urlsplit(url)
+        query = dict(parse_qsl(parts.query))
+        user = unquote(parts.username or "") or query.get("user", "")
+        host = (parts.hostname or unquote(query.get("host", ""))).lower()
+        port = parts.port or int(query.get("port") or DEFAULT_PORT)
+        name = unquote(parts.path.lstrip("/")) or query.get("dbname", "") or user
+    except ValueError:  # not a URL (checked settings never hold one): the whole text names it
+        return fingerprint(url)
+    host = "localhost" if host in LOOPBACK else host
+    return hashlib.sha256("\0".join((user, host, str(port), name)).encode()).hexdigest()[:16]
 
 
 _DSN_PASSWORD_RE = re.compile(r"(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)

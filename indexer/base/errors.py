@@ -23,16 +23,16 @@ class NotFound(MemsearchError):
     """An id or path that does not exist in the index."""
 
 
-def unknown_id(ident: str) -> NotFound:
+def unknown_id(ident: str, also: str | None = None) -> NotFound:
     """The one wording of "no such memory" for ``show``, ``timeline`` and ``forget`` (an id over 40 characters is
-    cut: a pasted blob is not echoed back).
+    cut: a pasted blob is not echoed back); ``also``: what else the user should know, on the same line.
 
     >>> str(unknown_id("deadbeef0000"))
     'no memory with id deadbeef0000: ids change when their source changes; find it again with `memsearch search` or `memsearch recent`'
     """
     shown = ident if len(ident) <= 40 else ident[:40] + "…"
     return NotFound(f"no memory with id {shown}: ids change when their source changes; find it again with "
-                    "`memsearch search` or `memsearch recent`")
+                    "`memsearch search` or `memsearch recent`" + (f"; {also}" if also else ""))
 
 
 class ConfigError(MemsearchError):

@@ -13,6 +13,9 @@ PosixPath('/mem/.memsearch/serve.sock')
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 # -- in the memory root ------------------------------------------------------------------------------------------
 #: Derived state, locks and logs (``settings.state_dir``).
 STATE_DIR = ".memsearch"
@@ -46,12 +49,13 @@ SUMMARY_QUEUE_WORK = "summary-queue.*.work"
 #: index at once until the retry period is over, instead of each waiting out the connect timeout.
 TEAM_UNREACHABLE = "team-unreachable.json"
 #: Chunk ids ``forget`` removed locally but could not remove from the team database (JSON list): the next sync
-#: removes them there first.
+#: removes them there first. Also kept per user (:data:`TEAM_FORGET_DIR`) for the user's other memory roots.
 TEAM_FORGET = "team-forget.json"
-#: The last sync whose vector step ran to its end (JSON): the team database (by fingerprint), the model, the local
+#: The last sync whose vector step ran to its end (JSON): the team database (by ``database_id``), the model, the local
 #: vectors then, and when; a sync that changes nothing skips looking for missing vectors while they still match.
 TEAM_VECTORS = "team-vectors.json"
-#: When this memory root last synced to the team database to its end (JSON: the database by fingerprint, the time):
+#: When this memory root last synced to the team database to its end (JSON: the database by ``database_id``, the
+#: time):
 #: what ``status`` and ``doctor`` say, also when the database cannot be reached.
 TEAM_SYNCED = "team-synced.json"
 #: Events lost to a full disk or a read-only root (a count reserved in advance).
@@ -71,6 +75,25 @@ SERVE_LOG = "serve.log"
 FORGET_LOG = "forget.log"
 UI_LOG = "ui.log"
 WEEKLY_LOG = "weekly-reindex.log"
+
+# -- the user's, beside every memory root (:func:`user_state_dir`) ----------------------------------------------
+#: Chunk ids ``forget`` could not remove from a team database, one JSON list per database and role
+#: (``team-forget/<database_id>.json``): what :data:`TEAM_FORGET` holds for one memory root, seen by every root of
+#: the user on this machine that uses that database, so none of them shows the team copy meanwhile.
+TEAM_FORGET_DIR = "team-forget"
+
+
+def user_state_dir() -> Path:
+    """The user's memsearch state on this machine, shared by all their memory roots: ``$XDG_STATE_HOME/memsearch``
+    (``~/.local/state/memsearch`` when unset or not absolute, as the XDG spec says). State, not cache: what is kept
+    there must not be cleared with a cache.
+
+    >>> user_state_dir().name
+    'memsearch'
+    """
+    base = os.environ.get("XDG_STATE_HOME", "")
+    return (Path(base) if os.path.isabs(base) else Path(os.path.expanduser("~/.local/state"))) / "memsearch"
+
 
 # -- beside the memory root ------------------------------------------------------------------------------------
 #: The user's config file in the memory root, and a project's tuning file in the project folder.

@@ -126,13 +126,22 @@ def remove_member(admin_url: str, name: str) -> MemberRemoval:
     own in this database reassigned to the administrator, their grants revoked, and the role dropped.
 
     Refused (:class:`~indexer.base.errors.NotFound`, nothing changed) when ``name`` is not a login role in the
-    member group (a superuser never is). Should the transaction fail, nothing of it is kept and the role stays
-    without login (run it again, or ``ALTER ROLE name LOGIN``); the error says so in one line."""
+    member group (a superuser never is). Should the first step (``ALTER ROLE name NOLOGIN``) fail, as it does for a
+    URL of a role not allowed to alter roles, nothing was changed and the member can still log in; should a later
+    one fail, nothing of the transaction is kept and the role stays without login (run it again, or ``ALTER ROLE
+    name LOGIN``). The error says which in one line."""
     with _admin(admin_url) as conn:
         role = _member(conn, admin_url, name)
         ident = sql.Identifier(role)
         try:
             conn.execute(sql.SQL("ALTER ROLE {} NOLOGIN").format(ident))
+        except psycopg.Error as exc:
+            raise StoreUnavailable(f"removing member {role} from {mask_url(admin_url)} failed at its first step "
+                                   f"(ALTER ROLE {role} NOLOGIN: {one_line(exc)}): nothing was changed, and {role} "
+                                   "can still log in: run it with the administrator's --admin-url (a role allowed to "
+                                   "ALTER ROLE and DROP ROLE: a superuser's, as for `memsearch team init --apply`)"
+                                   ) from None
+        try:
             ended = _count(conn, "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid, %s)) FROM pg_stat_activity"
                                  " WHERE usename = %s AND pid <> pg_backend_pid()", (TERMINATE_WAIT_MS, role))
             with conn.transaction():
