@@ -346,7 +346,7 @@ def test_forget_with_csrf_and_origin_removes_the_item_everywhere(client, indexed
     assert f'name="csrf" value="{CSRF}"' in confirm.text and f'name="id" value="{ident}"' in confirm.text
     done = post_forget(client, ident)
     assert done.status_code == 303 and done.headers["location"].startswith("/forgotten?done=")
-    assert client.get(f"/item/{ident}").status_code == 404
+    assert client.get(f"/item/{ident}").status_code == 410
     assert ident not in hit_ids(client.get("/search?q=zanzibar+marker&mode=bm25").text)
     assert ident not in [h.id for h in recent(indexed, limit=100)]
 
@@ -367,7 +367,7 @@ def test_forget_redirects_to_a_page_that_a_reload_only_fetches_again(client):
     assert f"no memory with id <code>{ident}</code> is in the index any more" in " ".join(friendly.text.split())
     assert "no chunk with id" not in friendly.text and "error" not in friendly.text.lower()
     expired = client.get("/forgotten?done=from-a-previous-launch")
-    assert expired.status_code == 200 and "no longer kept" in expired.text
+    assert expired.status_code == 404 and "No such confirmation" in expired.text
 
 
 def test_the_forgotten_page_does_not_claim_a_present_item_is_forgotten(client):
@@ -376,6 +376,39 @@ def test_the_forgotten_page_does_not_claim_a_present_item_is_forgotten(client):
     assert reply.status_code == 303 and reply.headers["location"] == f"/item/{ident}"
     hostile = client.get("/forgotten", params={"id": "<script>x</script>"})
     assert "<script>x" not in hostile.text
+
+
+def test_forgetting_an_id_never_known_or_malformed_is_not_already_forgotten(client):
+    """Only an id the forget log records is "already forgotten": one never known is a 404 that says so, a
+    malformed one a 400 in one line, both escaped."""
+    unknown = post_forget(client, "deadbeef0000")
+    assert unknown.status_code == 404 and "<h1>No memory with id <code>deadbeef0000</code></h1>" in unknown.text
+    assert 'href="/search"' in unknown.text and "forgotten" not in unknown.text.lower()
+    for ident in ("zz", "%3Cb%3Ex%3C%2Fb%3E"):
+        bad = post_forget(client, ident)
+        assert bad.status_code == 400 and "is not a memory id: ids are 4 to 32 hexadecimal digits" in bad.text
+        assert "forgotten" not in bad.text.lower() and "<b>x" not in bad.text
+    assert client.get("/forgotten?id=deadbeef0000").status_code == 404
+    assert client.get("/forgotten?id=zz").status_code == 400
+    bogus = client.get("/forgotten?done=bogus")
+    assert bogus.status_code == 404 and "<h1>No such confirmation</h1>" in bogus.text
+    assert "forgotten" not in bogus.text.split("<main", 1)[1].split("</main>")[0].lower().replace("/forgotten", "")
+
+
+def test_a_forgotten_items_page_says_it_was_forgotten(client):
+    """The browser's Back button after a forget lands on the item and its confirmation: 410 Gone, in the
+    viewer's words; an id never known stays a 404."""
+    ident = hit_ids(client.get("/search?q=zanzibar+marker&mode=bm25&kind=event").text)[0]
+    post_forget(client, ident)
+    for path in (f"/item/{ident}", f"/item/{ident}/forget", f"/item/{ident.upper()}"):
+        gone = client.get(path)
+        assert gone.status_code == 410, path
+        assert "<h1>This memory was forgotten</h1>" in gone.text and f"<code>{ident}</code>" in gone.text
+        assert 'href="/search"' in gone.text and 'href="/timeline"' in gone.text
+        assert "memsearch recent" not in gone.text
+    never = client.get("/item/deadbeef0000")
+    assert never.status_code == 404 and "No memory with id <code>deadbeef0000</code>" in never.text
+    assert "memsearch recent" not in never.text and 'href="/search"' in never.text
 
 
 def test_dashboard_shows_index_health_events_per_day_and_privacy(client, indexed):
