@@ -107,13 +107,13 @@ class Viewer:
         from search_engine.browse import recent
 
         q = request.query_params
-        kind, project = q.get("type") or None, q.get("project") or None
-        items = recent(self.settings, type=kind, project=project, limit=TIMELINE_LIMIT)
-        filters = _filters(type=kind, project=project)
+        kind, project, session = q.get("type") or None, q.get("project") or None, q.get("session") or None
+        items = recent(self.settings, type=kind, project=project, session=session, limit=TIMELINE_LIMIT)
+        filters = _filters(type=kind, project=project, session=session)
         captured = bool(items) or (bool(filters) and bool(recent(self.settings, limit=1)))
         name = "_timeline_items.html" if q.get("partial") else "timeline.html"
-        return self.page(request, name, items=items, type=kind, project=project, refresh_ms=self.refresh_ms,
-                         captured=captured, filters=filters)
+        return self.page(request, name, items=items, type=kind, project=project, session=session,
+                         refresh_ms=self.refresh_ms, captured=captured, filters=filters)
 
     def search(self, request: Request) -> Response:
         from search_engine.filters import Filters

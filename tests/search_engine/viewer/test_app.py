@@ -457,6 +457,19 @@ def test_timeline_newest_first_filtered_and_as_a_fragment(client):
     assert_inert(prompts)
 
 
+def test_the_timeline_honours_a_session_filter(client):
+    """``/timeline?session=…`` shows that session's items, keeps the filter in its form and its live refresh, and
+    says so when no item matches it (it was silently ignored)."""
+    one = client.get("/timeline?session=hostile-session").text
+    assert "The page tries to inject markup" in one and "test_refund_webhook" not in one
+    assert 'name="session" value="hostile-session"' in one
+    assert 'data-refresh="/timeline?partial=1&amp;session=hostile-session"' in one
+    for path in ("/timeline?session=nope", "/timeline?session=nope&partial=1"):
+        html = " ".join(client.get(path).text.split())
+        assert 'No items match the filter session <code class="filter">nope</code>.' in html, path
+        assert "<li class=\"item\">" not in html, path
+
+
 def test_an_unexpected_fault_is_a_500_page_and_a_log_line_without_content(client, indexed, monkeypatch):
     import search_engine.browse
 

@@ -264,3 +264,10 @@ def test_a_filter_that_matches_nothing_is_not_an_empty_memory(page, live):
     page.get_by_role("link", name="Clear the filters").click()
     page.wait_for_url(f"{live.base}/timeline")
     assert page.locator("#timeline-items li.item").count() >= 2
+
+    page.goto(f"{live.base}/timeline?session=nope")  # a session filter is honoured, not silently ignored
+    assert page.locator("input[name=session]").input_value() == "nope"
+    page.wait_for_timeout(1200)  # after the live refresh too
+    notice = page.locator("#timeline-items p.notice")
+    assert notice.inner_text().split() == "No items match the filter session nope. Clear the filter".split()
+    assert page.locator("#timeline-items li.item").count() == 0
