@@ -88,7 +88,7 @@ class Viewer:
         # a filter that matches nothing is not an empty memory: say which, and offer the whole list
         captured = bool(sessions) or (project is not None and bool(list_sessions(self.settings, limit=1)))
         return self.page(request, "sessions.html", sessions=sessions, project=project, captured=captured,
-                         filters=_filters(project=project))
+                         filters=_filters(project=project), short=_short_ids([s.session_id for s in sessions]))
 
     def session(self, request: Request) -> Response:
         from search_engine.browse import list_sessions, recent
@@ -292,6 +292,24 @@ def _checked_id(ident: str) -> str:
         shown = ident if len(ident) <= 40 else ident[:40] + "…"
         raise UsageError(f"{shown!r} is not a memory id: ids are 4 to 32 hexadecimal digits, as the viewer shows them")
     return ident.lower()
+
+
+def _short_ids(ids: list[str], least: int = 12) -> dict[str, str]:
+    """Each id cut to the fewest characters (at least ``least``) that no other id of the list starts with, and
+    marked "…" when cut: two ids never look the same, and a list of random ids stays narrow.
+
+    >>> list(_short_ids(["sess-secrets-1", "sess-secrets-2", "7f3c9a"]).values())
+    ['7f3c9a', 'sess-secrets-1', 'sess-secrets-2']
+    >>> _short_ids(["0123456789abcdef-aaaa", "0123456789abcdef-bbbb", "fedcba9876543210"])["0123456789abcdef-aaaa"]
+    '0123456789abcdef-a…'
+    """
+    order = sorted(set(ids))
+    shared = dict.fromkeys(order, 0)  # the longest start each id shares with another (its sorted neighbours)
+    for a, b in zip(order, order[1:]):
+        n = len(os.path.commonprefix([a, b]))
+        shared[a], shared[b] = max(shared[a], n), max(shared[b], n)
+    cut = {i: max(least, shared[i] + 1) for i in order}
+    return {i: i if cut[i] >= len(i) else i[:cut[i]] + "…" for i in order}
 
 
 def _filters(**given: str | None) -> list[tuple[str, str]]:

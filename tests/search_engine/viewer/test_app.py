@@ -448,6 +448,20 @@ def test_sessions_list_and_one_sessions_timeline(client):
     assert "Why does test_refund_webhook fail intermittently?" in timeline and "Files touched" not in timeline
 
 
+def test_two_sessions_never_look_the_same_in_the_list(client, indexed, fake):
+    sids = ("sess-secrets-1", "sess-secrets-2", "0123456789abcdef-aaaa", "0123456789abcdef-bbbb")
+    events = [{"id": f"twin-{n}", "ts": f"2026-11-23T08:0{n}:00", "session_id": sid, "type": "prompt",
+               "content": f"look-alike session {n}"} for n, sid in enumerate(sids)]
+    write(indexed.home / "events" / "2026-11-23.jsonl", "".join(json.dumps(e) + "\n" for e in events))
+    index(indexed, embedder=fake)
+    listing = client.get("/sessions").text
+    shown = dict(re.findall(r'<a href="/session\?id=([^"]+)" title="[^"]+"><code>([^<]+)</code></a>', listing))
+    assert shown["sess-secrets-1"] == "sess-secrets-1" and shown["sess-secrets-2"] == "sess-secrets-2"
+    assert shown["0123456789abcdef-aaaa"] == "0123456789abcdef-a…"
+    assert len(set(shown.values())) == len(shown)
+    assert 'title="0123456789abcdef-bbbb"' in listing
+
+
 def test_timeline_newest_first_filtered_and_as_a_fragment(client):
     full = client.get("/timeline").text
     assert 'data-refresh="/timeline?partial=1"' in full

@@ -162,6 +162,21 @@ def test_open_a_session(page, live):
     shot(page, "session")
 
 
+def test_two_sessions_with_alike_ids_look_different(page, live):
+    events = [{"id": f"alike-{n}", "ts": f"2026-11-24T09:0{n}:00", "session_id": f"sess-secrets-{n}",
+               "project": "payments-api", "type": "prompt", "content": f"alike session number {n}"} for n in (1, 2)]
+    write(live.settings.home / "events" / "2026-11-24.jsonl", "".join(json.dumps(e) + "\n" for e in events))
+    index(live.settings, embedder=live.fake)
+    page.goto(f"{live.base}/sessions")
+    links = [page.locator(f"table.sessions a[href='/session?id=sess-secrets-{n}']") for n in (1, 2)]
+    shown = [link.inner_text() for link in links]
+    assert shown == ["sess-secrets-1", "sess-secrets-2"]
+    assert [link.get_attribute("title") for link in links] == ["sess-secrets-1", "sess-secrets-2"]
+    for link in links:  # nothing of it hidden by the layout
+        assert link.evaluate("a => a.scrollWidth <= a.clientWidth + 1 && a.getBoundingClientRect().width > 0")
+    shot(page, "sessions-alike-ids")
+
+
 def test_the_timeline_updates_while_hooks_write(page, live):
     page.goto(f"{live.base}/timeline")
     shot(page, "timeline")
