@@ -178,6 +178,25 @@ def _log(settings: Settings, message: str) -> None:
         f.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {message}\n")
 
 
+def was_forgotten(settings: Settings, ident: str) -> bool:
+    """Whether the forget log records the chunk id ``ident`` (any case) as forgotten: what tells a memory that was
+    forgotten from one that never existed, once the index holds neither. The log keeps one line per forget, ending
+    ``ids=<id>,<id>…``; it is read only for an id the index does not hold. Without the log (deleted by the user),
+    no id was forgotten as far as this can tell.
+
+    >>> from indexer.base.settings import resolve_settings
+    >>> was_forgotten(resolve_settings("/tmp/memsearch-doctest-forget"), "deadbeef0000")
+    False
+    """
+    wanted = ident.strip().lower()
+    try:
+        with open(settings.log_dir / FORGET_LOG, encoding="utf-8", errors="replace") as log:
+            return any(wanted in line.rstrip("\n").rpartition(" ids=")[2].split(",") for line in log
+                       if " ids=" in line)
+    except OSError:
+        return False
+
+
 def apply_forget(settings: Settings, plan: ForgetPlan, *, vacuum: bool = False) -> ForgetReport:
     """Forget what ``plan`` lists; see the module docstring. Items already gone are skipped, so applying a plan
     twice is harmless. ``vacuum``: also rebuild the database file (slower; reclaims the space)."""

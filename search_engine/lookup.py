@@ -31,10 +31,20 @@ def _read(settings: Settings, read: Callable[[Store], T]) -> tuple[T, str | None
     return read_configured(settings, checked)
 
 
+def valid_id(ident: str) -> bool:
+    """Whether ``ident`` can name a chunk: 4 to 32 hexadecimal digits (a whole id or a prefix of one), any case.
+
+    >>> valid_id("deadbeef0000"), valid_id("DEADBEEF"), valid_id("zz"), valid_id("abc")
+    (True, True, False, False)
+    """
+    ident = ident.strip().lower()
+    return MIN_PREFIX <= len(ident) <= 32 and all(c in "0123456789abcdef" for c in ident)
+
+
 def _find(store: Store, ident: str) -> tuple[HitRow, str, int]:
     """The row of the chunk whose id is ``ident`` or starts with it (unambiguously), plus its file and seq."""
     ident = ident.strip().lower()
-    if len(ident) < MIN_PREFIX or len(ident) > 32 or not all(c in "0123456789abcdef" for c in ident):
+    if not valid_id(ident):
         shown = ident if len(ident) <= 40 else ident[:40] + "…"  # a 100,000-character id is not echoed back
         raise UsageError(f"invalid id {shown!r}: ids are hexadecimal, as printed by `memsearch search`")
     rows = store.find_uid_prefix(ident, limit=2)

@@ -88,7 +88,7 @@ class Viewer:
         # a filter that matches nothing is not an empty memory: say which, and offer the whole list
         captured = bool(sessions) or (project is not None and bool(list_sessions(self.settings, limit=1)))
         return self.page(request, "sessions.html", sessions=sessions, project=project, captured=captured,
-                         filters=_filters(project=project))
+                         filters=_filters(project=project), short=_short_ids([s.session_id for s in sessions]))
 
     def session(self, request: Request) -> Response:
         from search_engine.browse import list_sessions, recent
@@ -107,13 +107,13 @@ class Viewer:
         from search_engine.browse import recent
 
         q = request.query_params
-        kind, project = q.get("type") or None, q.get("project") or None
-        items = recent(self.settings, type=kind, project=project, limit=TIMELINE_LIMIT)
-        filters = _filters(type=kind, project=project)
+        kind, project, session = q.get("type") or None, q.get("project") or None, q.get("session") or None
+        items = recent(self.settings, type=kind, project=project, session=session, limit=TIMELINE_LIMIT)
+        filters = _filters(type=kind, project=project, session=session)
         captured = bool(items) or (bool(filters) and bool(recent(self.settings, limit=1)))
         name = "_timeline_items.html" if q.get("partial") else "timeline.html"
-        return self.page(request, name, items=items, type=kind, project=project, refresh_ms=self.refresh_ms,
-                         captured=captured, filters=filters)
+        return self.page(request, name, items=items, type=kind, project=project, session=session,
+                         refresh_ms=self.refresh_ms, captured=captured, filters=filters)
 
     def search(self, request: Request) -> Response:
         from search_engine.filters import Filters
@@ -155,7 +155,10 @@ class Viewer:
         from search_engine.lookup import show, timeline
 
         ident = request.path_params["id"]
-        view = show(self.settings, ident)
+        try:
+            view = show(self.settings, ident)
+        except NotFound:
+            return self.missing(request, ident)
         around = timeline(self.settings, view.chunk.id, 3) if view.chunk.ts else None
         return self.page(request, "item.html", view=view, around=around)
 
@@ -164,20 +167,24 @@ class Viewer:
         from indexer.forget import plan_forget
         from search_engine.lookup import show
 
-        view = show(self.settings, request.path_params["id"])
+        try:
+            view = show(self.settings, request.path_params["id"])
+        except NotFound:
+            return self.missing(request, request.path_params["id"])
         plan = plan_forget(self.settings, ForgetSelector(ids=(view.chunk.id,)))
         return self.page(request, "forget.html", view=view, plan=plan)
 
     def forget(self, request: Request) -> Response:
-        from indexer.forget import apply_forget
+        from indexer.forget import apply_forget, was_forgotten
 
         form = request.scope["state"]["form"]
-        ident = form.get("id", "")
-        if not ident:
-            raise UsageError("nothing to forget: no id given")
+        ident = _checked_id(form.get("id", ""))
         plan = self.forget_plan(ident)
-        if plan is None:  # a second tab, or the form sent again: nothing left to do, and that is no error
+        if plan is None and was_forgotten(self.settings, ident):
+            # a second tab, or the form sent again: nothing left to do, and that is no error
             return RedirectResponse("/forgotten?" + urlencode({"id": ident}), 303)
+        if plan is None:
+            return self.missing(request, ident)
         report = apply_forget(self.settings, plan)
         # POST/redirect/GET: the answer is a page that a reload fetches again, instead of sending the form again
         key = secrets.token_urlsafe(12)
@@ -200,15 +207,33 @@ class Viewer:
 
     def forgotten(self, request: Request) -> Response:
         """What a forget did (the page the form redirects to), or that there was nothing left to forget."""
+        from indexer.forget import was_forgotten
+
         q = request.query_params
-        done = self.done.get(q.get("done", ""))
-        if done is not None:
+        if "done" in q:
+            done = self.done.get(q["done"])
+            if done is None:  # from an earlier launch, one of many forgets ago, or never made: no telling which
+                return self.page(request, "missing.html", status=404, what="confirmation", ident="")
             plan, report = done
             return self.page(request, "forgotten.html", plan=plan, report=report)
-        ident = q.get("id", "")
-        if ident and self.forget_plan(ident) is not None:
+        if not q.get("id"):
+            return self.page(request, "already_forgotten.html", ident="")
+        ident = _checked_id(q["id"])
+        if self.forget_plan(ident) is not None:
             return RedirectResponse(f"/item/{quote(ident, safe='')}", 303)  # still there: not forgotten at all
-        return self.page(request, "already_forgotten.html", ident=ident[:40], expired="done" in q)
+        if not was_forgotten(self.settings, ident):
+            return self.missing(request, ident)
+        return self.page(request, "already_forgotten.html", ident=ident)
+
+    def missing(self, request: Request, ident: str) -> Response:
+        """The page for a chunk id the index does not hold: 410 Gone when the forget log records it as forgotten
+        (the Back button after a forget lands here), else 404."""
+        from indexer.forget import was_forgotten
+
+        ident = ident.strip().lower()[:40]
+        if was_forgotten(self.settings, ident):
+            return self.page(request, "missing.html", status=410, what="forgotten", ident=ident)
+        return self.page(request, "missing.html", status=404, what="unknown", ident=ident)
 
     def settings_page(self, request: Request) -> Response:
         from indexer.base.embedder import resolve_model
@@ -250,6 +275,41 @@ class Viewer:
                 log.write(f"{datetime.now().isoformat(timespec='seconds')} {type(exc).__name__} at {where}\n")
         except OSError:
             pass  # a full or read-only disk must not turn one failed page into a crashed viewer
+
+
+def _checked_id(ident: str) -> str:
+    """A chunk id from a form or an address, or a :class:`UsageError` (400) saying in one line what an id is.
+
+    >>> _checked_id(" DEADBEEF0000 ")
+    'deadbeef0000'
+    """
+    from search_engine.lookup import valid_id
+
+    ident = ident.strip()
+    if not ident:
+        raise UsageError("nothing to forget: no id given")
+    if not valid_id(ident):
+        shown = ident if len(ident) <= 40 else ident[:40] + "…"
+        raise UsageError(f"{shown!r} is not a memory id: ids are 4 to 32 hexadecimal digits, as the viewer shows them")
+    return ident.lower()
+
+
+def _short_ids(ids: list[str], least: int = 12) -> dict[str, str]:
+    """Each id cut to the fewest characters (at least ``least``) that no other id of the list starts with, and
+    marked "…" when cut: two ids never look the same, and a list of random ids stays narrow.
+
+    >>> list(_short_ids(["sess-secrets-1", "sess-secrets-2", "7f3c9a"]).values())
+    ['7f3c9a', 'sess-secrets-1', 'sess-secrets-2']
+    >>> _short_ids(["0123456789abcdef-aaaa", "0123456789abcdef-bbbb", "fedcba9876543210"])["0123456789abcdef-aaaa"]
+    '0123456789abcdef-a…'
+    """
+    order = sorted(set(ids))
+    shared = dict.fromkeys(order, 0)  # the longest start each id shares with another (its sorted neighbours)
+    for a, b in zip(order, order[1:]):
+        n = len(os.path.commonprefix([a, b]))
+        shared[a], shared[b] = max(shared[a], n), max(shared[b], n)
+    cut = {i: max(least, shared[i] + 1) for i in order}
+    return {i: i if cut[i] >= len(i) else i[:cut[i]] + "…" for i in order}
 
 
 def _filters(**given: str | None) -> list[tuple[str, str]]:

@@ -21,7 +21,7 @@ from indexer.base.errors import NotFound, UsageError
 from indexer.base.reports import ForgetSelector
 from indexer.base.settings import resolve_settings
 from indexer.eventlog import Event, append
-from indexer.forget import apply_forget, plan_forget
+from indexer.forget import apply_forget, plan_forget, was_forgotten
 from indexer.pipeline import index
 from indexer.rebuild import rebuild
 from indexer.summaries import build_summary, summary_path
@@ -117,6 +117,16 @@ def test_forget_events_removes_the_text_and_keeps_other_ids(captured, home):
     assert {h.id for h in search(captured, "kestrel", mode="bm25").hits} == others
     log_text = (home / ".memsearch" / "logs" / "forget.log").read_text()
     assert "events=2" in log_text and "zanzibar" not in log_text
+
+
+def test_the_forget_log_tells_a_forgotten_id_from_one_never_known(captured):
+    plan = _plan(captured, ForgetSelector(session="s1"))
+    kept = _plan(captured, ForgetSelector(session="s2")).items[0].id
+    assert not any(was_forgotten(captured, i.id) for i in plan.items)
+    apply_forget(captured, plan)
+    assert all(was_forgotten(captured, i.id) and was_forgotten(captured, i.id.upper()) for i in plan.items)
+    assert not was_forgotten(captured, kept) and not was_forgotten(captured, "deadbeef0000")
+    assert not was_forgotten(captured, plan.items[0].id[:6])  # a whole id, not a prefix of one
 
 
 def test_forgetting_an_event_rebuilds_its_session_summary(captured, home):

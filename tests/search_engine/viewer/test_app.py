@@ -346,7 +346,7 @@ def test_forget_with_csrf_and_origin_removes_the_item_everywhere(client, indexed
     assert f'name="csrf" value="{CSRF}"' in confirm.text and f'name="id" value="{ident}"' in confirm.text
     done = post_forget(client, ident)
     assert done.status_code == 303 and done.headers["location"].startswith("/forgotten?done=")
-    assert client.get(f"/item/{ident}").status_code == 404
+    assert client.get(f"/item/{ident}").status_code == 410
     assert ident not in hit_ids(client.get("/search?q=zanzibar+marker&mode=bm25").text)
     assert ident not in [h.id for h in recent(indexed, limit=100)]
 
@@ -367,7 +367,7 @@ def test_forget_redirects_to_a_page_that_a_reload_only_fetches_again(client):
     assert f"no memory with id <code>{ident}</code> is in the index any more" in " ".join(friendly.text.split())
     assert "no chunk with id" not in friendly.text and "error" not in friendly.text.lower()
     expired = client.get("/forgotten?done=from-a-previous-launch")
-    assert expired.status_code == 200 and "no longer kept" in expired.text
+    assert expired.status_code == 404 and "No such confirmation" in expired.text
 
 
 def test_the_forgotten_page_does_not_claim_a_present_item_is_forgotten(client):
@@ -376,6 +376,39 @@ def test_the_forgotten_page_does_not_claim_a_present_item_is_forgotten(client):
     assert reply.status_code == 303 and reply.headers["location"] == f"/item/{ident}"
     hostile = client.get("/forgotten", params={"id": "<script>x</script>"})
     assert "<script>x" not in hostile.text
+
+
+def test_forgetting_an_id_never_known_or_malformed_is_not_already_forgotten(client):
+    """Only an id the forget log records is "already forgotten": one never known is a 404 that says so, a
+    malformed one a 400 in one line, both escaped."""
+    unknown = post_forget(client, "deadbeef0000")
+    assert unknown.status_code == 404 and "<h1>No memory with id <code>deadbeef0000</code></h1>" in unknown.text
+    assert 'href="/search"' in unknown.text and "forgotten" not in unknown.text.lower()
+    for ident in ("zz", "%3Cb%3Ex%3C%2Fb%3E"):
+        bad = post_forget(client, ident)
+        assert bad.status_code == 400 and "is not a memory id: ids are 4 to 32 hexadecimal digits" in bad.text
+        assert "forgotten" not in bad.text.lower() and "<b>x" not in bad.text
+    assert client.get("/forgotten?id=deadbeef0000").status_code == 404
+    assert client.get("/forgotten?id=zz").status_code == 400
+    bogus = client.get("/forgotten?done=bogus")
+    assert bogus.status_code == 404 and "<h1>No such confirmation</h1>" in bogus.text
+    assert "forgotten" not in bogus.text.split("<main", 1)[1].split("</main>")[0].lower().replace("/forgotten", "")
+
+
+def test_a_forgotten_items_page_says_it_was_forgotten(client):
+    """The browser's Back button after a forget lands on the item and its confirmation: 410 Gone, in the
+    viewer's words; an id never known stays a 404."""
+    ident = hit_ids(client.get("/search?q=zanzibar+marker&mode=bm25&kind=event").text)[0]
+    post_forget(client, ident)
+    for path in (f"/item/{ident}", f"/item/{ident}/forget", f"/item/{ident.upper()}"):
+        gone = client.get(path)
+        assert gone.status_code == 410, path
+        assert "<h1>This memory was forgotten</h1>" in gone.text and f"<code>{ident}</code>" in gone.text
+        assert 'href="/search"' in gone.text and 'href="/timeline"' in gone.text
+        assert "memsearch recent" not in gone.text
+    never = client.get("/item/deadbeef0000")
+    assert never.status_code == 404 and "No memory with id <code>deadbeef0000</code>" in never.text
+    assert "memsearch recent" not in never.text and 'href="/search"' in never.text
 
 
 def test_dashboard_shows_index_health_events_per_day_and_privacy(client, indexed):
@@ -415,6 +448,20 @@ def test_sessions_list_and_one_sessions_timeline(client):
     assert "Why does test_refund_webhook fail intermittently?" in timeline and "Files touched" not in timeline
 
 
+def test_two_sessions_never_look_the_same_in_the_list(client, indexed, fake):
+    sids = ("sess-secrets-1", "sess-secrets-2", "0123456789abcdef-aaaa", "0123456789abcdef-bbbb")
+    events = [{"id": f"twin-{n}", "ts": f"2026-11-23T08:0{n}:00", "session_id": sid, "type": "prompt",
+               "content": f"look-alike session {n}"} for n, sid in enumerate(sids)]
+    write(indexed.home / "events" / "2026-11-23.jsonl", "".join(json.dumps(e) + "\n" for e in events))
+    index(indexed, embedder=fake)
+    listing = client.get("/sessions").text
+    shown = dict(re.findall(r'<a href="/session\?id=([^"]+)" title="[^"]+"><code>([^<]+)</code></a>', listing))
+    assert shown["sess-secrets-1"] == "sess-secrets-1" and shown["sess-secrets-2"] == "sess-secrets-2"
+    assert shown["0123456789abcdef-aaaa"] == "0123456789abcdef-a…"
+    assert len(set(shown.values())) == len(shown)
+    assert 'title="0123456789abcdef-bbbb"' in listing
+
+
 def test_timeline_newest_first_filtered_and_as_a_fragment(client):
     full = client.get("/timeline").text
     assert 'data-refresh="/timeline?partial=1"' in full
@@ -422,6 +469,19 @@ def test_timeline_newest_first_filtered_and_as_a_fragment(client):
     assert "<html" not in prompts and "kind-event" in prompts
     assert "The page tries to inject markup" not in prompts  # a response, filtered out
     assert_inert(prompts)
+
+
+def test_the_timeline_honours_a_session_filter(client):
+    """``/timeline?session=…`` shows that session's items, keeps the filter in its form and its live refresh, and
+    says so when no item matches it (it was silently ignored)."""
+    one = client.get("/timeline?session=hostile-session").text
+    assert "The page tries to inject markup" in one and "test_refund_webhook" not in one
+    assert 'name="session" value="hostile-session"' in one
+    assert 'data-refresh="/timeline?partial=1&amp;session=hostile-session"' in one
+    for path in ("/timeline?session=nope", "/timeline?session=nope&partial=1"):
+        html = " ".join(client.get(path).text.split())
+        assert 'No items match the filter session <code class="filter">nope</code>.' in html, path
+        assert "<li class=\"item\">" not in html, path
 
 
 def test_an_unexpected_fault_is_a_500_page_and_a_log_line_without_content(client, indexed, monkeypatch):
