@@ -123,6 +123,15 @@ def index_text(report: IndexReport) -> str:
 SKIPPED_SHOWN = 20
 
 
+def counted(n: int, word: str) -> str:
+    """``n`` and ``word``, plural unless one.
+
+    >>> counted(1, "source"), counted(3, "meta key"), counted(0, "chunk")
+    ('1 source', '3 meta keys', '0 chunks')
+    """
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
 def sync_text(report) -> str:
     """One line: where the local index went and what was sent (a :class:`indexer.sync.SyncReport`); then one line
     per chunk the team store refused, which the sync left out."""
@@ -130,11 +139,12 @@ def sync_text(report) -> str:
         return f"team {report.target}: nothing sent: {report.note}"
     vectors = (f"; {report.vectors_sent} vectors sent, {report.vectors_pending} awaiting one ({report.model})"
                if report.model else "; no vectors (the local index has none)")
-    out = [f"synced to {report.target} as {report.machine}: {report.sources_sent} sources sent "
-           f"({report.chunks_added} chunks added, {report.chunks_removed} removed), {report.sources_unchanged} "
-           f"unchanged, {report.sources_deleted} deleted{vectors}"]
+    out = [f"synced to {report.target} as {report.machine}: {counted(report.sources_sent, 'source')} sent "
+           f"({counted(report.chunks_added, 'chunk')} added, {report.chunks_removed} removed), "
+           f"{report.sources_unchanged} unchanged, {report.sources_deleted} deleted{vectors}"]
     if report.other_roots:
-        out.append(f"{report.other_roots} sources from another memory root on this machine were left as they are "
+        out.append(f"{counted(report.other_roots, 'source')} from another memory root on this machine "
+                   f"{'was' if report.other_roots == 1 else 'were'} left as they are "
                    "(a memory root moved or deleted leaves its old copies there)")
     out += [f"not sent to the team database: {line}; the local index keeps it"
             for line in report.skipped[:SKIPPED_SHOWN]]
@@ -396,8 +406,8 @@ def forget_text(r: ForgetReport) -> str:
 
 def member_removal_text(r: MemberRemoval) -> str:
     """``team remove-member``: what goes (asked before), or what went."""
-    held = (f"{r.chunks} chunks, {r.sources} sources, {r.meta} meta keys, {r.vectors} vectors no other member's "
-            f"chunk holds")
+    held = (f"{counted(r.chunks, 'chunk')}, {counted(r.sources, 'source')}, {counted(r.meta, 'meta key')}, "
+            f"{counted(r.vectors, 'vector')} no other member's chunk holds")
     if not r.role_dropped:
         return (f"member {r.member} on {r.database}: {held}; {r.sessions} open session(s), which will be ended")
     return (f"removed member {r.member} from {r.database}: {held}; {r.sessions} session(s) ended"
