@@ -1107,6 +1107,8 @@ def _prose(words: str, separators: str, shortest: int, code: bool = True) -> _Ch
 
 
 _BASIC_RE = _Lazy(r"(?i)basic|base64|b64|btoa|auth")
+_CARD_WORDS_RE = _Lazy(r"(?i)card|visa|mastercard|amex|\bcvv|\bcvc|\bexp(?:iry|ires|iration)?\b|tarjeta|carte|karte"
+                       r"|kartu|cart[ãa]o|карт|卡")
 _LOGIN_WORDS_RE = _Lazy(r"(?i)\blog[ -]?in\b|\bsign[ -]?in\b|\bcreds?\b|credential|\bpass|\baccount")
 _LOADS_KEY_RE = _Lazy(r"(?i)\b(?:load|getKey|store|setKeyEntry|PBEKeySpec|KeyManagerFactory|init|password|passphrase)\b")
 _ASSIGNMENT_RE = _Lazy(r"[A-Za-z_][\w.-]*=")
@@ -2064,6 +2066,17 @@ _FORMATS.extend([
     ("password", ("password",),
      _Lazy(r"(?i)app(?:lication)?[ -](?:specific[ -])?passwords?\b[^\n]{0,120}\n?[^\n]{0,40}?(?<![\w-])"
            r"([a-z]{4} [a-z]{4} [a-z]{4} [a-z]{4})(?![\w-])"), 1),
+    # payment card data told with its word: a card number that passes the Luhn check (not a processor's published
+    # test number), a CVV/CVC, a US social security number
+    ("secret", ("card", "visa", "mastercard", "amex", "cvv", "cvc", "exp", "tarjeta", "carte", "karte", "kartu",
+                "cartão", "cartao", "карт", "卡"),
+     _Checked(_Lazy(r"(?<![\w-])((?:[0-9]{4}[ -]?){3}[0-9]{1,7}|[0-9]{4}[ -]?[0-9]{6}[ -]?[0-9]{5})(?![\w-])"),
+              lambda m: _card_number(m.group(1)) and _near(_CARD_WORDS_RE, m, 80)), 1),
+    ("secret", ("cvv", "cvc", "csc", "security code"),
+     _Lazy(r"(?i)\b(?:cvv2?|cvc2?|csc|card security code)\b[ \t]*(?:is|:|=|#)?[ \t]*(?!\[REDACTED)([0-9]{3,4})(?![\w-])"), 1),
+    ("secret", ("ssn", "social security"),
+     _Checked(_Lazy(r"(?i)\b(?:ssn|social security(?: number| no\.?)?)\b[^\n0-9]{0,20}(?<![\w-])([0-9]{3}-[0-9]{2}-[0-9]{4})"
+                    r"(?![\w-])"), lambda m: _issuable_ssn(m.group(1))), 1),
     ("secret", ("begin license",),
      _Lazy(r"(?i)-{3,}[ \t]*BEGIN LICENSE[ \t]*-{3,}[ \t]*\r?\n(?![ \t]*-{3,})([^\n]*(?:\n(?![ \t]*-{3,}[ \t]*END)[^\n]*){0,39})"),
      1),
@@ -2091,6 +2104,42 @@ def _encodes_login(value: str) -> bool:
         return False
     user, colon, password = decoded.partition(":")
     return bool(colon and password) and decoded.isprintable() and len(user) <= 128
+
+
+#: the processors' published test card numbers (Stripe, Adyen, Braintree, PayPal docs): everyday text in a payment
+#: integration's code and tests, never a card
+_TEST_CARDS = frozenset({
+    "4242424242424242", "4000056655665556", "5555555555554444", "2223003122003222", "5200828282828210",
+    "5105105105105100", "378282246310005", "371449635398431", "6011111111111117", "6011000990139424",
+    "3056930009020004", "36227206271667", "3566002020360505", "6200000000000005", "4111111111111111",
+    "4012888888881881", "4222222222222", "5431111111111111", "4000000000000002", "4000000000009995",
+    "4000000000000077", "4000002500003155", "4000000000003220", "4000000000000341", "4000000000000069",
+    "4000000000000127", "4000000000000119", "4917610000000000", "4988438843884305", "5454545454545454",
+    "6011601160116611", "3530111333300000", "30569309025904", "38520000023237", "4005519200000004",
+    "4009348888881881", "4012000033330026", "4012000077777777", "4217651111111119", "4500600000000061",
+    "5019717010103742", "6331101999990016", "4444333322221111", "5500005555555559", "2222400070000005",
+})
+
+
+def _card_number(number: str) -> bool:
+    """13 to 19 digits that pass the Luhn check, not all one digit, and not a published test card."""
+    digits = number.replace(" ", "").replace("-", "")
+    if not 13 <= len(digits) <= 19 or len(set(digits)) < 3 or digits in _TEST_CARDS:
+        return False
+    total = 0
+    for i, c in enumerate(reversed(digits)):
+        d = int(c) * (2 if i % 2 else 1)
+        total += d - 9 if d > 9 else d
+    return total % 10 == 0
+
+
+def _issuable_ssn(ssn: str) -> bool:
+    """A number the US could issue (not area 000, 666 or 9xx, group 00 or serial 0000), and not a pattern of
+    repeated digits that examples use (``111-22-3333``)."""
+    area, group, serial = ssn.split("-")
+    if area in ("000", "666") or area[0] == "9" or group == "00" or serial == "0000":
+        return False
+    return not all(len(set(part)) == 1 for part in (area, group, serial))
 
 
 def _mixed_groups(key: str) -> bool:

@@ -698,6 +698,11 @@ ROUND_TEN = [
     ("the vault passphrase is 'granite owls whisper softly' ok", "granite owls whisper softly"),
     ("set the wifi password to “copper lantern river song”", "copper lantern river song"),
     ("use these to sign in: dev.ops@example.org Tundra77x", "Tundra77x"),
+    # payment card data and a social security number told with their words
+    ("charge it to my visa 4716-1089-9971-6531 please", "4716-1089-9971-6531"),
+    ("card 4556 7375 8689 9855 exp 09/28", "4556 7375 8689 9855"),
+    ("the CVC is 482 on the back", "482"),
+    ("SSN: 523-71-4409 on file", "523-71-4409"),
     # a product key, an app password, a license block
     ("activate with 3KX9P-T7QWM-V4R8J-H2YCB-9FG6D", "3KX9P-T7QWM-V4R8J-H2YCB-9FG6D"),
     ("Here is your app password:\nqwer tyui opas dfgh", "qwer tyui opas dfgh"),
@@ -722,5 +727,7 @@ def test_names_genes_versions_encodings_and_units_near_these_forms_stay():
                  "Error code 5023 again; the door code was changed in 2024; combination of 3 drugs at 10-20-30 mg.",
                  "Password policy: 'at least twelve characters' applies", "The passphrase prompt appears.",
                  "The password dialog says \"Enter your password\"", "signed in as ana@example.org yesterday",
+                 "use test card 4242 4242 4242 4242 for checkout", "order 1234 5678 9012 3456 paid by card",
+                 "ssn : 111-22-3333 (example)", "the CVV column is validated",
                  "We moved to Python3.11-Slim, iOS17.2-Beta and gRPC-Web2 on macOS-arm64."):
         assert redact(text).text == text, redact(text).text
