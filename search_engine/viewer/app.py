@@ -58,6 +58,7 @@ class Viewer:
                                  undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
         env.filters["seg"] = lambda value: quote(str(value), safe="")
         env.filters["size"] = _size
+        env.filters["sid"] = _sid
         env.globals["qs"] = lambda **kw: urlencode({k: v for k, v in kw.items() if v not in (None, "", False)})
         self.templates = Jinja2Templates(env=env)
 
@@ -292,6 +293,16 @@ def _checked_id(ident: str) -> str:
         shown = ident if len(ident) <= 40 else ident[:40] + "…"
         raise UsageError(f"{shown!r} is not a memory id: ids are 4 to 32 hexadecimal digits, as the viewer shows them")
     return ident.lower()
+
+
+def _sid(session_id: str) -> str:
+    """A session id in a row of another list (a timeline's item, an item's page): whole up to 20 characters, else
+    its first 19 and "…" (the whole id is in the link's title).
+
+    >>> _sid("sess-secrets-1"), _sid("0f3c9a7e-2b41-4c8e-9d55-7a1b2c3d4e5f")
+    ('sess-secrets-1', '0f3c9a7e-2b41-4c8e-…')
+    """
+    return session_id if len(session_id) <= 20 else session_id[:19] + "…"
 
 
 def _short_ids(ids: list[str], least: int = 12) -> dict[str, str]:

@@ -460,6 +460,11 @@ def test_two_sessions_never_look_the_same_in_the_list(client, indexed, fake):
     assert shown["0123456789abcdef-aaaa"] == "0123456789abcdef-a…"
     assert len(set(shown.values())) == len(shown)
     assert 'title="0123456789abcdef-bbbb"' in listing
+    # a timeline row names its session too: never cut to 8 characters, the whole id in the title
+    rows = {sid: client.get("/timeline", params={"partial": 1, "session": sid}).text for sid in sids}
+    assert ">session sess-secrets-1<" in rows["sess-secrets-1"] and ">session sess-secrets-2<" in rows["sess-secrets-2"]
+    assert 'title="session 0123456789abcdef-aaaa">session 0123456789abcdef-aa…<' in rows["0123456789abcdef-aaaa"]
+    assert ">session 0123456789abcdef-bb…<" in rows["0123456789abcdef-bbbb"]
 
 
 def test_timeline_newest_first_filtered_and_as_a_fragment(client):
