@@ -860,6 +860,10 @@ def test_forgetting_a_prompt_removes_it_from_the_team_copy_of_its_session_summar
     report = apply_forget(synced_home, plan_forget(synced_home, ForgetSelector(ids=(event,))))
     assert report.summaries_rewritten == 1 and "event 1" not in summary.read_text()
     assert report.team_note is None and on_team("event 1 about the deploy") == []
+    from search_engine.cli.render import forget_text
+
+    assert (f"team database: {report.team_removed} chunks of yours removed (what was forgotten and the old copies "
+            "of the session summaries it changed)") in forget_text(report)
     assert on_team("event 2 about the deploy")  # the rewritten summary is there, as the local one is
 
     down = synced_home.replace(db_url=CLOSED, model="none")

@@ -397,7 +397,9 @@ def forget_text(r: ForgetReport) -> str:
             lines = f":{n.line_start}-{n.line_end}" if n.line_start is not None else ""
             out.append(f"  {_clean(n.path, 200)}{lines}")
     if r.team_removed is not None:
-        out.append(f"team database: {r.team_removed} of your chunks removed")
+        rebuilt = " and the old copies of the session summaries it changed" if (
+            r.summaries_rewritten or r.summaries_deleted) else ""
+        out.append(f"team database: {counted(r.team_removed, 'chunk')} of yours removed (what was forgotten{rebuilt})")
     if r.team_note:
         out.append(f"warning: {r.team_note}")
     out.append(f"time: {r.seconds:.2f}s")
