@@ -41,7 +41,8 @@ from indexer.secret_rules import mask
 
 #: Bumped whenever the filter would change what it stores; ``memsearch maintain`` scrubs when it differs from
 #: the version the memory was last scrubbed with. 7: NUL characters removed (:func:`storable`). 8: a masked value's
-#: echoes, client constructors, prose under list and quote marks.
+#: echoes, client constructors, prose under list and quote marks. 9: scrambled and signed tokens in any sentence,
+#: PINs and codes, quoted passphrases, reply pairs, card numbers (see the README's list).
 FILTER_VERSION = 9
 PRIVATE_MARKER = "[REDACTED:private]"
 MARKER_RE = re.compile(r"\[REDACTED:([a-z0-9-]+)\]")

@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from indexer.base.dburl import database_id, mask_url
+from indexer.base.errors import one_line
 from indexer.base.paths import TEAM_VECTORS
 from indexer.base.private import write_private
 from indexer.base.settings import Settings
@@ -157,8 +158,7 @@ def sync(settings: Settings, team: PgStore | None = None, machine: str | None = 
     except StoreUnavailable as exc:
         raise TeamUnavailable(str(exc)) from None
     except _driver_errors() as exc:
-        message = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise TeamUnavailable(f"the sync to {target} stopped: {message}; what was sent stays, "
+        raise TeamUnavailable(f"the sync to {target} stopped: {one_line(exc)}; what was sent stays, "
                               f"the next `memsearch sync` sends the rest") from None
     finally:
         if local is not None:

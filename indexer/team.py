@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from indexer.base.dburl import database_id, fingerprint, mask_url
-from indexer.base.errors import MemsearchError, UsageError
+from indexer.base.errors import MemsearchError, UsageError, one_line
 from indexer.base.paths import TEAM_FORGET, TEAM_FORGET_DIR, TEAM_SYNCED, TEAM_UNREACHABLE, user_state_dir
 from indexer.base.private import write_private
 from indexer.base.settings import Settings
@@ -35,6 +35,10 @@ class TeamUnavailable(MemsearchError):
     """The team database cannot be reached or used (the message names it with its password masked)."""
 
 
+#: What a command that needs the team database says when the team extra is not installed.
+NEEDS_EXTRA = "the team database needs the team extra: pip install 'memsearch-hybrid[team]'"
+
+
 def open_team(settings: Settings, timeout: float = CONNECT_TIMEOUT, max_size: int = 2) -> PgStore:
     """The team store of ``settings.db_url``; :class:`TeamUnavailable` (one line, password masked) when it cannot
     be reached, its schema is not the one this version needs, or the team extra is not installed."""
@@ -44,7 +48,7 @@ def open_team(settings: Settings, timeout: float = CONNECT_TIMEOUT, max_size: in
     try:
         from indexer.store.postgres import PgStore, StoreUnavailable
     except ImportError:
-        raise TeamUnavailable("the team database needs the team extra: pip install 'memsearch-hybrid[team]'"
+        raise TeamUnavailable(NEEDS_EXTRA
                               ) from None
     try:
         return PgStore(settings.db_url, max_size=max_size, timeout=timeout)
@@ -123,8 +127,8 @@ def forget_on_team(settings: Settings, uids: list[str], then: Callable[[PgStore]
     security lets a member delete only their own rows). When it cannot be reached, the ids are kept in the state
     file :data:`~indexer.base.paths.TEAM_FORGET` and the next sync removes them first. ``then(team)``: what else the
     forget changed, sent right after on the same store (the session summaries it rewrote or deleted:
-    :func:`indexer.sync.push_sources`); it returns chunks removed. Returns (chunks removed, or None without ``db_url`` or when not reached; None or why they are still
-    there, in one line)."""
+    :func:`indexer.sync.push_sources`); it returns chunks removed. Returns (chunks removed, or None without
+    ``db_url`` or when not reached; None or why they are still there, in one line)."""
     if settings.db_url is None or not uids:
         return None, None
     try:
@@ -137,8 +141,7 @@ def forget_on_team(settings: Settings, uids: list[str], then: Callable[[PgStore]
             removed += then(team)
         return removed, None
     except _team_errors() as exc:
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        return None, f"the team database {mask_url(settings.db_url)} failed ({first}): {_left_for_sync(settings, uids)}"
+        return None, f"the team database {mask_url(settings.db_url)} failed ({one_line(exc)}): {_left_for_sync(settings, uids)}"
     finally:
         team.close()
 
@@ -161,8 +164,7 @@ def owner_elsewhere(settings: Settings, chunk_id: str, timeout: float = 2.0) -> 
         owners = {row.owner for row, _, _ in found}
         return owners.pop() if len(found) == 1 and len(owners) == 1 and team.role not in owners else None
     except _team_errors() as exc:
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise TeamUnavailable(f"the team database {mask_url(settings.db_url)} failed ({first})") from None
+        raise TeamUnavailable(f"the team database {mask_url(settings.db_url)} failed ({one_line(exc)})") from None
     finally:
         team.close()
 

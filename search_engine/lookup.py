@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TypeVar
 
-from indexer.base.errors import NotFound, UsageError, unknown_id
+from indexer.base.errors import NotFound, UsageError, shown_id, unknown_id
 from indexer.base.reports import ChunkView, ForgetSelector, Timeline
 from indexer.base.settings import Settings
 from indexer.base.types import Hit
@@ -45,8 +45,7 @@ def _find(store: Store, ident: str) -> tuple[HitRow, str, int]:
     """The row of the chunk whose id is ``ident`` or starts with it (unambiguously), plus its file and seq."""
     ident = ident.strip().lower()
     if not valid_id(ident):
-        shown = ident if len(ident) <= 40 else ident[:40] + "…"  # a 100,000-character id is not echoed back
-        raise UsageError(f"invalid id {shown!r}: ids are hexadecimal, as printed by `memsearch search`")
+        raise UsageError(f"invalid id {shown_id(ident)!r}: ids are hexadecimal, as printed by `memsearch search`")
     rows = store.find_uid_prefix(ident, limit=2)
     if not rows:
         raise unknown_id(ident)

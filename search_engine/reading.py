@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from indexer.base.errors import MemsearchError
+from indexer.base.errors import MemsearchError, one_line
 from indexer.base.settings import Settings
 from indexer.status import open_existing
 from indexer.store import Store, sqlite
@@ -101,7 +101,3 @@ def team_errors() -> tuple[type[BaseException], ...]:
     from indexer.store.postgres import StoreUnavailable
 
     return psycopg.Error, psycopg_pool.PoolTimeout, StoreUnavailable
-
-
-def one_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, NamedTuple, cast
 from indexer.base.chunktext import is_role
 from indexer.base.cjk import CJK_SHARE_LIMIT, cjk_share, english_only
 from indexer.base.embedder import ModelChoice
-from indexer.base.errors import ModelUnavailable, UsageError
+from indexer.base.errors import ModelUnavailable, UsageError, one_line
 from indexer.base.settings import Settings
 from indexer.base.types import Explanation, Health, SearchResult
 from indexer.status import health
@@ -41,7 +41,7 @@ from search_engine.fusion import (
 from search_engine.hits import Scores, make_hit
 from search_engine.lexical import lexical_search
 from search_engine.query import ParsedQuery, named_speakers
-from search_engine.reading import one_line, open_team_for_search, reading, team_errors
+from search_engine.reading import open_team_for_search, reading, team_errors
 from search_engine.timeexpr import TOLD_KINDS, EventAnchor, TimeWindow, time_window
 
 if TYPE_CHECKING:

@@ -1286,7 +1286,7 @@ def test_remove_member_ends_their_sessions_deletes_their_rows_and_drops_the_role
     assert done.stdout == (
         f"removed member alice from {team.admin_url.replace(pg_server.password, '***')}: {len(alice_chunks)} chunks, "
         f"{owned['sources']} sources, {owned['meta']} meta keys, {gone} vectors no other member's chunk holds; "
-        "1 session(s) ended; role alice dropped\n")
+        "1 session ended; role alice dropped\n")
     assert pg_server.password not in done.stdout + done.stderr
     with pytest.raises(psycopg.OperationalError):
         held.execute("SELECT 1")

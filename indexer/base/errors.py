@@ -23,6 +23,25 @@ class NotFound(MemsearchError):
     """An id or path that does not exist in the index."""
 
 
+def one_line(exc: BaseException) -> str:
+    """The first line of an error's message, which names its cause (a driver's error, say: libpq never echoes a
+    password); the exception's class name when the message is empty.
+
+    >>> one_line(ValueError("bad value\\ndetails below")), one_line(KeyError())
+    ('bad value', 'KeyError')
+    """
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def shown_id(ident: str) -> str:
+    """An id as an error or a page shows it back: a pasted blob is cut at 40 characters.
+
+    >>> shown_id("deadbeef0000"), len(shown_id("a" * 100_000))
+    ('deadbeef0000', 41)
+    """
+    return ident if len(ident) <= 40 else ident[:40] + "…"
+
+
 def unknown_id(ident: str, also: str | None = None) -> NotFound:
     """The one wording of "no such memory" for ``show``, ``timeline`` and ``forget`` (an id over 40 characters is
     cut: a pasted blob is not echoed back); ``also``: what else the user should know, on the same line.
@@ -30,8 +49,7 @@ def unknown_id(ident: str, also: str | None = None) -> NotFound:
     >>> str(unknown_id("deadbeef0000"))
     'no memory with id deadbeef0000: ids change when their source changes; find it again with `memsearch search` or `memsearch recent`'
     """
-    shown = ident if len(ident) <= 40 else ident[:40] + "…"
-    return NotFound(f"no memory with id {shown}: ids change when their source changes; find it again with "
+    return NotFound(f"no memory with id {shown_id(ident)}: ids change when their source changes; find it again with "
                     "`memsearch search` or `memsearch recent`" + (f"; {also}" if also else ""))
 
 

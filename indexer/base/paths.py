@@ -55,8 +55,7 @@ TEAM_FORGET = "team-forget.json"
 #: vectors then, and when; a sync that changes nothing skips looking for missing vectors while they still match.
 TEAM_VECTORS = "team-vectors.json"
 #: When this memory root last synced to the team database to its end (JSON: the database by ``database_id``, the
-#: time):
-#: what ``status`` and ``doctor`` say, also when the database cannot be reached.
+#: time): what ``status`` and ``doctor`` say, also when the database cannot be reached.
 TEAM_SYNCED = "team-synced.json"
 #: Events lost to a full disk or a read-only root (a count reserved in advance).
 LOST_EVENTS = "lost-events"

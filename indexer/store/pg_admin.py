@@ -17,10 +17,10 @@ from dataclasses import dataclass, replace
 import psycopg
 from psycopg import sql
 
-from indexer.base.errors import NotFound
+from indexer.base.errors import NotFound, one_line
 from indexer.base.reports import MemberRemoval
 from indexer.store.pg_schema import MEMBER_ROLE, SCHEMA, check_role, mask_url
-from indexer.store.postgres import StoreUnavailable, one_line, schema_version
+from indexer.store.postgres import StoreUnavailable, schema_version
 
 #: Seconds ``memsearch doctor`` waits for the team database (libpq's ``connect_timeout`` counts whole seconds, at
 #: least 2): a stopped server or a wrong port answers at once, a host that drops packets costs this.

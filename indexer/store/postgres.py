@@ -40,7 +40,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from indexer.base.chunktext import fts_title
 from indexer.base.cjk import index_form, query_bigrams
-from indexer.base.errors import MemsearchError, UsageError
+from indexer.base.errors import MemsearchError, UsageError, one_line
 from indexer.base.storable import storable
 from indexer.base.types import HIDDEN_STATUSES, KINDS
 from indexer.store import (
@@ -915,8 +915,3 @@ def _as_vector(value: Sequence[float] | bytes):
     if isinstance(value, (bytes, bytearray, memoryview)):
         return np.frombuffer(value, dtype=np.float32)
     return np.asarray(value, dtype=np.float32)
-
-
-def one_line(exc: Exception) -> str:
-    """The first line of a driver error, which names the cause (never the password: libpq does not echo it)."""
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]

@@ -228,8 +228,8 @@ def _team_database_checks(db_url: str, url: str) -> list[Check]:
     admin_fix = f"the administrator runs `memsearch team init --apply --member {access.role}`"
     if access.schema_version == 0:
         return [*out, Check("team schema", False, f"{url} holds no memsearch schema", admin_fix)]
-    if access.schema_version is None:  # the role may not read the schema: what it lacks is the finding (below)
-        pass
+    if access.schema_version is None:
+        pass  # the role may not read the schema: what it lacks is the finding (below)
     elif access.schema_version != SCHEMA_VERSION:
         newer = access.schema_version > SCHEMA_VERSION
         out.append(Check("team schema", False, f"version {access.schema_version}, this memsearch needs "

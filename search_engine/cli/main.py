@@ -535,7 +535,9 @@ def team_init(
     try:
         from indexer.store.postgres import apply_team_init
     except ImportError:
-        raise UsageError("the team index needs the team extra: pip install 'memsearch-hybrid[team]'") from None
+        from indexer.team import NEEDS_EXTRA
+
+        raise UsageError(NEEDS_EXTRA) from None
     version = apply_team_init(admin_url, members, models)
     sys.stdout.write(f"team schema version {version} applied to {mask_url(admin_url)}; members: "
                      f"{', '.join(members) or 'none added'}\n")
@@ -559,7 +561,9 @@ def team_remove_member(
     try:
         from indexer.store.pg_admin import member_holdings, remove_member
     except ImportError:
-        raise UsageError("the team index needs the team extra: pip install 'memsearch-hybrid[team]'") from None
+        from indexer.team import NEEDS_EXTRA
+
+        raise UsageError(NEEDS_EXTRA) from None
     if not yes:
         plan = member_holdings(admin_url, role)  # an unknown name is refused before anything is asked
         if not sys.stdin.isatty():

@@ -411,7 +411,7 @@ def member_removal_text(r: MemberRemoval) -> str:
     held = (f"{counted(r.chunks, 'chunk')}, {counted(r.sources, 'source')}, {counted(r.meta, 'meta key')}, "
             f"{counted(r.vectors, 'vector')} no other member's chunk holds")
     if not r.role_dropped:
-        return (f"member {r.member} on {r.database}: {held}; {r.sessions} open session(s), which will be ended")
-    return (f"removed member {r.member} from {r.database}: {held}; {r.sessions} session(s) ended"
-            + (f", {r.objects} object(s) they owned handed to the administrator" if r.objects else "")
+        return f"member {r.member} on {r.database}: {held}; {counted(r.sessions, 'open session')}, which will be ended"
+    return (f"removed member {r.member} from {r.database}: {held}; {counted(r.sessions, 'session')} ended"
+            + (f", {counted(r.objects, 'object')} they owned handed to the administrator" if r.objects else "")
             + f"; role {r.member} dropped")

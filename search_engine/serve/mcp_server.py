@@ -196,12 +196,12 @@ def build(settings: Settings):
                                                     "are skipped).")],
     ) -> list[dict]:
         """Step 3: the full items for these ids, with source path, lines, date, session and project."""
-        from indexer.base.errors import NotFound
+        from indexer.base.errors import NotFound, shown_id
 
         wanted = list(dict.fromkeys(ids))[:20]  # each id once: the same id twenty times is one item
         found = get_many(settings, wanted)
         if not found:
-            shown = ", ".join(i if len(i) <= 40 else i[:40] + "…" for i in wanted[:5]) + (" …" if len(wanted) > 5 else "")
+            shown = ", ".join(shown_id(i) for i in wanted[:5]) + (" …" if len(wanted) > 5 else "")
             raise NotFound(f"no memory with id {shown or '(none given)'}: ids come from `search`, `timeline` or "
                            "`recent`")
         return [h._asdict() for h in found]

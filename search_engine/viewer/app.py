@@ -29,7 +29,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
-from indexer.base.errors import MemsearchError, ModelUnavailable, NotFound, UsageError
+from indexer.base.errors import MemsearchError, ModelUnavailable, NotFound, UsageError, shown_id
 from indexer.base.paths import UI_LOG
 from indexer.base.reports import ForgetPlan, ForgetReport
 from indexer.base.settings import Settings
@@ -231,7 +231,7 @@ class Viewer:
         (the Back button after a forget lands here), else 404."""
         from indexer.forget import was_forgotten
 
-        ident = ident.strip().lower()[:40]
+        ident = shown_id(ident.strip().lower())
         if was_forgotten(self.settings, ident):
             return self.page(request, "missing.html", status=410, what="forgotten", ident=ident)
         return self.page(request, "missing.html", status=404, what="unknown", ident=ident)
@@ -290,8 +290,7 @@ def _checked_id(ident: str) -> str:
     if not ident:
         raise UsageError("nothing to forget: no id given")
     if not valid_id(ident):
-        shown = ident if len(ident) <= 40 else ident[:40] + "…"
-        raise UsageError(f"{shown!r} is not a memory id: ids are 4 to 32 hexadecimal digits, as the viewer shows them")
+        raise UsageError(f"{shown_id(ident)!r} is not a memory id: ids are 4 to 32 hexadecimal digits, as the viewer shows them")
     return ident.lower()
 
 
