@@ -345,7 +345,7 @@ _PREFIXED_TOKENS = (
     "api_live_ key_live_ live_sk_ atbb eaaa eaab eaac eaag cfpat- sqp_ squ_ sqa_ bkua_ rnd_ sb_secret_ ccipat_ "
     "api_org_ fm1r_ fm2_ glagent- y0_ esecret_ csk- fw_ napi_ phx_ sntryu_ dp.sa. dp.scim. dp.audit. lin_oauth_ "
     "ek_live_ ek_test_ nrii- tskey- absk pat-na1- pat-eu1- sdk- v4.public. v4.local. oauth: mlsn. sl.u. secret_ "
-    "swmtkn-1- nsec1"
+    "swmtkn-1- nsec1 os_v2_app_ os_v2_org_"
 ).split()
 _PREFIX_RE = _Lazy(
     r"(?<![A-Za-z0-9_])(?:" + "|".join(re.escape(p) for p in _PREFIXED_TOKENS) + r")[A-Za-z0-9_\-.=+/]{16,}",
@@ -535,7 +535,12 @@ class _TokenNearby(_PasswordNearby):
         return (digits and (upper and lower or len(value) >= 24) and _looks_random(value)
                 and value.split(":", 1)[0].lower() not in _HASH_TAGS
                 and not _identifier_like(value) and "://" not in value and not _stands_in(value)
-                and not _FILE_NAME_RE.search(value) and not value.startswith(_MARK))
+                and not _FILE_NAME_RE.search(value) and not value.startswith(_MARK)
+                and not _FINGERPRINT_RE.fullmatch(value))
+
+
+#: a key's id or fingerprint as gpg, ssh-keygen and key servers print it (upper-case hex): public, not a secret
+_FINGERPRINT_RE = _Lazy(r"(?:0x)?(?:[0-9A-F]{16}|[0-9A-F]{40}|[0-9A-F]{64})")
 
 
 _ALGORITHM_RE = _Lazy(r"(?i)(?:argon2(?:id|i|d)?|bcrypt|scrypt|pbkdf2(?:-sha\d+)?|sha-?\d+|md5|aes-?\d+(?:-[a-z]+)?|rsa-?\d+"
@@ -700,8 +705,9 @@ class _StrongToken(_Scan):
                 continue  # a setting (grant_type=…, API_KEY=…): the rules that read names take it
             lower, upper, digits, _ = _char_kinds(value)
             if not (lower and upper and digits) or _REGEX_SYNTAX_RE.search(value) or _ANCHORED_NAME_RE.search(value) \
-                    or "***" in value or "###" in value or "++" in value or at and "." in host:
-                continue  # x509v3_config.html#STANDARD-EXTENSIONS (a name, its anchor), sk-proj-****Xq2a (masked)
+                    or "***" in value or "###" in value or "++" in value or at and "." in host \
+                    or _ISSUE_REF_RE.fullmatch(value) or at and _SYMBOL_VERSION_RE.fullmatch(host):
+                continue  # Closes: Bug#145278 (a tracker's issue); LZ4F_getErrorCode@Base, memcpy@GLIBC_2.14 (a symbol)  # x509v3_config.html#STANDARD-EXTENSIONS (a name, its anchor), sk-proj-****Xq2a (masked)
             start = text.rfind("\n", max(0, m.start() - 300), m.start()) + 1
             end = text.find("\n", m.end(), m.end() + 300)
             line = text[start : end if end >= 0 else min(len(text), m.end() + 300)]
@@ -714,6 +720,12 @@ class _StrongToken(_Scan):
                     and _foreign_line(line.replace(value, " ")):
                 yield m  # in a line of another script, a random Latin token of both cases and digits is what was
                 # typed to be kept; in Latin text, _ - . join words and versions (Python3.11-Slim)
+
+
+#: an issue in a tracker: a word, ``#`` and a number of 5+ digits (a chosen password ends with a year or less)
+_ISSUE_REF_RE = _Lazy(r"[A-Za-z][a-z]{1,15}#[0-9]{5,}")
+#: what follows ``@`` in a versioned symbol of a shared library (``@Base``, ``@@GLIBC_2.14``)
+_SYMBOL_VERSION_RE = _Lazy(r"@?(?:Base|[A-Z][A-Z0-9]*_[0-9][0-9.]*)")
 
 
 def _scrambled(value: str) -> bool:
@@ -1115,6 +1127,9 @@ _ASSIGNMENT_RE = _Lazy(r"[A-Za-z_][\w.-]*=")
 _LOGIN_CONTEXT_RE = _Lazy(r"(?i)pass|\bpw\b|\buser|\blogin|\baccount|\bcreds?\b|credential|secret|\bpin\b|\badmin")
 _CODE_PATH_RE = _Lazy(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+(?:\(\))?")
 
+#: a command-line argument that is a value: a word or a quoted string, never an option
+_CLI_VALUE = r"(?!\[REDACTED)(?!-|''|\"\")([^\s\"'|;&]+|\"[^\"\n]*\"|'[^'\n]*')"
+
 _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
     (
         "private-key",
@@ -1141,9 +1156,13 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
      _Lazy(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})"), 0),
     ("gitlab-token", ("glpat-", "gldt-", "glptt-", "glrt-", "glsoat-", "glcbt-", "glimt-", "gr1348941"),
      _Lazy(r"\b(?:gl(?:pat|dt|ptt|rt|soat|cbt|imt)-|GR1348941)[A-Za-z0-9_\-]{20,}"), 0),
+    # an in-house key in the providers' style: acme_live_…, shop_prod_… (not Stripe's publishable pk_live_…)
+    ("api-token", ("_live_", "_test_", "_prod_"),
+     _Checked(_Lazy(r"\b(?!pk_|pub_|sk_|rk_)[a-z][a-z0-9]{1,20}_(?:live|test|prod)_([A-Za-z0-9]{24,})\b"),
+              lambda m: _looks_random(m.group(1)) and not _HEX_RE.fullmatch(m.group(1))), 0),
     ("anthropic-key", ("sk-ant-",), _Lazy(r"\bsk-ant-[A-Za-z0-9_\-]{20,}"), 0),
     ("openai-key", ("sk-",), _Lazy(r"\bsk-(?!ant-)[A-Za-z0-9_\-]{20,}"), 0),
-    ("stripe-key", ("_live_", "_test_"), _Lazy(r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}"), 0),
+    ("stripe-key", ("_live_", "_test_"), _Lazy(r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"), 0),
     ("slack-token", ("xox", "xapp-"), _Lazy(r"\b(?:xox[abposrce]|xapp)-[A-Za-z0-9\-]{10,}"), 0),
     ("google-key", ("aiza",), _Lazy(r"\bAIza[0-9A-Za-z_\-]{35}"), 0),
     ("huggingface-token", ("hf_",), _Lazy(r"\bhf_[A-Za-z0-9]{30,}"), 0),
@@ -1182,7 +1201,7 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
      1),
     ("sas-signature", ("sig=",), _Lazy(r"(?i)\bsig=(?!\[REDACTED)([^&\s\"'<>;]{8,})"), 1),
     ("jwt", ("eyj",), _Lazy(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"), 0),
-    ("bearer-token", ("bearer",), _Checked(_Lazy(r"(?i)\bbearer\\?\s+(?!\[REDACTED)([A-Za-z0-9._~+/\-]{8,}=*)"),
+    ("bearer-token", ("bearer",), _Checked(_Lazy(r"(?i)\bbearer\\?[ \t]+(?!\[REDACTED)([A-Za-z0-9._~+/\-]{8,}=*)"),
                                            lambda m: not _plain_word(m.group(1))), 1),
     ("bearer-token", ("authorization",),
      _Checked(_Lazy(r"(?i)(?:\b|(?<=\\[nrt]))authorization[\"']?(?:\s*[:=]\s*\[?\s*|[ \t]+)[\"']?(?!\[REDACTED)(?:(?:basic|bearer|token|"
@@ -1230,9 +1249,15 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
                   "secret set", "secrets set", "secret add", "secrets add", "versions add", "env add",
                   "--passphrase-fd", "cryptsetup", "--key-file", "--data-file", "--from-file", "login", "kinit",
                   "token add", "smbpasswd", "stdin", "systemd-creds"), _Piped(), 2),
-    ("password", ("htpasswd", "/user:", "--with-token"),
-     _Lazy(r"(?:\bhtpasswd[ \t]+-\w*b\w*[ \t]+\S+[ \t]+\S+[ \t]+|\s/user:\S+[ \t]+|--with-token[ \t]*<<<[ \t]*)"
-           r"(?!\[REDACTED)([^\s\"'|]+|\"[^\"\n]*\"|'[^'\n]*')"), 1),
+    ("password", ("/user:", "--with-token"),
+     _Lazy(r"(?:\s/user:\S+[ \t]+|--with-token[ \t]*<<<[ \t]*)(?!\[REDACTED)([^\s\"'|]+|\"[^\"\n]*\"|'[^'\n]*')"), 1),
+    # htpasswd -b[c] FILE USER PASSWORD; htpasswd -nb USER PASSWORD (-n prints the line instead of writing a file)
+    ("password", ("htpasswd",), _Checked(_Lazy(rf"\bhtpasswd((?:[ \t]+-[A-Za-z]+(?:[ \t]+[0-9]+)?)+)(?:[ \t]+[^\s-]\S*){{2}}[ \t]+{_CLI_VALUE}"),
+                                         lambda m: "b" in m.group(1) and "n" not in m.group(1)), 2),
+    ("password", ("htpasswd",), _Checked(_Lazy(rf"\bhtpasswd((?:[ \t]+-[A-Za-z]+(?:[ \t]+[0-9]+)?)+)[ \t]+[^\s-]\S*[ \t]+{_CLI_VALUE}"),
+                                         lambda m: "b" in m.group(1) and "n" in m.group(1)), 2),
+    # Postfix's sasl_passwd, msmtp, a login list: an address and a Google app password (four groups of four letters)
+    ("password", ("@",), _Lazy(r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+:[ \t]?([a-z]{4}(?: [a-z]{4}){3})(?![\w])"), 1),
     ("password", ("login(", "auth(", "connect(", "authenticate(", "password("),
      _Checked(_Lazy(r"(?i)(?<!get_)(?<!delete_)(?<!get)(?<!delete)(?:login|auth|connect|authenticate|password)\("
                     r"\s*(?:[\w.]+\s*=\s*)?([\"'])([^\"'\n]*)\1"
@@ -1487,7 +1512,6 @@ _CLI_SECRETS: tuple[tuple[str, str, str], ...] = (
     # MinIO client: mc alias set NAME URL ACCESS_KEY SECRET_KEY
     ("secret", "mc", r"\s(?:alias\s+set|config\s+host\s+add)\s+\S+\s+\S+\s+\S+\s+"),
 )
-_CLI_VALUE = r"(?!\[REDACTED)(?!-|''|\"\")([^\s\"'|;&]+|\"[^\"\n]*\"|'[^'\n]*')"
 _FORMATS.extend(
     (kind, tuple(tools.split()), _Command(r"(?<![\w./-])(?:" + "|".join(re.escape(t) for t in tools.split())
                                           + r")(?![\w-])", flag + _CLI_VALUE), 1)
@@ -2078,7 +2102,8 @@ _FORMATS.extend([
      _Checked(_Lazy(r"(?i)\b(?:ssn|social security(?: number| no\.?)?)\b[^\n0-9]{0,20}(?<![\w-])([0-9]{3}-[0-9]{2}-[0-9]{4})"
                     r"(?![\w-])"), lambda m: _issuable_ssn(m.group(1))), 1),
     ("secret", ("begin license",),
-     _Lazy(r"(?i)-{3,}[ \t]*BEGIN LICENSE[ \t]*-{3,}[ \t]*\r?\n(?![ \t]*-{3,})([^\n]*(?:\n(?![ \t]*-{3,}[ \t]*END)[^\n]*){0,39})"),
+     _Lazy(r"(?i)[-–—]{2,}[ \t]*BEGIN LICENSE[ \t]*[-–—]{2,}[ \t]*\r?\n(?![ \t]*[-–—]{2,})"
+           r"([^\n]*(?:\n(?![ \t]*[-–—]{2,}[ \t]*END)[^\n]*){0,39})"),
      1),
 ])
 
@@ -2180,14 +2205,16 @@ def _key_material(text: str) -> tuple[str, int]:
 
 # -- 2. names --------------------------------------------------------------------------------------------------
 #: run over the lower-cased text: an IGNORECASE scan costs ~15x more (measured: 8.5 ms vs 0.5 ms per 64 KB)
-_NAME_WORD_RE = _Lazy(r"pass|pwd|secret|token|key|auth|cred|sig|salt|cookie|pw|psk|mnemonic|dockerc|seed|hmac|login"
+_NAME_WORD_RE = _Lazy(r"pass|pasw|pwd|secret|token|key|auth|cred|sig|salt|cookie|pw|psk|mnemonic|dockerc|seed|hmac|login"
                       r"|pat(?![hc]|ter|ien|ron)")
 _IDENT_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.")
 _CAMEL_RE = _Lazy(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 #: a component that marks a password
 _PASSWORD_PARTS = ("passw", "passphrase", "passcode")
 _PASSWORD_WORDS = frozenset({"pwd", "pw", "pass", "pword", "passwd", "sshpass", "requirepass", "masterauth", "authtok",
-                             "passhash"})
+                             "passhash",
+                             # the common misspellings, which a connection string's error message echoes back
+                             "pasword", "paswd", "passowrd", "paswword", "passwrd"})
 #: words that end like a password's name and are none
 _NOT_PASSWORDS = frozenset({"bypass", "compass", "trespass", "overpass", "underpass", "surpass", "encompass",
                             "multipass", "firstpass", "onepass", "subpass", "renderpass", "impass", "repass"})
@@ -2219,13 +2246,16 @@ _KEY_QUALIFIERS = frozenset({
 _INDEX_KEYS = frozenset({"idempotency", "cache", "routing", "shard", "dedup", "dedupe", "cursor", "ordering"})
 _FILE_EXTENSIONS = frozenset(
     "bin json yaml yml toml txt md py js ts tsx jsx go rs rb java kt cs php sh ps1 log csv xml html lock cfg ini conf "
-    "gz zip tar pt pth onnx safetensors pkl".split())
+    "gz zip tar pt pth onnx safetensors pkl c h cc cpp cxx hpp hh m mm swift scala sql pl pm lua diff patch exp "
+    "in am ac mk cmake rst adoc 1 5 8 so o a dll".split())
 #: what may follow a secret's name without changing what it names: RESEND_KEY_PROD, DB_PASSWORD_OLD
 _QUALIFIERS = frozenset({"prod", "production", "dev", "development", "staging", "stage", "test", "testing", "qa",
                          "local", "live", "sandbox", "old", "new", "next", "prev", "previous", "current", "primary",
                          "secondary", "backup", "main", "default", "v1", "v2", "v3", "b64", "base64", "raw", "enc",
                          "ci", "cd", "e2e", "uat", "preprod", "int", "dr"})
 #: a tokenizer's special tokens (``eos_token``, ``additional_special_tokens``): text markers, not credentials
+#: what a token named after them marks in a listing: ``nextPageToken``, ``NextToken``, ``continuation_token``
+_PAGE_WORDS = frozenset({"page", "next", "continuation", "pagination", "cursor", "resume", "sync", "delta", "marker"})
 _TOKENIZER_WORDS = frozenset({"bos", "eos", "unk", "pad", "cls", "sep", "mask", "eot", "eod", "sot", "special",
                               "additional", "image", "vision", "tool", "think", "fim"})
 #: last components that say the value is about a secret, not the secret (``PASSWORD_FILE=/run/secrets/db``)
@@ -2313,6 +2343,8 @@ def name_kind(name: str) -> tuple[str, bool] | None:
         return None  # from_secret: docker_password names which secret to read
     if parts[-1] in ("token", "tokens") and _TOKENIZER_WORDS.intersection(parts):
         return None  # a tokenizer's special tokens: bos_token, pad_token, mask_token
+    if parts[-1] == "token" and _PAGE_WORDS.intersection(parts):
+        return None  # next_page_token, NextToken, continuationToken: where a listing resumes, not a credential
     if "." in name and name.rsplit(".", 1)[1].lower() in _FILE_EXTENSIONS:
         return None  # secrets_detector.bin, api_token.py: a file's name
     if any(p.startswith("secret") and p.endswith(("manager", "store", "service", "provider")) for p in parts):
@@ -2463,6 +2495,10 @@ def _skip_value(value: str) -> bool:
         return True
     if v.startswith(("self.", "this.", "cls.", "await ", "yield ", "new ")) or _stands_in(v):  # code, a stand-in
         return True
+    if _dotted_reference(v):  # var.db_password, settings.SECRET_KEY, vars.smtp.pass: where the secret is kept
+        return True
+    if len(v.strip("\"'`")) < 3:  # a flag's "to" (--passphrase-repeat to set …): no secret is this short
+        return True
     if _PATH_VALUE_RE.fullmatch(v) or _PLAIN_URL_RE.fullmatch(v):  # /run/secrets/db, a URL with no credential
         return True
     if _STORE_PATH_RE.fullmatch(v) and not _looks_random(v.replace("/", "")):  # prod/api-key: a stored secret's name
@@ -2492,6 +2528,28 @@ _STANDS_IN_RE = _Lazy(
     r"|(?-i:[a-z][a-z0-9_.-]*(?:/[a-z0-9_.-]+)+:[a-z][a-z0-9_.-]*)")  # ci/sonar:token: a stored secret's id, field
 
 
+#: the first part of a dotted name that reads a value kept elsewhere: Terraform, Ansible, Helm, app settings
+_REFERENCE_ROOTS = frozenset({"var", "vars", "local", "locals", "data", "module", "secrets", "env", "config", "conf",
+                              "cfg", "settings", "params", "props", "args", "opts", "options", "ctx", "context",
+                              "inputs", "values", "credentials", "creds", "app", "process", "os", "environ", "self",
+                              "this", "steps", "needs", "matrix", "github"})
+
+
+def _dotted_reference(value: str) -> bool:
+    """``value`` reads a secret from where it is kept: a dotted name from a known root (``var.db_password``,
+    ``settings.API_KEY``) or one whose last part names a secret (``cfg.smtp.password``). A password with a dot
+    (``Knedlik.Pivo42``) is neither.
+
+    >>> _dotted_reference("var.db_password"), _dotted_reference("cfg.smtp.password"), _dotted_reference("Knedlik.Pivo42")
+    (True, True, False)
+    """
+    if not _CODE_PATH_RE.fullmatch(value) or value.endswith("()"):
+        return False
+    parts = value.split(".")
+    return parts[0].lower() in _REFERENCE_ROOTS or _names_another(parts[-1]) or bool(
+        name_kind(parts[-1])) and parts[-1].islower() and not any(c.isdigit() for c in parts[-1])
+
+
 def _stands_in(value: str) -> bool:
     """``value`` is a variable, a placeholder or a reference to a secret kept elsewhere (:data:`_STANDS_IN_RE`)."""
     v = value.strip().strip("\"'`").strip()
@@ -2502,7 +2560,13 @@ def _names_another(value: str) -> bool:
     """``value`` is the name of a secret (``docker_password``, ``dbPassword``), not a secret: an identifier with a
     separator or a capital inside, named for a secret."""
     return bool(_IDENTIFIER_RE.fullmatch(value)) and ("_" in value or "-" in value or any(
-        c.isupper() for c in value[1:])) and not _looks_random(value) and _strong_name(value)
+        c.isupper() for c in value[1:])) and not _looks_random(value) and _strong_name(value) and not (
+        _TITLE_JOINED_RE.fullmatch(value) and not value.startswith(("X-", "x-")))
+
+
+#: Title-case words joined by a hyphen with a number (``Compose-Pass-21``): no naming style in code writes this, a
+#: person choosing a password does (a header name, ``X-Api-Key``, has no number)
+_TITLE_JOINED_RE = _Lazy(r"(?=.*[0-9])[A-Z][a-z0-9]*(?:-(?:[A-Z][a-z0-9]*|[0-9]+))+")
 
 
 _IDENTIFIER_RE = _Lazy(r"[A-Za-z][A-Za-z0-9]*(?:[_-][A-Za-z0-9]+)*")
@@ -2610,8 +2674,8 @@ def _value_span(text: str, vstart: int, to_line_end: bool, strong: bool, whole_t
         else:
             a, b = vstart + 1, end
         value = text[a:b]
-        if not value.strip() or value.startswith(_MARK) or value.startswith(("${", "{{", "$(")) or _stands_in(value):
-            return None
+        if len(value.strip()) < 3 or value.startswith(_MARK) or value.startswith(("${", "{{", "$(")) or _stands_in(value):
+            return None  # accesskey="h" (an HTML shortcut): no secret is this short
         if _VERSION_RE.fullmatch(value) or _is_prose(value) or value.lower() in ("omit", "include", "same-origin") or (
                 re.fullmatch(r"[~^=<>]{0,2}[0-9]{1,3}", value)):
             return None
@@ -2644,9 +2708,13 @@ def _value_span(text: str, vstart: int, to_line_end: bool, strong: bool, whole_t
         if _CMDLET_RE.fullmatch(text[vstart:end]) and text[end : end + 1] in (" ", "\t"):
             return None  # $pw = Read-Host -AsSecureString …: a PowerShell command
     value = text[vstart:end]
-    if _skip_value(value) or (not strong and not _looks_random(value)):
+    if _skip_value(value) or (not strong and (not _looks_random(value) or _NAMESPACED_RE.match(value))):
         return None
     return vstart, end
+
+
+#: a key in namespaces (``search:v3:<sha1>``, ``user:42:profile``): what a cache or a queue files a value under
+_NAMESPACED_RE = _Lazy(r"[a-z][a-z0-9_-]*:[A-Za-z0-9_-]{1,24}:")
 
 
 def _named(text: str, lower: str) -> tuple[str, int]:
@@ -2830,7 +2898,8 @@ def _high_entropy(text: str) -> tuple[str, int]:
         value = m.group(2)
         if m.string.startswith("W/", m.start() - 2) or len(value) >= 26 and len(set(value)) == len(value):
             return m.group(0)  # an ETag, an alphabet ("ABC…xyz0123456789+/")
-        if (value.lower().startswith(_DIGEST_PREFIXES) or not re.search("[a-z]", value)
+        if (value.lower().startswith(_DIGEST_PREFIXES) or value.startswith(_PUBLISHABLE)
+                or not re.search("[a-z]", value)
                 or not re.search("[A-Z]", value) or not re.search("[0-9]", value) or shannon_entropy(value) < 4.3
                 or _identifier_like(value)):
             return m.group(0)
@@ -2868,6 +2937,8 @@ class _ClientLiteral(_Scan):
 
 
 _FILE_NAME_RE = _Lazy(r"\.[A-Za-z][A-Za-z0-9]{0,4}$")
+#: keys a provider publishes in web pages and apps by design (Stripe's, Clerk's, Paddle's client-side keys)
+_PUBLISHABLE = ("pk_live_", "pk_test_", "live_pk_", "test_pk_")
 #: what a constructor's name says it builds when it is no client: a value, not a connection
 _NOT_CLIENTS = frozenset({
     "error", "exception", "hash", "digest", "sha", "md5", "commit", "uuid", "id", "object", "regexp", "regex",
@@ -2888,7 +2959,7 @@ def _client_literal(callee_path: str, arguments: str, value: str) -> bool:
     """``value`` is random (letters and digits, no words; a password of 10+ with three kinds of character) and
     the callee builds a client: a class (``Together``, ``Api``) or a set-up call (``connect``, ``init``)."""
     names = [c for c in re.split(r"\.|::", callee_path) if c and c != "new"]
-    if not names:
+    if not names or value.startswith(_PUBLISHABLE):
         return False
     callee = names[-1]
     if callee in _FACTORIES and len(names) > 1 and names[-2][:1].isupper():

@@ -731,3 +731,37 @@ def test_names_genes_versions_encodings_and_units_near_these_forms_stay():
                  "ssn : 111-22-3333 (example)", "the CVV column is validated",
                  "We moved to Python3.11-Slim, iOS17.2-Beta and gRPC-Web2 on macOS-arm64."):
         assert redact(text).text == text, redact(text).text
+
+
+# config values and commands a sibling rule used to leave in clear
+ROUND_ELEVEN = [
+    ("htpasswd -b -c /srv/.htpasswd alice Gw7!Tarn", "Gw7!Tarn"),
+    ("htpasswd -B -b -C 12 conf/users bob 'two words'", "two words"),
+    ("htpasswd -nbB carol Lyra-Vex3 > users.txt", "Lyra-Vex3"),
+    ("environment:\n  POSTGRES_PASSWORD: Harbor-Lamp-77\n", "Harbor-Lamp-77"),
+    ('Server=db;User Id=app;Pasword=Quay-Tern-8;', "Quay-Tern-8"),
+    ("[smtp.example.net]:587 ops@example.org:wqzr hmvt lkpa dseb", "wqzr hmvt lkpa dseb"),
+    ("PAYMENTS = shopco_live_Q7vTn2LxKp9RmW4zYc8BdJ3h", "Q7vTn2LxKp9RmW4zYc8BdJ3h"),
+    ('self.push = "os_v2_org_' + "k3j9x2m7q8w4" * 4 + '"', "k3j9x2m7q8w4k3j9"),
+    ("–– BEGIN LICENSE ––\nDana Example\n7C1E0A93 5B2D4F86 C9A7E1D3\n–– END LICENSE ––", "7C1E0A93 5B2D4F86"),
+]
+
+
+@pytest.mark.parametrize("text, secret", ROUND_ELEVEN)
+def test_htpasswd_compose_values_typo_names_app_passwords_and_house_prefixes_are_masked(text, secret):
+    assert secret not in redact(text).text, redact(text).text
+
+
+def test_references_key_names_fingerprints_issue_refs_symbols_and_listing_tokens_stay():
+    for text in ('resource "aws_db_instance" "main" {\n  password = var.db_password\n}',
+                 "db:\n  password: settings.DB_PASSWORD",
+                 "components:\n  securitySchemes:\n    bearer:\n      scheme: bearer\n      bearerFormat: JWT",
+                 "gpg:                using RSA key 4AEE18F83AFDEB23A1D7C3F2C7E0F3B1D5A9E6C4",
+                 '<a accesskey="n" href="next.html">Next</a>', "* Added --passphrase-repeat to set the count",
+                 "\t* src/chgpasswd.c: Always update the group file", "  (closes: Bug#481516)",
+                 "    - ZSTD_getFrameContentSize@Base", "memcpy@GLIBC_2.14 is needed",
+                 '{"items": [], "next_page_token": "b2Zmc2V0PTQwMCZzb3J0PWlk"}', "NextToken: eyJvZmZzZXQiOjQwMH0K",
+                 "cache miss: key=users:v2:9f1c3b7a5e2d4c6b8a0f1e3d5c7b9a2e4f6d8c0b ttl=60s",
+                 "const stripe = Stripe('pk_live_" + "Qx7Lm2Vb9Rk4Tz8W" * 3 + "');",
+                 "def test_live_reload_when_the_config_changes(): ..."):
+        assert redact(text).text == text, redact(text).text
