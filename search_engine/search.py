@@ -220,6 +220,7 @@ def _search(request: Request, store: Store | None) -> SearchResult:
         lexical_ids, expression, bm25_scores, rows = lexical.ids, lexical.expression, lexical.scores, lexical.rows
     vector_ids: list[int] = []
     similarity: dict[int, float] = {}
+    qvec: bytes | None = None
     if wants_vectors:
         try:
             qvec = pending.result() if pending is not None else embed()
@@ -267,6 +268,11 @@ def _search(request: Request, store: Store | None) -> SearchResult:
     kept, hidden = dedup([(cid, rows[cid].text) for cid, _ in fused], settings.dedup_threshold, limit=request.k,
                          day_of=days)
 
+    unscored = [cid for cid in kept if cid not in similarity]
+    if qvec is not None and mode_used == "hybrid" and unscored:
+        # a hit the vector list did not reach still has a cosine: the hook's gate must weigh a far meaning too
+        similarity.update({cid: round(s, 4) for cid, s in store.similarities(qvec, cast(str, choice.model_id),
+                                                                               unscored).items() if s is not None})
     bm25_rank = {cid: r for r, cid in enumerate(lexical_ids, start=1)}
     vec_rank = {cid: r for r, cid in enumerate(vector_ids, start=1)}
     scores = dict(fused)

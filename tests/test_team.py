@@ -1372,3 +1372,21 @@ def test_remove_member_says_truly_whether_the_member_can_still_log_in(synced_hom
     finally:  # roles belong to the server, not to this test's database
         with psycopg.connect(team.admin_url, autocommit=True) as conn:
             conn.execute("ALTER ROLE alice LOGIN")
+
+
+def test_a_hybrid_hit_beyond_the_team_vector_list_carries_its_cosine(synced_home, team, fake):
+    """The prompt hook's gate weighs every hit's meaning; the team store computes it for a hit its HNSW list did
+    not reach, the same cosine a list long enough to reach it reports."""
+    from indexer.sync import sync
+    from search_engine.search import search
+
+    sync(synced_home)
+    narrow = resolve_settings(synced_home.home, candidates=1)
+    found = search(narrow, "topic7 retries deploy", mode="hybrid", embedder=fake, k=10)
+    assert found.health.store == "team" and found.mode_used == "hybrid"
+    beyond = [h for h in found.hits if h.vector_rank is None]
+    assert beyond and all(h.similarity is not None for h in beyond)
+    reached = {h.id: h.similarity for h in search(synced_home, "topic7 retries deploy", mode="vector",
+                                                  embedder=fake, k=100).hits}
+    compared = [h for h in beyond if h.id in reached]  # (the vector list's own dedup may hide one)
+    assert compared and all(h.similarity == pytest.approx(reached[h.id], abs=1e-3) for h in compared)

@@ -250,6 +250,11 @@ class Store(Protocol):
         for this query (ignored by exact backends)."""
         ...
 
+    def similarities(self, vector: bytes | Sequence[float], model: str, ids: Sequence[int]) -> dict[int, float]:
+        """The cosine similarity to ``vector`` of each chunk of ``ids`` that has a vector of ``model``: what the
+        prompt hook's gate weighs for a hit the vector list did not reach."""
+        ...
+
     def fetch_hits(self, ids: Sequence[int]) -> dict[int, HitRow]:
         """The visible rows of ``ids`` (ids that do not exist or are not visible are absent)."""
         ...

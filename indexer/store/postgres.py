@@ -448,6 +448,19 @@ class PgStore:
                 k = min(total, k * 4)
             return self._exact(conn, q, dim, model, where, params, limit)
 
+    def similarities(self, vector: bytes | Sequence[float], model: str, ids: Sequence[int]) -> dict[int, float]:
+        if not ids:
+            return {}
+        q = _as_vector(vector)
+        d = sql.Literal(int(q.shape[0]))
+        query = sql.SQL(
+            "SELECT c.id, 1 - (v.embedding::vector({d}) <=> %s::vector({d})) FROM {s}.chunks c"
+            " JOIN {s}.vectors v ON v.hash = c.hash AND v.model = %s AND v.embedding IS NOT NULL"
+            " WHERE c.id = ANY(%s)").format(d=d, s=sql.Identifier(SCHEMA))
+        with self.pool.connection() as conn:
+            rows = conn.execute(query, [q, model, list(ids)])
+            return {r[0]: float(r[1]) for r in rows if r[1] is not None and r[1] == r[1]}  # NaN: a zero vector
+
     @staticmethod
     def knn_sql(dim: int, where: sql.Composable) -> sql.Composed:
         """The approximate query: the ``k`` nearest vectors by the HNSW index, then their chunks within the

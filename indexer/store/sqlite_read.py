@@ -276,6 +276,15 @@ class SqliteReader:
         rows.sort(key=lambda r: (order[r[0]], r[1]))
         return [Scored(chunk_id, distance[eid]) for eid, chunk_id in rows][:limit]
 
+    def similarities(self, vector: bytes | Sequence[float], model: str, ids: Sequence[int]) -> dict[int, float]:
+        if not ids:
+            return {}
+        marks = ",".join("?" * len(ids))
+        sql = ("SELECT c.id, 1.0 - vec_distance_cosine(v.embedding, ?) FROM chunks c "
+               "JOIN embeddings e ON e.hash = c.hash AND e.model = ? "
+               f"JOIN vec_chunks v ON v.rowid = e.id WHERE c.id IN ({marks})")
+        return {row[0]: row[1] for row in self.conn.execute(sql, [_as_blob(vector), model, *ids]) if row[1] is not None}
+
     # -- rows ---------------------------------------------------------------------------------------------------
 
     def fetch_hits(self, ids: Sequence[int]) -> dict[int, HitRow]:

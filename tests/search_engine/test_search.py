@@ -440,3 +440,17 @@ def test_a_role_is_not_a_name(home):
     found = search(settings, query, mode="bm25", k=5, explain=True)
     assert [h.event_id for h in found.hits[:2]] == ["t1", "t0"]
     assert all(not e.boosts for e in found.explain)
+
+
+def test_every_hybrid_hit_carries_its_cosine_even_beyond_the_vector_list(indexed, fake):
+    # a vector list of one: every other hit comes from BM25 alone, and the gate must still weigh its meaning
+    narrow = resolve_settings(indexed.home, candidates=1)
+    result = search(narrow, "retry idempotency", mode="hybrid", embedder=fake, k=10)
+    beyond = [h for h in result.hits if h.vector_rank is None]
+    assert beyond and all(h.similarity is not None for h in beyond)
+    # the same cosine as a vector list long enough to reach them reports
+    reached = {h.id: h.similarity for h in search(indexed, "retry idempotency", mode="vector", embedder=fake,
+                                                  k=100).hits}
+    assert all(hit.similarity == pytest.approx(reached[hit.id], abs=1e-3) for hit in beyond)
+    bm25 = search(narrow, "retry idempotency", mode="bm25", embedder=fake, k=10)
+    assert all(h.similarity is None for h in bm25.hits)  # no query vector: nothing to compare with
