@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, NamedTuple
 
 from indexer.base.cjk import cjk_run_re, may_hold_cjk, query_bigrams
+from search_engine.languages import query_language, stopwords
 from search_engine.timeexpr import EventAnchor, TimeWindow, names_a_date, read_time
 from search_engine.wordforms import other_forms
 
@@ -177,8 +178,9 @@ def _words(text: str, out: list[Term], seen: set[str], forms: bool) -> None:
             out.append(Term(word, alts=other_forms(word) if forms else ()))
 
 
-def content_terms(all_terms: list[Term]) -> list[Term]:
-    """Drop English stopwords and all-hiragana CJK bigrams, unless that would leave nothing.
+def content_terms(all_terms: list[Term], language: str | None = None) -> list[Term]:
+    """Drop English stopwords (and those of ``language``, the query's when it is not English:
+    :func:`search_engine.languages.query_language`) and all-hiragana CJK bigrams, unless that would leave nothing.
 
     A Japanese sentence has no spaces, so its bigrams include the particles and inflections written in hiragana
     ("について" gives "につ", "つい", "いて"): they are in nearly every paragraph and only dilute the ranking,
@@ -188,8 +190,11 @@ def content_terms(all_terms: list[Term]) -> list[Term]:
 
     >>> [t.text for t in content_terms(terms("the road to どこにありますか"))]
     ['road']
+    >>> [t.text for t in content_terms(terms("wie teste ich die Sicherung", forms=False), "de")]
+    ['teste', 'sicherung']
     """
-    kept = [t for t in all_terms if not _filler(t)]
+    other = stopwords(language) if language else frozenset()
+    kept = [t for t in all_terms if not _filler(t) and (t.cjk or t.text not in other)]
     return kept or all_terms
 
 
@@ -200,7 +205,9 @@ def words_of(text: str) -> list[Term]:
     >>> [t.text for t in words_of("the staging password")], words_of("who are they")
     (['staging', 'password'], [])
     """
-    return [t for t in terms(text) if not _filler(t)]
+    language = query_language(text)
+    other = stopwords(language) if language else frozenset()
+    return [t for t in terms(text, forms=language is None) if not _filler(t) and (t.cjk or t.text not in other)]
 
 
 def _filler(term: Term) -> bool:
@@ -273,4 +280,6 @@ class ParsedQuery(NamedTuple):
         topic = " ".join(text.replace(time.text, " ", 1).split()) if time and not names_a_date(time.text) else ""
         if topic and all(_filler(t) for t in terms(topic)):
             topic = ""  # "what did I do yesterday": the time is all it asks about
-        return cls(text, tuple(content_terms(terms(text))), topic, time)
+        # another language's words are not widened to English forms ("die" is not "died")
+        language = query_language(text, STOPWORDS)
+        return cls(text, tuple(content_terms(terms(text, forms=language is None), language)), topic, time)

@@ -12,7 +12,7 @@ from indexer.base.settings import resolve_settings
 from indexer.pipeline import index
 from indexer.store import sqlite as store
 from indexer.store.sqlite_read import fts5_query
-from search_engine.query import content_terms, terms
+from search_engine.query import ParsedQuery, content_terms, terms
 from search_engine.search import search
 
 
@@ -102,3 +102,31 @@ def test_a_cjk_word_no_text_holds_as_written_falls_back_on_its_pieces(home):
     result = search(settings, "イギリスフランスを何というか。", mode="bm25")
     assert [hit.path.rsplit("/", 1)[-1] for hit in result.hits] == ["europe.md"]
     assert search(settings, "ドイツ", mode="bm25").hits == ()  # a word with no piece anywhere still finds nothing
+
+
+@pytest.mark.parametrize("text, lang, content", [
+    ("Wie teste ich die Wiederherstellung von Vaultwarden?", "de", ["teste", "wiederherstellung", "vaultwarden"]),
+    ("Comment est-ce que je configure le proxy pour le cluster ?", "fr", ["configure", "proxy", "cluster"]),
+    ("¿Por qué el despliegue falla con este error de permisos?", "es", ["despliegue", "falla", "error", "permisos"]),
+    ("Waarom faalt de build op de nieuwe runner?", "nl", ["faalt", "build", "nieuwe", "runner"]),
+    ("Почему не работает сборка на новом сервере?", "ru", ["работает", "сборка", "новом", "сервере"]),
+])
+def test_a_query_in_another_language_drops_that_languages_stopwords(text, lang, content):
+    from search_engine.languages import query_language
+
+    assert query_language(text) == lang
+    parsed = ParsedQuery.parse(text)
+    assert [t.text for t in parsed.terms] == content
+    assert all(t.alts == () for t in parsed.terms)  # no English forms for another language's words
+
+
+@pytest.mark.parametrize("text", [
+    "why did the server die last night", "Vaultwarden backup restore", "was the migration run on staging?",
+    "add type hints to this function", "git: how do I list the branches already merged into main?",
+    "die Hard", "man page for tar", "son of a gun", "the con of this approach",
+])
+def test_english_and_technical_queries_stay_english(text):
+    from search_engine.languages import query_language
+
+    assert query_language(text) is None
+    assert ParsedQuery.parse(text).terms == tuple(content_terms(terms(text)))
