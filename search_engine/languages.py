@@ -12,9 +12,10 @@ of them, and more than the English stopwords the query holds; a technical query 
 English. Its full list then comes from the ``stop-words`` package (one file a language, read on first use):
 :func:`stopwords`.
 
->>> query_language("wie teste ich die Wiederherstellung von Vaultwarden?")
+>>> english = frozenset("the a at does why how".split())
+>>> query_language("wie teste ich die Wiederherstellung von Vaultwarden?", english)
 'de'
->>> query_language("why does the deploy die at night"), query_language("Vaultwarden backup restore")
+>>> query_language("why does the deploy die at night", english), query_language("Vaultwarden backup restore", english)
 (None, None)
 >>> "die" in stopwords("de") and "wiederherstellung" not in stopwords("de")
 True
@@ -58,16 +59,12 @@ MARKERS: dict[str, frozenset[str]] = {
 #: ``stop-words`` names Norwegian Bokmål ``nb`` and Indonesian ``id``, as here; every code above has a list there.
 
 
-def query_language(text: str, english: frozenset[str] | None = None) -> str | None:
+def query_language(text: str, english: frozenset[str]) -> str | None:
     """The code of the language ``text`` is written in when it is not English (see the module docstring), else
-    None. ``english``: the English stopwords to weigh against (default: :data:`search_engine.query.STOPWORDS`)."""
+    None. ``english``: the English stopwords to weigh against (:data:`search_engine.query.STOPWORDS`)."""
     words = [w.lower() for w in _WORD_RE.findall(text)]
     if len(words) < 2:
         return None
-    if english is None:
-        from search_engine.query import STOPWORDS
-
-        english = STOPWORDS
     best, count = None, 1
     for lang, markers in MARKERS.items():
         n = sum(1 for w in words if w in markers)

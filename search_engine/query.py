@@ -205,7 +205,7 @@ def words_of(text: str) -> list[Term]:
     >>> [t.text for t in words_of("the staging password")], words_of("who are they")
     (['staging', 'password'], [])
     """
-    language = query_language(text)
+    language = query_language(text, STOPWORDS)
     other = stopwords(language) if language else frozenset()
     return [t for t in terms(text, forms=language is None) if not _filler(t) and (t.cjk or t.text not in other)]
 

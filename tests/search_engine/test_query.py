@@ -12,7 +12,7 @@ from indexer.base.settings import resolve_settings
 from indexer.pipeline import index
 from indexer.store import sqlite as store
 from indexer.store.sqlite_read import fts5_query
-from search_engine.query import ParsedQuery, content_terms, terms
+from search_engine.query import STOPWORDS, ParsedQuery, content_terms, terms
 from search_engine.search import search
 
 
@@ -114,7 +114,7 @@ def test_a_cjk_word_no_text_holds_as_written_falls_back_on_its_pieces(home):
 def test_a_query_in_another_language_drops_that_languages_stopwords(text, lang, content):
     from search_engine.languages import query_language
 
-    assert query_language(text) == lang
+    assert query_language(text, STOPWORDS) == lang
     parsed = ParsedQuery.parse(text)
     assert [t.text for t in parsed.terms] == content
     assert all(t.alts == () for t in parsed.terms)  # no English forms for another language's words
@@ -128,5 +128,5 @@ def test_a_query_in_another_language_drops_that_languages_stopwords(text, lang, 
 def test_english_and_technical_queries_stay_english(text):
     from search_engine.languages import query_language
 
-    assert query_language(text) is None
+    assert query_language(text, STOPWORDS) is None
     assert ParsedQuery.parse(text).terms == tuple(content_terms(terms(text)))
