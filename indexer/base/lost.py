@@ -59,8 +59,10 @@ def reserve(state_dir: Path) -> None:
         os.close(fd)
 
 
-def record(state_dir: Path, reason: str, count: int = 1) -> bool:
-    """Count ``count`` lost events with their reason and time; False when even the counter cannot be written."""
+def record(state_dir: Path, reason: str, count: int = 1, *, told: bool = False) -> bool:
+    """Count ``count`` lost events with their reason and time; False when even the counter cannot be written.
+    ``told``: the failing hook tells the user of them itself, so they count as announced and the next hook's
+    :func:`unannounced` does not tell of them a second time."""
     try:
         fd = os.open(_path(state_dir), os.O_RDWR | os.O_CREAT, 0o600)
     except OSError:
@@ -71,7 +73,7 @@ def record(state_dir: Path, reason: str, count: int = 1) -> bool:
         now = _now()
         total = int(current.get("count") or 0) + count
         _write(fd, {"count": total, "first": current.get("first") or now, "last": now, "reason": reason[:200],
-                    "announced": int(current.get("announced") or 0)})
+                    "announced": int(current.get("announced") or 0) + (count if told else 0)})
         return True
     except (OSError, ValueError, TypeError):
         return False

@@ -301,6 +301,26 @@ def test_an_oversized_payload_is_logged_counted_and_said(home):
     assert "over 8 MiB" in json.loads(result.stdout)["systemMessage"]  # the prompt's own hook tells at once
 
 
+def test_a_loss_the_prompt_hook_told_at_once_is_not_told_again_by_the_next_prompt(home, monkeypatch, capsys):
+    """An oversized prompt, and a prompt on a full disk, are said on their own turn; the next prompt once said
+    them a second time as "1 event could not be recorded"."""
+    import errno
+
+    result = _hook("prompt", json.dumps({"session_id": "s", "prompt": "x" * (9 * 2**20)}).encode())
+    assert "over 8 MiB" in json.loads(result.stdout)["systemMessage"]
+    follow_up = _hook("prompt", {"session_id": "s", "prompt": "a normal follow-up about the heron queue"})
+    assert follow_up.returncode == 0 and b"systemMessage" not in follow_up.stdout
+    monkeypatch.setenv("MEMSEARCH_MODEL", "none")
+    monkeypatch.setenv("MEMSEARCH_NO_SERVER", "1")
+    with monkeypatch.context() as disk_full:
+        _failing_writes(disk_full, home / "events", errno.ENOSPC)
+        out, _ = _hook_in_process("prompt", {"session_id": "s", "prompt": "the heron queue on a full disk"}, capsys)
+    assert "could not be recorded" in out["systemMessage"]
+    out, _ = _hook_in_process("prompt", {"session_id": "s", "prompt": "the heron queue with room again"}, capsys)
+    assert out is None or "systemMessage" not in out
+    assert json.loads(_cli("status", "--json").stdout)["lost_events"]["count"] == 2  # still counted
+
+
 def test_the_prompt_hook_answers_in_utf8_whatever_the_stdout_encoding(home):
     write(home / "notes" / "cafe.md", "# Café rota\n\nThe café export runs at 06:00 — 東京 time, not UTC.\n")
     index(resolve_settings(home, model="none"), embedder=None)
