@@ -357,7 +357,16 @@ def session_end(payload: dict[str, Any]) -> None:
     from search_engine.serve.client import ensure_server
 
     settings = _settings()
-    queue_summary(settings, session)
+    try:
+        queue_summary(settings, session)
+    except OSError as exc:  # a full disk, a read-only root: the summary is lost, and counted as the events are
+        from hooks.log import log
+        from indexer.base import lost
+
+        reason = f"{exc.strerror or type(exc).__name__} (a session's summary request)"
+        lost.record(settings.state_dir, reason)  # told by the next prompt: the session is ending
+        log(f"session-end: summary not queued: {reason}")
+        return None
     if not settings.no_server:
         ensure_server(settings)
         return None

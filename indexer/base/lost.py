@@ -45,16 +45,33 @@ def _write(fd: int, record: dict[str, Any]) -> None:
 
 
 def reserve(state_dir: Path) -> None:
-    """Create the counter file at its full size if it is missing (call when writing works)."""
+    """Give the counter file its full size if it is missing or short (call when writing works).
+
+    The state folder is made if missing (only it: the memory root exists, an event was just written there), since
+    the first hook of a new root runs before any command made it. A file left short (made when the disk was
+    already full) is written again whole, keeping what it counts."""
     path = _path(state_dir)
-    if os.path.exists(path):
-        return
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        if os.stat(path).st_size >= SIZE:
+            return
+    except FileNotFoundError:
+        pass
     except OSError:
         return
     try:
-        _write(fd, {"count": 0})
+        os.mkdir(state_dir, 0o700)
+    except OSError:
+        pass  # there already, or it cannot be made: the open below says which
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        if os.fstat(fd).st_size < SIZE:
+            _write(fd, _read(fd) or {"count": 0})
+    except OSError:
+        return
     finally:
         os.close(fd)
 
