@@ -460,6 +460,9 @@ def _damage(db: Path, how: str) -> None:
             for page in range(3, pages):
                 f.seek(page * 4096)
                 f.write(os.urandom(4096))
+        elif how == "one page":  # the walkthrough's: opening and the schema read fine, a table's page does not
+            f.seek(4096 * 3)
+            f.write(b"\xde\xad" * 2048)
         elif how == "truncated":
             f.truncate(os.path.getsize(db) // 2)
         else:
@@ -491,6 +494,22 @@ def test_a_damaged_index_is_said_in_one_line_and_index_rebuilds_it(home, how):
     found = _cli("search", "ledger export", "--json")
     assert found.returncode == 0 and json.loads(found.stdout)["hits"][0]["path"] == "notes/exports.md"
     assert _cli("index").returncode == 0 and "damaged" not in _cli("index").stdout  # once
+
+
+@pytest.mark.parametrize("how", ["one page", "page", "truncated", "header"])
+def test_maintain_rebuilds_a_damaged_index_and_says_so(home, how):
+    """The weekly cron line runs maintain: its retention step read the damaged index (for the chunk counts of the
+    logs it expires) before the rescan would rebuild it, and stopped on a traceback."""
+    write(home / "events" / "2026-11-20.jsonl", json.dumps({"id": "e1", "ts": "2026-11-20T10:00:00", "type": "prompt",
+                                                            "content": "how does the ledger export retry"}) + "\n")
+    _index_notes_to_damage(home)
+    _damage(home / ".memsearch" / "index.db", how)
+    result = _cli("maintain", "--json")
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    assert "was damaged" in json.loads(result.stdout)["index"]["model_note"]
+    found = _cli("search", "ledger export", "--json")
+    assert found.returncode == 0 and json.loads(found.stdout)["hits"][0]["path"] == "notes/exports.md"
+    assert "damaged" not in _cli("maintain").stdout  # said once
 
 
 @pytest.mark.parametrize("how", ["page", "header"])
