@@ -288,6 +288,14 @@ def test_hooks_on_a_read_only_root_say_the_event_is_lost(read_only_root):
     assert doctor.returncode == 1 and "FAIL capture: " in doctor.stdout and "not writable" in doctor.stdout
 
 
+def test_doctor_on_a_read_only_root_says_the_index_reads_but_cannot_be_written(read_only_root):
+    """Not "cannot open the index": searches read it."""
+    doctor = _cli("doctor", env={"MEMSEARCH_HOME": str(read_only_root)})
+    [line] = [x for x in doctor.stdout.splitlines() if x[5:].startswith("index: ")]
+    assert "cannot open" not in line and "2 chunks, quick_check ok, readable (searches work); not writable" in line
+    assert "FAIL capture: " in doctor.stdout  # the hooks cannot record: that failure is right
+
+
 def test_an_oversized_payload_is_logged_counted_and_said(home):
     big = json.dumps({**_tool("cat big.log"), "tool_response": {"stdout": "x" * (9 * 2**20)}}).encode()
     result = _hook("tool", big)
