@@ -363,7 +363,7 @@ def session_end(payload: dict[str, Any]) -> None:
         from hooks.log import log
         from indexer.base import lost
 
-        reason = f"{exc.strerror or type(exc).__name__} (a session's summary request)"
+        reason = f"{exc.strerror or type(exc).__name__}, queueing a session's summary"
         lost.record(settings.state_dir, reason)  # told by the next prompt: the session is ending
         log(f"session-end: summary not queued: {reason}")
         return None
