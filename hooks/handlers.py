@@ -88,7 +88,7 @@ def _record(settings: Settings, event: Event, *, ingest_now: bool = True) -> Pat
         path = append(settings.home, event)
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
-        counted = lost.record(settings.state_dir, reason)
+        counted = lost.record(settings.state_dir, reason, told=ANNOUNCE)
         from hooks.log import log
 
         log(f"{event.type}: event not recorded: {reason}")
@@ -122,7 +122,7 @@ def too_large(event_name: str, limit: int) -> None:
     settings = _settings()
     reason = f"a {event_name} hook payload over {limit // 2**20} MiB"
     log(f"{event_name}: event not recorded: payload over {limit // 2**20} MiB")
-    lost.record(settings.state_dir, reason)
+    lost.record(settings.state_dir, reason, told=ANNOUNCE)
     if ANNOUNCE:
         NOTICES.append(f"memsearch: this {event_name} event was not recorded: its payload is over "
                        f"{limit // 2**20} MiB")
@@ -357,7 +357,16 @@ def session_end(payload: dict[str, Any]) -> None:
     from search_engine.serve.client import ensure_server
 
     settings = _settings()
-    queue_summary(settings, session)
+    try:
+        queue_summary(settings, session)
+    except OSError as exc:  # a full disk, a read-only root: the summary is lost, and counted as the events are
+        from hooks.log import log
+        from indexer.base import lost
+
+        reason = f"{exc.strerror or type(exc).__name__}, queueing a session's summary"
+        lost.record(settings.state_dir, reason)  # told by the next prompt: the session is ending
+        log(f"session-end: summary not queued: {reason}")
+        return None
     if not settings.no_server:
         ensure_server(settings)
         return None

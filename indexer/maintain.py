@@ -34,7 +34,7 @@ import apsw
 import orjson
 
 from indexer.base.embedder import AUTO, Auto, Embedder
-from indexer.base.errors import MemsearchError
+from indexer.base.errors import IndexCorrupt, MemsearchError
 from indexer.base.locks import LockTimeout, file_lock
 from indexer.base.paths import EVENTS_DIR, WRITER_LOCK
 from indexer.base.private import private_dirs, write_private
@@ -44,6 +44,7 @@ from indexer.privacy import FILTER_VERSION
 from indexer.rebuild import maintenance_lock, rebuild_locked
 from indexer.scrub import save_filter_version, scrub_sources, stored_filter_version
 from indexer.sources import normalize_ts
+from indexer.store import sqlite
 from indexer.store.local import SqliteStore, as_store
 from indexer.writer import Progress
 
@@ -79,7 +80,11 @@ def maintain(
             t = step("privacy scrub", t)
         expired = expire_event_logs(settings, now)
         t = step("retention", t)
+        damaged = sqlite.damage_marker(settings.db_path).exists()  # found by retention, or by an earlier command
         report = rebuild_locked(settings, embedder=embedder, progress=progress)
+        if damaged:
+            note = "the index was damaged; it is derived data and was rebuilt from the sources"
+            report = replace(report, model_note="; ".join(filter(None, (note, report.model_note))))
         t = step("rescan and embed", t)
         store = SqliteStore.open(settings.db_path)
         try:
@@ -229,10 +234,16 @@ def _read_all(fd: int) -> bytes:
 
 
 def _event_chunks(db_path: Path) -> dict[str, int]:
+    """How many chunks each event log has in the index (what the report says retention took out of it); none
+    from a damaged index, which is marked so that the rescan after retention rebuilds it from the sources."""
     if not db_path.exists():
         return {}
-    with SqliteStore.open(db_path) as store:
-        return store.event_chunks_by_source()
+    try:
+        with SqliteStore.open(db_path) as store, sqlite.damage_guard(db_path):
+            return store.event_chunks_by_source()
+    except IndexCorrupt:
+        sqlite.mark_damaged(db_path)
+        return {}
 
 
 def _chunk_count(db_path: Path) -> int:

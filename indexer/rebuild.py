@@ -34,11 +34,11 @@ from indexer.base.private import private_dirs
 from indexer.base.reports import IndexReport
 from indexer.base.settings import Settings
 from indexer.embedding import EMBED_WINDOW
-from indexer.scan import scan, source_roots
-from indexer.sources import Draft, discover
+from indexer.scan import scan
+from indexer.sources import Draft
 from indexer.store import sqlite
 from indexer.store.local import SqliteStore
-from indexer.writer import Progress, SourceWriter
+from indexer.writer import Progress, SourceWriter, display_path
 
 SWAP_LOCK_TIMEOUT = 600.0
 
@@ -86,14 +86,18 @@ def rebuild_locked(
         run, scan_notes = scan(build, new, None, True, progress)
         notes += scan_notes
         skipped = list(run.skipped)
-        kept = keep_unreadable(settings, old, new)
+        scanned = set(run.seen)
+        kept = keep_unreadable(settings, old, new, run.seen)
         if kept:
-            notes.append(f"kept the previous chunks of {kept} unreadable source(s)")
+            shown = ", ".join(kept[:3]) + (f" and {len(kept) - 3} more" if len(kept) > 3 else "")
+            notes.append(f"kept the previous chunks of {len(kept)} source(s) that could not be read now: {shown}")
         vectors = _Vectors(settings, embedder, old)
         embedded = vectors.fill(new, progress)
         # Catch up with what the hooks appended during the build, and embed it, still without any lock: the last
         # catch-up, under the writer lock, is then only what arrived in the last moments.
-        skipped += scan(build, new, None, False, None)[0].skipped
+        caught_up = scan(build, new, None, False, None)[0]
+        skipped += caught_up.skipped
+        scanned |= caught_up.seen
         embedded += vectors.fill(new, None)
         notes += vectors.notes
         new.optimize_fts()
@@ -103,7 +107,7 @@ def rebuild_locked(
             old = None
         try:
             with file_lock(settings.state_dir / WRITER_LOCK, SWAP_LOCK_TIMEOUT):
-                scan(build, new, None, False, None)
+                scanned |= scan(build, new, None, False, None)[0].seen
                 compared = _compare(before, _snapshot(new))
                 try:
                     swap_in(new, settings.db_path)
@@ -118,7 +122,7 @@ def rebuild_locked(
                 "was left as it was: try again"
             ) from None
         return IndexReport(
-            files_scanned=run.counts["scanned"],
+            files_scanned=len(scanned),  # with the sources the hooks created during the build
             files_changed=compared["files_changed"],
             files_unchanged=compared["files_unchanged"],
             files_deleted=compared["files_deleted"],
@@ -154,28 +158,29 @@ def _open_old(path: Path, notes: list[str]) -> SqliteStore | None:
         return None
 
 
-def keep_unreadable(settings: Settings, old: SqliteStore | None, new: SqliteStore) -> int:
+def keep_unreadable(settings: Settings, old: SqliteStore | None, new: SqliteStore, scanned: set[str]) -> list[str]:
     """Carry over from the old index the chunks of sources that are still there but could not be read now, so a
-    rebuild loses no more than an incremental run does (a bad file keeps what it had). Returns how many sources.
+    rebuild loses no more than an incremental run does (a bad file keeps what it had). Returns those sources, as
+    the report shows paths.
 
-    A source counts when the scan found it (a symlink pointing outside the allowed roots is not found, so its
-    old chunks are not carried) but wrote no row for it.
+    A source counts when the build's scan tried to read it (``scanned``: a symlink pointing outside the allowed
+    roots is not found, so its old chunks are not carried) but wrote no row for it. A source made after that scan
+    (an event log a hook started meanwhile) is not one: the catch-up scans index it.
     """
     if old is None:
-        return 0
-    found = {str(p) for p, _ in discover(source_roots(settings), source_roots(settings))}
+        return []
     fresh = new.sources()
     try:
-        states = [s for path, s in old.sources().items() if path in found and path not in fresh]
+        states = [s for path, s in old.sources().items() if path in scanned and path not in fresh]
         run = SourceWriter(settings, new, True)
         for state in states:
             drafts = [(c.path, Draft(c.kind, c.category, c.title, c.text, c.line_start, c.line_end, c.event_id,
                                      c.ts, c.session_id, c.project, c.status, c.seq, c.speaker))
                       for c in old.source_chunks(state.path)]
             run.write(state, [row for rel, d in drafts for row in run.rows(rel, [d])])
-        return len(states)
+        return [display_path(Path(s.path), settings.home) for s in states]
     except apsw.Error:
-        return 0
+        return []
 
 
 def swap_in(source: SqliteStore, db_path: Path, retries: int = 20) -> None:

@@ -209,6 +209,9 @@ def _purge_old_bytes(settings: Settings) -> str:
             store.vacuum()
             truncated = store.checkpoint("TRUNCATE")
         return "vacuumed; WAL truncated" if truncated else "vacuumed; WAL not truncated (a reader holds it: run again)"
+    except apsw.FullError:
+        return ("vacuum failed: the disk is full (VACUUM writes a copy of the index), so the old bytes are still in "
+                "the index; free some space and run `memsearch scrub` again")
     except (apsw.Error, LockTimeout) as exc:
         return f"vacuum failed: {type(exc).__name__}: {exc}"
     finally:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,15 +85,24 @@ def iter_lines(data: bytes) -> Iterator[dict[str, Any]]:
 
 
 def last_assistant_text(path: Path, tail_bytes: int = 512 * 1024) -> str:
-    """The text of the last assistant turn in a transcript (its final text blocks), or ''."""
+    """The text of the last assistant turn in a transcript (its final text blocks), or ''.
+
+    Only a regular file is read, and only its last ``tail_bytes``: the Stop hook must exit quickly, and a
+    ``transcript_path`` naming a device (``/dev/zero`` never ends) or a FIFO (opening one blocks until a writer
+    comes) would hang it and grow its memory without bound. ``O_NONBLOCK`` keeps the open of a FIFO from waiting."""
     try:
-        with path.open("rb") as f:
-            f.seek(0, os.SEEK_END)
-            size = f.tell()
-            f.seek(max(0, size - tail_bytes))
-            data = f.read()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
     except OSError:
         return ""
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return ""
+        data = os.pread(fd, tail_bytes, max(0, info.st_size - tail_bytes))
+    except OSError:
+        return ""
+    finally:
+        os.close(fd)
     texts: list[str] = []
     for line in iter_lines(data):
         if line.get("type") == "user" and not line.get("isMeta") and not _is_tool_result(line):

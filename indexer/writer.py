@@ -92,6 +92,7 @@ class SourceWriter:
         self.settings, self.store, self.full = settings, store, full
         self.counts = dict.fromkeys(("scanned", "changed", "unchanged", "deleted", "added", "removed"), 0)
         self.skipped: list[Skipped] = []
+        self.seen: set[str] = set()  # the sources this run tried to read (found by its scan), by key
         self.last_turn: dict[str, str] = {}  # session id -> its latest event chunk's text
         self.replies = ReplyChain(store.latest_turn)
         self._stones: Tombstones | None = None
@@ -167,6 +168,7 @@ class SourceWriter:
         key = str(path)
         rel = display_path(path, self.settings.home)
         self.counts["scanned"] += 1
+        self.seen.add(key)
         try:
             st = path.stat()
             row = known.get(key)

@@ -45,22 +45,41 @@ def _write(fd: int, record: dict[str, Any]) -> None:
 
 
 def reserve(state_dir: Path) -> None:
-    """Create the counter file at its full size if it is missing (call when writing works)."""
+    """Give the counter file its full size if it is missing or short (call when writing works).
+
+    The state folder is made if missing (only it: the memory root exists, an event was just written there), since
+    the first hook of a new root runs before any command made it. A file left short (made when the disk was
+    already full) is written again whole, keeping what it counts."""
     path = _path(state_dir)
-    if os.path.exists(path):
-        return
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        if os.stat(path).st_size >= SIZE:
+            return
+    except FileNotFoundError:
+        pass
     except OSError:
         return
     try:
-        _write(fd, {"count": 0})
+        os.mkdir(state_dir, 0o700)
+    except OSError:
+        pass  # there already, or it cannot be made: the open below says which
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        if os.fstat(fd).st_size < SIZE:
+            _write(fd, _read(fd) or {"count": 0})
+    except OSError:
+        return
     finally:
         os.close(fd)
 
 
-def record(state_dir: Path, reason: str, count: int = 1) -> bool:
-    """Count ``count`` lost events with their reason and time; False when even the counter cannot be written."""
+def record(state_dir: Path, reason: str, count: int = 1, *, told: bool = False) -> bool:
+    """Count ``count`` lost events with their reason and time; False when even the counter cannot be written.
+    ``told``: the failing hook tells the user of them itself, so they count as announced and the next hook's
+    :func:`unannounced` does not tell of them a second time."""
     try:
         fd = os.open(_path(state_dir), os.O_RDWR | os.O_CREAT, 0o600)
     except OSError:
@@ -71,7 +90,7 @@ def record(state_dir: Path, reason: str, count: int = 1) -> bool:
         now = _now()
         total = int(current.get("count") or 0) + count
         _write(fd, {"count": total, "first": current.get("first") or now, "last": now, "reason": reason[:200],
-                    "announced": int(current.get("announced") or 0)})
+                    "announced": int(current.get("announced") or 0) + (count if told else 0)})
         return True
     except (OSError, ValueError, TypeError):
         return False

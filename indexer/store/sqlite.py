@@ -286,7 +286,7 @@ def connect(db_path: Path, *, create: bool = True, io_wait: float = WAL_RETRY_SE
         except apsw.Error as exc:
             if conn is not None:
                 conn.close()
-            if type(exc) is apsw.IOError and time.monotonic() < deadline:
+            if type(exc) is apsw.IOError and time.monotonic() < deadline and not disk_full(db_path.parent):
                 # its -wal deleted while the warm server holds the index open: the server lets go within a second
                 time.sleep(0.1)
                 continue
@@ -329,12 +329,14 @@ def damage_marker(db_path: Path) -> Path:
 @contextmanager
 def damage_guard(db_path: Path) -> Iterator[None]:
     """Turn SQLite's "malformed" and "not a database" into :class:`IndexCorrupt` (one line saying how to
-    rebuild; an I/O error is one line too), and leave :func:`damage_marker` behind so that ``memsearch index`` knows to rebuild: a damaged page
-    may sit where an incremental run never reads."""
+    rebuild; an I/O error and a full disk are one line too), and leave :func:`damage_marker` behind so that
+    ``memsearch index`` knows to rebuild: a damaged page may sit where an incremental run never reads."""
     try:
         yield
     except (apsw.CorruptError, apsw.NotADBError) as exc:
         mark_damaged(db_path)
+        raise open_error(db_path, exc) from exc
+    except apsw.FullError as exc:  # at a COMMIT as often as at a write
         raise open_error(db_path, exc) from exc
     except apsw.IOError as exc:  # not damage: a failing disk, or a -wal deleted under the warm server
         raise MemsearchError(f"cannot read the index {db_path}: {exc}; try again, and if it persists run "
@@ -400,10 +402,20 @@ def open_error(db_path: Path, exc: apsw.Error) -> MemsearchError:
             folder, os.W_OK):
         return MemsearchError(f"cannot open the index {db_path}: {folder} is not writable (a read-only file system "
                               "or another user's folder); memsearch needs to write there")
-    if isinstance(exc, apsw.FullError):
+    if isinstance(exc, apsw.FullError) or (isinstance(exc, apsw.IOError) and disk_full(folder)):
+        # a full disk fails the open as an I/O error: the -shm SQLite maps cannot be made or grown
         return MemsearchError(f"cannot write the index {db_path}: the disk is full; free some space and try again")
     return MemsearchError(f"cannot open the index {db_path}: {exc}; stop `memsearch serve` if it runs and try "
                           "again, or delete the index and run `memsearch index` (it is rebuilt from your sources)")
+
+
+def disk_full(folder: Path) -> bool:
+    """Whether the file system holding ``folder`` has no block left (to this user, or to root either)."""
+    try:
+        space = os.statvfs(folder)
+    except OSError:
+        return False
+    return (space.f_bfree if os.geteuid() == 0 else space.f_bavail) == 0
 
 
 def _create_private(db_path: Path) -> None:

@@ -128,8 +128,17 @@ def _sqlite_checks() -> list[Check]:
 def _index_check(settings: Settings) -> Check:
     """The index opens, passes ``quick_check`` and counts its chunks; a damaged one is a failed check, not a stop."""
     fix = "`memsearch index` rebuilds it from your sources (it is derived data)"
+    read_only = False
     try:
-        with SqliteStore.open(settings.db_path) as index, store.damage_guard(settings.db_path):
+        try:
+            index = SqliteStore.open(settings.db_path)
+        except MemsearchError:
+            # a read-only root: searches read the index read-only, and so does this check, when that is safe
+            conn = None if os.access(settings.db_path.parent, os.W_OK) else store.connect_read_only(settings.db_path)
+            if conn is None:
+                raise
+            index, read_only = SqliteStore(conn, settings.db_path), True
+        with index, store.damage_guard(settings.db_path):
             problems = index.quick_check()
             chunks = index.chunk_count()
     except IndexCorrupt as exc:
@@ -137,9 +146,14 @@ def _index_check(settings: Settings) -> Check:
     except MemsearchError as exc:
         return Check("index", False, str(exc), "make the memory root writable, with space left")
     if problems != ["ok"]:
-        store.mark_damaged(settings.db_path)
+        if not read_only:
+            store.mark_damaged(settings.db_path)
         shown = "; ".join(problems[:3]) + (f"; … {len(problems) - 3} more" if len(problems) > 3 else "")
         return Check("index", False, f"{settings.db_path}: {chunks} chunks, quick_check: {shown}", fix)
+    if read_only:
+        return Check("index", False, f"{settings.db_path}: {chunks} chunks, quick_check ok, readable (searches work); "
+                     f"not writable: {settings.db_path.parent} is on a read-only file system or another user's "
+                     "folder, so nothing new is indexed", "make the memory root writable")
     return Check("index", True, f"{settings.db_path}: {chunks} chunks, quick_check ok")
 
 

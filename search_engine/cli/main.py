@@ -158,6 +158,9 @@ def scrub(
 
     report = scrub_memory(_settings(home), dry_run=dry_run)
     emit(report, as_json, render.scrub_text(report))
+    if report.problems:  # what it did is said above; that it did not finish is the exit code's to say
+        more = f" (and {len(report.problems) - 1} more above)" if len(report.problems) > 1 else ""
+        raise MemsearchError(f"the scrub did not finish: {report.problems[0]}{more}")
 
 
 cron_app = typer.Typer(help="The weekly maintenance line in your crontab.", no_args_is_help=True)
@@ -698,6 +701,16 @@ def main() -> None:
     except OSError as exc:  # a read-only memory root, a full disk, a folder of another user
         sys.stderr.write(f"Error: {os_error_text(exc)}\n")
         sys.exit(1)
+    except _disk_full_errors():  # SQLite's, where no store function named the file (a COMMIT, a VACUUM)
+        sys.stderr.write("Error: cannot write the index: the disk is full; free some space and try again\n")
+        sys.exit(1)
+
+
+def _disk_full_errors() -> tuple[type[BaseException], ...]:
+    """SQLite's full-disk error, looked up only when a command failed (``memsearch --help`` loads no SQLite)."""
+    import apsw
+
+    return (apsw.FullError,)
 
 
 if __name__ == "__main__":

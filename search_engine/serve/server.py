@@ -145,6 +145,10 @@ class Server:
         self.pusher: threading.Thread | None = None
         self.embed_rate: float | None = None  # seconds per chunk of the idle embedding so far (a moving average)
         self.embedding_due = False  # the last idle batch was full: more chunks may wait, so come back at once
+        # what makes this server the one of its memory root: the root, its state folder and the lock as they were
+        # when it started, and the socket it bound (see :meth:`orphaned`)
+        self.anchors = {path: _ident(path) for path in (settings.home, settings.state_dir,
+                                                        settings.state_dir / SERVE_LOCK)}
 
     # -- lifecycle --------------------------------------------------------------------------------------------
     def load(self) -> None:
@@ -178,6 +182,16 @@ class Server:
         team, self.team = self.team, None
         if team is not None:
             team.close()
+
+    def orphaned(self) -> str | None:
+        """Why this server no longer serves its memory root, or None: the root, its state folder, the lock it
+        holds or its socket was deleted or replaced (a root deleted mid-session and made again by the next hook).
+        Such a server exits: it would recreate the root's state, run next to the new root's server (its lock is
+        another file) and be seen by neither ``serve --status`` nor ``serve --stop``."""
+        for path, ident in self.anchors.items():
+            if _ident(path) != ident:
+                return f"{path} was deleted or replaced"
+        return None
 
     def close(self) -> None:
         if self.pusher is not None:
@@ -408,6 +422,11 @@ class Server:
         selector.register(listener, selectors.EVENT_READ)
         busy_until_idle = True
         while self.running:
+            orphaned = self.orphaned()
+            if orphaned is not None:
+                if self.settings.state_dir.is_dir() and _ident(self.settings.home) == self.anchors[self.settings.home]:
+                    _log(self.settings, f"{orphaned}: exiting")  # never a log that would make a deleted root again
+                break
             idle = time.monotonic() - self.last_request
             if idle >= self.idle_timeout:
                 _log(self.settings, f"idle for {idle:.0f}s, exiting")
@@ -494,11 +513,21 @@ def run(settings: Settings, idle_timeout: float = IDLE_TIMEOUT) -> int:
             try:
                 return _run_locked(settings, idle_timeout)
             finally:
-                pid_path.unlink(missing_ok=True)
+                _unlink_own_pid(pid_path)
     except LockTimeout:
         _started(settings)
         print("memsearch serve is already running for this memory root", file=sys.stderr)
         return 1
+
+
+def _unlink_own_pid(pid_path: Path) -> None:
+    """Remove the pid file if it is still this process's (a server that found its root replaced must not remove
+    the new server's)."""
+    try:
+        if pid_path.read_bytes().strip() == str(os.getpid()).encode():
+            pid_path.unlink()
+    except OSError:
+        pass
 
 
 def _started(settings: Settings) -> None:
@@ -511,6 +540,7 @@ def _started(settings: Settings) -> None:
 
 def _run_locked(settings: Settings, idle_timeout: float) -> int:
     path = socket_path(settings)
+    bound = None
     try:
         server = Server(settings, idle_timeout)
         server.load()
@@ -523,6 +553,7 @@ def _run_locked(settings: Settings, idle_timeout: float) -> int:
         finally:
             os.umask(old_umask)
         os.chmod(path, 0o600)
+        bound = server.anchors[path] = _ident(path)
         listener.listen(64)
 
         def stop(signum, frame):
@@ -539,7 +570,8 @@ def _run_locked(settings: Settings, idle_timeout: float) -> int:
         return 0
     finally:
         try:
-            path.unlink()
+            if bound is not None and _ident(path) == bound:  # not the socket of a server started since
+                path.unlink()
         except OSError:
             pass
 

@@ -288,6 +288,14 @@ def test_hooks_on_a_read_only_root_say_the_event_is_lost(read_only_root):
     assert doctor.returncode == 1 and "FAIL capture: " in doctor.stdout and "not writable" in doctor.stdout
 
 
+def test_doctor_on_a_read_only_root_says_the_index_reads_but_cannot_be_written(read_only_root):
+    """Not "cannot open the index": searches read it."""
+    doctor = _cli("doctor", env={"MEMSEARCH_HOME": str(read_only_root)})
+    [line] = [x for x in doctor.stdout.splitlines() if x[5:].startswith("index: ")]
+    assert "cannot open" not in line and "2 chunks, quick_check ok, readable (searches work); not writable" in line
+    assert "FAIL capture: " in doctor.stdout  # the hooks cannot record: that failure is right
+
+
 def test_an_oversized_payload_is_logged_counted_and_said(home):
     big = json.dumps({**_tool("cat big.log"), "tool_response": {"stdout": "x" * (9 * 2**20)}}).encode()
     result = _hook("tool", big)
@@ -301,6 +309,26 @@ def test_an_oversized_payload_is_logged_counted_and_said(home):
     assert "over 8 MiB" in json.loads(result.stdout)["systemMessage"]  # the prompt's own hook tells at once
 
 
+def test_a_loss_the_prompt_hook_told_at_once_is_not_told_again_by_the_next_prompt(home, monkeypatch, capsys):
+    """An oversized prompt, and a prompt on a full disk, are said on their own turn; the next prompt once said
+    them a second time as "1 event could not be recorded"."""
+    import errno
+
+    result = _hook("prompt", json.dumps({"session_id": "s", "prompt": "x" * (9 * 2**20)}).encode())
+    assert "over 8 MiB" in json.loads(result.stdout)["systemMessage"]
+    follow_up = _hook("prompt", {"session_id": "s", "prompt": "a normal follow-up about the heron queue"})
+    assert follow_up.returncode == 0 and b"systemMessage" not in follow_up.stdout
+    monkeypatch.setenv("MEMSEARCH_MODEL", "none")
+    monkeypatch.setenv("MEMSEARCH_NO_SERVER", "1")
+    with monkeypatch.context() as disk_full:
+        _failing_writes(disk_full, home / "events", errno.ENOSPC)
+        out, _ = _hook_in_process("prompt", {"session_id": "s", "prompt": "the heron queue on a full disk"}, capsys)
+    assert "could not be recorded" in out["systemMessage"]
+    out, _ = _hook_in_process("prompt", {"session_id": "s", "prompt": "the heron queue with room again"}, capsys)
+    assert out is None or "systemMessage" not in out
+    assert json.loads(_cli("status", "--json").stdout)["lost_events"]["count"] == 2  # still counted
+
+
 def test_the_prompt_hook_answers_in_utf8_whatever_the_stdout_encoding(home):
     write(home / "notes" / "cafe.md", "# Café rota\n\nThe café export runs at 06:00 — 東京 time, not UTC.\n")
     index(resolve_settings(home, model="none"), embedder=None)
@@ -309,6 +337,90 @@ def test_the_prompt_hook_answers_in_utf8_whatever_the_stdout_encoding(home):
     assert result.returncode == 0 and result.stderr == b""
     context = json.loads(result.stdout.decode("utf-8"))["hookSpecificOutput"]["additionalContext"]
     assert "Café" in context and "東京" in context
+
+
+# -- a real full disk: every command says so in one line -----------------------------------------------------------
+
+def _fill(folder: Path) -> None:
+    """Write a file in ``folder`` until its file system has no block left."""
+    with open(folder / "filler", "wb", buffering=0) as f:
+        for size in (1 << 16, 4096, 1):
+            try:
+                while True:
+                    f.write(b"\0" * size)
+            except OSError:
+                pass
+
+
+@pytest.fixture
+def full_disk(tmp_path, monkeypatch, request):
+    """A memory root on a small tmpfs (root in a container may mount one; skipped elsewhere), indexed, then given a
+    new note and a new event to index, then filled to the last block. The index stays open in this process
+    meanwhile, so its ``-shm`` stays: commands open it and fail where the walkthrough saw them fail, writing (at
+    ``COMMIT``). With the parameter ``"closed"``, it is not: opening it fails (SQLite cannot make its ``-shm``)."""
+    disk = tmp_path / "small"
+    disk.mkdir()
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(disk)],
+                                           capture_output=True).returncode != 0:
+        pytest.skip("a full disk needs a tmpfs of its own (root with the right to mount)")
+    root = disk / "mem"
+    monkeypatch.setenv("MEMSEARCH_HOME", str(root))
+    for day in (1, 2, 3):
+        write(root / "daily" / f"2026-11-0{day}.md", f"# Day {day}\n\nThe flaky payment worker retry, note {day}.\n")
+    assert _hook("prompt", {"session_id": "full1", "cwd": "/w/shop", "prompt": "why is the payment worker flaky"},
+                 env={"MEMSEARCH_HOME": str(root)}).returncode == 0
+    words = " ".join(f"flaky{i} retry{i} worker{i}" for i in range(6000))
+    write(root / "daily" / "2026-11-04.md", f"# Day 4\n\n{words}\n")
+    assert _cli("index", env={"MEMSEARCH_HOME": str(root)}).returncode == 0
+    held = None if getattr(request, "param", None) == "closed" else store.connect(root / ".memsearch" / "index.db")
+    if held is not None:  # an empty WAL: whatever is written next (a VACUUM's copy too) needs new blocks
+        held.pragma("wal_checkpoint(TRUNCATE)")
+    write(root / "daily" / "2026-11-05.md", "# Day 5\n\n" + words.replace("flaky", "heron") + "\n")
+    with open(event_path(root), "a") as log:
+        log.write(json.dumps({"id": "big1", "ts": "2026-11-04T10:00:00", "session_id": "full1", "type": "prompt",
+                              "content": f"flaky payment worker {words}"}) + "\n")
+    _fill(disk)
+    yield root
+    if held is not None:
+        held.close()
+    subprocess.run(["umount", str(disk)], check=True)
+
+
+@pytest.mark.parametrize("command", [["index"], ["forget", "--match", "flaky", "--dry-run"],
+                                     ["forget", "--match", "flaky", "--yes"], ["index", "--full"], ["maintain"]])
+def test_a_full_disk_is_one_line_from_every_writing_command(full_disk, command):
+    result = _cli(*command, env={"MEMSEARCH_HOME": str(full_disk)})
+    assert "Traceback" not in result.stderr, result.stderr
+    assert result.returncode == 1 and result.stderr.count("\n") == 1 and result.stderr.startswith("Error: ")
+    assert "the disk is full; free some space and try again" in result.stderr
+
+
+@pytest.mark.parametrize("full_disk", ["closed"], indirect=True)
+@pytest.mark.parametrize("command", [["index"], ["status"]])
+def test_an_index_that_cannot_open_on_a_full_disk_says_the_disk_is_full(full_disk, command):
+    """Not "disk I/O error; stop `memsearch serve`": that is what SQLite says when it cannot make the -shm."""
+    result = _cli(*command, env={"MEMSEARCH_HOME": str(full_disk)})
+    assert result.returncode == 1 and result.stderr.count("\n") == 1
+    assert "the disk is full; free some space and try again" in result.stderr and "serve" not in result.stderr
+
+
+def test_a_scrub_whose_vacuum_finds_the_disk_full_fails(full_disk):
+    """Its VACUUM, which makes the old bytes leave the file, needs room for a copy: a scrub that could not run it
+    did not do its job, and says so by its exit code, not only in a "problem" line."""
+    (full_disk / "daily" / "2026-11-05.md").unlink()  # nothing to re-index: the scrub reaches its VACUUM
+    result = _cli("scrub", env={"MEMSEARCH_HOME": str(full_disk)})
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "problem: vacuum failed: the disk is full" in result.stdout
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("Error: the scrub did not finish: vacuum failed")
+
+
+def test_a_summary_request_lost_to_a_full_disk_is_counted(full_disk):
+    env = {"MEMSEARCH_HOME": str(full_disk)}
+    ended = _hook("session-end", {"session_id": "full1", "cwd": "/w/shop", "reason": "other"}, env=env)
+    assert ended.returncode == 0 and ended.stdout == b"" and ended.stderr == b""
+    doctor = _cli("doctor", env=env)
+    assert re.search(r"FAIL capture: 1 event could not be recorded at 20.*No space left on device.*summary",
+                     doctor.stdout), doctor.stdout
 
 
 # -- a -wal deleted while the warm server runs ---------------------------------------------------------------------
@@ -356,6 +468,9 @@ def _damage(db: Path, how: str) -> None:
             for page in range(3, pages):
                 f.seek(page * 4096)
                 f.write(os.urandom(4096))
+        elif how == "one page":  # the walkthrough's: opening and the schema read fine, a table's page does not
+            f.seek(4096 * 3)
+            f.write(b"\xde\xad" * 2048)
         elif how == "truncated":
             f.truncate(os.path.getsize(db) // 2)
         else:
@@ -387,6 +502,22 @@ def test_a_damaged_index_is_said_in_one_line_and_index_rebuilds_it(home, how):
     found = _cli("search", "ledger export", "--json")
     assert found.returncode == 0 and json.loads(found.stdout)["hits"][0]["path"] == "notes/exports.md"
     assert _cli("index").returncode == 0 and "damaged" not in _cli("index").stdout  # once
+
+
+@pytest.mark.parametrize("how", ["one page", "page", "truncated", "header"])
+def test_maintain_rebuilds_a_damaged_index_and_says_so(home, how):
+    """The weekly cron line runs maintain: its retention step read the damaged index (for the chunk counts of the
+    logs it expires) before the rescan would rebuild it, and stopped on a traceback."""
+    write(home / "events" / "2026-11-20.jsonl", json.dumps({"id": "e1", "ts": "2026-11-20T10:00:00", "type": "prompt",
+                                                            "content": "how does the ledger export retry"}) + "\n")
+    _index_notes_to_damage(home)
+    _damage(home / ".memsearch" / "index.db", how)
+    result = _cli("maintain", "--json")
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    assert "was damaged" in json.loads(result.stdout)["index"]["model_note"]
+    found = _cli("search", "ledger export", "--json")
+    assert found.returncode == 0 and json.loads(found.stdout)["hits"][0]["path"] == "notes/exports.md"
+    assert "damaged" not in _cli("maintain").stdout  # said once
 
 
 @pytest.mark.parametrize("how", ["page", "header"])

@@ -144,6 +144,34 @@ def test_stop_records_the_reply_from_the_payload_or_the_transcript(memory, tmp_p
     assert replies["s1"] == "I switched the export to WAL mode." and replies["s2"] == "Fixed the flaky refund test."
 
 
+@pytest.mark.parametrize("kind", ["/dev/zero", "/dev/urandom", "fifo", "directory"])
+def test_stop_reads_only_a_regular_transcript_and_exits_quickly(memory, tmp_path, kind):
+    """A transcript_path naming a device or a FIFO once hung the Stop hook (a FIFO's open blocks; /dev/zero's read
+    never ends and grew the hook's memory by gigabytes): only a regular file is read, and only its tail."""
+    path = kind
+    if kind == "fifo":
+        path = str(tmp_path / "fifo.jsonl")
+        os.mkfifo(path)
+    elif kind == "directory":
+        path = str(tmp_path)
+    started = time.monotonic()
+    assert hook("stop", {"session_id": "dev", "transcript_path": path, "hook_event_name": "Stop",
+                         "stop_hook_active": False, "cwd": "/tmp"}) == ""
+    assert time.monotonic() - started < 10
+    assert not [e for e in events(memory) if e["session_id"] == "dev"]
+
+
+def test_stop_reads_only_the_tail_of_a_long_transcript(tmp_path):
+    from indexer.transcripts import last_assistant_text
+
+    reply = {"type": "assistant", "message": {"role": "assistant", "content": [{"type": "text", "text": "Done."}]}}
+    early = {"type": "assistant", "message": {"role": "assistant", "content": [{"type": "text", "text": "Early."}]}}
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(json.dumps(early).encode() + b"\n" + b" " * 4096 + b"\n" + json.dumps(reply).encode() + b"\n")
+    assert last_assistant_text(path, tail_bytes=200) == "Done."
+    assert last_assistant_text(path) == "Early.\n\nDone."
+
+
 def test_session_end_writes_a_summary_note_in_the_background(memory):
     s = "sess-sum"
     hook("prompt", prompt_payload("Make the nightly export resumable after a crash", session=s))

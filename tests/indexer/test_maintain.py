@@ -69,6 +69,31 @@ def test_full_rebuild_swaps_in_atomically_and_reuses_vectors(sample_home, settin
     assert _hits(settings, "pelicans", fake)
 
 
+def test_full_rebuild_counts_an_event_log_the_hooks_start_meanwhile_and_names_what_it_kept(sample_home, settings):
+    """An event log a hook created after the build's scan, and ingested into the live index, was reported as "kept
+    the previous chunks of 1 unreadable source(s)" (nothing was unreadable), and "14 scanned" beside "15
+    unchanged". A source that really could not be read is named."""
+    from indexer.pipeline import ingest
+
+    index(settings, embedder=None)
+    giant = sample_home / "daily" / "2026-11-18.md"
+    os.truncate(giant, 21 * 2**20)  # now too large to read: its previous chunks are kept, and it is named
+    started = []
+    log = sample_home / "events" / "2026-11-21.jsonl"
+
+    def progress(phase, done, total):
+        if phase == "scan" and done == total and not started:  # the build's scan is over: a hook starts a log
+            started.append(write(log, _event("late1", "2026-11-21T10:00:00", "a late prompt about herons")))
+            assert ingest(settings, [log])
+
+    report = rebuild(settings, embedder=None, progress=progress)
+    assert started and "unreadable" not in (report.model_note or "")
+    assert "kept the previous chunks of 1 source(s) that could not be read now: daily/2026-11-18.md" in \
+        report.model_note
+    assert report.files_scanned == report.files_changed + report.files_unchanged == 15
+    assert [c for c in _chunks(settings).values() if "herons" in c] == ["a late prompt about herons"]
+
+
 def test_full_rebuild_equals_an_index_built_from_scratch(sample_home, settings, fake, tmp_path):
     index(settings, embedder=fake)
     (sample_home / "MEMORY.md").unlink()

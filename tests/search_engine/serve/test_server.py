@@ -204,6 +204,41 @@ def test_status_and_stop_trust_the_lock_not_a_ping(sample_home):
             server.kill()
 
 
+@pytest.mark.parametrize("then", ["deleted", "made again"])
+def test_a_server_whose_memory_root_was_deleted_exits_and_makes_nothing_again(sample_home, then):
+    """A root deleted mid-session left its server running: it reopened the index the next hooks made there, next
+    to the new root's own server, and neither `serve --status` nor `--stop` saw it."""
+    env = {**os.environ, "MEMSEARCH_MODEL": "none"}
+    old = subprocess.Popen([MEMSEARCH, "serve", "--idle-timeout", "120"], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, env=env)
+    new = None
+    try:
+        assert wait_for(lambda: (sample_home / ".memsearch" / "serve.sock").exists(), 30)
+        shutil.rmtree(sample_home)
+        if then == "made again":  # as the next hook does, and the server it starts
+            (sample_home / "events").mkdir(parents=True)
+            new = subprocess.Popen([MEMSEARCH, "serve", "--idle-timeout", "120"], stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL, env=env)
+            assert wait_for(lambda: (sample_home / ".memsearch" / "serve.sock").exists(), 30)
+        old.wait(timeout=10)
+        if then == "deleted":
+            time.sleep(1)
+            assert not sample_home.exists()
+        else:
+            status = subprocess.run([MEMSEARCH, "serve", "--status"], capture_output=True, text=True, timeout=30)
+            assert f"running: pid {new.pid}" in status.stdout  # its socket and pid file are still there
+            assert (sample_home / ".memsearch" / "serve.sock").exists()
+            assert (sample_home / ".memsearch" / "serve.pid").read_text().strip() == str(new.pid)
+            assert subprocess.run([MEMSEARCH, "serve", "--stop"], capture_output=True, text=True,
+                                  timeout=30).stdout.strip() == "stopped"
+            assert new.wait(timeout=20) == 0
+    finally:
+        for server in (old, new):
+            if server is not None and server.poll() is None:
+                server.kill()
+                server.wait()
+
+
 def test_asking_for_the_status_is_not_use_the_idle_server_still_exits(sample_home):
     server = subprocess.Popen([MEMSEARCH, "serve", "--idle-timeout", "4"], stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL, env={**os.environ, "MEMSEARCH_MODEL": "none"})
