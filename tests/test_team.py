@@ -1390,3 +1390,21 @@ def test_a_hybrid_hit_beyond_the_team_vector_list_carries_its_cosine(synced_home
                                                   embedder=fake, k=100).hits}
     compared = [h for h in beyond if h.id in reached]  # (the vector list's own dedup may hide one)
     assert compared and all(h.similarity == pytest.approx(reached[h.id], abs=1e-3) for h in compared)
+
+
+@pytest.mark.parametrize("mode", ["bm25", "hybrid"])
+def test_near_duplicates_on_the_team_store_do_not_use_up_the_candidate_pool(synced_home, team, fake, mode):
+    from indexer.pipeline import index
+    from indexer.sync import sync
+    from search_engine.search import search
+
+    copy = {"ts": "2026-11-28T09:00:00", "session_id": "s2", "type": "tool", "tool_name": "Bash",
+            "content": "retries retries exhausted: retries failed"}
+    write(synced_home.home / "events" / "2026-11-28.jsonl",
+          "".join(json.dumps({**copy, "id": f"c{i}"}) + "\n" for i in range(60)))
+    index(synced_home, embedder=fake)
+    sync(synced_home)
+    found = search(synced_home, "retries", mode=mode, embedder=fake, k=10)
+    assert found.health.store == "team"
+    assert len(found.hits) == 10 and found.hidden_duplicates >= 59
+    assert sum(h.path.startswith("notes/") for h in found.hits) == 9
