@@ -21,6 +21,7 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 import jinja2
+from markupsafe import Markup
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -33,6 +34,7 @@ from indexer.base.errors import MemsearchError, ModelUnavailable, NotFound, Usag
 from indexer.base.paths import UI_LOG
 from indexer.base.reports import ForgetPlan, ForgetReport
 from indexer.base.settings import Settings
+from search_engine.context import sanitize
 from search_engine.embedding import EmbedderArg, QueryEmbedder
 from search_engine.viewer.chart import day_bars
 from search_engine.viewer.security import Guard
@@ -55,7 +57,8 @@ class Viewer:
         #: the last forgets' plans and reports, for the page each one redirects to (ids and counts, no text)
         self.done: dict[str, tuple[ForgetPlan, ForgetReport]] = {}
         env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True,
-                                 undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+                                 undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                                 finalize=_shown)
         env.filters["seg"] = lambda value: quote(str(value), safe="")
         env.filters["size"] = _size
         env.filters["sid"] = _sid
@@ -276,6 +279,20 @@ class Viewer:
                 log.write(f"{datetime.now().isoformat(timespec='seconds')} {type(exc).__name__} at {where}\n")
         except OSError:
             pass  # a full or read-only disk must not turn one failed page into a crashed viewer
+
+
+def _shown(value: Any) -> Any:
+    """Every value a page prints, as the CLI and the hooks print text (:func:`search_engine.context.sanitize`):
+    without control or format characters, so a bidi override in a snippet, title, path, session id or project name
+    never reorders what the page shows ("\u202egnp.exe" is not displayed as "exe.png"). Applied before escaping; a
+    macro's output (already escaped, its values already passed here) stays markup.
+
+    >>> _shown("deploy the \u202egnp.exe\u202c build"), _shown(3)
+    ('deploy the gnp.exe build', 3)
+    """
+    if isinstance(value, Markup):
+        return Markup(sanitize(str(value)))
+    return sanitize(value) if isinstance(value, str) else value
 
 
 def _checked_id(ident: str) -> str:

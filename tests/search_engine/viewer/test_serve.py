@@ -27,7 +27,7 @@ from indexer.base.settings import resolve_settings  # noqa: E402
 from indexer.pipeline import index  # noqa: E402
 from search_engine.viewer.app import create_app  # noqa: E402
 from search_engine.viewer.serve import bind  # noqa: E402
-from test_app import HOSTILE, hostile_events  # noqa: E402
+from test_app import FORMAT_CHARS, HOSTILE, hostile_events, spoofing_memory  # noqa: E402
 
 pytestmark = pytest.mark.browser
 
@@ -286,3 +286,29 @@ def test_a_filter_that_matches_nothing_is_not_an_empty_memory(page, live):
     notice = page.locator("#timeline-items p.notice")
     assert notice.inner_text().split() == "No items match the filter session nope. Clear the filter".split()
     assert page.locator("#timeline-items li.item").count() == 0
+
+
+def test_bidi_overrides_in_memory_never_reorder_what_a_page_shows(page, live):
+    """"please deploy the \u202egnp.exe\u202c build" was displayed as "please deploy the exe.png build"."""
+    spoofing_memory(live.settings.home)
+    index(live.settings, embedder=live.fake)
+    page.goto(f"{live.base}/search?q=quetzal&mode=bm25")
+    page.wait_for_selector("ol.hits li.hit")
+    hits = page.locator("ol.hits").inner_text()
+    assert "please deploy the gnp.exe build" in hits and "quetzal-txt.exe.md" in hits
+    page.locator("ol.hits li.hit").filter(has_text="gnp.exe").locator("a.title").first.click()
+    page.wait_for_url("**/item/*")
+    shot(page, "bidi-item")
+    shown = page.evaluate("document.body.innerText")
+    assert "please deploy the gnp.exe build" in shown and "sess-evil-1" in shown and "payments-api" in shown
+    # the glyphs in reading order: "g" of gnp.exe is left of its "x"
+    left = page.evaluate("""() => {
+        const text = [...document.querySelectorAll("pre.text")].find((n) => n.textContent.includes("gnp.exe"));
+        const node = text.firstChild, at = node.textContent.indexOf("gnp.exe"), range = document.createRange();
+        const x = (i) => { range.setStart(node, i); range.setEnd(node, i + 1); return range.getBoundingClientRect().left; };
+        return x(at) < x(at + 5);
+    }""")
+    assert left
+    for path in ("/timeline", "/sessions", "/search?q=quetzal&mode=bm25"):
+        page.goto(f"{live.base}{path}")
+        assert not set(FORMAT_CHARS) & set(page.evaluate("document.body.innerText + document.title")), path
