@@ -112,12 +112,16 @@ class Viewer:
 
         q = request.query_params
         kind, project, session = q.get("type") or None, q.get("project") or None, q.get("session") or None
-        items = recent(self.settings, type=kind, project=project, session=session, limit=TIMELINE_LIMIT)
+        page = _page_number(q.get("page"))
+        found = recent(self.settings, type=kind, project=project, session=session, limit=TIMELINE_LIMIT + 1,
+                       offset=(page - 1) * TIMELINE_LIMIT)
+        items, older = found[:TIMELINE_LIMIT], len(found) > TIMELINE_LIMIT
         filters = _filters(type=kind, project=project, session=session)
-        captured = bool(items) or (bool(filters) and bool(recent(self.settings, limit=1)))
+        captured = bool(items) or ((bool(filters) or page > 1) and bool(recent(self.settings, limit=1)))
         name = "_timeline_items.html" if q.get("partial") else "timeline.html"
         return self.page(request, name, items=items, type=kind, project=project, session=session,
-                         refresh_ms=self.refresh_ms, captured=captured, filters=filters)
+                         refresh_ms=self.refresh_ms, captured=captured, filters=filters, page=page, older=older,
+                         first=(page - 1) * TIMELINE_LIMIT + 1)
 
     def search(self, request: Request) -> Response:
         from search_engine.filters import Filters
@@ -309,6 +313,19 @@ def _checked_id(ident: str) -> str:
     if not valid_id(ident):
         raise UsageError(f"{shown_id(ident)!r} is not a memory id: ids are 4 to 32 hexadecimal digits, as the viewer shows them")
     return ident.lower()
+
+
+def _page_number(value: str | None) -> int:
+    """The timeline page asked for (``?page=``, 1 the latest items), or a :class:`UsageError` (400).
+
+    >>> _page_number(None), _page_number("3")
+    (1, 3)
+    """
+    if not value:
+        return 1
+    if not value.isdigit() or not 1 <= len(value) <= 6 or int(value) < 1:
+        raise UsageError(f"invalid page {shown_id(value)!r}: pages are numbered from 1")
+    return int(value)
 
 
 def _sid(session_id: str) -> str:

@@ -615,3 +615,39 @@ def test_every_page_shows_text_without_bidi_or_format_characters(client, indexed
     assert "payments-api" in pages["session"]
     # links still carry the real id, quoted, so the session is found
     assert "/session?id=sess-%E2%80%AEevil%E2%80%AC-1" in pages["sessions"]
+
+
+def test_the_timeline_pages_back_past_the_latest_50_items_with_its_filters(client, indexed, fake):
+    events = [{"id": f"pg{n}", "ts": f"2026-11-25T{n // 60:02d}:{n % 60:02d}:00", "session_id": "long-session",
+               "project": "payments-api", "type": "prompt" if n % 2 else "response", "content": f"numbered item {n:03d}"}
+              for n in range(230)]
+    write(indexed.home / "events" / "2026-11-25.jsonl", "".join(json.dumps(e) + "\n" for e in events))
+    index(indexed, embedder=fake)
+
+    def shown(html: str) -> list[int]:
+        return [int(n) for n in re.findall(r"numbered item (\d{3})", html)]
+
+    def links(html: str) -> dict[str, str]:
+        return {rel: href.replace("&amp;", "&") for rel, href in re.findall(r'<a rel="(prev|next)" href="([^"]+)"', html)}
+
+    first = client.get("/timeline", params={"type": "prompt", "session": "long-session"}).text
+    assert shown(first) == list(range(229, 129, -2))  # the 50 latest prompts, newest first
+    assert links(first) == {"next": "/timeline?type=prompt&session=long-session&page=2"}
+    assert "items 1–50" in first and "data-refresh=" in first
+    second = client.get(links(first)["next"]).text
+    assert shown(second) == list(range(129, 29, -2)) and "items 51–100" in second
+    assert links(second) == {"prev": "/timeline?type=prompt&session=long-session",
+                             "next": "/timeline?type=prompt&session=long-session&page=3"}
+    assert "data-refresh=" not in second  # an older page stays still while the hooks write
+    last = client.get(links(second)["next"]).text
+    assert shown(last) == list(range(29, 0, -2)) and "items 101–115" in last
+    assert links(last) == {"prev": "/timeline?type=prompt&session=long-session&page=2"}
+    assert "numbered item" in client.get("/timeline?page=5").text  # unfiltered: 230 events and the sample's
+    beyond = client.get("/timeline?type=prompt&session=long-session&page=4").text
+    assert "No items this far back." in beyond and "No items match" not in beyond
+    assert 'href="/timeline?type=prompt&amp;session=long-session">The latest items</a>' in beyond
+    partial = client.get("/timeline?type=prompt&session=long-session&partial=1").text
+    assert links(partial)["next"] == "/timeline?type=prompt&session=long-session&page=2"  # the live refresh keeps it
+    for bad in ("0", "-1", "x", "9" * 40):
+        answer = client.get(f"/timeline?page={bad}")
+        assert answer.status_code == 400 and "pages are numbered from 1" in answer.text, bad

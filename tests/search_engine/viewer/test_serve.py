@@ -312,3 +312,24 @@ def test_bidi_overrides_in_memory_never_reorder_what_a_page_shows(page, live):
     for path in ("/timeline", "/sessions", "/search?q=quetzal&mode=bm25"):
         page.goto(f"{live.base}{path}")
         assert not set(FORMAT_CHARS) & set(page.evaluate("document.body.innerText + document.title")), path
+
+
+def test_the_timeline_pages_to_older_items_and_back(page, live):
+    events = [{"id": f"old-{n}", "ts": f"2026-11-26T08:{n:02d}:00", "session_id": "paging-session",
+               "type": "prompt", "content": f"paging prompt {n:02d}"} for n in range(60)]
+    write(live.settings.home / "events" / "2026-11-26.jsonl", "".join(json.dumps(e) + "\n" for e in events))
+    index(live.settings, embedder=live.fake)
+    page.goto(f"{live.base}/timeline?session=paging-session")
+    items = page.locator("#timeline-items li.item")
+    assert items.count() == 50 and "paging prompt 59" in items.first.inner_text()
+    page.get_by_role("link", name="Older →").click()
+    page.wait_for_url("**/timeline?session=paging-session&page=2")
+    assert [t.split()[-1] for t in page.locator("#timeline-items p.snippet").all_inner_texts()] == [
+        f"{n:02d}" for n in range(9, -1, -1)]
+    assert page.locator("input[name=session]").input_value() == "paging-session"
+    page.wait_for_timeout(1200)  # no live refresh swaps an older page back to the latest items
+    assert page.locator("#timeline-items li.item").count() == 10
+    shot(page, "timeline-older")
+    page.get_by_role("link", name="← Newer").click()
+    page.wait_for_url("**/timeline?session=paging-session")
+    assert page.locator("#timeline-items li.item").count() == 50
