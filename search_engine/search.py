@@ -100,6 +100,8 @@ def _vectors_ready(store: Store, model_id: str | None) -> str | None:
     if model_id is not None and store.holds_vectors(model_id):
         return None
     indexed = store.vector_model()
+    if indexed is None and not isinstance(store, SqliteStore):
+        return "the team database holds no vectors you can see yet; `memsearch index` embeds and sends yours"
     if indexed is None:
         return "the index has no vectors yet; run `memsearch index` to embed"
     if indexed != model_id:
@@ -115,7 +117,9 @@ def result_health(store: Store | None, choice: ModelChoice) -> Health:
         return health(store, choice)
     counts = store.health(choice.model_id if choice.available else None)
     indexed = store.get_meta("last_indexed")  # the member's last sync: None for one who synced nothing yet
-    return Health(index_exists=indexed is not None or counts.chunks > 0, chunks=counts.chunks,
+    # reached, the team database is there: a member who sees nothing on it is told so (index_note), never that
+    # an index was never built
+    return Health(index_exists=True, chunks=counts.chunks,
                   pending_embeddings=counts.pending_embeddings,
                   last_indexed=indexed, model=choice.model_id, model_available=choice.available,
                   model_reason=choice.reason, store="team")

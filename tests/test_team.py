@@ -1408,3 +1408,28 @@ def test_near_duplicates_on_the_team_store_do_not_use_up_the_candidate_pool(sync
     assert found.health.store == "team"
     assert len(found.hits) == 10 and found.hidden_duplicates >= 59
     assert sum(h.path.startswith("notes/") for h in found.hits) == 9
+
+
+def test_a_member_who_sees_nothing_on_the_team_database_is_not_told_the_index_was_never_built(synced_home, team,
+                                                                                              tmp_path):
+    """bob has synced nothing and alice shared nothing: his search and status say the team database holds nothing
+    he can see, and how that changes; never that the index was never built (the README's promise)."""
+    from indexer.sync import sync
+
+    sync(synced_home)  # alice's chunks are there, all private to her
+    bob_home = tmp_path / "bob-memory"
+    bob_home.mkdir()
+    env = {"MEMSEARCH_HOME": str(bob_home), "MEMSEARCH_DB_URL": team.urls["bob"]}
+    for mode_env in ({"MEMSEARCH_MODEL": "none"}, {}):
+        done = run("search", "topic7 retries", env={**env, **mode_env})
+        assert done.returncode == 0, done.stderr
+        assert "never built" not in done.stdout and "run `memsearch index` to embed" not in done.stdout
+        assert "No results: nothing on the team database is visible to you yet" in done.stdout, done.stdout
+        answer = json.loads(run("search", "topic7 retries", "--json", env={**env, **mode_env}).stdout)
+        assert answer["health"]["store"] == "team" and answer["health"]["index_exists"] is True
+        assert answer["hits"] == []
+        if not mode_env:  # hybrid with the bundled model: why it ran BM25, in the team's terms
+            assert "the team database holds no vectors you can see yet" in done.stdout.splitlines()[0]
+    status = run("status", env=env)
+    assert "never built" not in status.stdout, status.stdout
+    assert "(not built on this machine; searches read the team database)" in status.stdout

@@ -195,7 +195,7 @@ def status_text(info: dict[str, Any]) -> str:
     m = info["model"]
     team = info.get("team") or {}
     local = "" if info["index_exists"] else (
-        " (not built on this machine; searches read the team database)" if team.get("chunks")
+        " (not built on this machine; searches read the team database)" if team.get("reachable")
         else " (never built; run `memsearch index`)")
     model = f"{m['id']} ({m['source']}{', ' + m['path'] if m['path'] else ''})" if m["available"] else (
         f"none: {m['reason']}")
