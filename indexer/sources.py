@@ -86,8 +86,8 @@ def discover(
     """Every indexable file under ``roots`` (files or folders), without following directory symlinks.
 
     A symlinked file found inside a folder is taken only when its target lies inside ``allowed`` (default: the
-    roots), so a link in the memory root can never pull an outside file into the index: such links are passed to
-    ``refused`` with the reason. Links that loop or dangle are yielded, to be reported as unreadable like any
+    roots), so a link in the memory root can never pull an outside file into the index: such links, and folder
+    symlinks leading outside, are passed to ``refused`` with the reason. Links that loop or dangle are yielded, to be reported as unreadable like any
     file that cannot be read (whatever they had in the index stays there). A file or folder whose name is not
     valid UTF-8 is refused too: the index, its JSON and every surface hold paths as UTF-8 text.
     """
@@ -101,6 +101,14 @@ def discover(
             refused(path, f"{what} name is not valid UTF-8")
         return True
 
+    def outside_folder(path: Path) -> bool:
+        """A folder symlink is never followed; one leading outside is said, as a file symlink is (one inside
+        holds files indexed where they are)."""
+        why = _link_problem(path, inside, "folder") if path.is_symlink() else None
+        if why and refused:
+            refused(path, why)
+        return why is not None
+
     for root in roots:
         if root.is_file():
             source = classify(root) or "note"
@@ -110,7 +118,8 @@ def discover(
             continue
         for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
             dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith(".")
-                                 and not named_badly(Path(dirpath) / d, "folder"))
+                                 and not named_badly(Path(dirpath) / d, "folder")
+                                 and not outside_folder(Path(dirpath) / d))
             for name in sorted(filenames):
                 path = Path(dirpath) / name
                 kind = classify(path)
@@ -151,11 +160,12 @@ def printable_path(path: str) -> str:
         return path.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
-def _link_problem(path: Path, inside: list[str]) -> str | None:
-    """Why a symlinked source is refused (None when its target lies inside an allowed root)."""
+def _link_problem(path: Path, inside: list[str], what: str = "file") -> str | None:
+    """Why a symlinked source (``what``: file or folder) is refused (None when its target lies inside an allowed
+    root)."""
     target = os.path.realpath(path)
     if not any(target == root or target.startswith(root.rstrip("/") + "/") for root in inside):
-        return "symlink to a file outside the memory root and extra sources, skipped"
+        return f"symlink to a {what} outside the memory root and extra sources, skipped"
     return None
 
 

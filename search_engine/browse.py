@@ -91,16 +91,19 @@ def _first_prompts(store: Store, sessions: list[str]) -> dict[str, str]:
 
 def recent(
     settings: Settings, *, session: str | None = None, type: str | None = None, project: str | None = None,
-    limit: int = 20,
+    limit: int = 20, offset: int = 0,
 ) -> list[Hit]:
-    """The latest items, newest first, one per event (a long event's first chunk). ``type`` is a kind (note,
-    fact, event) or an event type (prompt, response, tool, …). Superseded, archived and retired items are left out."""
+    """The latest items, newest first, one per event (a long event's first chunk), after the first ``offset`` of
+    them (the viewer's older pages). ``type`` is a kind (note, fact, event) or an event type (prompt, response,
+    tool, …). Superseded, archived and retired items are left out."""
     if not 1 <= limit <= MAX_RECENT:
         raise UsageError(f"--limit must be between 1 and {MAX_RECENT}")
+    if offset < 0:
+        raise UsageError("the offset must be 0 or more")
     if type is not None and type not in RECENT_TYPES:
         raise UsageError(f"invalid type {type!r}: use one of {', '.join(RECENT_TYPES)}")
     rows, _ = read_configured(settings, lambda store: [] if store is None else store.recent_rows(
-        session=session, type=type, project=project, limit=limit))
+        session=session, type=type, project=project, limit=limit, offset=offset))
     return [make_hit(row) for row in rows]
 
 

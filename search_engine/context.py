@@ -197,7 +197,7 @@ def foreign(hit: Hit, project: str | None) -> bool:
     return project is not None and hit.project is not None and hit.project != project
 
 
-def _label(hit: Hit) -> str:
+def label(hit: Hit) -> str:
     """The item's title as a reader wants it: a note's heading path; for an event, who or what it is (a tool
     event's text already starts with ``Tool: input``, so it needs none)."""
     title = compact(hit.title, 120)
@@ -207,6 +207,14 @@ def _label(hit: Hit) -> str:
     if kind == "tool":
         return ""
     return f"{kind} · {rest}" if rest else kind
+
+
+def titled(hit: Hit, body: str) -> str:
+    """``body`` (the hit's text, maybe cut) after the hit's :func:`label`, unless it starts with it already: a tool
+    event reads ``Bash: pytest …``, never ``tool · Bash: Bash: pytest …``; the prompt block, ``timeline`` and
+    ``recent`` show an item so."""
+    title = label(hit)
+    return f"{title}: {body}" if title and not body.startswith(title.lstrip("# ")) else body
 
 
 _KEY_CHARS = 120
@@ -262,8 +270,7 @@ def format_context(
         body = compact(hit.text)
         if _repeats(body, [text for _, text in shown]):
             continue
-        title = _label(hit)
-        text = f"{title}: {body}" if title and not body.startswith(title.lstrip("# ")) else body
+        text = titled(hit, body)
         item = (
             f'<memory id="{_attr(hit.id)}" kind="{_attr(hit.kind)}" date="{_attr((hit.ts or "")[:10])}" '
             f'source="{_attr(_source(hit))}">\n{escape(text)}\n</memory>'

@@ -257,10 +257,14 @@ def regex_samples(lowers: Sequence[str]) -> list[int]:
     out = []
     top = (1 << _MASK_BITS) - 1
     latin = _sampled_re(False)
+    made: dict[str, int] = {}  # exact copies are read once
     for low in lowers:
-        mask = 0
-        for gram in set((_sampled_re(True) if may_hold_cjk(low) else latin).findall(low)):
-            mask |= 1 << (hash(gram) & top)
+        mask = made.get(low)
+        if mask is None:
+            mask = 0
+            for gram in set((_sampled_re(True) if may_hold_cjk(low) else latin).findall(low)):
+                mask |= 1 << (hash(gram) & top)
+            made[low] = mask
         out.append(mask)
     return out
 
@@ -359,6 +363,9 @@ def dedup(
     longs: list[int] = []
     small = max_novel + 8  # a sample this small rules little out: the text is compared on its full set
     slack = 8 if sampler is vector_samples else 0  # NumPy's cost is per call, a regex's per text
+    # an exact copy (same lower-cased text and day) of an item decided before is decided alike: hidden as a copy of
+    # the kept item that one was, or of that one itself (many copies of one tool output widen the search's pool)
+    copies: dict[tuple[str, str | None], tuple[int, float]] = {}
     start = 0
     while start < len(ranked) and (limit is None or len(kept) < limit):
         stop = len(ranked) if limit is None else min(len(ranked), start + limit - len(kept) + slack)
@@ -368,9 +375,12 @@ def dedup(
         for (key, _), lower, sample in zip(batch, lowers, sampler(lowers)):
             if limit is not None and len(kept) >= limit:
                 break
-            text = _Kept(lower, sample)
             day = day_of.get(key) if day_of else None
-            match = None
+            match = copies.get((lower, day))
+            if match is not None:
+                hidden.append(DedupDecision(key, kept[match[0]], match[1]))
+                continue
+            text = _Kept(lower, sample)
             if texts and _beyond(sample, union) <= max_novel:
                 if sample.bit_count() <= small:
                     grams = text.grams
@@ -389,12 +399,15 @@ def dedup(
                     shorts.append((len(texts), len(text.grams)))
                 else:
                     longs.append(len(texts))
+                if threshold <= 1.0:
+                    copies[lower, day] = (len(kept), 1.0)
                 kept.append(key)
                 texts.append(text)
                 days.append(day)
                 union |= sample
             else:
-                hidden.append(DedupDecision(key, kept[match[0]], round(match[1], 4)))
+                copies[lower, day] = (match[0], round(match[1], 4))
+                hidden.append(DedupDecision(key, kept[match[0]], copies[lower, day][1]))
     return kept, hidden
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 from indexer.base.errors import NotFound, UsageError, shown_id, unknown_id
 from indexer.base.reports import ChunkView, ForgetSelector, Timeline
@@ -54,18 +54,31 @@ def _find(store: Store, ident: str) -> tuple[HitRow, str, int]:
     return rows[0]
 
 
-def get_many(settings: Settings, idents: list[str]) -> list[Hit]:
-    """Full chunks for several ids (unknown ones are skipped)."""
-    def read(store: Store) -> list[Hit]:
-        out = []
+class Got(NamedTuple):
+    """What :func:`get_each` found, and each id it skipped (as shown back: cut at 40 characters) with why."""
+
+    hits: list[Hit]
+    skipped: list[tuple[str, str]]
+
+
+def get_each(settings: Settings, idents: list[str]) -> Got:
+    """Full chunks for several ids; an unknown, ambiguous or malformed id is skipped, and said (MCP ``get``: one
+    bad id among good ones does not fail the call)."""
+    def read(store: Store) -> Got:
+        got = Got([], [])
         for ident in idents:
             try:
-                out.append(make_hit(_find(store, ident)[0]))
-            except NotFound:
-                continue
-        return out
+                got.hits.append(make_hit(_find(store, ident)[0]))
+            except (NotFound, UsageError) as exc:
+                got.skipped.append((shown_id(ident.strip()), str(exc)))
+        return got
 
     return _read(settings, read)[0]
+
+
+def get_many(settings: Settings, idents: list[str]) -> list[Hit]:
+    """Full chunks for several ids (the others are skipped: :func:`get_each`)."""
+    return get_each(settings, idents).hits
 
 
 def timeline(settings: Settings, ident: str, window: int = 5) -> Timeline:

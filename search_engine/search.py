@@ -50,6 +50,11 @@ if TYPE_CHECKING:
 MODES = ("hybrid", "bm25", "vector")
 CJK_QUERY_SHARE = CJK_SHARE_LIMIT
 MAX_K = 200
+#: The most candidates per list a search reads. The lists are cut at ``settings.candidates`` (or k) first; when
+#: near-duplicates leave fewer than k distinct hits and a list was full, the search runs again on a pool twice as
+#: wide, until k are kept, the matches run out or the pool reaches this (60 copies of one tool output ranked first
+#: left 1 hit of the 10 asked for at 50 candidates).
+MAX_POOL = 1600
 #: A hit dated inside a time expression of the query ("in May 2023", "last week") has its score raised by this
 #: share (times 3); explicit --since/--until filter instead of boosting. Chosen on half A of the timeline set's
 #: temporal questions and confirmed on half B (hybrid recall@1 A / B): 0.25 -> .55/.64, 1.0 -> .75/.93,
@@ -95,6 +100,8 @@ def _vectors_ready(store: Store, model_id: str | None) -> str | None:
     if model_id is not None and store.holds_vectors(model_id):
         return None
     indexed = store.vector_model()
+    if indexed is None and not isinstance(store, SqliteStore):
+        return "the team database holds no vectors you can see yet; `memsearch index` embeds and sends yours"
     if indexed is None:
         return "the index has no vectors yet; run `memsearch index` to embed"
     if indexed != model_id:
@@ -110,7 +117,9 @@ def result_health(store: Store | None, choice: ModelChoice) -> Health:
         return health(store, choice)
     counts = store.health(choice.model_id if choice.available else None)
     indexed = store.get_meta("last_indexed")  # the member's last sync: None for one who synced nothing yet
-    return Health(index_exists=indexed is not None or counts.chunks > 0, chunks=counts.chunks,
+    # reached, the team database is there: a member who sees nothing on it is told so (index_note), never that
+    # an index was never built
+    return Health(index_exists=True, chunks=counts.chunks,
                   pending_embeddings=counts.pending_embeddings,
                   last_indexed=indexed, model=choice.model_id, model_available=choice.available,
                   model_reason=choice.reason, store="team")
@@ -211,62 +220,69 @@ def _search(request: Request, store: Store | None) -> SearchResult:
     # ranked in this one. The store is read from this thread only: one SQLite connection serves one thread at a
     # time (apsw raises ThreadingViolationError rather than wait).
     pending = _background().submit(embed) if wants_vectors and mode_used == "hybrid" else None
-    lexical_ids: list[int] = []
-    bm25_scores: Mapping[int, float] = {}
-    expression = None
-    rows: Mapping[int, HitRow] = {}
-    if mode_used in ("hybrid", "bm25"):
-        lexical = lexical_search(store, query, filters, pool, raw=request.raw)
-        lexical_ids, expression, bm25_scores, rows = lexical.ids, lexical.expression, lexical.scores, lexical.rows
-    vector_ids: list[int] = []
-    similarity: dict[int, float] = {}
-    qvec: bytes | None = None
-    if wants_vectors:
-        try:
-            qvec = pending.result() if pending is not None else embed()
-            nearest = store.vector_candidates(qvec, cast(str, choice.model_id), filters, pool,  # available: a model
-                                              ef_search=settings.ef_search)
-            vector_ids = [s.id for s in nearest]
-            similarity = {s.id: round(1.0 - s.score, 4) for s in nearest if s.score is not None}
-        except ModelUnavailable as exc:
-            if mode_used == "vector":
-                raise
-            mode_used, reason = "bm25", str(exc)
-
-    if mode_used == "hybrid" and settings.fusion == "score":
-        fusion: Fused[int] = fuse_by_score({i: bm25_scores[i] for i in lexical_ids},
-                                           {i: similarity.get(i, 0.0) for i in vector_ids}, alpha=settings.bm25_share)
-    elif mode_used == "bm25" and settings.fusion == "score":
-        fusion = scale_to_best({i: bm25_scores[i] for i in lexical_ids})
-    else:
-        rankings = [lexical_ids if mode_used != "vector" else [], vector_ids if mode_used != "bm25" else []]
-        fusion = fuse_by_rank(rankings, k=settings.rrf_k, weights=[settings.bm25_weight, settings.vector_weight])
-    missing = [cid for cid, _ in fusion.ranked if cid not in rows]
-    rows = {**rows, **store.fetch_hits(missing)} if missing else rows
-    fused = [(cid, score) for cid, score in fusion.ranked if cid in rows and rows[cid].uid not in request.hidden]
-    raised: dict[int, float] = {}
-    if mode_used == "hybrid" and settings.session_share:
-        sessions = {cid: row.session_id for cid, row in rows.items() if row.kind == "event" and row.session_id}
-        plain = dict(fused)
-        fused = group_evidence(fused, sessions, settings.session_share)
-        raised = {cid: score - plain[cid] for cid, score in fused}
-    named = set() if request.raw or not settings.speaker_share else _named_speakers(query.text, rows)
-    if named:
-        fused = boost(fused, named, settings.speaker_share)
     window, anchor = (None, frozenset()) if request.raw or filters.since or filters.until else _time_window(
         store, query.time, filters)
-    timely = set() if window is None else {cid for cid in rows if cid not in anchor and (
-        window.holds(rows[cid].ts) or _tells_a_time_in(rows[cid], window))}
-    if timely:
-        fused = boost(fused, timely, TIME_BOOST)
-    told = None if window is None else window.after(TOLD_AFTER_DAYS)
-    late = set() if told is None else {cid for cid in rows if told.holds(rows[cid].ts) and cid not in anchor
-                                       and cid not in timely}  # raised once: by the time it tells, or by its date
-    if late:
-        fused = boost(fused, late, TOLD_AFTER_BOOST)
-    days = {cid: ts[:10] for cid, _ in fused if rows[cid].kind == "event" and (ts := rows[cid].ts)}
-    kept, hidden = dedup([(cid, rows[cid].text) for cid, _ in fused], settings.dedup_threshold, limit=request.k,
-                         day_of=days)
+    qvec: bytes | None = None
+    while True:  # once, unless near-duplicates leave fewer than k distinct hits: then on a pool twice as wide
+        lexical_ids: list[int] = []
+        bm25_scores: Mapping[int, float] = {}
+        expression = None
+        rows: Mapping[int, HitRow] = {}
+        if mode_used in ("hybrid", "bm25"):
+            lexical = lexical_search(store, query, filters, pool, raw=request.raw)
+            lexical_ids, expression, bm25_scores, rows = lexical.ids, lexical.expression, lexical.scores, lexical.rows
+        vector_ids: list[int] = []
+        similarity: dict[int, float] = {}
+        if wants_vectors and mode_used != "bm25":
+            try:
+                if qvec is None:
+                    qvec = pending.result() if pending is not None else embed()
+                nearest = store.vector_candidates(qvec, cast(str, choice.model_id), filters, pool,  # a model
+                                                  ef_search=settings.ef_search)
+                vector_ids = [s.id for s in nearest]
+                similarity = {s.id: round(1.0 - s.score, 4) for s in nearest if s.score is not None}
+            except ModelUnavailable as exc:
+                if mode_used == "vector":
+                    raise
+                mode_used, reason = "bm25", str(exc)
+
+        if mode_used == "hybrid" and settings.fusion == "score":
+            fusion: Fused[int] = fuse_by_score({i: bm25_scores[i] for i in lexical_ids},
+                                               {i: similarity.get(i, 0.0) for i in vector_ids},
+                                               alpha=settings.bm25_share)
+        elif mode_used == "bm25" and settings.fusion == "score":
+            fusion = scale_to_best({i: bm25_scores[i] for i in lexical_ids})
+        else:
+            rankings = [lexical_ids if mode_used != "vector" else [], vector_ids if mode_used != "bm25" else []]
+            fusion = fuse_by_rank(rankings, k=settings.rrf_k, weights=[settings.bm25_weight, settings.vector_weight])
+        missing = [cid for cid, _ in fusion.ranked if cid not in rows]
+        rows = {**rows, **store.fetch_hits(missing)} if missing else rows
+        fused = [(cid, score) for cid, score in fusion.ranked if cid in rows and rows[cid].uid not in request.hidden]
+        raised: dict[int, float] = {}
+        if mode_used == "hybrid" and settings.session_share:
+            sessions = {cid: row.session_id for cid, row in rows.items() if row.kind == "event" and row.session_id}
+            plain = dict(fused)
+            fused = group_evidence(fused, sessions, settings.session_share)
+            raised = {cid: score - plain[cid] for cid, score in fused}
+        named = set() if request.raw or not settings.speaker_share else _named_speakers(query.text, rows)
+        if named:
+            fused = boost(fused, named, settings.speaker_share)
+        timely = set() if window is None else {cid for cid in rows if cid not in anchor and (
+            window.holds(rows[cid].ts) or _tells_a_time_in(rows[cid], window))}
+        if timely:
+            fused = boost(fused, timely, TIME_BOOST)
+        told = None if window is None else window.after(TOLD_AFTER_DAYS)
+        late = set() if told is None else {cid for cid in rows if told.holds(rows[cid].ts) and cid not in anchor
+                                           and cid not in timely}  # raised once: by the time it tells, or its date
+        if late:
+            fused = boost(fused, late, TOLD_AFTER_BOOST)
+        days = {cid: ts[:10] for cid, _ in fused if rows[cid].kind == "event" and (ts := rows[cid].ts)}
+        kept, hidden = dedup([(cid, rows[cid].text) for cid, _ in fused], settings.dedup_threshold, limit=request.k,
+                             day_of=days)
+        more = len(lexical_ids) >= pool or len(vector_ids) >= pool  # a full list: it may hold further matches
+        if len(kept) >= request.k or not hidden or not more or pool >= MAX_POOL:
+            break
+        pool = min(pool * 2, MAX_POOL)
 
     unscored = [cid for cid in kept if cid not in similarity]
     if qvec is not None and mode_used == "hybrid" and unscored:

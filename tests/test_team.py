@@ -1390,3 +1390,46 @@ def test_a_hybrid_hit_beyond_the_team_vector_list_carries_its_cosine(synced_home
                                                   embedder=fake, k=100).hits}
     compared = [h for h in beyond if h.id in reached]  # (the vector list's own dedup may hide one)
     assert compared and all(h.similarity == pytest.approx(reached[h.id], abs=1e-3) for h in compared)
+
+
+@pytest.mark.parametrize("mode", ["bm25", "hybrid"])
+def test_near_duplicates_on_the_team_store_do_not_use_up_the_candidate_pool(synced_home, team, fake, mode):
+    from indexer.pipeline import index
+    from indexer.sync import sync
+    from search_engine.search import search
+
+    copy = {"ts": "2026-11-28T09:00:00", "session_id": "s2", "type": "tool", "tool_name": "Bash",
+            "content": "retries retries exhausted: retries failed"}
+    write(synced_home.home / "events" / "2026-11-28.jsonl",
+          "".join(json.dumps({**copy, "id": f"c{i}"}) + "\n" for i in range(60)))
+    index(synced_home, embedder=fake)
+    sync(synced_home)
+    found = search(synced_home, "retries", mode=mode, embedder=fake, k=10)
+    assert found.health.store == "team"
+    assert len(found.hits) == 10 and found.hidden_duplicates >= 59
+    assert sum(h.path.startswith("notes/") for h in found.hits) == 9
+
+
+def test_a_member_who_sees_nothing_on_the_team_database_is_not_told_the_index_was_never_built(synced_home, team,
+                                                                                              tmp_path):
+    """bob has synced nothing and alice shared nothing: his search and status say the team database holds nothing
+    he can see, and how that changes; never that the index was never built (the README's promise)."""
+    from indexer.sync import sync
+
+    sync(synced_home)  # alice's chunks are there, all private to her
+    bob_home = tmp_path / "bob-memory"
+    bob_home.mkdir()
+    env = {"MEMSEARCH_HOME": str(bob_home), "MEMSEARCH_DB_URL": team.urls["bob"]}
+    for mode_env in ({"MEMSEARCH_MODEL": "none"}, {}):
+        done = run("search", "topic7 retries", env={**env, **mode_env})
+        assert done.returncode == 0, done.stderr
+        assert "never built" not in done.stdout and "run `memsearch index` to embed" not in done.stdout
+        assert "No results: nothing on the team database is visible to you yet" in done.stdout, done.stdout
+        answer = json.loads(run("search", "topic7 retries", "--json", env={**env, **mode_env}).stdout)
+        assert answer["health"]["store"] == "team" and answer["health"]["index_exists"] is True
+        assert answer["hits"] == []
+        if not mode_env:  # hybrid with the bundled model: why it ran BM25, in the team's terms
+            assert "the team database holds no vectors you can see yet" in done.stdout.splitlines()[0]
+    status = run("status", env=env)
+    assert "never built" not in status.stdout, status.stdout
+    assert "(not built on this machine; searches read the team database)" in status.stdout

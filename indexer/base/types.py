@@ -136,13 +136,17 @@ def _default(value: Any) -> Any:
 
 def index_note(state: Health) -> str | None:
     """Why a search of this index finds nothing, when the reason is the index itself: it was never built, or it
-    was built from no sources. None when it holds chunks.
+    was built from no sources (on the team database: it holds nothing the member can see). None when it holds
+    chunks.
 
     >>> index_note(Health(False, 0, 0, None, None, False))
     'the index was never built; run `memsearch index`'
     """
     if not state.index_exists:
         return "the index was never built; run `memsearch index`"
+    if state.chunks == 0 and state.store == "team":
+        return ("nothing on the team database is visible to you yet: `memsearch index` sends your memory there, "
+                "and what teammates share appears once they sync")
     if state.chunks == 0:
         return "the index is empty (no sources found); add notes and run `memsearch index`"
     return None

@@ -276,8 +276,9 @@ class Store(Protocol):
         ...
 
     def recent_rows(self, *, session: str | None = None, type: str | None = None, project: str | None = None,
-                    limit: int = 20) -> list[HitRow]:
-        """The latest visible items, newest first, one per event; ``type`` a kind or an event type."""
+                    limit: int = 20, offset: int = 0) -> list[HitRow]:
+        """The latest visible items, newest first, one per event, after the first ``offset`` of them; ``type`` a
+        kind or an event type."""
         ...
 
     def session_event_counts(self, project: str | None = None) -> list[tuple[str, str, int, str | None, str | None,

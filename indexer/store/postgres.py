@@ -671,7 +671,7 @@ class PgStore:
         return [HitRow(*r) for r in reversed(before)], [HitRow(*r) for r in after]
 
     def recent_rows(self, *, session: str | None = None, type: str | None = None, project: str | None = None,
-                    limit: int = 20) -> list[HitRow]:
+                    limit: int = 20, offset: int = 0) -> list[HitRow]:
         """The latest visible items, newest first, one per event (a long event's first chunk). ``type`` is a kind
         or an event type (a category)."""
         conds = ["coalesce(status, '') <> ALL(%s)", "(kind <> 'event' OR seq %% 1000 = 0)"]
@@ -686,7 +686,7 @@ class PgStore:
         with self.pool.connection() as conn:
             rows = conn.execute(
                 f"SELECT {_HIT_COLUMNS} FROM {SCHEMA}.chunks WHERE {' AND '.join(conds)}"
-                " ORDER BY ts IS NULL, ts DESC, id DESC LIMIT %s", [*params, limit]).fetchall()
+                " ORDER BY ts IS NULL, ts DESC, id DESC LIMIT %s OFFSET %s", [*params, limit, offset]).fetchall()
         return [HitRow(*r) for r in rows]
 
     def session_event_counts(self, project: str | None = None) -> list[tuple[str, str, int, str | None, str | None,

@@ -327,7 +327,7 @@ class SqliteReader:
     # -- browsing -----------------------------------------------------------------------------------------------
 
     def recent_rows(self, *, session: str | None = None, type: str | None = None, project: str | None = None,
-                    limit: int = 20) -> list[HitRow]:
+                    limit: int = 20, offset: int = 0) -> list[HitRow]:
         """The latest visible items, newest first, one per event (a long event's first chunk). ``type`` is a kind
         or an event type (a category)."""
         conds = [f"coalesce(status, '') NOT IN ({','.join('?' * len(HIDDEN_STATUSES))})",
@@ -342,7 +342,7 @@ class SqliteReader:
             params.append(type)
         rows = self.conn.execute(
             f"SELECT {HIT_COLUMNS} FROM chunks WHERE {' AND '.join(conds)}"
-            " ORDER BY ts IS NULL, ts DESC, id DESC LIMIT ?", [*params, limit])
+            " ORDER BY ts IS NULL, ts DESC, id DESC LIMIT ? OFFSET ?", [*params, limit, offset])
         return [HitRow(*r) for r in rows]
 
     def session_event_counts(self, project: str | None = None) -> list[tuple[str, str, int, str | None, str | None,

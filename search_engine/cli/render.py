@@ -195,7 +195,7 @@ def status_text(info: dict[str, Any]) -> str:
     m = info["model"]
     team = info.get("team") or {}
     local = "" if info["index_exists"] else (
-        " (not built on this machine; searches read the team database)" if team.get("chunks")
+        " (not built on this machine; searches read the team database)" if team.get("reachable")
         else " (never built; run `memsearch index`)")
     model = f"{m['id']} ({m['source']}{', ' + m['path'] if m['path'] else ''})" if m["available"] else (
         f"none: {m['reason']}")
@@ -228,10 +228,12 @@ def status_text(info: dict[str, Any]) -> str:
 
 
 def timeline_text(view: Timeline) -> str:
+    from search_engine.context import titled  # the prompt block's reading of an item (not loaded for --help)
+
     def line(hit: Hit, mark: str) -> str:
         status = f" ({hit.status}: searches leave it out)" if hit.status in HIDDEN_STATUSES else ""
         return (f"{mark} {hit.ts or '?':<19}  {hit.id}  [{hit.kind}/{hit.category}]{status} "
-                f"{_snippet(hit.title + ': ' + hit.text, 110)}")
+                f"{_snippet(titled(hit, hit.text), 110)}")
 
     lines = [*(line(h, " ") for h in view.before), line(view.center, ">"), *(line(h, " ") for h in view.after)]
     return "\n".join(lines + ([f"note: {view.note}"] if view.note else []))
@@ -327,8 +329,10 @@ def sessions_text(sessions: list[SessionInfo], *, project: str | None = None, to
 def recent_text(hits: list[Hit], narrowed: str = "") -> str:
     if not hits:
         return f"Nothing for {narrowed}." if narrowed else "Nothing yet."
+    from search_engine.context import titled
+
     return "\n".join(
-        f"{h.id}  {(h.ts or '')[:16]:<16}  {h.kind}/{_clean(h.category, 20):<10} {_clean(h.title + ': ' + h.text, 90)}"
+        f"{h.id}  {(h.ts or '')[:16]:<16}  {h.kind}/{_clean(h.category, 20):<10} {_clean(titled(h, h.text), 90)}"
         for h in hits)
 
 

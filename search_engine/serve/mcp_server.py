@@ -132,7 +132,7 @@ def build(settings: Settings):
 
     from indexer.base.types import result_notes
     from search_engine.filters import Filters
-    from search_engine.lookup import get_many, timeline as run_timeline
+    from search_engine.lookup import get_each, timeline as run_timeline
     from search_engine.search import search as run_search
 
     server = Server("memsearch", instructions=INSTRUCTIONS)
@@ -192,19 +192,21 @@ def build(settings: Settings):
     @server.tool()
     @_tool_errors
     def get(
-        ids: Annotated[list[str], Field(description="Ids from `search` or `timeline` (at most 20; unknown ids "
-                                                    "are skipped).")],
+        ids: Annotated[list[str], Field(description="Ids from `search` or `timeline` (at most 20; an unknown or "
+                                                    "malformed id is skipped, and listed last as {id, skipped: "
+                                                    "why}).")],
     ) -> list[dict]:
-        """Step 3: the full items for these ids, with source path, lines, date, session and project."""
+        """Step 3: the full items for these ids, with source path, lines, date, session and project; then one
+        `{"id", "skipped"}` entry for each id skipped, saying why."""
         from indexer.base.errors import NotFound, shown_id
 
         wanted = list(dict.fromkeys(ids))[:20]  # each id once: the same id twenty times is one item
-        found = get_many(settings, wanted)
-        if not found:
+        got = get_each(settings, wanted)
+        if not got.hits:
             shown = ", ".join(shown_id(i) for i in wanted[:5]) + (" …" if len(wanted) > 5 else "")
             raise NotFound(f"no memory with id {shown or '(none given)'}: ids come from `search`, `timeline` or "
                            "`recent`")
-        return [h._asdict() for h in found]
+        return [h._asdict() for h in got.hits] + [{"id": ident, "skipped": why} for ident, why in got.skipped]
 
     @server.tool()
     @_tool_errors

@@ -21,6 +21,7 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 import jinja2
+from markupsafe import Markup
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -33,6 +34,7 @@ from indexer.base.errors import MemsearchError, ModelUnavailable, NotFound, Usag
 from indexer.base.paths import UI_LOG
 from indexer.base.reports import ForgetPlan, ForgetReport
 from indexer.base.settings import Settings
+from search_engine.context import sanitize
 from search_engine.embedding import EmbedderArg, QueryEmbedder
 from search_engine.viewer.chart import day_bars
 from search_engine.viewer.security import Guard
@@ -55,7 +57,8 @@ class Viewer:
         #: the last forgets' plans and reports, for the page each one redirects to (ids and counts, no text)
         self.done: dict[str, tuple[ForgetPlan, ForgetReport]] = {}
         env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True,
-                                 undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+                                 undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                                 finalize=_shown)
         env.filters["seg"] = lambda value: quote(str(value), safe="")
         env.filters["size"] = _size
         env.filters["sid"] = _sid
@@ -109,12 +112,16 @@ class Viewer:
 
         q = request.query_params
         kind, project, session = q.get("type") or None, q.get("project") or None, q.get("session") or None
-        items = recent(self.settings, type=kind, project=project, session=session, limit=TIMELINE_LIMIT)
+        page = _page_number(q.get("page"))
+        found = recent(self.settings, type=kind, project=project, session=session, limit=TIMELINE_LIMIT + 1,
+                       offset=(page - 1) * TIMELINE_LIMIT)
+        items, older = found[:TIMELINE_LIMIT], len(found) > TIMELINE_LIMIT
         filters = _filters(type=kind, project=project, session=session)
-        captured = bool(items) or (bool(filters) and bool(recent(self.settings, limit=1)))
+        captured = bool(items) or ((bool(filters) or page > 1) and bool(recent(self.settings, limit=1)))
         name = "_timeline_items.html" if q.get("partial") else "timeline.html"
         return self.page(request, name, items=items, type=kind, project=project, session=session,
-                         refresh_ms=self.refresh_ms, captured=captured, filters=filters)
+                         refresh_ms=self.refresh_ms, captured=captured, filters=filters, page=page, older=older,
+                         first=(page - 1) * TIMELINE_LIMIT + 1)
 
     def search(self, request: Request) -> Response:
         from search_engine.filters import Filters
@@ -278,6 +285,20 @@ class Viewer:
             pass  # a full or read-only disk must not turn one failed page into a crashed viewer
 
 
+def _shown(value: Any) -> Any:
+    """Every value a page prints, as the CLI and the hooks print text (:func:`search_engine.context.sanitize`):
+    without control or format characters, so a bidi override in a snippet, title, path, session id or project name
+    never reorders what the page shows ("\u202egnp.exe" is not displayed as "exe.png"). Applied before escaping; a
+    macro's output (already escaped, its values already passed here) stays markup.
+
+    >>> _shown("deploy the \u202egnp.exe\u202c build"), _shown(3)
+    ('deploy the gnp.exe build', 3)
+    """
+    if isinstance(value, Markup):
+        return Markup(sanitize(str(value)))
+    return sanitize(value) if isinstance(value, str) else value
+
+
 def _checked_id(ident: str) -> str:
     """A chunk id from a form or an address, or a :class:`UsageError` (400) saying in one line what an id is.
 
@@ -292,6 +313,19 @@ def _checked_id(ident: str) -> str:
     if not valid_id(ident):
         raise UsageError(f"{shown_id(ident)!r} is not a memory id: ids are 4 to 32 hexadecimal digits, as the viewer shows them")
     return ident.lower()
+
+
+def _page_number(value: str | None) -> int:
+    """The timeline page asked for (``?page=``, 1 the latest items), or a :class:`UsageError` (400).
+
+    >>> _page_number(None), _page_number("3")
+    (1, 3)
+    """
+    if not value:
+        return 1
+    if not value.isdigit() or not 1 <= len(value) <= 6 or int(value) < 1:
+        raise UsageError(f"invalid page {shown_id(value)!r}: pages are numbered from 1")
+    return int(value)
 
 
 def _sid(session_id: str) -> str:

@@ -121,6 +121,7 @@ def test_symlinks_out_of_the_memory_root_are_never_indexed(linked_home, outside)
     skipped = {s["path"]: s["reason"] for s in json.loads(proc.stdout)["skipped"]}
     for path in ("notes/leak.md", "decisions/leak.json", "events/2026-11-20.jsonl"):
         assert skipped[path] == "symlink to a file outside the memory root and extra sources, skipped"
+    assert skipped["linked-docs"] == "symlink to a folder outside the memory root and extra sources, skipped"
     text = indexed_text(linked_home)
     assert "swordfish" not in text and str(outside) not in text
     assert "notes/alias.md" in text and "marmalade" in text
@@ -148,3 +149,21 @@ def test_extra_sources_are_the_allowed_outside(home, outside):
     assert [s.path for s in report.skipped] == ["leak.md"]
     paths = {r[0] for r in store.connect(settings.db_path).execute("SELECT DISTINCT path FROM chunks")}
     assert paths == {"via-link.md", str(outside / "docs" / "more.md")}
+
+
+def test_a_folder_symlink_leading_outside_is_said_like_a_file_symlink(home, outside):
+    """A folder symlink is never followed; one leading out of the root was skipped without a word, while a file
+    symlink there gets a `skipped:` line. One leading inside the root is not said: its files are indexed where
+    they are."""
+    write(home / "notes" / "real.md", "# Real\n\nthe marmalade recipe lives here\n")
+    (home / "notes" / "dirlink").symlink_to(outside / "docs")
+    (home / "notes" / "link-out.md").symlink_to(outside / "secret.md")
+    (home / "alias-notes").symlink_to(home / "notes")
+    proc = subprocess.run([MEMSEARCH, "index"], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "MEMSEARCH_MODEL": "none"})
+    assert proc.returncode == 0, proc.stderr
+    said = [line for line in proc.stdout.splitlines() if "symlink" in line]
+    assert any("notes/dirlink" in line and "symlink to a folder outside" in line for line in said), proc.stdout
+    assert any("notes/link-out.md" in line for line in said) and not any("alias-notes" in line for line in said)
+    text = indexed_text(home)
+    assert "swordfish" not in text and "marmalade" in text and "alias-notes" not in text

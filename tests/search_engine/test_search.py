@@ -6,7 +6,7 @@ import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
 
-from conftest import write
+from conftest import event_line, write
 from indexer.base.errors import ModelUnavailable, UsageError
 from indexer.base.settings import resolve_settings
 from indexer.pipeline import index
@@ -454,3 +454,47 @@ def test_every_hybrid_hit_carries_its_cosine_even_beyond_the_vector_list(indexed
     assert all(hit.similarity == pytest.approx(reached[hit.id], abs=1e-3) for hit in beyond)
     bm25 = search(narrow, "retry idempotency", mode="bm25", embedder=fake, k=10)
     assert all(h.similarity is None for h in bm25.hits)  # no query vector: nothing to compare with
+
+
+def _copies_and_notes(home, copies: int, notes: int) -> None:
+    """``copies`` identical events of one day that rank first for "test_refund_timeout", and ``notes`` distinct notes
+    that also hold it."""
+    output = "FAILED tests/test_refund.py::test_refund_timeout test_refund_timeout timed out (test_refund_timeout)"
+    write(home / "events" / "2026-11-28.jsonl", b"".join(event_line(f"e{i}", output) for i in range(copies)))
+    causes = ["the mock clock drifts; pin freezegun", "CI retries it twice before failing the build",
+              "the payment sandbox answers slowly on Mondays", "a stale Redis lock survives the fixture",
+              "the retry decorator sleeps for real", "pytest-xdist shares one database between workers",
+              "the webhook queue is never drained", "timezone Europe/Paris crosses a DST change",
+              "an unawaited coroutine leaks into the next test", "Stripe's idempotency key is reused",
+              "the connection pool is exhausted by a leaked cursor", "logging to a closed stream blocks"]
+    for i, cause in enumerate(causes[:notes]):
+        write(home / "daily" / f"2026-11-{i + 1:02d}.md", f"# 2026-11-{i + 1:02d}\n\n## Flaky\n"
+              f"test_refund_timeout fails because {cause}.\n")
+
+
+@pytest.mark.parametrize("mode", ["bm25", "hybrid"])
+def test_near_duplicates_do_not_use_up_the_candidate_pool(home, settings, fake, mode):
+    _copies_and_notes(home, copies=60, notes=12)
+    index(settings, embedder=fake)
+    result = search(settings, "test_refund_timeout", mode=mode, k=10, embedder=fake)
+    assert len(result.hits) == 10 and len({h.id for h in result.hits}) == 10
+    assert sum(h.kind == "event" for h in result.hits) == 1
+    assert result.hidden_duplicates >= 59
+    few = search(settings, "test_refund_timeout", mode=mode, k=200, embedder=fake)
+    assert len(few.hits) == 13  # every distinct match, then the matches ran out
+
+
+def test_the_pool_is_widened_only_when_near_duplicates_leave_fewer_than_k(home, settings, fake, monkeypatch):
+    _copies_and_notes(home, copies=3, notes=12)
+    index(settings, embedder=fake)
+    limits: list[int] = []
+    read = SqliteStore.lexical_top_k
+    monkeypatch.setattr(SqliteStore, "lexical_top_k", lambda self, terms, op, filters, limit: (
+        limits.append(limit), read(self, terms, op, filters, limit))[1])
+    assert len(search(settings, "test_refund_timeout", mode="bm25", k=10).hits) == 10
+    assert set(limits) == {50}  # 10 distinct among the first 50 candidates (AND, then OR): read once
+    _copies_and_notes(home, copies=60, notes=12)
+    index(settings, embedder=fake)
+    limits.clear()
+    assert len(search(settings, "test_refund_timeout", mode="bm25", k=10).hits) == 10
+    assert limits[0] == 50 and max(limits) == 100

@@ -328,6 +328,8 @@ def test_find_by_id_prefix_then_neighbours_and_time_around(store):
 def test_recent_sessions_and_event_counts(store):
     _browsable(store)
     assert [r.uid for r in store.recent_rows(limit=4)] == ["fa03", "su02", "su01", "ev04"]  # superseded left out
+    assert [r.uid for r in store.recent_rows(limit=2, offset=2)] == ["su01", "ev04"]  # the viewer's older pages
+    assert [r.uid for r in store.recent_rows(type="fact", offset=1)] == ["fa01"]
     assert [r.uid for r in store.recent_rows(type="prompt")] == ["ev01"]  # one row per event
     assert [r.uid for r in store.recent_rows(type="fact", project="shop")] == ["fa03", "fa01"]
     assert store.recent_rows(session="nope") == []

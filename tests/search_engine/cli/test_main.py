@@ -363,3 +363,24 @@ def test_an_age_reaching_before_the_year_one_is_one_usage_error_line(home):
         result = run(*args, check_rc=2, env={"MEMSEARCH_MODEL": "none"})
         assert result.stdout == "" and result.stderr.startswith("Error: invalid date '") and (
             result.stderr.count("\n") == 1), result.stderr
+
+
+def test_timeline_and_recent_name_a_tool_once(home):
+    """A tool event's text starts with ``Bash: command``: its title ``tool · Bash`` is not put before it again
+    (the prompt block reads it the same way)."""
+    from hookrun import hook, tool_payload
+
+    hook("tool", tool_payload("Bash", {"command": "psql -c 'select count(*) from refunds'"},
+                              {"stdout": "  count\n-------\n    42\n", "stderr": ""}))
+    write(home / "events" / "2026-11-20.jsonl", '{"id":"p1","ts":"2026-11-20T09:00:00","session_id":"sess-a",'
+                                                '"type":"prompt","content":"count the refunds please"}\n')
+    env = {"MEMSEARCH_MODEL": "none"}
+    run("index", env=env)
+    recent = run("recent", env=env).stdout
+    tool = next(line for line in recent.splitlines() if "psql" in line)
+    assert "event/tool" in tool and "Bash: psql -c" in tool
+    assert "Bash: Bash" not in recent and "tool · Bash" not in recent
+    assert "prompt: count the refunds please" in recent  # other events keep their label
+    ident = tool.split()[0]
+    timeline = run("timeline", ident, env=env).stdout
+    assert "Bash: psql -c" in timeline and "Bash: Bash" not in timeline and "tool · Bash" not in timeline

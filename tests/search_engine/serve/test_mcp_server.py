@@ -182,3 +182,21 @@ def test_mcp_search_says_the_team_database_was_unreachable_and_answers_locally(m
 def test_mcp_search_has_no_note_when_there_is_nothing_to_say(memory):
     with mcp_session(env={**os.environ, "MEMSEARCH_MODEL": "none"}) as (proc, _):
         assert "note:" not in _search_text(proc, "database locked")
+
+
+def test_mcp_get_skips_a_malformed_or_unknown_id_and_says_so(memory):
+    """The schema says unknown ids are skipped: one malformed id among good ones failed the whole call."""
+    with mcp_session(env={**os.environ, "MEMSEARCH_MODEL": "none"}) as (proc, _):
+        found = mcp_rpc(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                               "params": {"name": "search", "arguments": {"query": "database locked", "k": 1}}})
+        good = found["result"]["content"][0]["text"].splitlines()[1].split()[0]
+        got = mcp_rpc(proc, {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+            "name": "get", "arguments": {"ids": [good, "zzzz", "0123456789ab", "z" * 500]}}})
+    assert got["result"].get("isError") is not True
+    items = got["result"]["structuredContent"]["result"]
+    assert items[0]["id"] == good and items[0]["text"]
+    skipped = {item["id"]: item["skipped"] for item in items[1:]}
+    assert list(skipped) == ["zzzz", "0123456789ab", "z" * 40 + "…"]
+    assert skipped["zzzz"].startswith("invalid id 'zzzz': ids are hexadecimal")
+    assert skipped["0123456789ab"].startswith("no memory with id 0123456789ab")
+    assert len(json.dumps(got)) < 5_000  # a long id is not echoed back whole

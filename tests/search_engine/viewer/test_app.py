@@ -578,3 +578,76 @@ def test_the_browsers_one_time_ticket_signs_in_once(indexed, fake):
     assert reply.status_code == 303 and f"{cookie_name(PORT)}={TOKEN};" in reply.headers["set-cookie"]
     assert first.get("/settings").status_code == 200
     assert second.get(f"/settings?token={ticket}", follow_redirects=False).status_code == 403
+
+
+#: Bidi overrides, embeddings and isolates, and other format characters (zero-width, BOM): what the CLI and the
+#: hooks strip (``search_engine.context.sanitize``), so stored text cannot reorder or hide what a page shows.
+FORMAT_CHARS = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200b\u200e\u200f\ufeff"
+
+
+def spoofing_memory(home) -> None:
+    """A prompt whose text, session id and project hold bidi overrides ("gnp.exe" would show as "exe.png"), and a
+    note whose file name and heading do."""
+    event = {"id": "bidi-1", "ts": "2026-11-24T08:00:00", "session_id": "sess-\u202eevil\u202c-1",
+             "project": "pay\u2066ments\u2069-api", "type": "prompt",
+             "content": "please deploy the \u202egnp.exe\u202c build, quetzal\u200b"}
+    write(home / "events" / "2026-11-24.jsonl", json.dumps(event) + "\n")
+    write(home / "daily" / "quetzal-\u202etxt.exe\u202c.md", "# Quetzal \u202eexe.gnp\u202c notes\n\nquetzal rollout\n")
+
+
+def test_every_page_shows_text_without_bidi_or_format_characters(client, indexed, fake):
+    spoofing_memory(indexed.home)
+    index(indexed, embedder=fake)
+    search = client.get("/search?q=quetzal&mode=bm25").text
+    ids = hit_ids(search)
+    assert len(ids) == 2
+    session = "sess-\u202eevil\u202c-1"
+    pages = {"search": search, **{f"item {i}": client.get(f"/item/{i}").text for i in ids},
+             "timeline": client.get("/timeline").text, "sessions": client.get("/sessions").text,
+             "session": client.get("/session", params={"id": session}).text,
+             "timeline of the session": client.get("/timeline", params={"session": session, "partial": 1}).text,
+             "dashboard": client.get("/").text}
+    for name, html in pages.items():
+        assert not set(FORMAT_CHARS) & set(html), name
+    assert "please deploy the gnp.exe build" in search
+    assert "quetzal-txt.exe.md" in search and "Quetzal exe.gnp notes" in search
+    assert "sess-evil-1" in pages["sessions"] and "sess-evil-1" in pages["timeline"]
+    assert "payments-api" in pages["session"]
+    # links still carry the real id, quoted, so the session is found
+    assert "/session?id=sess-%E2%80%AEevil%E2%80%AC-1" in pages["sessions"]
+
+
+def test_the_timeline_pages_back_past_the_latest_50_items_with_its_filters(client, indexed, fake):
+    events = [{"id": f"pg{n}", "ts": f"2026-11-25T{n // 60:02d}:{n % 60:02d}:00", "session_id": "long-session",
+               "project": "payments-api", "type": "prompt" if n % 2 else "response", "content": f"numbered item {n:03d}"}
+              for n in range(230)]
+    write(indexed.home / "events" / "2026-11-25.jsonl", "".join(json.dumps(e) + "\n" for e in events))
+    index(indexed, embedder=fake)
+
+    def shown(html: str) -> list[int]:
+        return [int(n) for n in re.findall(r"numbered item (\d{3})", html)]
+
+    def links(html: str) -> dict[str, str]:
+        return {rel: href.replace("&amp;", "&") for rel, href in re.findall(r'<a rel="(prev|next)" href="([^"]+)"', html)}
+
+    first = client.get("/timeline", params={"type": "prompt", "session": "long-session"}).text
+    assert shown(first) == list(range(229, 129, -2))  # the 50 latest prompts, newest first
+    assert links(first) == {"next": "/timeline?type=prompt&session=long-session&page=2"}
+    assert "items 1–50" in first and "data-refresh=" in first
+    second = client.get(links(first)["next"]).text
+    assert shown(second) == list(range(129, 29, -2)) and "items 51–100" in second
+    assert links(second) == {"prev": "/timeline?type=prompt&session=long-session",
+                             "next": "/timeline?type=prompt&session=long-session&page=3"}
+    assert "data-refresh=" not in second  # an older page stays still while the hooks write
+    last = client.get(links(second)["next"]).text
+    assert shown(last) == list(range(29, 0, -2)) and "items 101–115" in last
+    assert links(last) == {"prev": "/timeline?type=prompt&session=long-session&page=2"}
+    assert "numbered item" in client.get("/timeline?page=5").text  # unfiltered: 230 events and the sample's
+    beyond = client.get("/timeline?type=prompt&session=long-session&page=4").text
+    assert "No items this far back." in beyond and "No items match" not in beyond
+    assert 'href="/timeline?type=prompt&amp;session=long-session">The latest items</a>' in beyond
+    partial = client.get("/timeline?type=prompt&session=long-session&partial=1").text
+    assert links(partial)["next"] == "/timeline?type=prompt&session=long-session&page=2"  # the live refresh keeps it
+    for bad in ("0", "-1", "x", "9" * 40):
+        answer = client.get(f"/timeline?page={bad}")
+        assert answer.status_code == 400 and "pages are numbered from 1" in answer.text, bad

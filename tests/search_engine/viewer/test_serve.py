@@ -27,7 +27,7 @@ from indexer.base.settings import resolve_settings  # noqa: E402
 from indexer.pipeline import index  # noqa: E402
 from search_engine.viewer.app import create_app  # noqa: E402
 from search_engine.viewer.serve import bind  # noqa: E402
-from test_app import HOSTILE, hostile_events  # noqa: E402
+from test_app import FORMAT_CHARS, HOSTILE, hostile_events, spoofing_memory  # noqa: E402
 
 pytestmark = pytest.mark.browser
 
@@ -286,3 +286,50 @@ def test_a_filter_that_matches_nothing_is_not_an_empty_memory(page, live):
     notice = page.locator("#timeline-items p.notice")
     assert notice.inner_text().split() == "No items match the filter session nope. Clear the filter".split()
     assert page.locator("#timeline-items li.item").count() == 0
+
+
+def test_bidi_overrides_in_memory_never_reorder_what_a_page_shows(page, live):
+    """"please deploy the \u202egnp.exe\u202c build" was displayed as "please deploy the exe.png build"."""
+    spoofing_memory(live.settings.home)
+    index(live.settings, embedder=live.fake)
+    page.goto(f"{live.base}/search?q=quetzal&mode=bm25")
+    page.wait_for_selector("ol.hits li.hit")
+    hits = page.locator("ol.hits").inner_text()
+    assert "please deploy the gnp.exe build" in hits and "quetzal-txt.exe.md" in hits
+    page.locator("ol.hits li.hit").filter(has_text="gnp.exe").locator("a.title").first.click()
+    page.wait_for_url("**/item/*")
+    shot(page, "bidi-item")
+    shown = page.evaluate("document.body.innerText")
+    assert "please deploy the gnp.exe build" in shown and "sess-evil-1" in shown and "payments-api" in shown
+    # the glyphs in reading order: "g" of gnp.exe is left of its "x"
+    left = page.evaluate("""() => {
+        const text = [...document.querySelectorAll("pre.text")].find((n) => n.textContent.includes("gnp.exe"));
+        const node = text.firstChild, at = node.textContent.indexOf("gnp.exe"), range = document.createRange();
+        const x = (i) => { range.setStart(node, i); range.setEnd(node, i + 1); return range.getBoundingClientRect().left; };
+        return x(at) < x(at + 5);
+    }""")
+    assert left
+    for path in ("/timeline", "/sessions", "/search?q=quetzal&mode=bm25"):
+        page.goto(f"{live.base}{path}")
+        assert not set(FORMAT_CHARS) & set(page.evaluate("document.body.innerText + document.title")), path
+
+
+def test_the_timeline_pages_to_older_items_and_back(page, live):
+    events = [{"id": f"old-{n}", "ts": f"2026-11-26T08:{n:02d}:00", "session_id": "paging-session",
+               "type": "prompt", "content": f"paging prompt {n:02d}"} for n in range(60)]
+    write(live.settings.home / "events" / "2026-11-26.jsonl", "".join(json.dumps(e) + "\n" for e in events))
+    index(live.settings, embedder=live.fake)
+    page.goto(f"{live.base}/timeline?session=paging-session")
+    items = page.locator("#timeline-items li.item")
+    assert items.count() == 50 and "paging prompt 59" in items.first.inner_text()
+    page.get_by_role("link", name="Older →").click()
+    page.wait_for_url("**/timeline?session=paging-session&page=2")
+    assert [t.split()[-1] for t in page.locator("#timeline-items p.snippet").all_inner_texts()] == [
+        f"{n:02d}" for n in range(9, -1, -1)]
+    assert page.locator("input[name=session]").input_value() == "paging-session"
+    page.wait_for_timeout(1200)  # no live refresh swaps an older page back to the latest items
+    assert page.locator("#timeline-items li.item").count() == 10
+    shot(page, "timeline-older")
+    page.get_by_role("link", name="← Newer").click()
+    page.wait_for_url("**/timeline?session=paging-session")
+    assert page.locator("#timeline-items li.item").count() == 50
