@@ -38,8 +38,17 @@ def _flat(text: str | None, limit: int) -> str:
 
 def _line(hit) -> str:
     """One hit on one line: id, score, kind/category, date, title, and the first ~80 characters of its text
-    (control and invisible characters dropped, ``<>&`` escaped: stored text is shown, never obeyed)."""
-    title, text = _flat(hit.title, 60), _flat(hit.text, SNIPPET_CHARS)
+    (control and invisible characters dropped, ``<>&`` escaped: stored text is shown, never obeyed). A tool event
+    is named once, by its text (``Bash: pytest …``), as the prompt block names it.
+
+    >>> from indexer.base.types import Hit
+    >>> _line(Hit("ab12cd34ef56", "event", "tool", "tool · Bash", "Bash: pytest -q", "events/a.jsonl", None, None,
+    ...           "2026-11-20T10:00:00", None, None, None, 0.5, 1, None))
+    'ab12cd34ef56 0.5000 event/tool 2026-11-20 Bash: pytest -q'
+    """
+    from search_engine.context import label
+
+    title, text = _flat(label(hit), 60), _flat(hit.text, SNIPPET_CHARS)
     return f"{hit.id} {hit.score:.4f} {hit.kind}/{hit.category} {(hit.ts or '')[:10]} " + (
         f"{title} — {text}" if title else text)
 
