@@ -28,6 +28,7 @@ from pathlib import Path
 import orjson
 import xxhash
 
+from indexer.base.errors import MemsearchError
 from indexer.base.paths import TOMBSTONES
 from indexer.base.private import private_dirs
 
@@ -133,6 +134,10 @@ class Tombstones:
             del self.notes[k]
         return len(lapsed)
 
+    def stamp(self) -> str:
+        """A digest of the notes' tombstones: what tells an index run that they changed since it last looked."""
+        return xxhash.xxh3_64_hexdigest(orjson.dumps(self.notes, option=orjson.OPT_SORT_KEYS))
+
     @property
     def count(self) -> int:
         return sum(len(e.get("chunks", ())) for e in self.notes.values())
@@ -153,13 +158,12 @@ def load(state_dir: Path, root: Path | None = None) -> Tombstones:
     except FileNotFoundError:
         return Tombstones(root=root)
     except (OSError, orjson.JSONDecodeError) as exc:
-        from indexer.base.errors import MemsearchError
-
-        raise MemsearchError(f"cannot read {p} ({exc}); it keeps forgotten notes hidden: restore or fix it") from None
-    notes = data.get("notes") if isinstance(data, dict) else None
-    events = data.get("events") if isinstance(data, dict) else None
-    stones = Tombstones(events={str(e) for e in events or ()}, root=root)
-    entries = {str(k): v for k, v in (notes or {}).items() if isinstance(v, dict)}
+        raise _unreadable(p, str(exc)) from None
+    why = _wrong_shape(data)
+    if why is not None:
+        raise _unreadable(p, why)
+    stones = Tombstones(events={str(e) for e in data["events"]}, root=root)
+    entries = {str(k): v for k, v in data["notes"].items() if isinstance(v, dict)}
     stones.notes = {k: v for k, v in entries.items() if stones.key(k) == k}
     for k, v in entries.items():
         name = stones.key(k)
@@ -168,6 +172,27 @@ def load(state_dir: Path, root: Path | None = None) -> Tombstones:
         elif name != k:
             stones.notes[k] = v
     return stones
+
+
+def _wrong_shape(data: object) -> str | None:
+    """Why ``data`` (a parsed ``forgotten.json``) is not what :func:`save` writes, or None. Valid JSON of another
+    shape (``[]``, ``{}``: a file emptied or replaced by hand, a tool's mistake) holds no tombstone, and reading it
+    as none would bring every forgotten note back: it is refused as a parse error is.
+
+    >>> _wrong_shape({"version": 1, "notes": {}, "events": []}), _wrong_shape([]), _wrong_shape({})
+    (None, 'not a JSON object', 'no "notes" object')
+    """
+    if not isinstance(data, dict):
+        return "not a JSON object"
+    if not isinstance(data.get("notes"), dict):
+        return 'no "notes" object'
+    if not isinstance(data.get("events"), list):
+        return 'no "events" list'
+    return None
+
+
+def _unreadable(p: Path, why: str) -> MemsearchError:
+    return MemsearchError(f"cannot read {p} ({why}); it keeps forgotten notes hidden: restore or fix it")
 
 
 def save(state_dir: Path, stones: Tombstones) -> None:

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings as hsettings, strategies as 
 
 from conftest import MEMSEARCH, write
 from indexer import tombstones
-from indexer.base.errors import NotFound, UsageError
+from indexer.base.errors import MemsearchError, NotFound, UsageError
 from indexer.base.reports import ForgetSelector
 from indexer.base.settings import resolve_settings
 from indexer.eventlog import Event, append
@@ -197,6 +197,41 @@ def test_a_user_note_gets_a_tombstone_until_it_changes(captured, home):
     index(captured, embedder=None)
     assert "rack 12" in _texts(search(captured, "zanzibar rack", mode="bm25"))
     assert tombstones.load(captured.state_dir, captured.home).count == 0
+
+
+@pytest.mark.parametrize("shape", ["[]", "{}", '{"notes": [], "events": []}', '{"notes": {}}', "null"])
+def test_a_forgotten_json_of_another_shape_is_refused_as_a_parse_error_is(captured, home, shape):
+    """Valid JSON that is not what forget writes holds no tombstone: read as none, it would bring the forgotten
+    note back. Refused in one line, exit 1, as garbage is, and the note stays hidden."""
+    apply_forget(captured, _plan(captured, ForgetSelector(match="zanzibar rack")))
+    stones = home / ".memsearch" / "forgotten.json"
+    kept = stones.read_bytes()
+    for broken in (shape, '{"version": 1, "notes": {'):
+        stones.write_text(broken)
+        done = _cli("index")
+        assert done.returncode == 1 and done.stdout == "", done
+        assert done.stderr.startswith(f"Error: cannot read {stones} (") and done.stderr.count("\n") == 1
+        assert done.stderr.endswith("it keeps forgotten notes hidden: restore or fix it\n")
+        with pytest.raises(MemsearchError):
+            tombstones.load(captured.state_dir, home)
+    stones.write_bytes(kept)
+    index(captured, embedder=None)
+    assert "rack 12" not in _texts(search(captured, "zanzibar rack", mode="bm25"))
+
+
+def test_tombstones_restored_from_a_backup_hide_their_chunks_at_the_next_incremental_index(captured, home):
+    apply_forget(captured, _plan(captured, ForgetSelector(match="zanzibar rack")))
+    stones = home / ".memsearch" / "forgotten.json"
+    backup = stones.read_bytes()
+    stones.unlink()  # lost: a rebuild reads every note as it is and the chunk is back
+    rebuild(captured, embedder=None)
+    assert "rack 12" in _texts(search(captured, "zanzibar rack", mode="bm25"))
+    stones.write_bytes(backup)  # restored: the note itself did not change
+    report = index(captured, embedder=None)
+    assert "rack 12" not in _texts(search(captured, "zanzibar rack", mode="bm25"))
+    assert "tea" in _texts(search(captured, "unrelated tea", mode="bm25"))  # the rest of the note stays
+    assert report.files_changed == 1  # that note read again, nothing else
+    assert index(captured, embedder=None).files_changed == 0  # and only once
 
 
 def _forget_quokka(root: Path):
