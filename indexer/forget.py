@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from indexer import tombstones
-from indexer.base.errors import MemsearchError, UsageError, unknown_id
+from indexer.base.errors import SHORT_ID, MemsearchError, UsageError, forgotten_id, id_problem, unknown_id
 from indexer.base.locks import LockTimeout, file_lock
 from indexer.base.paths import EVENTS_DIR, FORGET_LOG, WRITER_LOCK
 from indexer.base.private import private_dirs
@@ -65,10 +65,15 @@ def _by_ids(store: SqliteStore, ids: tuple[str, ...], settings: Settings | None 
     for raw in ids:
         value = raw.strip()
         rows = store.ids_of(value)
-        if not rows and len(value) >= 4 and all(ch in "0123456789abcdef" for ch in value.lower()):
+        problem = id_problem(value)
+        if not rows and problem is None:
             rows = store.ids_with_prefix(value.lower(), limit=2)
             if len(rows) > 1:
                 raise UsageError(f"id prefix {value!r} is ambiguous: give more characters")
+        if not rows and problem == SHORT_ID:
+            raise UsageError(f"invalid id {value!r}: {problem}")
+        if not rows and settings is not None and (day := forgotten_on(settings, value)) is not None:
+            raise forgotten_id(value.lower(), day)
         if not rows:
             try:
                 owner = owner_elsewhere(settings, value) if settings is not None else None
@@ -180,21 +185,30 @@ def _log(settings: Settings, message: str) -> None:
 
 def was_forgotten(settings: Settings, ident: str) -> bool:
     """Whether the forget log records the chunk id ``ident`` (any case) as forgotten: what tells a memory that was
-    forgotten from one that never existed, once the index holds neither. The log keeps one line per forget, ending
-    ``ids=<id>,<id>…``; it is read only for an id the index does not hold. Without the log (deleted by the user),
-    no id was forgotten as far as this can tell.
+    forgotten from one that never existed, once the index holds neither (:func:`forgotten_on`).
 
     >>> from indexer.base.settings import resolve_settings
     >>> was_forgotten(resolve_settings("/tmp/memsearch-doctest-forget"), "deadbeef0000")
     False
     """
+    return forgotten_on(settings, ident) is not None
+
+
+def forgotten_on(settings: Settings, ident: str) -> str | None:
+    """The day (``YYYY-MM-DD``) the forget log last records the whole chunk id ``ident`` (any case) as forgotten,
+    or None. The log keeps one line per forget, starting with its time and ending ``ids=<id>,<id>…``; it is read
+    only for an id the index does not hold. Without the log (deleted by the user), no id was forgotten as far as
+    this can tell."""
     wanted = ident.strip().lower()
+    day = None
     try:
         with open(settings.log_dir / FORGET_LOG, encoding="utf-8", errors="replace") as log:
-            return any(wanted in line.rstrip("\n").rpartition(" ids=")[2].split(",") for line in log
-                       if " ids=" in line)
+            for line in log:
+                if " ids=" in line and wanted in line.rstrip("\n").rpartition(" ids=")[2].split(","):
+                    day = line[:10]
     except OSError:
-        return False
+        return None
+    return day
 
 
 def apply_forget(settings: Settings, plan: ForgetPlan, *, vacuum: bool = False) -> ForgetReport:

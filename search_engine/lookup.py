@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TypeVar
 
-from indexer.base.errors import NotFound, UsageError, shown_id, unknown_id
+from indexer.base.errors import NotFound, UsageError, forgotten_id, id_problem, shown_id, unknown_id
 from indexer.base.reports import ChunkView, ForgetSelector, Timeline
 from indexer.base.settings import Settings
 from indexer.base.types import Hit
@@ -15,7 +15,6 @@ from indexer.store import HitRow, Store
 from search_engine.hits import make_hit
 from search_engine.reading import read_configured
 
-MIN_PREFIX = 4
 T = TypeVar("T")
 
 
@@ -37,18 +36,22 @@ def valid_id(ident: str) -> bool:
     >>> valid_id("deadbeef0000"), valid_id("DEADBEEF"), valid_id("zz"), valid_id("abc")
     (True, True, False, False)
     """
-    ident = ident.strip().lower()
-    return MIN_PREFIX <= len(ident) <= 32 and all(c in "0123456789abcdef" for c in ident)
+    return id_problem(ident) is None
 
 
-def _find(store: Store, ident: str) -> tuple[HitRow, str, int]:
-    """The row of the chunk whose id is ``ident`` or starts with it (unambiguously), plus its file and seq."""
+def _find(store: Store, ident: str, settings: Settings) -> tuple[HitRow, str, int]:
+    """The row of the chunk whose id is ``ident`` or starts with it (unambiguously), plus its file and seq. An id
+    the index does not hold that ``memsearch forget`` took says so (the forget log records ids)."""
     ident = ident.strip().lower()
-    if not valid_id(ident):
-        raise UsageError(f"invalid id {shown_id(ident)!r}: ids are hexadecimal, as printed by `memsearch search`")
+    problem = id_problem(ident)
+    if problem is not None:
+        raise UsageError(f"invalid id {shown_id(ident)!r}: {problem}")
     rows = store.find_uid_prefix(ident, limit=2)
     if not rows:
-        raise unknown_id(ident)
+        from indexer.forget import forgotten_on  # only for an id not found: forget's imports are not cheap
+
+        day = forgotten_on(settings, ident)
+        raise unknown_id(ident) if day is None else forgotten_id(ident, day)
     if len(rows) > 1:
         raise UsageError(f"id prefix {ident} is ambiguous; give more characters")
     return rows[0]
@@ -60,7 +63,7 @@ def get_many(settings: Settings, idents: list[str]) -> list[Hit]:
         out = []
         for ident in idents:
             try:
-                out.append(make_hit(_find(store, ident)[0]))
+                out.append(make_hit(_find(store, ident, settings)[0]))
             except NotFound:
                 continue
         return out
@@ -74,7 +77,7 @@ def timeline(settings: Settings, ident: str, window: int = 5) -> Timeline:
     if not 1 <= window <= 100:
         raise UsageError("--window must be between 1 and 100")
     def read(store: Store) -> Timeline:
-        row = _find(store, ident)[0]
+        row = _find(store, ident, settings)[0]
         before, after = store.around(row, window)
         return Timeline(make_hit(row), tuple(make_hit(r) for r in before), tuple(make_hit(r) for r in after))
 
@@ -85,7 +88,7 @@ def timeline(settings: Settings, ident: str, window: int = 5) -> Timeline:
 def show(settings: Settings, ident: str) -> ChunkView:
     """The chunk whose id is ``ident`` (or starts with it, when that is unambiguous), with its neighbours."""
     def read(store: Store) -> ChunkView:
-        row, file, seq = _find(store, ident)
+        row, file, seq = _find(store, ident, settings)
         prev, nxt, count = store.neighbours(file, seq)
         return ChunkView(make_hit(row), prev, nxt, count)
 
