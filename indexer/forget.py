@@ -43,7 +43,7 @@ from indexer.base.reports import ForgetItem, ForgetPlan, ForgetReport, ForgetSel
 from indexer.base.settings import Settings
 from indexer.eventread import HEAD_BYTES, head_hash
 from indexer.logrewrite import archive_matches, blank_lines, replace_file, rewrite_archive
-from indexer.pipeline import ingest
+from indexer.pipeline import index, ingest
 from indexer.rebuild import maintenance_lock
 from indexer.scan import scan
 from indexer.store.local import SqliteStore
@@ -139,9 +139,9 @@ def plan_forget(settings: Settings, selector: ForgetSelector, matched: Sequence[
     if selector.empty:
         raise UsageError("say what to forget: ids, --session, --before, --since, --project or --match")
     rows: list[StoredChunk] = []
+    if matched is None:  # matching() caught up before searching
+        catch_up(settings)
     if settings.db_path.exists():
-        if matched is None and (settings.home / EVENTS_DIR).is_dir():  # matching() indexed them before searching
-            ingest(settings, [settings.home / EVENTS_DIR], lock_timeout=2.0)
         with SqliteStore.open(settings.db_path) as store:
             rows = _select(store, selector, matched, settings)
     generated: dict[str, bool] = {}
@@ -170,6 +170,22 @@ def plan_forget(settings: Settings, selector: ForgetSelector, matched: Sequence[
         summaries=tuple(sorted(summaries)),
         notes=tuple(sorted(by_action["tombstone"])),
     )
+
+
+def catch_up(settings: Settings) -> None:
+    """Index what a selection must see before ``forget`` (or its dry run) answers: the events logged since the last
+    index run, or, when there is no index (deleted: it is derived data; or never built, as when only the prompt
+    hook ran), every source, for BM25 (no model is loaded; ``memsearch index`` embeds them later). Answered from a
+    missing or stale index, a forget would say "nothing matches" while the files hold the words. Another writer is
+    waited for up to :data:`LOCK_TIMEOUT` seconds, and then it fails rather than answer from a stale index."""
+    if not settings.home.is_dir():
+        return
+    if not settings.db_path.exists():
+        index(settings, embedder=None, lock_timeout=LOCK_TIMEOUT)
+    elif (settings.home / EVENTS_DIR).is_dir() and not ingest(settings, [settings.home / EVENTS_DIR],
+                                                              lock_timeout=LOCK_TIMEOUT):
+        raise MemsearchError(f"an index run held {settings.state_dir / WRITER_LOCK} for {LOCK_TIMEOUT:.0f}s, so "
+                             "the events logged since the last one could not be looked at: try again")
 
 
 def _db_bytes(settings: Settings) -> int:

@@ -102,13 +102,13 @@ def matching(settings: Settings, selector: ForgetSelector) -> list[str] | None:
     whatever their status; the best ``selector.limit`` by BM25 when it is set. Never the nearest by meaning: a
     search fills its hits with whatever is closest, and forgetting must not take what merely resembles the words.
     None when the selector has no ``match``. Events logged since the last index run are indexed first, so a dry
-    run finds them too. Always the local index: forget rewrites this machine's files and index."""
+    run finds them too, and with no index every source is indexed first (:func:`indexer.forget.catch_up`). Always
+    the local index: forget rewrites this machine's files and index."""
     if not selector.match:
         return None
     from datetime import datetime, timedelta
 
-    from indexer.base.paths import EVENTS_DIR
-    from indexer.pipeline import ingest
+    from indexer.forget import catch_up
     from search_engine.filters import Filters
     from search_engine.query import words_of
     from search_engine.reading import reading
@@ -119,8 +119,7 @@ def matching(settings: Settings, selector: ForgetSelector) -> list[str] | None:
                          "give the words the memories to forget contain")
     if selector.limit is not None and selector.limit < 1:
         raise UsageError("-k must be at least 1")
-    if settings.db_path.exists() and (settings.home / EVENTS_DIR).is_dir():
-        ingest(settings, [settings.home / EVENTS_DIR], lock_timeout=2.0)
+    catch_up(settings)
     until = None
     if selector.before:
         until = (datetime.fromisoformat(selector.before) - timedelta(seconds=1)).strftime("%Y-%m-%dT%H:%M:%S")

@@ -562,6 +562,34 @@ def test_vacuum_on_request_and_forget_without_an_index(home):
     assert search(settings, "marmot", mode="bm25").hits
 
 
+@pytest.mark.parametrize("selector", [dict(match="zebra migration"), dict(session="s2"), dict(since="2020-01-01")])
+def test_with_no_index_forget_indexes_the_sources_first_never_saying_nothing_matches(home, selector):
+    """The index deleted (derived data) or never built (only the prompt hook ran): the logs and notes still hold
+    the words, so a forget builds it (BM25) before it selects, in its dry run too."""
+    _log(home, _event("plan the zebra migration for friday", "s2", "2026-11-20T09:00:00+00:00"),
+         _event("the zebra migration moves the orders table", "s2", "2026-11-20T09:01:00+00:00", "response"))
+    write(home / "notes" / "zebra.md", "# Zebra\n\nThe zebra migration runbook lives in ops/.\n")
+    settings = resolve_settings(home, model="none")
+    index(settings, embedder=None)
+    (home / ".memsearch" / "index.db").unlink()
+    dry = _cli("forget", *(f"--{k}={v}" for k, v in selector.items()), "--dry-run")
+    assert dry.returncode == 0 and dry.stdout.startswith("Would forget"), dry
+    plan = _plan(settings, ForgetSelector(**selector))
+    assert {i.category for i in plan.items} >= {"prompt", "response"}
+    apply_forget(settings, plan)
+    assert not [f for f in _files_holding(home, "zebra migration") if f.startswith("events/")]
+    assert "zebra migration moves" not in _texts(search(settings, "zebra migration", mode="bm25"))
+
+
+def test_a_forget_on_a_fresh_root_finds_the_prompts_only_the_prompt_hook_logged(home):
+    _log(home, *[_event(f"forgetme number {i} in the payment worker", "s9") for i in range(5)])
+    settings = resolve_settings(home, model="none")
+    assert not settings.db_path.exists()
+    report = apply_forget(settings, _plan(settings, ForgetSelector(match="forgetme")))
+    assert report.events_removed == 5 and _files_holding(home, "forgetme") == []
+    assert index(settings, embedder=None).chunks_added == 0
+
+
 def test_hooks_appending_during_a_forget_lose_no_event(home):
     """Forget rewrites a log other processes append to: an append that waited for the lock lands in the new log."""
     from concurrent.futures import ThreadPoolExecutor
