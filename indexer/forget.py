@@ -31,7 +31,6 @@ import os
 import re
 import time
 from collections import defaultdict
-from collections.abc import Sequence
 from pathlib import Path
 
 from indexer import tombstones
@@ -39,7 +38,7 @@ from indexer.base.errors import SHORT_ID, MemsearchError, UsageError, forgotten_
 from indexer.base.locks import LockTimeout, file_lock
 from indexer.base.paths import EVENTS_DIR, FORGET_LOG, WRITER_LOCK
 from indexer.base.private import private_dirs
-from indexer.base.reports import ForgetItem, ForgetPlan, ForgetReport, ForgetSelector, NoteToEdit
+from indexer.base.reports import ForgetItem, ForgetPlan, ForgetReport, ForgetSelector, Matched, NoteToEdit
 from indexer.base.settings import Settings
 from indexer.eventread import HEAD_BYTES, head_hash
 from indexer.logrewrite import archive_matches, blank_lines, replace_file, rewrite_archive
@@ -88,7 +87,7 @@ def _by_ids(store: SqliteStore, ids: tuple[str, ...], settings: Settings | None 
     return found
 
 
-def _select(store: SqliteStore, selector: ForgetSelector, matched: Sequence[str] | None,
+def _select(store: SqliteStore, selector: ForgetSelector, matched: Matched | None,
             settings: Settings | None = None) -> list[StoredChunk]:
     chosen: set[int] | None = None
     if selector.ids:
@@ -96,7 +95,7 @@ def _select(store: SqliteStore, selector: ForgetSelector, matched: Sequence[str]
     if selector.match:
         if matched is None:
             raise UsageError("forget --match needs the ids of the chunks holding its words (search_engine.lookup.matching)")
-        hits = {r.id for r in store.stored_chunks(uids=list(matched))} if matched else set()
+        hits = {r.id for r in store.stored_chunks(uids=list(matched.chunks))} if matched.chunks else set()
         chosen = hits if chosen is None else chosen & hits
     if chosen is not None and not chosen:
         return []
@@ -127,10 +126,11 @@ def _snippet(text: str) -> str:
     return flat if len(flat) <= SNIPPET else flat[: SNIPPET - 1] + "…"
 
 
-def plan_forget(settings: Settings, selector: ForgetSelector, matched: Sequence[str] | None = None) -> ForgetPlan:
+def plan_forget(settings: Settings, selector: ForgetSelector, matched: Matched | None = None) -> ForgetPlan:
     """What ``selector`` takes, changing nothing but the index's freshness (events logged since the last index
-    run are indexed first, so a dry run lists them too). A ``match`` selector takes ``matched``: the ids of the
-    chunks holding every word of it, from :func:`search_engine.lookup.matching` (the indexer does not search).
+    run are indexed first, so a dry run lists them too). A ``match`` selector takes ``matched``: the chunks and
+    the archived events holding every word of it, from :func:`search_engine.lookup.matching` (the indexer does
+    not search).
 
     >>> from indexer.base.settings import resolve_settings
     >>> plan_forget(resolve_settings("/tmp/memsearch-doctest-forget"), ForgetSelector(session="s1")).items
@@ -154,7 +154,8 @@ def plan_forget(settings: Settings, selector: ForgetSelector, matched: Sequence[
     for item, row in zip(items, rows):
         by_action[item.action].add(row.file)
     event_ids = {i.event_id for i in items if i.action == "rewrite" and i.event_id}
-    archives = archive_matches(settings, selector, event_ids)
+    archived_ids = matched.archived if matched is not None and selector.match else ()
+    archives = archive_matches(settings, selector, event_ids | set(archived_ids))
     summaries = set(by_action["summary"])
     for i in items:
         if i.action == "rewrite" and i.session_id:
@@ -169,6 +170,7 @@ def plan_forget(settings: Settings, selector: ForgetSelector, matched: Sequence[
         archived_events=sum(archives.values()),
         summaries=tuple(sorted(summaries)),
         notes=tuple(sorted(by_action["tombstone"])),
+        archived_ids=archived_ids,
     )
 
 
@@ -274,7 +276,7 @@ def _apply_locked(settings: Settings, plan: ForgetPlan, vacuum: bool) -> dict:
     counts: dict = defaultdict(int)
     counts["notes"] = []
     uids = [i.id for i in plan.items]
-    event_ids = {i.event_id for i in plan.items if i.action == "rewrite" and i.event_id}
+    event_ids = {i.event_id for i in plan.items if i.action == "rewrite" and i.event_id} | set(plan.archived_ids)
     for archive in plan.archives:
         removed = rewrite_archive(Path(archive), plan.selector, event_ids)
         counts["archived"] += removed

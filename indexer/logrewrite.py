@@ -12,6 +12,7 @@ from __future__ import annotations
 import fcntl
 import gzip
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
@@ -25,36 +26,63 @@ from indexer.sources import normalize_ts
 FORGOTTEN_LINE = b'{"forgotten":true}'
 
 
-def archive_matches(settings: Settings, selector: ForgetSelector, event_ids: set[str]) -> dict[Path, int]:
-    """Archived logs and how many of their events the selector takes. Archives are not indexed, so a query or a
-    chunk id cannot reach them: only event ids and the session, project and date criteria do."""
+def _archives(settings: Settings) -> Iterator[tuple[Path, bytes]]:
+    """Each archived log with its decompressed bytes (one that cannot be read is passed over)."""
     folder = settings.home / ARCHIVE_DIR
     if not folder.is_dir():
-        return {}
-    out = {}
+        return
     for path in sorted(folder.glob("*.jsonl*.gz")):
         try:
-            data = gzip.decompress(path.read_bytes())
+            yield path, gzip.decompress(path.read_bytes())
         except (OSError, EOFError, gzip.BadGzipFile):
             continue
+
+
+def archive_matches(settings: Settings, selector: ForgetSelector, event_ids: set[str]) -> dict[Path, int]:
+    """Archived logs and how many of their events the selector takes. Archives are not indexed, so a chunk id
+    cannot reach them: event ids do (for ``--match``, those of the archived events holding its words:
+    :func:`archived_events`), and the session, project and date criteria."""
+    out = {}
+    for path, data in _archives(settings):
         n = sum(1 for line in data.splitlines() if archived_match(line, selector, event_ids))
         if n:
             out[path] = n
     return out
 
 
-def archived_match(line: bytes, selector: ForgetSelector, event_ids: set[str]) -> bool:
+def archived_events(settings: Settings, selector: ForgetSelector) -> Iterator[dict]:
+    """The archived events with an id and a text that meet the selector's session, project and date criteria:
+    what ``forget --match`` reads for its words (:func:`search_engine.lookup.matching`)."""
+    for _, data in _archives(settings):
+        for line in data.splitlines():
+            event = _event(line)
+            if event is not None and event.get("id") and isinstance(event.get("content"), str) \
+                    and _within(event, selector):
+                yield event
+
+
+def _event(line: bytes) -> dict | None:
     try:
         event = orjson.loads(line)
     except orjson.JSONDecodeError:
-        return False
-    if not isinstance(event, dict):
+        return None
+    return event if isinstance(event, dict) else None
+
+
+def archived_match(line: bytes, selector: ForgetSelector, event_ids: set[str]) -> bool:
+    event = _event(line)
+    if event is None:
         return False
     if selector.match or selector.ids:
         if str(event.get("id")) not in event_ids and str(event.get("id")) not in selector.ids:
             return False
     elif not (selector.session or selector.project or selector.since or selector.before):
         return False
+    return _within(event, selector)
+
+
+def _within(event: dict, selector: ForgetSelector) -> bool:
+    """Whether ``event`` meets the selector's session, project and date criteria (all of them)."""
     ts = normalize_ts(event.get("ts"))
     return ((not selector.session or event.get("session_id") == selector.session)
             and (not selector.project or event.get("project") == selector.project)

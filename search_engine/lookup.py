@@ -3,15 +3,15 @@ the team store when ``db_url`` is set (the local index when it cannot be reached
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TypeVar
 
 from indexer.base.errors import NotFound, UsageError, forgotten_id, id_problem, shown_id, unknown_id
-from indexer.base.reports import ChunkView, ForgetSelector, Timeline
+from indexer.base.reports import ChunkView, ForgetSelector, Matched, Timeline
 from indexer.base.settings import Settings
 from indexer.base.types import Hit
-from indexer.store import HitRow, Store
+from indexer.store import HitRow, QueryTerm, Store
 from search_engine.hits import make_hit
 from search_engine.reading import read_configured
 
@@ -96,14 +96,16 @@ def show(settings: Settings, ident: str) -> ChunkView:
     return replace(view, note=note) if note else view
 
 
-def matching(settings: Settings, selector: ForgetSelector) -> list[str] | None:
-    """The ids of the chunks ``forget --match`` takes: those whose own title or text holds every content word of
+def matching(settings: Settings, selector: ForgetSelector) -> Matched | None:
+    """What ``forget --match`` takes: the chunks whose own title or text holds every content word of
     ``selector.match`` (stemmed as BM25 reads them; common words left out), within the selector's other criteria,
-    whatever their status; the best ``selector.limit`` by BM25 when it is set. Never the nearest by meaning: a
-    search fills its hits with whatever is closest, and forgetting must not take what merely resembles the words.
-    None when the selector has no ``match``. Events logged since the last index run are indexed first, so a dry
-    run finds them too, and with no index every source is indexed first (:func:`indexer.forget.catch_up`). Always
-    the local index: forget rewrites this machine's files and index."""
+    whatever their status, and the archived events (``archive/events/*.gz``, not indexed) whose text holds them
+    too, read the same way; the best ``selector.limit`` by BM25 when it is set (the archived events, which have no
+    BM25 rank here, after the indexed chunks). Never the nearest by meaning: a search fills its hits with whatever
+    is closest, and forgetting must not take what merely resembles the words. None when the selector has no
+    ``match``. Events logged since the last index run are indexed first, so a dry run finds them too, and with no
+    index every source is indexed first (:func:`indexer.forget.catch_up`). Always the local index: forget rewrites
+    this machine's files and index."""
     if not selector.match:
         return None
     from datetime import datetime, timedelta
@@ -125,9 +127,24 @@ def matching(settings: Settings, selector: ForgetSelector) -> list[str] | None:
         until = (datetime.fromisoformat(selector.before) - timedelta(seconds=1)).strftime("%Y-%m-%dT%H:%M:%S")
     filters = Filters(session=selector.session, project=selector.project, since=selector.since, until=until,
                       all_status=True)
+    chunks: list[str] = []
     with reading(settings) as store:
-        if store is None:
-            return []
-        ranked = [s.id for s in store.holding_every(terms, filters, selector.limit)]
-        rows = store.fetch_hits(ranked)
-        return [rows[i].uid for i in ranked if i in rows]
+        if store is not None:
+            ranked = [s.id for s in store.holding_every(terms, filters, selector.limit)]
+            rows = store.fetch_hits(ranked)
+            chunks = [rows[i].uid for i in ranked if i in rows]
+    archived = _archived_holding(settings, selector, terms)
+    if selector.limit is not None:
+        archived = archived[: max(0, selector.limit - len(chunks))]
+    return Matched(tuple(chunks), archived)
+
+
+def _archived_holding(settings: Settings, selector: ForgetSelector, terms: Sequence[QueryTerm]) -> tuple[str, ...]:
+    """The ids of the archived events within the selector's criteria whose text holds every one of ``terms``."""
+    from indexer.logrewrite import archived_events
+    from indexer.sources import event_title
+    from indexer.store.sqlite_read import texts_holding_every
+
+    events = list(archived_events(settings, selector))
+    held = texts_holding_every(((event_title(e), e["content"]) for e in events), terms)
+    return tuple(dict.fromkeys(str(events[i]["id"]) for i in held))

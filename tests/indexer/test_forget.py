@@ -325,6 +325,32 @@ def test_archives_lose_the_matching_lines(captured, home):
     assert _files_holding(home, "keeper line") == ["archive/events/2026-08-01.jsonl.gz"]
 
 
+def test_match_reads_the_archived_logs_too_and_rewrites_them_without_those_events(captured, home):
+    """Archives are not indexed, but --match reads their words as BM25 does (stemmed: "lives" for "live"), within
+    the other criteria and -k, and the forget drops those lines: never "Nothing matches" while they hold the words."""
+    folder = home / "archive" / "events"
+    folder.mkdir(parents=True)
+    lines = [json.dumps({"id": "a1", "ts": "2026-06-01T10:00:00", "session_id": "old-1", "type": "prompt",
+                         "project": "shop", "content": "Mr Pemberton lives at 12 Elm Street"}),
+             json.dumps({"id": "a2", "ts": "2026-06-01T10:01:00", "session_id": "old-2", "type": "response",
+                         "project": "blog", "content": "Pemberton's parcel: leave it with the neighbour who lives at 14"}),
+             json.dumps({"id": "a3", "ts": "2026-06-01T10:02:00", "session_id": "old-1", "type": "prompt",
+                         "content": "a keeper line about Pemberton alone"})]
+    (folder / "2026-06-01.jsonl.gz").write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
+    dry = _cli("forget", "--match", "Pemberton live", "--dry-run")
+    assert dry.returncode == 0 and dry.stdout.startswith("Would forget 0 indexed item(s) and 2 archived event(s)"), dry
+    assert _plan(captured, ForgetSelector(match="Pemberton live", project="shop")).archived_events == 1
+    assert _plan(captured, ForgetSelector(match="Pemberton live", limit=1)).archived_events == 1
+    assert _plan(captured, ForgetSelector(match="Pemberton live", session="nobody")).archived_events == 0
+    plan = _plan(captured, ForgetSelector(match="Pemberton live"))
+    assert (plan.archived_events, plan.archived_ids, plan.items) == (2, ("a1", "a2"), ())
+    report = apply_forget(captured, plan)
+    assert (report.archived_events_removed, report.archives_rewritten) == (2, 1)
+    assert _files_holding(home, "Elm Street") == [] and _files_holding(home, "neighbour") == []
+    assert _files_holding(home, "keeper line") == ["archive/events/2026-06-01.jsonl.gz"]
+    assert _cli("forget", "--match", "Pemberton live", "--dry-run").stdout.startswith("Nothing matches")
+
+
 def test_dates_ids_and_projects_select(captured):
     assert {i.session_id for i in _plan(captured, ForgetSelector(before="2026-11-19T00:00:00")).items
             if i.kind == "event"} == {"s1"}
@@ -353,7 +379,8 @@ def test_cli_dry_run_confirmation_and_json(captured, home):
     dry = _cli("forget", "--session", "s1", "--dry-run", "--json")
     assert dry.returncode == 0, dry.stderr
     shape = json.loads(dry.stdout)
-    assert set(shape) == {"selector", "items", "event_logs", "archives", "archived_events", "summaries", "notes"}
+    assert set(shape) == {"selector", "items", "event_logs", "archives", "archived_events", "summaries", "notes",
+                          "archived_ids"}
     assert len(shape["items"]) == 2
     refused = _cli("forget", "--session", "s1")  # not a terminal, no --yes
     assert refused.returncode == 1
