@@ -50,6 +50,7 @@ from indexer.store.sqlite_upkeep import StoredChunk
 from indexer.summaries import build_summary, is_generated, summary_path
 from indexer.sync import push_sources
 from indexer.team import TeamUnavailable, forget_on_team, owner_elsewhere
+from indexer.transcripts import remember_forgotten
 from indexer.writer import refresh_replies
 
 LOCK_TIMEOUT = 30.0
@@ -277,11 +278,18 @@ def _apply_locked(settings: Settings, plan: ForgetPlan, vacuum: bool) -> dict:
     counts["notes"] = []
     uids = [i.id for i in plan.items]
     event_ids = {i.event_id for i in plan.items if i.action == "rewrite" and i.event_id} | set(plan.archived_ids)
+    stones = tombstones.load(settings.state_dir, settings.home)
+    forgotten: list[dict] = []  # the events removed from the logs and archives, for the transcripts' import
     for archive in plan.archives:
         removed = rewrite_archive(Path(archive), plan.selector, event_ids)
-        counts["archived"] += removed
+        forgotten += removed
+        counts["archived"] += len(removed)
         counts["archives"] += bool(removed)
     if not settings.db_path.exists():
+        for event in forgotten:
+            remember_forgotten(stones, event)
+        if forgotten:
+            tombstones.save(settings.state_dir, stones)
         return counts
     store = SqliteStore.open(settings.db_path)
     try:
@@ -296,10 +304,13 @@ def _apply_locked(settings: Settings, plan: ForgetPlan, vacuum: bool) -> dict:
         for file, offsets in logs.items():
             if Path(file).is_file():
                 blanked = blank_lines(Path(file), offsets)
-                counts["events"] += blanked
+                forgotten += blanked
+                counts["events"] += len(blanked)
                 counts["logs"] += bool(blanked)
-        # 2. the user's notes get tombstones; forgotten events are remembered by a hash of their id
-        stones = tombstones.load(settings.state_dir, settings.home)
+        # 2. the user's notes get tombstones; forgotten events are remembered by hashes (their id, their tool
+        # call's, their session and text) that an import from Claude Code's transcripts checks
+        for event in forgotten:
+            remember_forgotten(stones, event)
         hashes = store.content_hashes()
         for r in rows:
             if r.kind == "event" and r.event_id:

@@ -90,15 +90,16 @@ def _within(event: dict, selector: ForgetSelector) -> bool:
             and (not selector.before or (ts is not None and ts < selector.before)))
 
 
-def blank_lines(path: Path, offsets: dict[int, str]) -> int:
+def blank_lines(path: Path, offsets: dict[int, str]) -> list[dict]:
     """Overwrite the event lines starting at ``offsets`` (offset -> event id, checked) with a forgotten line of the
-    same length, in a copy swapped in atomically while holding the log's append lock. Returns lines blanked."""
+    same length, in a copy swapped in atomically while holding the log's append lock. Returns the events blanked
+    (what :func:`indexer.transcripts.remember_forgotten` keeps hashes of)."""
     fd = os.open(path, os.O_RDWR)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         try:
             data = bytearray(_read_all(fd))
-            blanked = 0
+            blanked: list[dict] = []
             for offset, event_id in sorted(offsets.items()):
                 end = data.find(b"\n", offset)
                 end = len(data) if end < 0 else end
@@ -111,7 +112,7 @@ def blank_lines(path: Path, offsets: dict[int, str]) -> int:
                 length = end - offset
                 line = FORGOTTEN_LINE if length >= len(FORGOTTEN_LINE) else b""
                 data[offset:end] = line + b" " * (length - len(line))
-                blanked += 1
+                blanked.append(event)
             if blanked:
                 replace_file(path, bytes(data))
             return blanked
@@ -136,14 +137,16 @@ def replace_file(path: Path, data: bytes) -> None:
     write_private(path, data, durable=True)
 
 
-def rewrite_archive(path: Path, selector: ForgetSelector, event_ids: set[str]) -> int:
+def rewrite_archive(path: Path, selector: ForgetSelector, event_ids: set[str]) -> list[dict]:
+    """Rewrite the archived log ``path`` without the events the selector takes; returns them."""
     try:
         data = gzip.decompress(path.read_bytes())
     except (OSError, EOFError, gzip.BadGzipFile):
-        return 0
+        return []
     lines = data.splitlines(keepends=True)
     kept = [line for line in lines if not archived_match(line, selector, event_ids)]
     if len(kept) == len(lines):
-        return 0
+        return []
     replace_file(path, gzip.compress(b"".join(kept), mtime=0))
-    return len(lines) - len(kept)
+    return [event for line in lines if archived_match(line, selector, event_ids) for event in (_event(line),)
+            if event is not None]

@@ -10,8 +10,10 @@ Each hidden chunk's line range is kept beside its key: a newer privacy filter (`
 an upgrade) can mask more of the same unchanged file, which changes the chunk's text and so its key, but not where
 it stands, so the chunk stays hidden.
 
-Forgotten events are kept as hashes of their ids, so an import from a transcript can never bring them back.
-The file holds hashes only, never text, and is written atomically, readable by its owner only.
+Forgotten events are kept as hashes, so an import from a transcript can never bring them back: of their ids (an
+imported event's is the transcript's own), of their tool calls' ids, and of each prompt's and reply's session, type
+and the start of its text (the hooks' events have ids of their own, and the transcript holds the same turn under
+another). The file holds hashes only, never text, and is written atomically, readable by its owner only.
 
 Files written before tombstones were relative name notes by absolute path: those under the current root are read
 as relative, and any other one is kept as it is (never dropped unseen): it still hides a note with the same bytes
@@ -43,6 +45,12 @@ def event_key(event_id: str) -> str:
     return xxhash.xxh3_64_hexdigest(event_id.encode("utf-8", "surrogatepass"))
 
 
+def turn_key(session: str, kind: str, text_key: str) -> str:
+    """The key a forgotten prompt or reply is remembered by, for a transcript that holds it under another id: its
+    session, its type and the start of its text (``text_key``, as :func:`indexer.transcripts.text_key` folds it)."""
+    return xxhash.xxh3_128_hexdigest(f"{session}\0{kind}\0{text_key}".encode("utf-8", "surrogatepass"))
+
+
 def note_key(source: str, root: Path) -> str:
     """The key a tombstone names a note by: its path relative to the memory root ``root``, or, outside it (an
     extra source), the index's own key, its absolute path.
@@ -60,7 +68,8 @@ class Tombstones:
     path) and name it by :func:`note_key`."""
 
     notes: dict[str, dict] = field(default_factory=dict)  # note_key() -> {"file_hash": …, "chunks": [keys]}
-    events: set[str] = field(default_factory=set)  # event_key() of forgotten events
+    events: set[str] = field(default_factory=set)  # event_key() of forgotten events (and of their tool calls)
+    turns: set[str] = field(default_factory=set)  # turn_key() of forgotten prompts and replies
     root: Path | None = None  # the memory root (None: keys are taken as given)
     #: whether the notes differ from the file's (old absolute keys read as relative, or moved to a found note)
     changed: bool = False
@@ -162,7 +171,8 @@ def load(state_dir: Path, root: Path | None = None) -> Tombstones:
     why = _wrong_shape(data)
     if why is not None:
         raise _unreadable(p, why)
-    stones = Tombstones(events={str(e) for e in data["events"]}, root=root)
+    stones = Tombstones(events={str(e) for e in data["events"]}, turns={str(t) for t in data.get("turns", ())},
+                        root=root)
     entries = {str(k): v for k, v in data["notes"].items() if isinstance(v, dict)}
     stones.notes = {k: v for k, v in entries.items() if stones.key(k) == k}
     for k, v in entries.items():
@@ -188,6 +198,8 @@ def _wrong_shape(data: object) -> str | None:
         return 'no "notes" object'
     if not isinstance(data.get("events"), list):
         return 'no "events" list'
+    if not isinstance(data.get("turns", []), list):
+        return '"turns" is not a list'
     return None
 
 
@@ -201,8 +213,8 @@ def save(state_dir: Path, stones: Tombstones) -> None:
     tmp = p.with_name(f".{TOMBSTONES}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "wb") as f:
-        f.write(orjson.dumps({"version": 1, "notes": stones.notes, "events": sorted(stones.events)},
-                             option=orjson.OPT_SORT_KEYS))
+        f.write(orjson.dumps({"version": 1, "notes": stones.notes, "events": sorted(stones.events),
+                              "turns": sorted(stones.turns)}, option=orjson.OPT_SORT_KEYS))
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, p)

@@ -25,6 +25,7 @@ from indexer.forget import apply_forget, plan_forget, was_forgotten
 from indexer.pipeline import index
 from indexer.rebuild import rebuild
 from indexer.summaries import build_summary, summary_path
+from indexer.transcripts import import_transcripts
 from search_engine.filters import Filters
 from search_engine.lookup import matching
 from search_engine.search import search
@@ -559,8 +560,6 @@ def test_after_forget_nothing_shows_the_forgotten_text(real_embedder, words, for
 
 
 def test_a_transcript_import_does_not_bring_forgotten_events_back(home, tmp_path):
-    from indexer.transcripts import import_transcripts
-
     lines = [{"type": "user", "uuid": "u1", "sessionId": "T", "cwd": "/w/app", "timestamp": "2026-06-15T10:00:01Z",
               "message": {"role": "user", "content": "the ocelot rollout needs a feature flag"}},
              {"type": "user", "uuid": "u2", "sessionId": "T", "cwd": "/w/app", "timestamp": "2026-06-15T10:02:01Z",
@@ -574,6 +573,58 @@ def test_a_transcript_import_does_not_bring_forgotten_events_back(home, tmp_path
     assert again.events_imported == 0
     assert _files_holding(home, "ocelot") == []
     assert not search(settings, "ocelot", mode="bm25").hits and search(settings, "heron", mode="bm25").hits
+
+
+def test_turns_the_hooks_captured_and_forget_took_never_come_back_through_a_transcript_import(home, tmp_path):
+    """The hooks log their own ids; Claude Code's transcript holds the same prompt, tool call and reply under its
+    ids. Forgotten (here by --match), none comes back through `memsearch import transcripts`: not the prompt, not
+    the tool call, not a one-line reply nor one the Stop hook read from the transcript as several lines joined."""
+    from hookrun import hook, prompt_payload, tool_payload
+
+    s, cwd = "f-sess-1", "/w/shop-api"
+    lines = [
+        {"type": "user", "uuid": "u1", "sessionId": s, "cwd": cwd, "timestamp": "2026-11-20T10:00:01.000Z",
+         "message": {"role": "user", "content": "also note that my kid Tommy has a dentist appointment Friday 3pm"}},
+        {"type": "assistant", "uuid": "a1", "sessionId": s, "cwd": cwd, "timestamp": "2026-11-20T10:00:02.000Z",
+         "message": {"role": "assistant", "content": [
+             {"type": "tool_use", "id": "toolu_7", "name": "Bash",
+              "input": {"command": "echo 'Tommy dentist Friday 3pm' >> calendar.txt"}}]}},
+        {"type": "user", "uuid": "r1", "sessionId": s, "cwd": cwd, "timestamp": "2026-11-20T10:00:03.000Z",
+         "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_7", "content": ""}]}},
+        {"type": "assistant", "uuid": "a2", "sessionId": s, "cwd": cwd, "timestamp": "2026-11-20T10:00:04.000Z",
+         "message": {"role": "assistant", "content": "Noted: Tommy dentist appointment Friday 3pm."}},
+        {"type": "user", "uuid": "u2", "sessionId": s, "cwd": cwd, "timestamp": "2026-11-20T10:01:00.000Z",
+         "message": {"role": "user", "content": "and Tommy's dentist wants the insurance card"}},
+        {"type": "assistant", "uuid": "a3", "sessionId": s, "cwd": cwd, "timestamp": "2026-11-20T10:01:01.000Z",
+         "message": {"role": "assistant", "content": "I will put the insurance card in the Tommy dentist note."}},
+        {"type": "assistant", "uuid": "a4", "sessionId": s, "cwd": cwd, "timestamp": "2026-11-20T10:01:02.000Z",
+         "message": {"role": "assistant", "content": "Done: the dentist note now lists the card for Tommy."}},
+        {"type": "user", "uuid": "u3", "sessionId": s, "cwd": cwd, "timestamp": "2026-11-20T10:02:00.000Z",
+         "message": {"role": "user", "content": "which queue library do we use for retries?"}},
+    ]
+    transcript = write(tmp_path / "projects" / "-w-shop-api" / f"{s}.jsonl",
+                       "\n".join(json.dumps(x) for x in lines) + "\n")
+    first, second = tmp_path / "first-turn.jsonl", tmp_path / "second-turn.jsonl"
+    write(first, "\n".join(json.dumps(x) for x in lines[:4]) + "\n")
+    write(second, "\n".join(json.dumps(x) for x in lines[:7]) + "\n")
+    hook("prompt", prompt_payload(lines[0]["message"]["content"], session=s, cwd=cwd))
+    hook("tool", {**tool_payload("Bash", lines[1]["message"]["content"][0]["input"], {"stdout": ""}, session=s),
+                  "tool_use_id": "toolu_7"})
+    hook("stop", {"session_id": s, "hook_event_name": "Stop", "cwd": cwd, "transcript_path": str(first),
+                  "last_assistant_message": "Noted: Tommy dentist appointment Friday 3pm."})
+    hook("prompt", prompt_payload(lines[4]["message"]["content"], session=s, cwd=cwd))
+    hook("stop", {"session_id": s, "hook_event_name": "Stop", "cwd": cwd, "transcript_path": str(second)})
+    settings = resolve_settings(home, model="none")
+    index(settings, embedder=None)
+    report = apply_forget(settings, _plan(settings, ForgetSelector(match="Tommy dentist")))
+    assert report.events_removed == 5
+    stones = (settings.state_dir / "forgotten.json").read_bytes()
+    assert b"Tommy" not in stones and b"dentist" not in stones  # hashes only
+    imported = import_transcripts(settings, [transcript])
+    assert imported.events_imported == 1, imported  # the queue question, which the hooks never saw
+    assert _files_holding(home, "Tommy") == [] and _files_holding(home, "dentist") == []
+    assert not search(settings, "Tommy dentist", mode="bm25").hits
+    assert search(settings, "queue library retries", mode="bm25").hits
 
 
 def test_vacuum_on_request_and_forget_without_an_index(home):
