@@ -5,9 +5,13 @@
 - **events** memsearch logged (``events/*.jsonl``): each forgotten line is overwritten, in a copy swapped in
   atomically under the log's append lock, by a ``{"forgotten":true}`` line of the same length, so every other
   event keeps its byte offset (and so its id) and the incremental indexer its place (:mod:`indexer.logrewrite`);
-- **archives** (``archive/events/*.jsonl.gz``, not indexed): rewritten without the matching lines;
-- **session summaries** memsearch wrote: rebuilt from the events that remain (deleted when none remain, when the
-  summary was named by id, or when its rebuilt text still holds every word of ``--match``);
+- **archives** (``archive/events/*.jsonl.gz``, not indexed): rewritten without the matching lines (``--match``
+  reads their words too: :func:`search_engine.lookup.matching`);
+- **Claude Code's transcripts** are not memsearch's to edit: hashes of each forgotten event (id, tool call, session
+  and text) keep ``memsearch import transcripts`` from bringing it back (:func:`indexer.transcripts.remember_forgotten`);
+- **session summaries** memsearch wrote: rebuilt from the events that remain (deleted, every chunk of it, when
+  none remain, when the summary was named by id, or when its rebuilt text still holds every word of ``--match``;
+  in the last two cases the session's next summary leaves out the events it summed up);
 - **notes of the user** (anything else) are never edited: a tombstone (:mod:`indexer.tombstones`) hides the
   chunks while the file stays byte for byte the same, and the report says which lines to edit;
 - **the team database** (``db_url``): the member's own chunks with those ids, from every machine of theirs (row-level
@@ -127,6 +131,39 @@ def _snippet(text: str) -> str:
     return flat if len(flat) <= SNIPPET else flat[: SNIPPET - 1] + "…"
 
 
+def _summaries_touched(settings: Settings, rows: list[StoredChunk], generated: dict[str, bool]) -> set[str]:
+    """The session summaries memsearch wrote that forgetting ``rows`` rebuilds or deletes: those a row is a chunk
+    of, and those of the sessions whose events leave."""
+    found = set()
+    for r in rows:
+        action = _action(settings, r, generated)
+        if action == "summary":
+            found.add(r.file)
+        elif action == "rewrite" and r.session_id:
+            path = summary_path(settings, r.session_id)
+            if path.is_file() and is_generated(path):
+                found.add(str(path))
+    return found
+
+
+def _doomed_summaries(settings: Settings, store: SqliteStore, selector: ForgetSelector, rows: list[StoredChunk],
+                      generated: dict[str, bool]) -> list[StoredChunk]:
+    """The other chunks of the session summaries the forget of ``rows`` deletes rather than rebuilds (no event of
+    the session remains, the summary was named by id, or its rebuilt text still holds the words of ``--match``:
+    :func:`_rebuilt_clears`): a deleted summary goes whole, so the dry run lists every chunk that leaves and the
+    report counts them."""
+    leaving = {r.event_id for r in rows if r.event_id and _action(settings, r, generated) == "rewrite"}
+    selected = {r.file for r in rows if _action(settings, r, generated) == "summary"}
+    have = {r.id for r in rows}
+    extra: list[StoredChunk] = []
+    for summary in sorted(_summaries_touched(settings, rows, generated)):
+        session = _summary_session(store, Path(summary))
+        text = None if session is None else build_summary(settings, session, without=leaving)
+        if text is None or summary in selected and not _rebuilt_clears(selector, text):
+            extra += [c for c in store.stored_chunks(file=summary) if c.id not in have]
+    return extra
+
+
 def plan_forget(settings: Settings, selector: ForgetSelector, matched: Matched | None = None) -> ForgetPlan:
     """What ``selector`` takes, changing nothing but the index's freshness (events logged since the last index
     run are indexed first, so a dry run lists them too). A ``match`` selector takes ``matched``: the chunks and
@@ -140,12 +177,13 @@ def plan_forget(settings: Settings, selector: ForgetSelector, matched: Matched |
     if selector.empty:
         raise UsageError("say what to forget: ids, --session, --before, --since, --project or --match")
     rows: list[StoredChunk] = []
+    generated: dict[str, bool] = {}
     if matched is None:  # matching() caught up before searching
         catch_up(settings)
     if settings.db_path.exists():
         with SqliteStore.open(settings.db_path) as store:
             rows = _select(store, selector, matched, settings)
-    generated: dict[str, bool] = {}
+            rows += _doomed_summaries(settings, store, selector, rows, generated)
     items = tuple(
         ForgetItem(r.uid, r.kind, r.category, r.title, r.path, _action(settings, r, generated), r.line_start,
                    r.line_end, r.event_id, r.ts, r.session_id, r.project, _snippet(r.text))
@@ -157,12 +195,7 @@ def plan_forget(settings: Settings, selector: ForgetSelector, matched: Matched |
     event_ids = {i.event_id for i in items if i.action == "rewrite" and i.event_id}
     archived_ids = matched.archived if matched is not None and selector.match else ()
     archives = archive_matches(settings, selector, event_ids | set(archived_ids))
-    summaries = set(by_action["summary"])
-    for i in items:
-        if i.action == "rewrite" and i.session_id:
-            path = summary_path(settings, i.session_id)
-            if path.is_file() and is_generated(path):
-                summaries.add(str(path))
+    summaries = _summaries_touched(settings, rows, generated)
     return ForgetPlan(
         selector=selector,
         items=items,
@@ -342,7 +375,11 @@ def _apply_locked(settings: Settings, plan: ForgetPlan, vacuum: bool) -> dict:
                 continue
             session = _summary_session(store, path)
             text = None if session is None else build_summary(settings, session)
-            if summary in selected and text is not None and not _rebuilt_clears(plan.selector, text):
+            if session is not None and summary in selected and text is not None \
+                    and not _rebuilt_clears(plan.selector, text):
+                # the summary itself is forgotten: the session's next summary leaves out what this one summed up
+                stones.forget_summary(session, [c.event_id for c in store.session_events(session) if c.event_id])
+                tombstones.save(settings.state_dir, stones)
                 text = None
             if text is None:
                 path.unlink()

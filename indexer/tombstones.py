@@ -13,7 +13,9 @@ it stands, so the chunk stays hidden.
 Forgotten events are kept as hashes, so an import from a transcript can never bring them back: of their ids (an
 imported event's is the transcript's own), of their tool calls' ids, and of each prompt's and reply's session, type
 and the start of its text (the hooks' events have ids of their own, and the transcript holds the same turn under
-another). The file holds hashes only, never text, and is written atomically, readable by its owner only.
+another). A session summary forgotten as a whole is remembered by a hash of its session with the hashes of the
+events it summed up: the session's next summary leaves them out. The file holds hashes only, never text, and is
+written atomically, readable by its owner only.
 
 Files written before tombstones were relative name notes by absolute path: those under the current root are read
 as relative, and any other one is kept as it is (never dropped unseen): it still hides a note with the same bytes
@@ -51,6 +53,10 @@ def turn_key(session: str, kind: str, text_key: str) -> str:
     return xxhash.xxh3_128_hexdigest(f"{session}\0{kind}\0{text_key}".encode("utf-8", "surrogatepass"))
 
 
+def summary_key(session: str) -> str:
+    return xxhash.xxh3_64_hexdigest(f"summary\0{session}".encode("utf-8", "surrogatepass"))
+
+
 def note_key(source: str, root: Path) -> str:
     """The key a tombstone names a note by: its path relative to the memory root ``root``, or, outside it (an
     extra source), the index's own key, its absolute path.
@@ -70,6 +76,8 @@ class Tombstones:
     notes: dict[str, dict] = field(default_factory=dict)  # note_key() -> {"file_hash": …, "chunks": [keys]}
     events: set[str] = field(default_factory=set)  # event_key() of forgotten events (and of their tool calls)
     turns: set[str] = field(default_factory=set)  # turn_key() of forgotten prompts and replies
+    #: summary_key() of a session whose summary was forgotten -> event_key() of the events that summary summed up
+    summaries: dict[str, list[str]] = field(default_factory=dict)
     root: Path | None = None  # the memory root (None: keys are taken as given)
     #: whether the notes differ from the file's (old absolute keys read as relative, or moved to a found note)
     changed: bool = False
@@ -143,6 +151,16 @@ class Tombstones:
             del self.notes[k]
         return len(lapsed)
 
+    def forget_summary(self, session: str, event_ids: Sequence[str]) -> None:
+        """The summary of ``session``, built from the events ``event_ids``, was forgotten: a later summary of the
+        session (its next SessionEnd) leaves them out (:meth:`summed_up`)."""
+        keys = self.summaries.setdefault(summary_key(session), [])
+        keys.extend(k for k in dict.fromkeys(event_key(e) for e in event_ids) if k not in keys)
+
+    def summed_up(self, session: str) -> frozenset[str]:
+        """The event keys a forgotten summary of ``session`` summed up (none when none was forgotten)."""
+        return frozenset(self.summaries.get(summary_key(session), ()))
+
     def stamp(self) -> str:
         """A digest of the notes' tombstones: what tells an index run that they changed since it last looked."""
         return xxhash.xxh3_64_hexdigest(orjson.dumps(self.notes, option=orjson.OPT_SORT_KEYS))
@@ -172,7 +190,8 @@ def load(state_dir: Path, root: Path | None = None) -> Tombstones:
     if why is not None:
         raise _unreadable(p, why)
     stones = Tombstones(events={str(e) for e in data["events"]}, turns={str(t) for t in data.get("turns", ())},
-                        root=root)
+                        summaries={str(k): [str(e) for e in v] for k, v in data.get("summaries", {}).items()
+                                   if isinstance(v, list)}, root=root)
     entries = {str(k): v for k, v in data["notes"].items() if isinstance(v, dict)}
     stones.notes = {k: v for k, v in entries.items() if stones.key(k) == k}
     for k, v in entries.items():
@@ -200,6 +219,8 @@ def _wrong_shape(data: object) -> str | None:
         return 'no "events" list'
     if not isinstance(data.get("turns", []), list):
         return '"turns" is not a list'
+    if not isinstance(data.get("summaries", {}), dict):
+        return '"summaries" is not an object'
     return None
 
 
@@ -214,7 +235,8 @@ def save(state_dir: Path, stones: Tombstones) -> None:
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "wb") as f:
         f.write(orjson.dumps({"version": 1, "notes": stones.notes, "events": sorted(stones.events),
-                              "turns": sorted(stones.turns)}, option=orjson.OPT_SORT_KEYS))
+                              "turns": sorted(stones.turns), "summaries": stones.summaries},
+                             option=orjson.OPT_SORT_KEYS))
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, p)

@@ -169,6 +169,33 @@ def test_a_summary_named_by_id_is_deleted_not_rebuilt(captured, home):
     assert search(captured, "kestrel renew monthly", mode="bm25").hits  # the events it came from stay
 
 
+def test_a_summary_forgotten_by_one_chunk_id_goes_whole_and_its_next_session_end_does_not_write_it_again(
+        captured, home):
+    """Named by the id of one of its sections, the summary is deleted whole: the dry run lists every chunk that
+    leaves and the report counts them. When the session resumes and ends again, its summary is not written back
+    with the same text and ids: it sums up only what happened since."""
+    from indexer.summaries import write_session_summary
+
+    summary = summary_path(captured, "s2")
+    sections = [i for i in _plan(captured, ForgetSelector(session="s2")).items if i.action == "summary"]
+    assert len(sections) > 1
+    plan = _plan(captured, ForgetSelector(ids=(sections[-1].id,)))
+    assert sorted(i.id for i in plan.items) == sorted(i.id for i in sections)
+    dry = _cli("forget", sections[-1].id, "--dry-run")
+    assert dry.stdout.startswith(f"Would forget {len(sections)} indexed item(s):"), dry
+    report = apply_forget(captured, plan)
+    assert report.chunks_removed == len(sections) and report.summaries_deleted == 1 and not summary.exists()
+    assert write_session_summary(captured, "s2") is None and not summary.exists()  # SessionEnd, nothing new
+    _log(home, _event("resumed: add the heron cache warmup", "s2", "2026-11-21T09:00:00+00:00"))
+    assert write_session_summary(captured, "s2") == summary
+    text = summary.read_text()
+    assert "heron cache warmup" in text and "kestrel" not in text and "renew monthly" not in text
+    ids = {i.id for i in _plan(captured, ForgetSelector(session="s2")).items if i.action == "summary"}
+    assert ids and not ids & {i.id for i in sections}
+    assert search(captured, "kestrel renew monthly", mode="bm25").hits  # the events it came from stay
+    assert b"kestrel" not in (home / ".memsearch" / "forgotten.json").read_bytes()
+
+
 def test_forgetting_a_whole_session_deletes_its_summary(captured, home):
     apply_forget(captured, _plan(captured, ForgetSelector(session="s2")))
     assert not summary_path(captured, "s2").exists()
