@@ -5,9 +5,13 @@
 - **events** memsearch logged (``events/*.jsonl``): each forgotten line is overwritten, in a copy swapped in
   atomically under the log's append lock, by a ``{"forgotten":true}`` line of the same length, so every other
   event keeps its byte offset (and so its id) and the incremental indexer its place (:mod:`indexer.logrewrite`);
-- **archives** (``archive/events/*.jsonl.gz``, not indexed): rewritten without the matching lines;
-- **session summaries** memsearch wrote: rebuilt from the events that remain (deleted when none remain, when the
-  summary was named by id, or when its rebuilt text still holds every word of ``--match``);
+- **archives** (``archive/events/*.jsonl.gz``, not indexed): rewritten without the matching lines (``--match``
+  reads their words too: :func:`search_engine.lookup.matching`);
+- **Claude Code's transcripts** are not memsearch's to edit: hashes of each forgotten event (id, tool call, session
+  and text) keep ``memsearch import transcripts`` from bringing it back (:func:`indexer.transcripts.remember_forgotten`);
+- **session summaries** memsearch wrote: rebuilt from the events that remain (deleted, every chunk of it, when
+  none remain, when the summary was named by id, or when its rebuilt text still holds every word of ``--match``;
+  in the last two cases the session's next summary leaves out the events it summed up);
 - **notes of the user** (anything else) are never edited: a tombstone (:mod:`indexer.tombstones`) hides the
   chunks while the file stays byte for byte the same, and the report says which lines to edit;
 - **the team database** (``db_url``): the member's own chunks with those ids, from every machine of theirs (row-level
@@ -31,19 +35,18 @@ import os
 import re
 import time
 from collections import defaultdict
-from collections.abc import Sequence
 from pathlib import Path
 
 from indexer import tombstones
-from indexer.base.errors import MemsearchError, UsageError, unknown_id
+from indexer.base.errors import SHORT_ID, MemsearchError, UsageError, forgotten_id, id_problem, unknown_id
 from indexer.base.locks import LockTimeout, file_lock
 from indexer.base.paths import EVENTS_DIR, FORGET_LOG, WRITER_LOCK
 from indexer.base.private import private_dirs
-from indexer.base.reports import ForgetItem, ForgetPlan, ForgetReport, ForgetSelector, NoteToEdit
+from indexer.base.reports import ForgetItem, ForgetPlan, ForgetReport, ForgetSelector, Matched, NoteToEdit
 from indexer.base.settings import Settings
 from indexer.eventread import HEAD_BYTES, head_hash
 from indexer.logrewrite import archive_matches, blank_lines, replace_file, rewrite_archive
-from indexer.pipeline import ingest
+from indexer.pipeline import index, ingest
 from indexer.rebuild import maintenance_lock
 from indexer.scan import scan
 from indexer.store.local import SqliteStore
@@ -51,6 +54,7 @@ from indexer.store.sqlite_upkeep import StoredChunk
 from indexer.summaries import build_summary, is_generated, summary_path
 from indexer.sync import push_sources
 from indexer.team import TeamUnavailable, forget_on_team, owner_elsewhere
+from indexer.transcripts import remember_forgotten
 from indexer.writer import refresh_replies
 
 LOCK_TIMEOUT = 30.0
@@ -65,10 +69,15 @@ def _by_ids(store: SqliteStore, ids: tuple[str, ...], settings: Settings | None 
     for raw in ids:
         value = raw.strip()
         rows = store.ids_of(value)
-        if not rows and len(value) >= 4 and all(ch in "0123456789abcdef" for ch in value.lower()):
+        problem = id_problem(value)
+        if not rows and problem is None:
             rows = store.ids_with_prefix(value.lower(), limit=2)
             if len(rows) > 1:
                 raise UsageError(f"id prefix {value!r} is ambiguous: give more characters")
+        if not rows and problem == SHORT_ID:
+            raise UsageError(f"invalid id {value!r}: {problem}")
+        if not rows and settings is not None and (day := forgotten_on(settings, value)) is not None:
+            raise forgotten_id(value.lower(), day)
         if not rows:
             try:
                 owner = owner_elsewhere(settings, value) if settings is not None else None
@@ -83,7 +92,7 @@ def _by_ids(store: SqliteStore, ids: tuple[str, ...], settings: Settings | None 
     return found
 
 
-def _select(store: SqliteStore, selector: ForgetSelector, matched: Sequence[str] | None,
+def _select(store: SqliteStore, selector: ForgetSelector, matched: Matched | None,
             settings: Settings | None = None) -> list[StoredChunk]:
     chosen: set[int] | None = None
     if selector.ids:
@@ -91,7 +100,7 @@ def _select(store: SqliteStore, selector: ForgetSelector, matched: Sequence[str]
     if selector.match:
         if matched is None:
             raise UsageError("forget --match needs the ids of the chunks holding its words (search_engine.lookup.matching)")
-        hits = {r.id for r in store.stored_chunks(uids=list(matched))} if matched else set()
+        hits = {r.id for r in store.stored_chunks(uids=list(matched.chunks))} if matched.chunks else set()
         chosen = hits if chosen is None else chosen & hits
     if chosen is not None and not chosen:
         return []
@@ -122,10 +131,44 @@ def _snippet(text: str) -> str:
     return flat if len(flat) <= SNIPPET else flat[: SNIPPET - 1] + "…"
 
 
-def plan_forget(settings: Settings, selector: ForgetSelector, matched: Sequence[str] | None = None) -> ForgetPlan:
+def _summaries_touched(settings: Settings, rows: list[StoredChunk], generated: dict[str, bool]) -> set[str]:
+    """The session summaries memsearch wrote that forgetting ``rows`` rebuilds or deletes: those a row is a chunk
+    of, and those of the sessions whose events leave."""
+    found = set()
+    for r in rows:
+        action = _action(settings, r, generated)
+        if action == "summary":
+            found.add(r.file)
+        elif action == "rewrite" and r.session_id:
+            path = summary_path(settings, r.session_id)
+            if path.is_file() and is_generated(path):
+                found.add(str(path))
+    return found
+
+
+def _doomed_summaries(settings: Settings, store: SqliteStore, selector: ForgetSelector, rows: list[StoredChunk],
+                      generated: dict[str, bool]) -> list[StoredChunk]:
+    """The other chunks of the session summaries the forget of ``rows`` deletes rather than rebuilds (no event of
+    the session remains, the summary was named by id, or its rebuilt text still holds the words of ``--match``:
+    :func:`_rebuilt_clears`): a deleted summary goes whole, so the dry run lists every chunk that leaves and the
+    report counts them."""
+    leaving = {r.event_id for r in rows if r.event_id and _action(settings, r, generated) == "rewrite"}
+    selected = {r.file for r in rows if _action(settings, r, generated) == "summary"}
+    have = {r.id for r in rows}
+    extra: list[StoredChunk] = []
+    for summary in sorted(_summaries_touched(settings, rows, generated)):
+        session = _summary_session(store, Path(summary))
+        text = None if session is None else build_summary(settings, session, without=leaving)
+        if text is None or summary in selected and not _rebuilt_clears(selector, text):
+            extra += [c for c in store.stored_chunks(file=summary) if c.id not in have]
+    return extra
+
+
+def plan_forget(settings: Settings, selector: ForgetSelector, matched: Matched | None = None) -> ForgetPlan:
     """What ``selector`` takes, changing nothing but the index's freshness (events logged since the last index
-    run are indexed first, so a dry run lists them too). A ``match`` selector takes ``matched``: the ids of the
-    chunks holding every word of it, from :func:`search_engine.lookup.matching` (the indexer does not search).
+    run are indexed first, so a dry run lists them too). A ``match`` selector takes ``matched``: the chunks and
+    the archived events holding every word of it, from :func:`search_engine.lookup.matching` (the indexer does
+    not search).
 
     >>> from indexer.base.settings import resolve_settings
     >>> plan_forget(resolve_settings("/tmp/memsearch-doctest-forget"), ForgetSelector(session="s1")).items
@@ -134,12 +177,13 @@ def plan_forget(settings: Settings, selector: ForgetSelector, matched: Sequence[
     if selector.empty:
         raise UsageError("say what to forget: ids, --session, --before, --since, --project or --match")
     rows: list[StoredChunk] = []
+    generated: dict[str, bool] = {}
+    if matched is None:  # matching() caught up before searching
+        catch_up(settings)
     if settings.db_path.exists():
-        if matched is None and (settings.home / EVENTS_DIR).is_dir():  # matching() indexed them before searching
-            ingest(settings, [settings.home / EVENTS_DIR], lock_timeout=2.0)
         with SqliteStore.open(settings.db_path) as store:
             rows = _select(store, selector, matched, settings)
-    generated: dict[str, bool] = {}
+            rows += _doomed_summaries(settings, store, selector, rows, generated)
     items = tuple(
         ForgetItem(r.uid, r.kind, r.category, r.title, r.path, _action(settings, r, generated), r.line_start,
                    r.line_end, r.event_id, r.ts, r.session_id, r.project, _snippet(r.text))
@@ -149,13 +193,9 @@ def plan_forget(settings: Settings, selector: ForgetSelector, matched: Sequence[
     for item, row in zip(items, rows):
         by_action[item.action].add(row.file)
     event_ids = {i.event_id for i in items if i.action == "rewrite" and i.event_id}
-    archives = archive_matches(settings, selector, event_ids)
-    summaries = set(by_action["summary"])
-    for i in items:
-        if i.action == "rewrite" and i.session_id:
-            path = summary_path(settings, i.session_id)
-            if path.is_file() and is_generated(path):
-                summaries.add(str(path))
+    archived_ids = matched.archived if matched is not None and selector.match else ()
+    archives = archive_matches(settings, selector, event_ids | set(archived_ids))
+    summaries = _summaries_touched(settings, rows, generated)
     return ForgetPlan(
         selector=selector,
         items=items,
@@ -164,7 +204,24 @@ def plan_forget(settings: Settings, selector: ForgetSelector, matched: Sequence[
         archived_events=sum(archives.values()),
         summaries=tuple(sorted(summaries)),
         notes=tuple(sorted(by_action["tombstone"])),
+        archived_ids=archived_ids,
     )
+
+
+def catch_up(settings: Settings) -> None:
+    """Index what a selection must see before ``forget`` (or its dry run) answers: the events logged since the last
+    index run, or, when there is no index (deleted: it is derived data; or never built, as when only the prompt
+    hook ran), every source, for BM25 (no model is loaded; ``memsearch index`` embeds them later). Answered from a
+    missing or stale index, a forget would say "nothing matches" while the files hold the words. Another writer is
+    waited for up to :data:`LOCK_TIMEOUT` seconds, and then it fails rather than answer from a stale index."""
+    if not settings.home.is_dir():
+        return
+    if not settings.db_path.exists():
+        index(settings, embedder=None, lock_timeout=LOCK_TIMEOUT)
+    elif (settings.home / EVENTS_DIR).is_dir() and not ingest(settings, [settings.home / EVENTS_DIR],
+                                                              lock_timeout=LOCK_TIMEOUT):
+        raise MemsearchError(f"an index run held {settings.state_dir / WRITER_LOCK} for {LOCK_TIMEOUT:.0f}s, so "
+                             "the events logged since the last one could not be looked at: try again")
 
 
 def _db_bytes(settings: Settings) -> int:
@@ -180,21 +237,30 @@ def _log(settings: Settings, message: str) -> None:
 
 def was_forgotten(settings: Settings, ident: str) -> bool:
     """Whether the forget log records the chunk id ``ident`` (any case) as forgotten: what tells a memory that was
-    forgotten from one that never existed, once the index holds neither. The log keeps one line per forget, ending
-    ``ids=<id>,<id>…``; it is read only for an id the index does not hold. Without the log (deleted by the user),
-    no id was forgotten as far as this can tell.
+    forgotten from one that never existed, once the index holds neither (:func:`forgotten_on`).
 
     >>> from indexer.base.settings import resolve_settings
     >>> was_forgotten(resolve_settings("/tmp/memsearch-doctest-forget"), "deadbeef0000")
     False
     """
+    return forgotten_on(settings, ident) is not None
+
+
+def forgotten_on(settings: Settings, ident: str) -> str | None:
+    """The day (``YYYY-MM-DD``) the forget log last records the whole chunk id ``ident`` (any case) as forgotten,
+    or None. The log keeps one line per forget, starting with its time and ending ``ids=<id>,<id>…``; it is read
+    only for an id the index does not hold. Without the log (deleted by the user), no id was forgotten as far as
+    this can tell."""
     wanted = ident.strip().lower()
+    day = None
     try:
         with open(settings.log_dir / FORGET_LOG, encoding="utf-8", errors="replace") as log:
-            return any(wanted in line.rstrip("\n").rpartition(" ids=")[2].split(",") for line in log
-                       if " ids=" in line)
+            for line in log:
+                if " ids=" in line and wanted in line.rstrip("\n").rpartition(" ids=")[2].split(","):
+                    day = line[:10]
     except OSError:
-        return False
+        return None
+    return day
 
 
 def apply_forget(settings: Settings, plan: ForgetPlan, *, vacuum: bool = False) -> ForgetReport:
@@ -244,12 +310,19 @@ def _apply_locked(settings: Settings, plan: ForgetPlan, vacuum: bool) -> dict:
     counts: dict = defaultdict(int)
     counts["notes"] = []
     uids = [i.id for i in plan.items]
-    event_ids = {i.event_id for i in plan.items if i.action == "rewrite" and i.event_id}
+    event_ids = {i.event_id for i in plan.items if i.action == "rewrite" and i.event_id} | set(plan.archived_ids)
+    stones = tombstones.load(settings.state_dir, settings.home)
+    forgotten: list[dict] = []  # the events removed from the logs and archives, for the transcripts' import
     for archive in plan.archives:
         removed = rewrite_archive(Path(archive), plan.selector, event_ids)
-        counts["archived"] += removed
+        forgotten += removed
+        counts["archived"] += len(removed)
         counts["archives"] += bool(removed)
     if not settings.db_path.exists():
+        for event in forgotten:
+            remember_forgotten(stones, event)
+        if forgotten:
+            tombstones.save(settings.state_dir, stones)
         return counts
     store = SqliteStore.open(settings.db_path)
     try:
@@ -264,10 +337,13 @@ def _apply_locked(settings: Settings, plan: ForgetPlan, vacuum: bool) -> dict:
         for file, offsets in logs.items():
             if Path(file).is_file():
                 blanked = blank_lines(Path(file), offsets)
-                counts["events"] += blanked
+                forgotten += blanked
+                counts["events"] += len(blanked)
                 counts["logs"] += bool(blanked)
-        # 2. the user's notes get tombstones; forgotten events are remembered by a hash of their id
-        stones = tombstones.load(settings.state_dir, settings.home)
+        # 2. the user's notes get tombstones; forgotten events are remembered by hashes (their id, their tool
+        # call's, their session and text) that an import from Claude Code's transcripts checks
+        for event in forgotten:
+            remember_forgotten(stones, event)
         hashes = store.content_hashes()
         for r in rows:
             if r.kind == "event" and r.event_id:
@@ -299,7 +375,11 @@ def _apply_locked(settings: Settings, plan: ForgetPlan, vacuum: bool) -> dict:
                 continue
             session = _summary_session(store, path)
             text = None if session is None else build_summary(settings, session)
-            if summary in selected and text is not None and not _rebuilt_clears(plan.selector, text):
+            if session is not None and summary in selected and text is not None \
+                    and not _rebuilt_clears(plan.selector, text):
+                # the summary itself is forgotten: the session's next summary leaves out what this one summed up
+                stones.forget_summary(session, [c.event_id for c in store.session_events(session) if c.event_id])
+                tombstones.save(settings.state_dir, stones)
                 text = None
             if text is None:
                 path.unlink()

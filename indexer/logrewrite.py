@@ -12,6 +12,7 @@ from __future__ import annotations
 import fcntl
 import gzip
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
@@ -25,36 +26,63 @@ from indexer.sources import normalize_ts
 FORGOTTEN_LINE = b'{"forgotten":true}'
 
 
-def archive_matches(settings: Settings, selector: ForgetSelector, event_ids: set[str]) -> dict[Path, int]:
-    """Archived logs and how many of their events the selector takes. Archives are not indexed, so a query or a
-    chunk id cannot reach them: only event ids and the session, project and date criteria do."""
+def _archives(settings: Settings) -> Iterator[tuple[Path, bytes]]:
+    """Each archived log with its decompressed bytes (one that cannot be read is passed over)."""
     folder = settings.home / ARCHIVE_DIR
     if not folder.is_dir():
-        return {}
-    out = {}
+        return
     for path in sorted(folder.glob("*.jsonl*.gz")):
         try:
-            data = gzip.decompress(path.read_bytes())
+            yield path, gzip.decompress(path.read_bytes())
         except (OSError, EOFError, gzip.BadGzipFile):
             continue
+
+
+def archive_matches(settings: Settings, selector: ForgetSelector, event_ids: set[str]) -> dict[Path, int]:
+    """Archived logs and how many of their events the selector takes. Archives are not indexed, so a chunk id
+    cannot reach them: event ids do (for ``--match``, those of the archived events holding its words:
+    :func:`archived_events`), and the session, project and date criteria."""
+    out = {}
+    for path, data in _archives(settings):
         n = sum(1 for line in data.splitlines() if archived_match(line, selector, event_ids))
         if n:
             out[path] = n
     return out
 
 
-def archived_match(line: bytes, selector: ForgetSelector, event_ids: set[str]) -> bool:
+def archived_events(settings: Settings, selector: ForgetSelector) -> Iterator[dict]:
+    """The archived events with an id and a text that meet the selector's session, project and date criteria:
+    what ``forget --match`` reads for its words (:func:`search_engine.lookup.matching`)."""
+    for _, data in _archives(settings):
+        for line in data.splitlines():
+            event = _event(line)
+            if event is not None and event.get("id") and isinstance(event.get("content"), str) \
+                    and _within(event, selector):
+                yield event
+
+
+def _event(line: bytes) -> dict | None:
     try:
         event = orjson.loads(line)
     except orjson.JSONDecodeError:
-        return False
-    if not isinstance(event, dict):
+        return None
+    return event if isinstance(event, dict) else None
+
+
+def archived_match(line: bytes, selector: ForgetSelector, event_ids: set[str]) -> bool:
+    event = _event(line)
+    if event is None:
         return False
     if selector.match or selector.ids:
         if str(event.get("id")) not in event_ids and str(event.get("id")) not in selector.ids:
             return False
     elif not (selector.session or selector.project or selector.since or selector.before):
         return False
+    return _within(event, selector)
+
+
+def _within(event: dict, selector: ForgetSelector) -> bool:
+    """Whether ``event`` meets the selector's session, project and date criteria (all of them)."""
     ts = normalize_ts(event.get("ts"))
     return ((not selector.session or event.get("session_id") == selector.session)
             and (not selector.project or event.get("project") == selector.project)
@@ -62,15 +90,16 @@ def archived_match(line: bytes, selector: ForgetSelector, event_ids: set[str]) -
             and (not selector.before or (ts is not None and ts < selector.before)))
 
 
-def blank_lines(path: Path, offsets: dict[int, str]) -> int:
+def blank_lines(path: Path, offsets: dict[int, str]) -> list[dict]:
     """Overwrite the event lines starting at ``offsets`` (offset -> event id, checked) with a forgotten line of the
-    same length, in a copy swapped in atomically while holding the log's append lock. Returns lines blanked."""
+    same length, in a copy swapped in atomically while holding the log's append lock. Returns the events blanked
+    (what :func:`indexer.transcripts.remember_forgotten` keeps hashes of)."""
     fd = os.open(path, os.O_RDWR)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         try:
             data = bytearray(_read_all(fd))
-            blanked = 0
+            blanked: list[dict] = []
             for offset, event_id in sorted(offsets.items()):
                 end = data.find(b"\n", offset)
                 end = len(data) if end < 0 else end
@@ -83,7 +112,7 @@ def blank_lines(path: Path, offsets: dict[int, str]) -> int:
                 length = end - offset
                 line = FORGOTTEN_LINE if length >= len(FORGOTTEN_LINE) else b""
                 data[offset:end] = line + b" " * (length - len(line))
-                blanked += 1
+                blanked.append(event)
             if blanked:
                 replace_file(path, bytes(data))
             return blanked
@@ -108,14 +137,16 @@ def replace_file(path: Path, data: bytes) -> None:
     write_private(path, data, durable=True)
 
 
-def rewrite_archive(path: Path, selector: ForgetSelector, event_ids: set[str]) -> int:
+def rewrite_archive(path: Path, selector: ForgetSelector, event_ids: set[str]) -> list[dict]:
+    """Rewrite the archived log ``path`` without the events the selector takes; returns them."""
     try:
         data = gzip.decompress(path.read_bytes())
     except (OSError, EOFError, gzip.BadGzipFile):
-        return 0
+        return []
     lines = data.splitlines(keepends=True)
     kept = [line for line in lines if not archived_match(line, selector, event_ids)]
     if len(kept) == len(lines):
-        return 0
+        return []
     replace_file(path, gzip.compress(b"".join(kept), mtime=0))
-    return len(lines) - len(kept)
+    return [event for line in lines if archived_match(line, selector, event_ids) for event in (_event(line),)
+            if event is not None]

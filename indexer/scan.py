@@ -19,6 +19,11 @@ from indexer.store import sqlite
 from indexer.store.local import SqliteStore
 from indexer.writer import Progress, SourceWriter, display_path
 
+#: The meta key of the tombstones (:meth:`~indexer.tombstones.Tombstones.stamp`) the last whole scan applied: a
+#: ``forgotten.json`` restored from a backup (or fixed by hand) hides its chunks at the next ``memsearch index``,
+#: not only once their notes change or a rebuild reads every note.
+TOMBSTONES_META = "tombstones"
+
 
 def source_roots(settings: Settings) -> list[Path]:
     return [settings.home, *settings.extra_sources]
@@ -62,6 +67,9 @@ def scan(settings: Settings, store: SqliteStore, paths: list[Path] | None, full:
         full = True
         notes.append("chunker settings changed: every source re-chunked")
     run = SourceWriter(settings, store, full)
+    stones_file = tombstones.path(settings.state_dir).exists()
+    if not paths and stones_file and run.stones.stamp() != store.get_meta(TOMBSTONES_META):
+        run.recheck = frozenset(run.stones.notes)  # changed since the last whole scan: their notes are read again
     scope = [p.absolute() for p in paths] if paths else source_roots(settings)
     for p in scope:
         if not valid_name(str(p)):
@@ -95,7 +103,7 @@ def scan(settings: Settings, store: SqliteStore, paths: list[Path] | None, full:
         store.set_meta("last_indexed", sqlite.now_iso())
     if run.counts["removed"]:
         store.drop_orphan_vectors()
-    if not paths and tombstones.path(settings.state_dir).exists() and run.stones.notes:
+    if not paths and stones_file and run.stones.notes:
         # a whole scan knows every file: a tombstone whose file changed (or went) has lapsed
         lapsed = run.stones.prune(store.content_hashes(), settings.extra_sources)
         if lapsed or run.stones.changed:
@@ -103,4 +111,6 @@ def scan(settings: Settings, store: SqliteStore, paths: list[Path] | None, full:
         if lapsed:
             notes.append(f"{lapsed} note(s) changed or gone since `memsearch forget` hid some of their chunks: "
                          "what they say now is indexed")
+    if not paths:
+        store.set_meta(TOMBSTONES_META, run.stones.stamp() if stones_file else None)
     return run, notes

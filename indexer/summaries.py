@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Collection
 from pathlib import Path
 
+from indexer import tombstones
 from indexer.base.locks import LockTimeout, file_lock
 from indexer.base.paths import EVENTS_DIR, SUMMARY_LOCK, SUMMARY_QUEUE, SUMMARY_QUEUE_WORK
 from indexer.base.private import append_line, write_private
@@ -37,10 +39,14 @@ def _one_line(text: str, limit: int = 200) -> str:
     return flat if len(flat) <= limit else cut_head(flat, limit - 1) + "…"  # never through a redaction marker
 
 
-def build_summary(settings: Settings, session_id: str) -> str | None:
-    """The markdown summary of a session from its indexed events, or None when it has none."""
+def build_summary(settings: Settings, session_id: str, without: Collection[str] = ()) -> str | None:
+    """The markdown summary of a session from its indexed events, or None when it has none. Left out: the events
+    ``without`` (ids: what a forget is about to remove) and those a forgotten summary of the session summed up
+    (:meth:`indexer.tombstones.Tombstones.forget_summary`: forgotten as a whole, it is not written again)."""
+    summed_up = tombstones.load(settings.state_dir).summed_up(session_id)
     with SqliteStore.open(settings.db_path) as store:
-        rows = [(c.category, c.text, c.ts, c.project) for c in store.session_events(session_id)]
+        rows = [(c.category, c.text, c.ts, c.project) for c in store.session_events(session_id)
+                if c.event_id not in without and tombstones.event_key(c.event_id or "") not in summed_up]
     if not rows:
         return None
     files: dict[str, str] = {}  # path -> the tool that touched it first

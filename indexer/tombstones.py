@@ -10,8 +10,12 @@ Each hidden chunk's line range is kept beside its key: a newer privacy filter (`
 an upgrade) can mask more of the same unchanged file, which changes the chunk's text and so its key, but not where
 it stands, so the chunk stays hidden.
 
-Forgotten events are kept as hashes of their ids, so an import from a transcript can never bring them back.
-The file holds hashes only, never text, and is written atomically, readable by its owner only.
+Forgotten events are kept as hashes, so an import from a transcript can never bring them back: of their ids (an
+imported event's is the transcript's own), of their tool calls' ids, and of each prompt's and reply's session, type
+and the start of its text (the hooks' events have ids of their own, and the transcript holds the same turn under
+another). A session summary forgotten as a whole is remembered by a hash of its session with the hashes of the
+events it summed up: the session's next summary leaves them out. The file holds hashes only, never text, and is
+written atomically, readable by its owner only.
 
 Files written before tombstones were relative name notes by absolute path: those under the current root are read
 as relative, and any other one is kept as it is (never dropped unseen): it still hides a note with the same bytes
@@ -28,6 +32,7 @@ from pathlib import Path
 import orjson
 import xxhash
 
+from indexer.base.errors import MemsearchError
 from indexer.base.paths import TOMBSTONES
 from indexer.base.private import private_dirs
 
@@ -40,6 +45,16 @@ def chunk_key(title: str, text: str) -> str:
 
 def event_key(event_id: str) -> str:
     return xxhash.xxh3_64_hexdigest(event_id.encode("utf-8", "surrogatepass"))
+
+
+def turn_key(session: str, kind: str, text_key: str) -> str:
+    """The key a forgotten prompt or reply is remembered by, for a transcript that holds it under another id: its
+    session, its type and the start of its text (``text_key``, as :func:`indexer.transcripts.text_key` folds it)."""
+    return xxhash.xxh3_128_hexdigest(f"{session}\0{kind}\0{text_key}".encode("utf-8", "surrogatepass"))
+
+
+def summary_key(session: str) -> str:
+    return xxhash.xxh3_64_hexdigest(f"summary\0{session}".encode("utf-8", "surrogatepass"))
 
 
 def note_key(source: str, root: Path) -> str:
@@ -59,7 +74,10 @@ class Tombstones:
     path) and name it by :func:`note_key`."""
 
     notes: dict[str, dict] = field(default_factory=dict)  # note_key() -> {"file_hash": …, "chunks": [keys]}
-    events: set[str] = field(default_factory=set)  # event_key() of forgotten events
+    events: set[str] = field(default_factory=set)  # event_key() of forgotten events (and of their tool calls)
+    turns: set[str] = field(default_factory=set)  # turn_key() of forgotten prompts and replies
+    #: summary_key() of a session whose summary was forgotten -> event_key() of the events that summary summed up
+    summaries: dict[str, list[str]] = field(default_factory=dict)
     root: Path | None = None  # the memory root (None: keys are taken as given)
     #: whether the notes differ from the file's (old absolute keys read as relative, or moved to a found note)
     changed: bool = False
@@ -133,6 +151,20 @@ class Tombstones:
             del self.notes[k]
         return len(lapsed)
 
+    def forget_summary(self, session: str, event_ids: Sequence[str]) -> None:
+        """The summary of ``session``, built from the events ``event_ids``, was forgotten: a later summary of the
+        session (its next SessionEnd) leaves them out (:meth:`summed_up`)."""
+        keys = self.summaries.setdefault(summary_key(session), [])
+        keys.extend(k for k in dict.fromkeys(event_key(e) for e in event_ids) if k not in keys)
+
+    def summed_up(self, session: str) -> frozenset[str]:
+        """The event keys a forgotten summary of ``session`` summed up (none when none was forgotten)."""
+        return frozenset(self.summaries.get(summary_key(session), ()))
+
+    def stamp(self) -> str:
+        """A digest of the notes' tombstones: what tells an index run that they changed since it last looked."""
+        return xxhash.xxh3_64_hexdigest(orjson.dumps(self.notes, option=orjson.OPT_SORT_KEYS))
+
     @property
     def count(self) -> int:
         return sum(len(e.get("chunks", ())) for e in self.notes.values())
@@ -153,13 +185,14 @@ def load(state_dir: Path, root: Path | None = None) -> Tombstones:
     except FileNotFoundError:
         return Tombstones(root=root)
     except (OSError, orjson.JSONDecodeError) as exc:
-        from indexer.base.errors import MemsearchError
-
-        raise MemsearchError(f"cannot read {p} ({exc}); it keeps forgotten notes hidden: restore or fix it") from None
-    notes = data.get("notes") if isinstance(data, dict) else None
-    events = data.get("events") if isinstance(data, dict) else None
-    stones = Tombstones(events={str(e) for e in events or ()}, root=root)
-    entries = {str(k): v for k, v in (notes or {}).items() if isinstance(v, dict)}
+        raise _unreadable(p, str(exc)) from None
+    why = _wrong_shape(data)
+    if why is not None:
+        raise _unreadable(p, why)
+    stones = Tombstones(events={str(e) for e in data["events"]}, turns={str(t) for t in data.get("turns", ())},
+                        summaries={str(k): [str(e) for e in v] for k, v in data.get("summaries", {}).items()
+                                   if isinstance(v, list)}, root=root)
+    entries = {str(k): v for k, v in data["notes"].items() if isinstance(v, dict)}
     stones.notes = {k: v for k, v in entries.items() if stones.key(k) == k}
     for k, v in entries.items():
         name = stones.key(k)
@@ -170,13 +203,39 @@ def load(state_dir: Path, root: Path | None = None) -> Tombstones:
     return stones
 
 
+def _wrong_shape(data: object) -> str | None:
+    """Why ``data`` (a parsed ``forgotten.json``) is not what :func:`save` writes, or None. Valid JSON of another
+    shape (``[]``, ``{}``: a file emptied or replaced by hand, a tool's mistake) holds no tombstone, and reading it
+    as none would bring every forgotten note back: it is refused as a parse error is.
+
+    >>> _wrong_shape({"version": 1, "notes": {}, "events": []}), _wrong_shape([]), _wrong_shape({})
+    (None, 'not a JSON object', 'no "notes" object')
+    """
+    if not isinstance(data, dict):
+        return "not a JSON object"
+    if not isinstance(data.get("notes"), dict):
+        return 'no "notes" object'
+    if not isinstance(data.get("events"), list):
+        return 'no "events" list'
+    if not isinstance(data.get("turns", []), list):
+        return '"turns" is not a list'
+    if not isinstance(data.get("summaries", {}), dict):
+        return '"summaries" is not an object'
+    return None
+
+
+def _unreadable(p: Path, why: str) -> MemsearchError:
+    return MemsearchError(f"cannot read {p} ({why}); it keeps forgotten notes hidden: restore or fix it")
+
+
 def save(state_dir: Path, stones: Tombstones) -> None:
     private_dirs(state_dir)
     p = path(state_dir)
     tmp = p.with_name(f".{TOMBSTONES}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "wb") as f:
-        f.write(orjson.dumps({"version": 1, "notes": stones.notes, "events": sorted(stones.events)},
+        f.write(orjson.dumps({"version": 1, "notes": stones.notes, "events": sorted(stones.events),
+                              "turns": sorted(stones.turns), "summaries": stones.summaries},
                              option=orjson.OPT_SORT_KEYS))
         f.flush()
         os.fsync(f.fileno())

@@ -18,12 +18,14 @@ from typing import Any
 
 import orjson
 
+from indexer import tombstones
 from indexer.base.paths import EVENTS_DIR, IMPORTS
 from indexer.base.private import private_dirs, write_private
 from indexer.base.settings import Settings
 from indexer.eventlog import Event, append
 from indexer.observations import describe_tool
 from indexer.sources import normalize_ts
+from indexer.tombstones import Tombstones
 
 #: A block the host or a hook injected: it opens at the start of a line and is closed. A tag merely mentioned in
 #: prose ("hooks wrap output in a `<memory-context>` block") is neither, and the text after it is kept.
@@ -192,12 +194,60 @@ class ImportReport:
 _KEY_CHARS = 160
 
 
-def _key(text: str) -> str:
+def text_key(text: str) -> str:
     """The start of a text, white space folded, to match a transcript's turn with the hook's record of it: the
     whole text is filtered first, then cut."""
     from indexer.privacy import scrub
 
     return " ".join(scrub(text).split())[:_KEY_CHARS]
+
+
+def remember_forgotten(stones: Tombstones, event: dict[str, Any]) -> None:
+    """Keep in ``stones`` (hashes only) what tells the forgotten ``event`` (a logged event's fields) in a
+    transcript, so that ``import transcripts`` never brings it back: its id (an imported event's is the
+    transcript's own), its tool call's id (the id a transcript's tool event is imported under), and for a prompt
+    or a reply its session, type and the start of its text (:func:`text_key`: the hooks' events have ids of their
+    own, and the transcript holds the same turn under another)."""
+    if event.get("id"):
+        stones.events.add(tombstones.event_key(str(event["id"])))
+    raw_meta = event.get("metadata")
+    meta = raw_meta if isinstance(raw_meta, dict) else {}
+    if event.get("type") == "tool" and meta.get("tool_use_id"):
+        stones.events.add(tombstones.event_key(f"t-{meta['tool_use_id']}"))
+    content, session = event.get("content"), event.get("session_id")
+    if event.get("type") in ("prompt", "response") and isinstance(content, str) and session:
+        stones.turns.add(tombstones.turn_key(str(session), str(event["type"]), text_key(content)))
+
+
+def forgotten_turns(events: list[Event], stones: Tombstones) -> set[int]:
+    """The places in ``events`` (a transcript's, in order) of the events ``memsearch forget`` took: by id, or, for a
+    prompt or reply the hooks logged under an id of their own, by session, type and the start of the text
+    (:func:`remember_forgotten`). A reply is one event for the Stop hook but may be several transcript lines: the
+    texts of a turn's lines, joined as the hook joins them when it reads the reply from the transcript, count
+    too, and then the turn's every reply line goes."""
+
+    def turn(session: str | None, kind: str, text: str) -> bool:
+        return bool(stones.turns) and tombstones.turn_key(session or "", kind, text_key(text)) in stones.turns
+
+    gone: set[int] = set()
+    replies: list[int] = []  # the reply lines of the current turn
+
+    def close() -> None:
+        if len(replies) > 1 and turn(events[replies[0]].session_id, "response",
+                                     "\n\n".join(events[i].content for i in replies)):
+            gone.update(replies)
+        replies.clear()
+
+    for i, e in enumerate(events):
+        if e.type == "prompt":
+            close()
+        elif e.type == "response":
+            replies.append(i)
+        if tombstones.event_key(str(e.id)) in stones.events or (e.type in ("prompt", "response")
+                                                                and turn(e.session_id, e.type, e.content)):
+            gone.add(i)
+    close()
+    return gone
 
 
 @dataclass
@@ -214,7 +264,7 @@ class Captured:
         keys = self.texts.get((event.session_id or "", event.type))
         if not keys:
             return False
-        mine = _key(event.content)
+        mine = text_key(event.content)
         # a reply is one event for the hook (the turn's last message) but may be several transcript lines
         return any(mine == k or (len(mine) >= 20 and (mine in k or k in mine)) for k in keys)
 
@@ -247,7 +297,7 @@ def hook_captured(home: Path, sessions: set[str], logs: dict[Path, bytes] | None
                 found.tool_uses.add(str(meta["tool_use_id"]))
             elif line.get("type") in ("prompt", "response") and isinstance(line.get("content"), str):
                 # filtered again: a log an older filter wrote then matches what this one makes of the transcript
-                found.texts.setdefault((session, line["type"]), []).append(_key(line["content"]))
+                found.texts.setdefault((session, line["type"]), []).append(text_key(line["content"]))
     return found
 
 
@@ -294,7 +344,6 @@ def import_transcripts(settings, paths: list[Path] | None = None) -> ImportRepor
     (:func:`hook_captured`). A path given that does not exist is a :class:`UsageError`; a transcript whose name
     is not valid UTF-8 is reported and skipped (the import state keeps paths as text), and so is a file that is not
     a transcript (not ``.jsonl``, unreadable, or holding no line Claude Code writes: :func:`is_transcript_line`)."""
-    from indexer import tombstones
     from indexer.base.errors import UsageError
     from indexer.sources import printable_path, valid_name
 
@@ -305,7 +354,7 @@ def import_transcripts(settings, paths: list[Path] | None = None) -> ImportRepor
     from indexer.pipeline import ingest
     from indexer.store.local import SqliteStore
 
-    forgotten = tombstones.load(settings.state_dir).events
+    forgotten = tombstones.load(settings.state_dir)
 
     state_path = settings.state_dir / IMPORTS
     private_dirs(settings.state_dir)
@@ -350,8 +399,8 @@ def import_transcripts(settings, paths: list[Path] | None = None) -> ImportRepor
             ids = [e.id for e in events]
             known = store.known_event_ids(ids)
             captured = hook_captured(settings.home, {e.session_id for e in events if e.session_id}, logs)
-            fresh = [e for e in events if e.id not in known and tombstones.event_key(e.id) not in forgotten
-                     and not captured.holds(e)]
+            gone = forgotten_turns(events, forgotten)
+            fresh = [e for i, e in enumerate(events) if e.id not in known and i not in gone and not captured.holds(e)]
             skipped += len(events) - len(fresh)
             by_day: dict[str, list[Event]] = {}
             for e in fresh:

@@ -96,6 +96,8 @@ class SourceWriter:
         self.last_turn: dict[str, str] = {}  # session id -> its latest event chunk's text
         self.replies = ReplyChain(store.latest_turn)
         self._stones: Tombstones | None = None
+        #: notes (by :func:`~indexer.tombstones.note_key`) read again even when unchanged: their tombstones changed
+        self.recheck: frozenset[str] = frozenset()
 
     @property
     def stones(self) -> Tombstones:
@@ -172,25 +174,27 @@ class SourceWriter:
         try:
             st = path.stat()
             row = known.get(key)
-            if row is not None and not self.full and row.mtime_ns == st.st_mtime_ns and row.size == st.st_size:
+            again = bool(self.recheck) and self.stones.key(key) in self.recheck
+            if row is not None and not (self.full or again) and row.mtime_ns == st.st_mtime_ns \
+                    and row.size == st.st_size:
                 self.counts["unchanged"] += 1
                 return
             if source == "events":
                 self.index_events(path, key, rel, st, row)
             else:
-                self.index_document(path, key, rel, source, st, row)
+                self.index_document(path, key, rel, source, st, row, again)
         except OSError as exc:
             self.skip(rel, f"cannot read: {exc.strerror or exc}")
 
     def index_document(self, path: Path, key: str, rel: str, source: str, st: os.stat_result,
-                       row: SourceState | None) -> None:
+                       row: SourceState | None, again: bool = False) -> None:
         if st.st_size > MAX_FILE_BYTES:
             self.skip(rel, f"too large ({st.st_size / 1e6:.1f} MB > {MAX_FILE_BYTES / 1e6:.0f} MB)")
             return
         data = path.read_bytes()
         digest = xxhash.xxh3_128_hexdigest(data)
         state = SourceState(key, source, st.st_mtime_ns, st.st_size, digest)
-        if row is not None and not self.full and row.content_hash == digest:
+        if row is not None and not (self.full or again) and row.content_hash == digest:
             self.write(state, [])
             self.counts["unchanged"] += 1
             return

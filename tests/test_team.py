@@ -795,7 +795,7 @@ def test_a_memory_forgotten_while_the_team_database_was_unreachable_never_comes_
     assert found["health"]["store"] == "team" and found["hits"] and note not in {h["id"] for h in found["hits"]}
     # a read without a search's filter (show, recent, the session-start context) removes it there first
     shown = run("show", note, "--home", str(synced_home.home), env=env)
-    assert shown.returncode == 1 and "no memory with id" in shown.stderr
+    assert shown.returncode == 1 and f"memory {note} was forgotten on " in shown.stderr
     assert note not in team_rows(team.admin_url)[0] and not (synced_home.state_dir / TEAM_FORGET).exists()
 
 
@@ -810,6 +810,7 @@ def test_a_memory_forgotten_while_the_team_database_was_down_never_comes_back_th
     from indexer.forget import apply_forget, plan_forget
     from indexer.sync import sync
     from indexer.team import TeamUnavailable, pending_forgets
+    from search_engine.cli.doctor import team_checks
 
     sync(synced_home)
     chunks = local_rows(synced_home)[0]
@@ -823,6 +824,8 @@ def test_a_memory_forgotten_while_the_team_database_was_down_never_comes_back_th
         m.setattr(indexer.team, "open_team", down)
         report = apply_forget(here, plan_forget(here, ForgetSelector(ids=(note,))))
     assert report.team_removed is None and note in team_rows(team.admin_url)[0]
+    forgets = next(c for c in team_checks(here) if c.name == "team forgets")
+    assert not forgets.ok and forgets.detail.startswith("1 forgotten chunk(s) are still on the team database")
     other = tmp_path / "second-root"
     other.mkdir()
     url = team.urls["alice"].replace("127.0.0.1", "localhost")
@@ -834,6 +837,10 @@ def test_a_memory_forgotten_while_the_team_database_was_down_never_comes_back_th
     assert shown.returncode == 1 and "no memory with id" in shown.stderr
     assert note not in team_rows(team.admin_url)[0]
     assert not list((user_state_dir() / TEAM_FORGET_DIR).glob("*.json"))
+    # the first root's own list still names it, but doctor asks the database: it is no longer there
+    assert pending_forgets(here) == [note]
+    forgets = next(c for c in team_checks(here) if c.name == "team forgets")
+    assert forgets.ok and "no longer on the team database" in forgets.detail, forgets
 
 
 def test_forgetting_a_prompt_removes_it_from_the_team_copy_of_its_session_summary_at_once(synced_home, team, fake):

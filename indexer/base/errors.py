@@ -53,6 +53,37 @@ def unknown_id(ident: str, also: str | None = None) -> NotFound:
                     "`memsearch search` or `memsearch recent`" + (f"; {also}" if also else ""))
 
 
+def forgotten_id(ident: str, day: str) -> NotFound:
+    """What ``show``, ``timeline``, ``get`` and ``forget`` say of an id ``memsearch forget`` took (on ``day``), in
+    place of :func:`unknown_id`'s advice to find it again: it will not be found again.
+
+    >>> str(forgotten_id("deadbeef0000", "2026-11-25"))
+    'memory deadbeef0000 was forgotten on 2026-11-25 (`memsearch forget`): it is gone for good'
+    """
+    return NotFound(f"memory {shown_id(ident)} was forgotten on {day} (`memsearch forget`): it is gone for good")
+
+
+#: The fewest characters of an id that select a memory by prefix (``show 3c67``).
+MIN_PREFIX = 4
+#: :func:`id_problem` of a hexadecimal id shorter than that.
+SHORT_ID = f"an id prefix needs at least {MIN_PREFIX} characters"
+
+
+def id_problem(ident: str) -> str | None:
+    """Why ``ident`` cannot name a chunk (a whole id or a prefix of one: 4 to 32 hexadecimal digits, any case), in
+    the words of an error after ``invalid id '…': ``; None when it can.
+
+    >>> id_problem("3c67c1338155"), id_problem("3c6"), id_problem("../etc/passwd")
+    (None, 'an id prefix needs at least 4 characters', 'ids are hexadecimal, as printed by `memsearch search`')
+    """
+    ident = ident.strip().lower()
+    if not ident or not all(c in "0123456789abcdef" for c in ident) or len(ident) > 32:
+        return "ids are hexadecimal, as printed by `memsearch search`"
+    if len(ident) < MIN_PREFIX:
+        return SHORT_ID
+    return None
+
+
 class ConfigError(MemsearchError):
     """The config file cannot be read or holds a bad value."""
 

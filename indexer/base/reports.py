@@ -220,6 +220,16 @@ class ForgetSelector:
 
 
 @dataclass(frozen=True)
+class Matched:
+    """What ``forget --match`` takes by its words (:func:`search_engine.lookup.matching`): the ids of the indexed
+    chunks holding every content word of it, and the ids of the archived events (``archive/events/*.gz``, which
+    are not indexed) that hold them."""
+
+    chunks: tuple[str, ...]
+    archived: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class ForgetItem:
     """One chunk that forget removes, and how: ``rewrite`` (an event memsearch logged: its line leaves the log),
     ``summary`` (a session summary memsearch wrote: rebuilt without it, or deleted), ``tombstone`` (a note of
@@ -251,6 +261,7 @@ class ForgetPlan:
     archived_events: int
     summaries: tuple[str, ...]  # session summaries to rebuild or delete
     notes: tuple[str, ...]  # the user's files that get a tombstone (and should be edited by hand)
+    archived_ids: tuple[str, ...] = ()  # the archived events --match takes by their words
 
 
 @dataclass(frozen=True)

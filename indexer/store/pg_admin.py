@@ -12,6 +12,7 @@ the role owns in the database handed to the administrator, its grants revoked, a
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import psycopg
@@ -52,12 +53,15 @@ class MemberAccess:
     #: Why reading its own rows failed (one line), or None.
     read_error: str | None = None
     connect_ms: int = 0
+    #: How many of the chunk ids asked about (forgets still waiting) the role's own rows hold; None: not read.
+    pending_held: int | None = None
 
 
-def probe_member(url: str, timeout: int = PROBE_TIMEOUT) -> MemberAccess:
+def probe_member(url: str, timeout: int = PROBE_TIMEOUT, pending: Sequence[str] = ()) -> MemberAccess:
     """Connect to ``url`` (within ``timeout`` seconds) and see, in a read-only transaction rolled back at the end,
-    the schema version, whether the role is a member with the grants a sync needs, and its own sources and meta
-    keys read through row-level security. Writes nothing. :class:`StoreUnavailable` (one line, password masked)
+    the schema version, whether the role is a member with the grants a sync needs, its own sources and meta
+    keys read through row-level security, and how many of the chunk ids ``pending`` (forgets that could not reach
+    the database) its own rows still hold. Writes nothing. :class:`StoreUnavailable` (one line, password masked)
     when it cannot connect."""
     start = time.monotonic()
     try:
@@ -93,9 +97,11 @@ def probe_member(url: str, timeout: int = PROBE_TIMEOUT) -> MemberAccess:
                 with conn.transaction():  # a savepoint: a refused read is the finding, the probe goes on
                     sources = _count(conn, f"SELECT count(*) FROM {SCHEMA}.sources WHERE owner = current_user")
                     meta = _count(conn, f"SELECT count(*) FROM {SCHEMA}.meta WHERE owner = current_user")
+                    held = _count(conn, f"SELECT count(DISTINCT uid) FROM {SCHEMA}.chunks WHERE owner = current_user"
+                                        " AND uid = ANY(%s)", (list(pending),)) if pending else 0
             except psycopg.Error as exc:
                 return replace(access, read_error=one_line(exc))
-            return replace(access, own_sources=sources, own_meta=meta)
+            return replace(access, own_sources=sources, own_meta=meta, pending_held=held)
         except psycopg.Error as exc:
             raise StoreUnavailable(f"{mask_url(url)} answers but fails: {one_line(exc)}") from None
         finally:

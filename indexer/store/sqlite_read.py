@@ -17,7 +17,7 @@ annotations do). One-value aggregates are read with ``Cursor.get``: they always 
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 import apsw
@@ -94,6 +94,32 @@ def fts5_query(terms: Sequence[QueryTerm], op: str = "AND") -> str:
     if op not in ("AND", "OR"):
         raise ValueError(op)
     return f" {op} ".join(fts5_term(t) for t in terms)
+
+
+def texts_holding_every(docs: Iterable[tuple[str, str]], terms: Sequence[QueryTerm]) -> list[int]:
+    """The places in ``docs`` (``(title, body)`` pairs) whose title or body holds every term, read as
+    :meth:`SqliteReader.holding_every` reads the index's chunks (the same tokenizer, the same expression): what
+    ``forget --match`` takes of the text that is not indexed (archived event logs). In a memory database.
+
+    >>> from collections import namedtuple
+    >>> Term = namedtuple("Term", "text cjk alts", defaults=(False, ()))
+    >>> texts_holding_every([("prompt", "rotate the staging passwords"), ("note", "staging only")],
+    ...                     [Term("staging"), Term("password")])
+    [0]
+    """
+    if not terms:
+        return []
+    conn = apsw.Connection(":memory:")
+    try:
+        conn.execute(f"CREATE VIRTUAL TABLE docs USING fts5(title, body, tokenize='{sqlite.FTS_TOKENIZE}')")
+        with conn:
+            conn.executemany("INSERT INTO docs(rowid, title, body) VALUES (?, ?, ?)",
+                             ((i, title, body) for i, (title, body) in enumerate(docs)))
+        expression = f"{{title body}} : ({fts5_query(terms, 'AND')})"
+        return [row[0] for row in conn.execute("SELECT rowid FROM docs WHERE docs MATCH ? ORDER BY rowid",
+                                               (expression,))]
+    finally:
+        conn.close()
 
 
 def _as_blob(vector: bytes | Sequence[float]) -> bytes:

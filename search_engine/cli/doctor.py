@@ -198,22 +198,34 @@ def team_checks(settings: Settings) -> list[Check]:
     if settings.db_url is None:
         return []
     url = mask_url(settings.db_url)
-    out = _team_database_checks(settings.db_url, url)
     from indexer.team import last_synced, pending_forgets
 
+    pending = pending_forgets(settings)
+    out, held = _team_database_checks(settings.db_url, url, pending)
     last = last_synced(settings)
     out.append(Check("team sync", True, f"this memory root last synced to {url} at {last}") if last else
                Check("team sync", True, f"this memory root has never synced to {url}", "run `memsearch sync`",
                      info=True))
-    pending = pending_forgets(settings)
-    out.append(Check("team forgets", False, f"{len(pending)} forgotten chunk(s) are still on the team database "
-                     "(it could not be reached when you forgot them)",
-                     "run `memsearch sync` (it removes them there first)") if pending else
-               Check("team forgets", True, "none waiting to reach the team database"))
+    out.append(_forgets_check(len(pending), held))
     return out
 
 
-def _team_database_checks(db_url: str, url: str) -> list[Check]:
+def _forgets_check(pending: int, held: int | None) -> Check:
+    """The ``team forgets`` line: ``pending`` ids a forget could not remove from the team database yet, of which
+    the database (when it could be asked) still holds ``held``. Another memory root of the same member may have
+    removed them there since (the user's list it emptied is not this root's): then they are not still there."""
+    if not pending:
+        return Check("team forgets", True, "none waiting to reach the team database")
+    if held == 0:
+        return Check("team forgets", True, f"none waiting: the {pending} forgotten chunk(s) listed here are no "
+                     "longer on the team database (another memory root of yours removed them there); the next "
+                     "connection clears the list")
+    return Check("team forgets", False, f"{held if held is not None else pending} forgotten chunk(s) are still on "
+                 "the team database (it could not be reached when you forgot them)",
+                 "run `memsearch sync` (it removes them there first)")
+
+
+def _team_database_checks(db_url: str, url: str, pending: list[str]) -> tuple[list[Check], int | None]:
     import importlib
     from importlib.metadata import PackageNotFoundError, version
 
@@ -222,7 +234,7 @@ def _team_database_checks(db_url: str, url: str) -> list[Check]:
             importlib.import_module(module)
         except ImportError:
             return [Check("team extra", False, f"{module} is not installed, and db_url is set ({url})",
-                          "pip install 'memsearch-hybrid[team]' (or unset db_url to use the local index only)")]
+                          "pip install 'memsearch-hybrid[team]' (or unset db_url to use the local index only)")], None
     try:
         shown = ", ".join(f"{name} {version(name)}" for name in ("psycopg", "psycopg-pool", "pgvector"))
     except PackageNotFoundError:
@@ -233,15 +245,15 @@ def _team_database_checks(db_url: str, url: str) -> list[Check]:
     from indexer.store.postgres import StoreUnavailable
 
     try:
-        access = probe_member(db_url)
+        access = probe_member(db_url, pending=pending)
     except StoreUnavailable as exc:
         return [*out, Check("team database", False, str(exc),
                             "start the server, or check db_url's host, port, user and password; searches and hooks "
-                            "read the local index meanwhile")]
+                            "read the local index meanwhile")], None
     out.append(Check("team database", True, f"{url} answers as {access.role} ({access.connect_ms} ms to connect)"))
     admin_fix = f"the administrator runs `memsearch team init --apply --member {access.role}`"
     if access.schema_version == 0:
-        return [*out, Check("team schema", False, f"{url} holds no memsearch schema", admin_fix)]
+        return [*out, Check("team schema", False, f"{url} holds no memsearch schema", admin_fix)], None
     if access.schema_version is None:
         pass  # the role may not read the schema: what it lacks is the finding (below)
     elif access.schema_version != SCHEMA_VERSION:
@@ -264,7 +276,7 @@ def _team_database_checks(db_url: str, url: str) -> list[Check]:
     else:
         out.append(Check("team access", True, f"{access.role} reads and writes its own rows under row-level "
                          f"security ({access.own_sources} sources, {access.own_meta} meta keys of its own)"))
-    return out
+    return out, access.pending_held
 
 
 def run_checks(settings: Settings, load_model: bool = True) -> list[Check]:

@@ -207,11 +207,16 @@ def build(settings: Settings):
     ) -> list[dict]:
         """Step 3: the full items for these ids, with source path, lines, date, session and project; then one
         `{"id", "skipped"}` entry for each id skipped, saying why."""
-        from indexer.base.errors import NotFound, shown_id
+        from indexer.base.errors import NotFound, forgotten_id, shown_id
 
         wanted = list(dict.fromkeys(ids))[:20]  # each id once: the same id twenty times is one item
         got = get_each(settings, wanted)
         if not got.hits:
+            from indexer.forget import forgotten_on
+
+            for ident in wanted:  # not "ids come from search" when it will never be found again
+                if (day := forgotten_on(settings, ident)) is not None:
+                    raise forgotten_id(ident, day)
             shown = ", ".join(shown_id(i) for i in wanted[:5]) + (" …" if len(wanted) > 5 else "")
             raise NotFound(f"no memory with id {shown or '(none given)'}: ids come from `search`, `timeline` or "
                            "`recent`")

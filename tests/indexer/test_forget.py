@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings as hsettings, strategies as 
 
 from conftest import MEMSEARCH, write
 from indexer import tombstones
-from indexer.base.errors import NotFound, UsageError
+from indexer.base.errors import MemsearchError, NotFound, UsageError
 from indexer.base.reports import ForgetSelector
 from indexer.base.settings import resolve_settings
 from indexer.eventlog import Event, append
@@ -25,6 +25,7 @@ from indexer.forget import apply_forget, plan_forget, was_forgotten
 from indexer.pipeline import index
 from indexer.rebuild import rebuild
 from indexer.summaries import build_summary, summary_path
+from indexer.transcripts import import_transcripts
 from search_engine.filters import Filters
 from search_engine.lookup import matching
 from search_engine.search import search
@@ -168,6 +169,33 @@ def test_a_summary_named_by_id_is_deleted_not_rebuilt(captured, home):
     assert search(captured, "kestrel renew monthly", mode="bm25").hits  # the events it came from stay
 
 
+def test_a_summary_forgotten_by_one_chunk_id_goes_whole_and_its_next_session_end_does_not_write_it_again(
+        captured, home):
+    """Named by the id of one of its sections, the summary is deleted whole: the dry run lists every chunk that
+    leaves and the report counts them. When the session resumes and ends again, its summary is not written back
+    with the same text and ids: it sums up only what happened since."""
+    from indexer.summaries import write_session_summary
+
+    summary = summary_path(captured, "s2")
+    sections = [i for i in _plan(captured, ForgetSelector(session="s2")).items if i.action == "summary"]
+    assert len(sections) > 1
+    plan = _plan(captured, ForgetSelector(ids=(sections[-1].id,)))
+    assert sorted(i.id for i in plan.items) == sorted(i.id for i in sections)
+    dry = _cli("forget", sections[-1].id, "--dry-run")
+    assert dry.stdout.startswith(f"Would forget {len(sections)} indexed item(s):"), dry
+    report = apply_forget(captured, plan)
+    assert report.chunks_removed == len(sections) and report.summaries_deleted == 1 and not summary.exists()
+    assert write_session_summary(captured, "s2") is None and not summary.exists()  # SessionEnd, nothing new
+    _log(home, _event("resumed: add the heron cache warmup", "s2", "2026-11-21T09:00:00+00:00"))
+    assert write_session_summary(captured, "s2") == summary
+    text = summary.read_text()
+    assert "heron cache warmup" in text and "kestrel" not in text and "renew monthly" not in text
+    ids = {i.id for i in _plan(captured, ForgetSelector(session="s2")).items if i.action == "summary"}
+    assert ids and not ids & {i.id for i in sections}
+    assert search(captured, "kestrel renew monthly", mode="bm25").hits  # the events it came from stay
+    assert b"kestrel" not in (home / ".memsearch" / "forgotten.json").read_bytes()
+
+
 def test_forgetting_a_whole_session_deletes_its_summary(captured, home):
     apply_forget(captured, _plan(captured, ForgetSelector(session="s2")))
     assert not summary_path(captured, "s2").exists()
@@ -197,6 +225,41 @@ def test_a_user_note_gets_a_tombstone_until_it_changes(captured, home):
     index(captured, embedder=None)
     assert "rack 12" in _texts(search(captured, "zanzibar rack", mode="bm25"))
     assert tombstones.load(captured.state_dir, captured.home).count == 0
+
+
+@pytest.mark.parametrize("shape", ["[]", "{}", '{"notes": [], "events": []}', '{"notes": {}}', "null"])
+def test_a_forgotten_json_of_another_shape_is_refused_as_a_parse_error_is(captured, home, shape):
+    """Valid JSON that is not what forget writes holds no tombstone: read as none, it would bring the forgotten
+    note back. Refused in one line, exit 1, as garbage is, and the note stays hidden."""
+    apply_forget(captured, _plan(captured, ForgetSelector(match="zanzibar rack")))
+    stones = home / ".memsearch" / "forgotten.json"
+    kept = stones.read_bytes()
+    for broken in (shape, '{"version": 1, "notes": {'):
+        stones.write_text(broken)
+        done = _cli("index")
+        assert done.returncode == 1 and done.stdout == "", done
+        assert done.stderr.startswith(f"Error: cannot read {stones} (") and done.stderr.count("\n") == 1
+        assert done.stderr.endswith("it keeps forgotten notes hidden: restore or fix it\n")
+        with pytest.raises(MemsearchError):
+            tombstones.load(captured.state_dir, home)
+    stones.write_bytes(kept)
+    index(captured, embedder=None)
+    assert "rack 12" not in _texts(search(captured, "zanzibar rack", mode="bm25"))
+
+
+def test_tombstones_restored_from_a_backup_hide_their_chunks_at_the_next_incremental_index(captured, home):
+    apply_forget(captured, _plan(captured, ForgetSelector(match="zanzibar rack")))
+    stones = home / ".memsearch" / "forgotten.json"
+    backup = stones.read_bytes()
+    stones.unlink()  # lost: a rebuild reads every note as it is and the chunk is back
+    rebuild(captured, embedder=None)
+    assert "rack 12" in _texts(search(captured, "zanzibar rack", mode="bm25"))
+    stones.write_bytes(backup)  # restored: the note itself did not change
+    report = index(captured, embedder=None)
+    assert "rack 12" not in _texts(search(captured, "zanzibar rack", mode="bm25"))
+    assert "tea" in _texts(search(captured, "unrelated tea", mode="bm25"))  # the rest of the note stays
+    assert report.files_changed == 1  # that note read again, nothing else
+    assert index(captured, embedder=None).files_changed == 0  # and only once
 
 
 def _forget_quokka(root: Path):
@@ -290,6 +353,32 @@ def test_archives_lose_the_matching_lines(captured, home):
     assert _files_holding(home, "keeper line") == ["archive/events/2026-08-01.jsonl.gz"]
 
 
+def test_match_reads_the_archived_logs_too_and_rewrites_them_without_those_events(captured, home):
+    """Archives are not indexed, but --match reads their words as BM25 does (stemmed: "lives" for "live"), within
+    the other criteria and -k, and the forget drops those lines: never "Nothing matches" while they hold the words."""
+    folder = home / "archive" / "events"
+    folder.mkdir(parents=True)
+    lines = [json.dumps({"id": "a1", "ts": "2026-06-01T10:00:00", "session_id": "old-1", "type": "prompt",
+                         "project": "shop", "content": "Mr Pemberton lives at 12 Elm Street"}),
+             json.dumps({"id": "a2", "ts": "2026-06-01T10:01:00", "session_id": "old-2", "type": "response",
+                         "project": "blog", "content": "Pemberton's parcel: leave it with the neighbour who lives at 14"}),
+             json.dumps({"id": "a3", "ts": "2026-06-01T10:02:00", "session_id": "old-1", "type": "prompt",
+                         "content": "a keeper line about Pemberton alone"})]
+    (folder / "2026-06-01.jsonl.gz").write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
+    dry = _cli("forget", "--match", "Pemberton live", "--dry-run")
+    assert dry.returncode == 0 and dry.stdout.startswith("Would forget 0 indexed item(s) and 2 archived event(s)"), dry
+    assert _plan(captured, ForgetSelector(match="Pemberton live", project="shop")).archived_events == 1
+    assert _plan(captured, ForgetSelector(match="Pemberton live", limit=1)).archived_events == 1
+    assert _plan(captured, ForgetSelector(match="Pemberton live", session="nobody")).archived_events == 0
+    plan = _plan(captured, ForgetSelector(match="Pemberton live"))
+    assert (plan.archived_events, plan.archived_ids, plan.items) == (2, ("a1", "a2"), ())
+    report = apply_forget(captured, plan)
+    assert (report.archived_events_removed, report.archives_rewritten) == (2, 1)
+    assert _files_holding(home, "Elm Street") == [] and _files_holding(home, "neighbour") == []
+    assert _files_holding(home, "keeper line") == ["archive/events/2026-06-01.jsonl.gz"]
+    assert _cli("forget", "--match", "Pemberton live", "--dry-run").stdout.startswith("Nothing matches")
+
+
 def test_dates_ids_and_projects_select(captured):
     assert {i.session_id for i in _plan(captured, ForgetSelector(before="2026-11-19T00:00:00")).items
             if i.kind == "event"} == {"s1"}
@@ -318,7 +407,8 @@ def test_cli_dry_run_confirmation_and_json(captured, home):
     dry = _cli("forget", "--session", "s1", "--dry-run", "--json")
     assert dry.returncode == 0, dry.stderr
     shape = json.loads(dry.stdout)
-    assert set(shape) == {"selector", "items", "event_logs", "archives", "archived_events", "summaries", "notes"}
+    assert set(shape) == {"selector", "items", "event_logs", "archives", "archived_events", "summaries", "notes",
+                          "archived_ids"}
     assert len(shape["items"]) == 2
     refused = _cli("forget", "--session", "s1")  # not a terminal, no --yes
     assert refused.returncode == 1
@@ -497,8 +587,6 @@ def test_after_forget_nothing_shows_the_forgotten_text(real_embedder, words, for
 
 
 def test_a_transcript_import_does_not_bring_forgotten_events_back(home, tmp_path):
-    from indexer.transcripts import import_transcripts
-
     lines = [{"type": "user", "uuid": "u1", "sessionId": "T", "cwd": "/w/app", "timestamp": "2026-06-15T10:00:01Z",
               "message": {"role": "user", "content": "the ocelot rollout needs a feature flag"}},
              {"type": "user", "uuid": "u2", "sessionId": "T", "cwd": "/w/app", "timestamp": "2026-06-15T10:02:01Z",
@@ -514,6 +602,58 @@ def test_a_transcript_import_does_not_bring_forgotten_events_back(home, tmp_path
     assert not search(settings, "ocelot", mode="bm25").hits and search(settings, "heron", mode="bm25").hits
 
 
+def test_turns_the_hooks_captured_and_forget_took_never_come_back_through_a_transcript_import(home, tmp_path):
+    """The hooks log their own ids; Claude Code's transcript holds the same prompt, tool call and reply under its
+    ids. Forgotten (here by --match), none comes back through `memsearch import transcripts`: not the prompt, not
+    the tool call, not a one-line reply nor one the Stop hook read from the transcript as several lines joined."""
+    from hookrun import hook, prompt_payload, tool_payload
+
+    s, cwd = "f-sess-1", "/w/shop-api"
+    lines = [
+        {"type": "user", "uuid": "u1", "sessionId": s, "cwd": cwd, "timestamp": "2026-11-20T10:00:01.000Z",
+         "message": {"role": "user", "content": "also note that my kid Tommy has a dentist appointment Friday 3pm"}},
+        {"type": "assistant", "uuid": "a1", "sessionId": s, "cwd": cwd, "timestamp": "2026-11-20T10:00:02.000Z",
+         "message": {"role": "assistant", "content": [
+             {"type": "tool_use", "id": "toolu_7", "name": "Bash",
+              "input": {"command": "echo 'Tommy dentist Friday 3pm' >> calendar.txt"}}]}},
+        {"type": "user", "uuid": "r1", "sessionId": s, "cwd": cwd, "timestamp": "2026-11-20T10:00:03.000Z",
+         "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_7", "content": ""}]}},
+        {"type": "assistant", "uuid": "a2", "sessionId": s, "cwd": cwd, "timestamp": "2026-11-20T10:00:04.000Z",
+         "message": {"role": "assistant", "content": "Noted: Tommy dentist appointment Friday 3pm."}},
+        {"type": "user", "uuid": "u2", "sessionId": s, "cwd": cwd, "timestamp": "2026-11-20T10:01:00.000Z",
+         "message": {"role": "user", "content": "and Tommy's dentist wants the insurance card"}},
+        {"type": "assistant", "uuid": "a3", "sessionId": s, "cwd": cwd, "timestamp": "2026-11-20T10:01:01.000Z",
+         "message": {"role": "assistant", "content": "I will put the insurance card in the Tommy dentist note."}},
+        {"type": "assistant", "uuid": "a4", "sessionId": s, "cwd": cwd, "timestamp": "2026-11-20T10:01:02.000Z",
+         "message": {"role": "assistant", "content": "Done: the dentist note now lists the card for Tommy."}},
+        {"type": "user", "uuid": "u3", "sessionId": s, "cwd": cwd, "timestamp": "2026-11-20T10:02:00.000Z",
+         "message": {"role": "user", "content": "which queue library do we use for retries?"}},
+    ]
+    transcript = write(tmp_path / "projects" / "-w-shop-api" / f"{s}.jsonl",
+                       "\n".join(json.dumps(x) for x in lines) + "\n")
+    first, second = tmp_path / "first-turn.jsonl", tmp_path / "second-turn.jsonl"
+    write(first, "\n".join(json.dumps(x) for x in lines[:4]) + "\n")
+    write(second, "\n".join(json.dumps(x) for x in lines[:7]) + "\n")
+    hook("prompt", prompt_payload(lines[0]["message"]["content"], session=s, cwd=cwd))
+    hook("tool", {**tool_payload("Bash", lines[1]["message"]["content"][0]["input"], {"stdout": ""}, session=s),
+                  "tool_use_id": "toolu_7"})
+    hook("stop", {"session_id": s, "hook_event_name": "Stop", "cwd": cwd, "transcript_path": str(first),
+                  "last_assistant_message": "Noted: Tommy dentist appointment Friday 3pm."})
+    hook("prompt", prompt_payload(lines[4]["message"]["content"], session=s, cwd=cwd))
+    hook("stop", {"session_id": s, "hook_event_name": "Stop", "cwd": cwd, "transcript_path": str(second)})
+    settings = resolve_settings(home, model="none")
+    index(settings, embedder=None)
+    report = apply_forget(settings, _plan(settings, ForgetSelector(match="Tommy dentist")))
+    assert report.events_removed == 5
+    stones = (settings.state_dir / "forgotten.json").read_bytes()
+    assert b"Tommy" not in stones and b"dentist" not in stones  # hashes only
+    imported = import_transcripts(settings, [transcript])
+    assert imported.events_imported == 1, imported  # the queue question, which the hooks never saw
+    assert _files_holding(home, "Tommy") == [] and _files_holding(home, "dentist") == []
+    assert not search(settings, "Tommy dentist", mode="bm25").hits
+    assert search(settings, "queue library retries", mode="bm25").hits
+
+
 def test_vacuum_on_request_and_forget_without_an_index(home):
     settings = resolve_settings(home, model="none")
     plan = _plan(settings, ForgetSelector(session="nobody"))
@@ -525,6 +665,34 @@ def test_vacuum_on_request_and_forget_without_an_index(home):
     assert report.vacuumed and report.chunks_removed == 200
     assert report.db_bytes_after < report.db_bytes_before
     assert search(settings, "marmot", mode="bm25").hits
+
+
+@pytest.mark.parametrize("selector", [dict(match="zebra migration"), dict(session="s2"), dict(since="2020-01-01")])
+def test_with_no_index_forget_indexes_the_sources_first_never_saying_nothing_matches(home, selector):
+    """The index deleted (derived data) or never built (only the prompt hook ran): the logs and notes still hold
+    the words, so a forget builds it (BM25) before it selects, in its dry run too."""
+    _log(home, _event("plan the zebra migration for friday", "s2", "2026-11-20T09:00:00+00:00"),
+         _event("the zebra migration moves the orders table", "s2", "2026-11-20T09:01:00+00:00", "response"))
+    write(home / "notes" / "zebra.md", "# Zebra\n\nThe zebra migration runbook lives in ops/.\n")
+    settings = resolve_settings(home, model="none")
+    index(settings, embedder=None)
+    (home / ".memsearch" / "index.db").unlink()
+    dry = _cli("forget", *(f"--{k}={v}" for k, v in selector.items()), "--dry-run")
+    assert dry.returncode == 0 and dry.stdout.startswith("Would forget"), dry
+    plan = _plan(settings, ForgetSelector(**selector))
+    assert {i.category for i in plan.items} >= {"prompt", "response"}
+    apply_forget(settings, plan)
+    assert not [f for f in _files_holding(home, "zebra migration") if f.startswith("events/")]
+    assert "zebra migration moves" not in _texts(search(settings, "zebra migration", mode="bm25"))
+
+
+def test_a_forget_on_a_fresh_root_finds_the_prompts_only_the_prompt_hook_logged(home):
+    _log(home, *[_event(f"forgetme number {i} in the payment worker", "s9") for i in range(5)])
+    settings = resolve_settings(home, model="none")
+    assert not settings.db_path.exists()
+    report = apply_forget(settings, _plan(settings, ForgetSelector(match="forgetme")))
+    assert report.events_removed == 5 and _files_holding(home, "forgetme") == []
+    assert index(settings, embedder=None).chunks_added == 0
 
 
 def test_hooks_appending_during_a_forget_lose_no_event(home):

@@ -131,12 +131,23 @@ def test_doctor_checks_the_team_database_only_when_db_url_is_set(home, tmp_path,
     assert checks["team sync"]["detail"].startswith(f"this memory root last synced to {shown} at ")
     assert not checks["team sync"]["info"]
 
-    (home / ".memsearch" / "team-forget.json").write_text('["aaaa1111bbbb", "cccc2222dddd"]')
+    # ids a forget could not remove there: those the database still holds fail; one another memory root of the
+    # member removed since (here: never there) does not
+    with psycopg.connect(team.admin_url) as conn:
+        held = [r[0] for r in conn.execute("SELECT uid FROM memsearch.chunks WHERE owner = 'alice' LIMIT 1")]
+    assert len(held) == 1
+    (home / ".memsearch" / "team-forget.json").write_text(json.dumps([*held, "aaaa1111bbbb"]))
     done, _, lines = _doctor(env)
     assert done.returncode == 1
     assert lines["team forgets"] == (
-        "FAIL team forgets: 2 forgotten chunk(s) are still on the team database (it could not be reached when you "
+        "FAIL team forgets: 1 forgotten chunk(s) are still on the team database (it could not be reached when you "
         "forgot them)\nfix: run `memsearch sync` (it removes them there first)")
+    (home / ".memsearch" / "team-forget.json").write_text('["aaaa1111bbbb", "cccc2222dddd"]')
+    done, _, lines = _doctor(env)
+    assert lines["team forgets"] == (
+        "ok   team forgets: none waiting: the 2 forgotten chunk(s) listed here are no longer on the team database "
+        "(another memory root of yours removed them there); the next connection clears the list")
+    (home / ".memsearch" / "team-forget.json").write_text(json.dumps(held))
 
     as_admin, _, lines = _doctor(env, "--db-url", team.admin_url)
     assert as_admin.returncode == 1 and lines["team access"].startswith(
