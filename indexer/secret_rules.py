@@ -53,6 +53,8 @@ import re
 import threading
 from collections.abc import Callable, Iterator
 
+from indexer import secret_ids
+
 _MARK = "[REDACTED"
 
 
@@ -3069,6 +3071,8 @@ def _mask(text: str, _argv: bool = True) -> tuple[str, int]:
     total = 0
     if _argv and ("[\"" in text or "['" in text or "[ " in text):
         text, total = _argv_lists(text)
+    text, total_ids = secret_ids.mask(text, _ascii_lower(text))  # personal, financial, recovery: indexer.secret_ids
+    total += total_ids
     lower = _ascii_lower(text)
     present = {a for a in _FORMAT_ANCHORS if a in lower}
     if present:
