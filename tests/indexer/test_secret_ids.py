@@ -56,6 +56,7 @@ SECRETS = [
     ("the recovery code is TQ7M-4XK2-9PLR", "TQ7M-4XK2-9PLR"),
     # recovery keys told by their structure
     ("BitLocker recovery key: 713812-008789-508574-607992-082588-127336-468710-310376", "508574-607992"),
+    ("BitLocker key (one digit mistyped): 713812-008789-508574-607992-082588-127336-468710-310377", "508574-607992"),
     ("Wiederherstellungsschlüssel 709995-313489-083897-195107-206393-309958-112640-187704", "083897-195107"),
     ("FileVault recovery key: HS68-C82C-5H2X-HGXV-EE96-5ZJM", "5H2X-HGXV"),
     ("Apple ID recovery key RTN7-Z647-SJZG-3XKR-H8CL-M3HT-772H", "SJZG-3XKR"),
@@ -80,6 +81,11 @@ SECRETS = [
     ("CBU 0110599550298776109790", "0110599550298776109790"),
     # national identity and tax numbers beside their labels (valid checks)
     ("mon numéro de sécurité sociale : 2 91 11 69 123 714 20", "2 91 11 69 123 714 20"),
+    ("Mon numéro de sécu c'est 2 91 11 69 123 714 20, merci", "2 91 11 69 123 714 20"),
+    ("我的身份证号是 110105198806236784，谢谢", "110105198806236784"),
+    ("मेरा आधार नंबर 4361 3114 9351 है", "4361 3114 9351"),
+    ("Mitt personnummer är 880412-0809.", "880412-0809"),
+    ("IBAN ES84 2100 7731 9055 1820 4467 (la cuenta)", "2100 7731 9055"),
     ("Codice fiscale: RSSMRA85T10A562S", "RSSMRA85T10A562S"),
     ('{"codice_fiscale": "BNCGLI90A41F205H"}', "BNCGLI90A41F205H"),
     ("DNI 98685201K y NIE Y7969473X", "98685201K"),
@@ -140,7 +146,7 @@ LOOK_ALIKES = [
     # labels with numbers that fail their check
     "IBAN: DE64 2032 9344 8041 0221 32", "BSN: 387981136", "Steuer-ID 52307941803", "CPF 941.933.187-38",
     "Aadhaar 4361 3114 9352", "身份证号码：110105198806236785", "routing number 937339984", "PESEL 92031503860",
-    "SIN 481 881 564", "codice fiscale RSSMRA85T10A562X", "BitLocker 713812-008789-508574-607992-082588-127336-468710-310377",
+    "SIN 481 881 564", "codice fiscale RSSMRA85T10A562X", "ticket ids 713812-008789-508574-607992-082588-127336-468710-310377",
     # the registries' documented example IBANs
     "IBAN example: DE89 3704 0044 0532 0130 00", "e.g. GB82 WEST 1234 5698 7654 32 (IBAN format)",
     # dates, phones, order ids, prices, versions, SHAs and ids beside these words
@@ -192,6 +198,7 @@ ADVERSARIAL = {
     "label words repeated": "passport number BSN Steuer-ID cvv security code " * 3_000,
     "digit groups after an account label": "bank account number " + "12 " * 30_000,
     "BitLocker-like groups": "recovery key " + "123456-" * 15_000,
+    "colons and spaces after a card word, no code": "card cvv: : : : : : : : : : x " * 5_000,
 }
 
 
