@@ -52,9 +52,12 @@ def mask(text: str, lower: str | None = None) -> tuple[str, int]:
     """Mask the personal, financial and recovery secrets in ``text`` (``lower``: the text lower-cased, when the
     caller has it); returns the masked text and how many were masked."""
     low = text.lower() if lower is None else lower
+    present = {a for a in (_ASCII_ANCHORS if text.isascii() else _ANCHORS) if a in (text if a.isupper() else low)}
+    if not present:
+        return text, 0
     total = 0
     for kind, anchors, find in _RULES:
-        if any(a in low for a in anchors):
+        if not present.isdisjoint(anchors):
             text, count = _replace(text, find(text), kind)
             total += count
     return text, total
@@ -121,10 +124,36 @@ def _word_start(text: str, start: int) -> bool:
     return start == 0 or not _re(_LETTER).match(text, start - 1)
 
 
-def _labelled_values(pattern: re.Pattern[str], text: str, valid: Callable[[str, str], bool],
+def _around(pattern: re.Pattern[str], text: str, anchors: tuple[str, ...], before: int = 48,
+            after: int = 200) -> Iterator[re.Match[str]]:
+    """The matches of ``pattern`` near an anchor (``before`` characters before it to ``after`` past it). A label
+    pattern begins with one of many letters, so on a whole text it would be tried at most positions (measured:
+    ~2 ms a KB of prose); near its anchors it is tried where a label can be."""
+    low = text.lower()
+    if len(low) != len(text):
+        yield from pattern.finditer(text)
+        return
+    spans = []
+    for anchor in anchors:
+        hay = text if anchor.isupper() else low
+        i = hay.find(anchor)
+        while i >= 0:
+            spans.append((max(0, i - before), min(len(text), i + len(anchor) + after)))
+            i = hay.find(anchor, i + 1)
+    cursor = 0
+    for lo, hi in sorted(spans):
+        if hi <= cursor:
+            continue
+        for m in pattern.finditer(text, max(lo, cursor), hi):
+            yield m
+            cursor = max(cursor, m.end())
+        cursor = max(cursor, hi - after)  # the next window may still hold a label that starts before this one ends
+
+
+def _labelled_values(matches: Iterator[re.Match[str]], text: str, valid: Callable[[str, str], bool],
                      limit: int = 34) -> Iterator[Span]:
     """The longest value after each label that ``valid(label, value)`` accepts."""
-    for m in pattern.finditer(text):
+    for m in matches:
         if not _word_start(text, m.start()):
             continue
         for end in _cuts(text, m.end(), limit):
@@ -138,7 +167,7 @@ def _labelled_values(pattern: re.Pattern[str], text: str, valid: Callable[[str, 
 
 # -- seed phrases ----------------------------------------------------------------------------------------------
 _SEED_ANCHORS = (
-    "seed", "mnemonic", "phrase", "wallet", "recovery", "restore", "backup", "bip39", "bip-39", "words", "secret",
+    "seed", "mnemonic", "phrase", "wallet", "recovery", "restore", "backup", "bip39", "bip-39", "words",
     "metamask", "ledger", "trezor", "phantom", "exodus", "electrum", "coinbase", "binance", "crypto", "bitcoin",
     "ethereum", "solana", "semilla", "frase", "graine", "mots", "palabras", "parole", "palavras", "wörter", "woorden",
     "słowa", "slova", "слов", "фраз", "kelime", "cümle", "単語", "ニーモニック", "シード", "助记词", "助記詞", "钱包",
@@ -153,7 +182,9 @@ _WORD = r"(?:[\u3040-\u30ff\u3400-\u9fff\u1100-\u11ff\uac00-\ud7af]{1,10}|(?:[^\
 #: maybe the next word's number ("2.", "(2)", "#2") or bullet
 _SEED_SEP = r"[ \t\u3000]*(?:[,;、，][ \t\u3000]*)?(?:\r?\n[ \t\u3000]*)?(?<=[\s,;、，])"
 _NUMBERING = r"(?:(?:#?\d{1,2}[.):]?|\(\d{1,2}\))[ \t\u3000]*|[-*•][ \t]+)?"
-_SEED_RUN = rf"(?<![\w-]){_WORD}(?:{_SEED_SEP}{_NUMBERING}{_WORD}){{11,}}(?![^\W\d_])"
+#: a maximal run of such words (read once: a run of fewer than 12 is dropped in Python, not retried from each of
+#: its words, which cost ~0.5 µs a character of prose)
+_SEED_RUN = rf"(?<![\w-]){_WORD}(?:{_SEED_SEP}{_NUMBERING}{_WORD})*"
 _SEED_LENGTHS = (12, 15, 18, 21, 24)
 
 
@@ -179,7 +210,9 @@ def _plain(word: str) -> str:
 
 def _seed_phrases(text: str) -> Iterator[Span]:
     words = _wordlists()
-    for run in _re(_SEED_RUN).finditer(text):
+    for run in _around(_re(_SEED_RUN), text, _SEED_ANCHORS, 600, 1200):
+        if run.end() - run.start() < 23:  # 12 one-letter words (Chinese) and their spaces
+            continue
         tokens = list(_re(_WORD).finditer(run.group(0)))
         first, langs = 0, 0
         for i, token in enumerate(tokens + [None]):
@@ -241,7 +274,7 @@ def _code(token: str) -> bool:
 
 def _recovery_codes(text: str) -> Iterator[Span]:
     item = _re(_ITEM)
-    for label in _re(rf"(?:{_RECOVERY_LABEL})(?!{_LETTER})" + _RECOVERY_HEAD, re.I).finditer(text):
+    for label in _around(_re(rf"(?:{_RECOVERY_LABEL})(?!{_LETTER})" + _RECOVERY_HEAD, re.I), text, _RECOVERY_ANCHORS):
         if not _word_start(text, label.start()):
             continue
         pos, first, last, codes = label.end(), -1, -1, list[str]()
@@ -287,10 +320,11 @@ _BANK_WORDS = (
     r"|hesap|havale|口座|銀行|振込|银行|账户|帳戶|转账|계좌|은행|tài khoản|ngân hàng|rekening|बैंक|खाता"
 )
 _BANK_ANCHORS = (
-    "bank", "iban", "bic", "swift", "sepa", "routing", "sort code", "sort-code", "sortcode", "bsb", "aba", "ach",
-    "wire", "checking", "savings", "deposit", "payee", "beneficiar", "transfer", "payment", "payout", "account",
-    "acct", "a/c", "konto", "überweis", "zahlung", "compte", "virement", "banc", "cuenta", "transferencia", "conto",
-    "bonifico", "conta", "rekening", "overboek", "rachun", "przelew", "tili", "účet", "účtu", "счет", "счёт", "банк",
+    "bank", "iban", "bic", "swift", "sepa", "routing", "rtn", "sort code", "sort-code", "sortcode", "bsb", "aba:", "aba ",
+    "wire transfer", "checking", "savings", "deposit", "payee", "beneficiar", "transfer", "payment", "payout",
+    "account", "acct", "a/c", "konto", "überweis", "zahlung", "compte", "virement", "banc", "cuenta", "transferencia",
+    "conto", "bonifico", "conta ", "conta:", "conta corrente", "rekening", "overboek", "rachun", "przelew",
+    "tilinumero", "tilinro", "účet", "účtu", "счет", "счёт", "банк",
     "hesap", "havale", "口座", "銀行", "振込", "银行", "账户", "帳戶", "转账", "계좌", "은행", "tài khoản", "ngân hàng",
     "बैंक", "खाता", "clabe", "cbu", "cvu",
 )
@@ -315,7 +349,9 @@ def _mod97(value: str) -> int:
 def _ibans(text: str) -> Iterator[Span]:
     from stdnum import iban
 
-    for m in _re(r"(?<![A-Za-z0-9])[A-Z]{2}[0-9]{2}(?=[ -]?[A-Z0-9])").finditer(text):
+    for m in _re(r"[A-Z]{2}[0-9]{2}(?=[ -]?[A-Z0-9])").finditer(text):
+        if m.start() and text[m.start() - 1].isalnum():
+            continue
         for end in _cuts(text, m.start(), 42, " -"):
             value = text[m.start():end].replace(" ", "").replace("-", "")
             if 15 <= len(value) <= 34 and _mod97(value) == 1 and iban.is_valid(value, check_country=False):
@@ -338,6 +374,14 @@ _ACCOUNT_LABEL = (
 )
 
 
+_ACCOUNT_ANCHORS = (
+    "account", "acct", "a/c", "checking", "savings", "chequing", "konto", "compte", "cuenta", "conto", "conta",
+    "rekening", "rachun", "tilinumero", "tilinro", "účtu", "сч", "hesap", "口座", "银行账", "銀行帳", "계좌", "tài khoản",
+    "खाता",
+)
+_BANK_CODE_ANCHORS = ("routing", "aba", "rtn", "ruta", "sort", "bsb", "clabe", "cbu", "cvu")
+
+
 def _account_number(_: str, value: str) -> bool:
     """6 to 20 digits, maybe grouped or with a check digit after a dash or a bank code after a slash; not a phone
     number's shape, a date or one digit repeated."""
@@ -347,7 +391,8 @@ def _account_number(_: str, value: str) -> bool:
 
 
 def _bank_accounts(text: str) -> Iterator[Span]:
-    for start, end in _labelled_values(_labelled(_ACCOUNT_LABEL), text, _account_number, 26):
+    labels = _around(_labelled(_ACCOUNT_LABEL), text, _ACCOUNT_ANCHORS)
+    for start, end in _labelled_values(labels, text, _account_number, 26):
         if _near(r"\baws\b|arn:aws|amazon", text, start, end, 200):
             continue  # an AWS account id (12 digits) in a text that speaks of transfers or payments
         if _near(_BANK_WORDS + r"|kontonummer|rekeningnummer|口座番号|계좌", text, start, end, 200):
@@ -377,27 +422,30 @@ def _bank_codes(text: str) -> Iterator[Span]:
 
     labels = (r"routing(?:[ \t]+(?:number|no\.?|#))?|aba(?:[ \t]+(?:routing[ \t]+)?(?:number|no\.?|#))?|rtn"
               r"|n[úu]mero[ \t]+de[ \t]+ruta|sort[ -]?code|bsb(?:[ \t]+(?:number|no\.?))?|clabe(?:[ \t]+interbancaria)?|cbu|cvu")
-    yield from _labelled_values(_labelled(labels), text, valid, 26)
+    yield from _labelled_values(_around(_labelled(labels), text, _BANK_CODE_ANCHORS), text, valid, 26)
 
 
 # -- national identity numbers ---------------------------------------------------------------------------------
 #: (anchors, labels, validators): the python-stdnum validators (or ours) that a value after one of the labels must
 #: pass; labels in capitals are read in capitals only (``SIN``, ``PAN``, ``RUT``: words in lower case)
 _ID_LABELS: tuple[tuple[tuple[str, ...], str, tuple[str, ...]], ...] = (
-    (("nir", "sécu", "secu", "vitale", "insee"),
-     r"nir|num[ée]ro[ \t]+de[ \t]+s[ée]curit[ée][ \t]+sociale|s[ée]curit[ée][ \t]+sociale|n[°º][ \t]*(?:de[ \t]+)?s[ée]cu"
+    (("NIR",), r"NIR", ("fr.nir",)),
+    (("sécu", "securite sociale", "vitale", "insee"),
+     r"num[ée]ro[ \t]+de[ \t]+s[ée]curit[ée][ \t]+sociale|s[ée]curit[ée][ \t]+sociale|n[°º][ \t]*(?:de[ \t]+)?s[ée]cu"
      r"|num[ée]ro[ \t]+(?:de[ \t]+)?s[ée]cu|carte[ \t]+vitale|num[ée]ro[ \t]+insee|insee", ("fr.nir",)),
     (("fiscal",), r"num[ée]ro[ \t]+fiscal|num[ée]ro[ \t]+d'identification[ \t]+fiscale", ("fr.nif",)),
-    (("fiscale", "fisc", "c.f.", "cf"), r"codice[ \t_-]?fiscale|cod\.?[ \t]*fisc\.?|c\.f\.|cf", ("it.codicefiscale",)),
-    (("dni", "nie", "nif", "identidad"),
-     r"dni|nie|nif|documento[ \t]+nacional[ \t]+de[ \t]+identidad|n[úu]mero[ \t]+de[ \t]+identidad",
+    (("fiscale", "fisc", "c.f."), r"codice[ \t_-]?fiscale|cod\.?[ \t]*fisc\.?|c\.f\.", ("it.codicefiscale",)),
+    (("CF",), r"CF", ("it.codicefiscale",)),
+    (("NIE",), r"NIE", ("es.nie",)),
+    (("dni", "nif", "identidad"),
+     r"dni|nif|documento[ \t]+nacional[ \t]+de[ \t]+identidad|n[úu]mero[ \t]+de[ \t]+identidad",
      ("es.dni", "es.nie", "es.nif")),
     (("steuer", "identifikationsnummer", "idnr"),
      r"steuer[ \t_-]?id|(?:steuerliche[ \t]+|steuer-?)?identifikationsnummer|idnr", ("de.idnr",)),
     (("steuernummer", "st.-nr", "st-nr", "stnr", "st.nr"), r"steuernummer|st\.?-?nr\.?", ("de.stnr",)),
     (("bsn", "burgerservice", "sofi"), r"bsn|burgerservicenummer|sofi[ \t_-]?nummer", ("nl.bsn",)),
     (("pesel",), r"pesel", ("pl.pesel",)),
-    (("nip",), r"nip", ("pl.nip",)),
+    (("NIP",), r"NIP", ("pl.nip",)),
     (("dowod", "dowód"),
      r"(?:nr|numer|seria[ \t]+i[ \t]+numer)[ \t]+dowodu(?:[ \t]+osobistego)?|dow[óo]d(?:u)?[ \t]+osobist\w*",
      ("pl-id-card",)),
@@ -410,21 +458,22 @@ _ID_LABELS: tuple[tuple[tuple[str, ...], str, tuple[str, ...]], ...] = (
     (("cpf",), r"cpf", ("br.cpf",)),
     (("cnpj",), r"cnpj", ("br.cnpj",)),
     (("aadha", "आधार"), r"aadhaa?r|आधार", ("in_.aadhaar",)),
-    (("pan",), r"PAN", ("in_.pan",)),
+    (("PAN",), r"PAN", ("in_.pan",)),
     (("permanent account", "पैन"), r"permanent[ \t]+account[ \t]+number|पैन", ("in_.pan",)),
     (("身份", "resident id", "chinese id"),
      r"身份证|身份證|公民身份号码|居民身份证|resident[ \t]+id(?:entity)?(?:[ \t]+card)?|chinese[ \t]+id", ("cn.ric",)),
     (("주민", "rrn", "resident registration"),
      r"주민[ \t]?등록[ \t]?번호|주민번호|rrn|resident[ \t]+registration(?:[ \t]+number)?", ("kr.rrn",)),
     (("マイナンバー", "個人番号", "my number", "mynumber"), r"マイナンバー|個人番号|my[ \t]?number", ("jp.in_",)),
-    (("sin", "nas"), r"SIN|NAS", ("ca.sin",)),
+    (("SIN", "NAS"), r"SIN|NAS", ("ca.sin",)),
     (("social insurance", "assurance sociale"),
      r"social[ \t]+insurance(?:[ \t]+number)?|num[ée]ro[ \t]+d'assurance[ \t]+sociale", ("ca.sin",)),
     (("national insurance", "ni number", "ni no", "nino"),
      r"national[ \t]+insurance(?:[ \t]+number)?|ni[ \t]*(?:number|no\.?)|nino", ("gb-nino",)),
     (("nhs",), r"nhs(?:[ \t]+(?:number|no\.?))?", ("gb.nhs",)),
-    (("utr", "taxpayer reference"), r"utr|unique[ \t]+taxpayer[ \t]+reference", ("gb.utr",)),
-    (("itin",), r"itin", ("us.itin",)),
+    (("UTR",), r"UTR", ("gb.utr",)),
+    (("taxpayer reference",), r"unique[ \t]+taxpayer[ \t]+reference", ("gb.utr",)),
+    (("ITIN",), r"ITIN", ("us.itin",)),
     (("versicherungsnummer", "sv-nummer", "svnr"), r"sozialversicherungsnummer|sv-?nummer|svnr|versicherungsnummer",
      ("at.vnr",)),
     (("ahv", "avs"), r"ahv(?:-?nummer|-?nr\.?)?|avs|ahv/avs", ("ch.ssn",)),
@@ -434,22 +483,23 @@ _ID_LABELS: tuple[tuple[tuple[str, ...], str, tuple[str, ...]], ...] = (
     (("rodn",), r"rodn[ée][ \t]+[čc][íi]slo", ("cz.rc", "sk.rc")),
     (("isikukood",), r"isikukood", ("ee.ik",)),
     (("asmens",), r"asmens[ \t]+kodas", ("lt.asmens",)),
-    (("cnp", "numeric personal"), r"cnp|cod[ \t]+numeric[ \t]+personal", ("ro.cnp",)),
+    (("CNP", "numeric personal"), r"CNP|cod[ \t]+numeric[ \t]+personal", ("ro.cnp",)),
     (("emšo", "emso"), r"em[šs]o", ("si.emso",)),
     (("oib",), r"oib", ("hr.oib",)),
     (("amka", "αμκα"), r"amka|αμκα", ("gr.amka",)),
-    (("pps",), r"ppsn?(?:[ \t]+(?:number|no\.?))?", ("ie.pps",)),
+    (("PPS",), r"PPSN?", ("ie.pps",)),
+    (("ppsn",), r"ppsn", ("ie.pps",)),
     (("curp",), r"curp", ("mx.curp",)),
-    (("rfc",), r"rfc", ("mx.rfc",)),
-    (("cuit", "cuil"), r"cuit|cuil", ("ar.cuit",)),
-    (("rut", "run"), r"RUT|RUN", ("cl.rut",)),
+    (("RFC",), r"RFC", ("mx.rfc",)),
+    (("CUIT", "CUIL"), r"CUIT|CUIL", ("ar.cuit",)),
+    (("RUT", "RUN"), r"RUT|RUN", ("cl.rut",)),
     (("kimlik",), r"t\.?c\.?[ \t]+kimlik(?:[ \t]+no)?|kimlik[ \t]+(?:no|numarası)", ("tr.tckimlik",)),
     (("nric", "mykad"), r"nric|mykad", ("my.nric",)),
     (("cnic",), r"cnic", ("pk.cnic",)),
-    (("nik",), r"NIK", ("id.nik",)),
+    (("NIK",), r"NIK", ("id.nik",)),
     (("induk kependudukan",), r"nomor[ \t]+induk[ \t]+kependudukan", ("id.nik",)),
     (("tfn", "tax file number"), r"tfn|tax[ \t]+file[ \t]+number", ("au.tfn",)),
-    (("ird",), r"IRD", ("nz.ird",)),
+    (("IRD",), r"IRD", ("nz.ird",)),
     (("инн",), r"инн", ("ru.inn",)),
     (("african id", "sa id"), r"south[ \t]+african[ \t]+id|sa[ \t]+id", ("za.idnr",)),
     (("ת", "zehut"), r"ת\.?ז\.?|תעודת[ \t]+זהות|teudat[ \t]+zehut", ("il.idnr",)),
@@ -497,17 +547,19 @@ def _id_labels(entries: tuple[int, ...]) -> tuple[re.Pattern[str], list[tuple[re
 
 def _national_ids(text: str) -> Iterator[Span]:
     low = text.lower()
-    pattern, table = _id_labels(tuple(i for i, (anchors, _, _) in enumerate(_ID_LABELS) if any(a in low for a in anchors)))
+    pattern, table = _id_labels(tuple(i for i, (anchors, _, _) in enumerate(_ID_LABELS)
+                                      if any(a in (text if a.isupper() else low) for a in anchors)))
 
     def valid(label: str, value: str) -> bool:
         return any(p.fullmatch(label) and any(_valid(v, value) for v in validators) for p, validators in table)
 
-    yield from _labelled_values(pattern, text, valid)
+    present = tuple(a for entry in _ID_LABELS for a in entry[0] if a in (text if a.isupper() else low))
+    yield from _labelled_values(_around(pattern, text, present), text, valid)
 
 
 # -- card security codes ---------------------------------------------------------------------------------------
 _CARD_CODE_ANCHORS = (
-    "cvv", "cvc", "cvn", "cav2", "cid", "csc", "cvd", "security", "verification", "cryptogramme", "prüf", "pruef",
+    "cvv", "cvc", "cvn", "cav2", "cid:", "cid ", "cid=", "cid\"", "cid'", "csc", "cvd", "security", "verification", "cryptogramme", "prüf", "pruef",
     "sicherheitscode", "sécurité", "securite", "seguridad", "segurança", "seguranca", "sicurezza", "verifica",
     "beveiligingscode", "bezpieczeństwa", "zabezpieczając", "säkerhetskod", "sikkerhedskode", "sikkerhetskode",
     "turvakoodi", "bezpečnostní", "безопасности", "защитный", "güvenlik", "セキュリティ", "安全码", "安全碼", "보안",
@@ -535,7 +587,7 @@ _CODE_VALUE = r"[\"'`]?(\d{3,4})[\"'`]?(?![\w-]|[.,/]\d)"
 def _card_codes(text: str) -> Iterator[Span]:
     words = _re(rf"(?:{_CARD_CODE_NAMES})(?![a-z])|(?P<word>(?:{_CARD_CODE_WORDS})(?![a-z]))|cv[vcn]2?", re.I)
     value = _re(_FILLER + _CODE_VALUE, re.I)
-    for m in words.finditer(text):
+    for m in _around(words, text, _CARD_CODE_ANCHORS, 40, 40):
         start, end = m.span()
         while start and (text[start - 1].isalnum() or text[start - 1] in "_$-") and text[start - 1].isascii():
             start -= 1
@@ -565,3 +617,7 @@ _RULES: tuple[tuple[str, tuple[str, ...], Callable[[str], Iterator[Span]]], ...]
     ("national-id", _ID_ANCHORS, _national_ids),
     ("card-code", _CARD_CODE_ANCHORS, _card_codes),
 )
+#: every rule's anchors once (a word in capitals is looked for as written: ``RUN``, ``SIN``); an ASCII text (most)
+#: is not searched for the others
+_ANCHORS = tuple(dict.fromkeys(a for _, anchors, _ in _RULES for a in anchors))
+_ASCII_ANCHORS = tuple(a for a in _ANCHORS if a.isascii())
