@@ -53,6 +53,8 @@ import re
 import threading
 from collections.abc import Callable, Iterator
 
+from indexer import secret_ids
+
 _MARK = "[REDACTED"
 
 
@@ -2091,13 +2093,11 @@ _FORMATS.extend([
      _Lazy(r"(?i)app(?:lication)?[ -](?:specific[ -])?passwords?\b[^\n]{0,120}\n?[^\n]{0,40}?(?<![\w-])"
            r"([a-z]{4} [a-z]{4} [a-z]{4} [a-z]{4})(?![\w-])"), 1),
     # payment card data told with its word: a card number that passes the Luhn check (not a processor's published
-    # test number), a CVV/CVC, a US social security number
+    # test number), a US social security number (a card's security code: indexer.secret_ids)
     ("secret", ("card", "visa", "mastercard", "amex", "cvv", "cvc", "exp", "tarjeta", "carte", "karte", "kartu",
                 "cartão", "cartao", "карт", "卡"),
      _Checked(_Lazy(r"(?<![\w-])((?:[0-9]{4}[ -]?){3}[0-9]{1,7}|[0-9]{4}[ -]?[0-9]{6}[ -]?[0-9]{5})(?![\w-])"),
               lambda m: _card_number(m.group(1)) and _near(_CARD_WORDS_RE, m, 80)), 1),
-    ("secret", ("cvv", "cvc", "csc", "security code"),
-     _Lazy(r"(?i)\b(?:cvv2?|cvc2?|csc|card security code)\b[ \t]*(?:is|:|=|#)?[ \t]*(?!\[REDACTED)([0-9]{3,4})(?![\w-])"), 1),
     ("secret", ("ssn", "social security"),
      _Checked(_Lazy(r"(?i)\b(?:ssn|social security(?: number| no\.?)?)\b[^\n0-9]{0,20}(?<![\w-])([0-9]{3}-[0-9]{2}-[0-9]{4})"
                     r"(?![\w-])"), lambda m: _issuable_ssn(m.group(1))), 1),
@@ -3140,6 +3140,8 @@ def _mask(text: str, _argv: bool = True) -> tuple[str, int]:
     total = 0
     if _argv and ("[\"" in text or "['" in text or "[ " in text):
         text, total = _argv_lists(text)
+    text, total_ids = secret_ids.mask(text, _ascii_lower(text))  # personal, financial, recovery: indexer.secret_ids
+    total += total_ids
     lower = _ascii_lower(text)
     present = {a for a in _FORMAT_ANCHORS if a in lower}
     if present:

@@ -1,0 +1,623 @@
+"""Personal, financial and recovery secrets: rules of the privacy filter's second pass (:func:`mask`, called by
+:func:`indexer.secret_rules.mask` before its own format rules), each masking a value as ``[REDACTED:<kind>]``.
+
+- ``seed-phrase``: 12 or more consecutive words of one BIP39 wordlist (the ``mnemonic`` package's twelve lists; a
+  word typed without its accents counts), on one line, one a line, numbered (``1. word``, ``1) word``) or
+  comma-separated. The checksum is not required: a seed with one mistyped or misremembered word, and Electrum's
+  seeds (same English list, another checksum), fail it and are as sensitive; 12 words in a row from one list do
+  not happen in prose (measured: none in the 294 MB of /usr/share/doc and the Python standard library that the
+  false-positive corpus samples).
+- ``recovery-code``: the codes listed after a recovery or backup-code word in 20 languages (``Backup codes:``,
+  ``codes de secours``, ``バックアップコード``): tokens with a digit, one or many, one a line or side by side.
+  ``recovery-key``: keys told by their structure, BitLocker's (8 groups of 6 digits, each a multiple of 11 below
+  720896, or any such groups beside the key's name: a key copied with a typo is still the key), FileVault's and Apple's (6 or 7 groups of 4 capitals and digits, mixed), 1Password's Secret
+  Key (``A3-`` and 6 groups).
+- ``iban``: an IBAN that passes its country's length and format and the mod-97 check, in a text that speaks of a
+  bank or a payment (the registries' documented examples are left alone; a bank's own check digits inside the
+  account part are not asked for). ``account-number``: a bank account number after its
+  label in a text about a bank; a US routing number (its ABA checksum), a UK sort code, an Australian BSB,
+  Mexico's CLABE and Argentina's CBU after theirs.
+- ``national-id``: an identity or tax number after its label that passes its country's check: FR NIR, IT codice
+  fiscale, ES DNI/NIE/NIF, DE Steuer-ID, NL BSN, PL PESEL and identity card, SE, NO, DK, FI personal numbers,
+  BR CPF/CNPJ, IN Aadhaar/PAN, CN resident ID, KR RRN, JP My Number, CA SIN, UK NI and NHS numbers, US ITIN and
+  ~20 more (python-stdnum's validators); a passport number after its word in 20 languages. A random number after a
+  label fails the check and stays.
+- ``card-code``: a card's 3 or 4-digit security code after CVV, CVC, CVN or CAV2 (also as part of a field name,
+  ``"card_cvc": "123"``, ``cvv2=1234``) or after a word that means it only near a card (``security code``,
+  ``cryptogramme``, ``Prüfziffer``, ``código de seguridad``, ``セキュリティコード``, ``安全码``…).
+
+Every rule has literal anchors (lower case) and runs only on a text that holds one; the wordlists and validators
+are imported only then (``import indexer.privacy`` loads neither ``mnemonic`` nor ``stdnum``).
+
+>>> mask("BitLocker recovery key: 236808-089419-362835-512545-013816-460955-317185-655633")[0]
+'BitLocker recovery key: [REDACTED:recovery-key]'
+>>> mask("Steuer-ID: 65 929 970 489")[0]
+'Steuer-ID: [REDACTED:national-id]'
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import re
+import unicodedata
+from collections.abc import Callable, Iterator
+
+_MARK = "[REDACTED"
+
+Span = tuple[int, int]
+
+
+def mask(text: str, lower: str | None = None) -> tuple[str, int]:
+    """Mask the personal, financial and recovery secrets in ``text`` (``lower``: the text lower-cased, when the
+    caller has it); returns the masked text and how many were masked."""
+    low = text.lower() if lower is None else lower
+    present = {a for a in (_ASCII_ANCHORS if text.isascii() else _ANCHORS) if a in (text if a.isupper() else low)}
+    if not present:
+        return text, 0
+    total = 0
+    for kind, anchors, find in _RULES:
+        if not present.isdisjoint(anchors):
+            text, count = _replace(text, find(text), kind)
+            total += count
+    return text, total
+
+
+def _replace(text: str, spans: Iterator[Span], kind: str) -> tuple[str, int]:
+    out: list[str] = []
+    cursor = count = 0
+    for start, end in sorted(spans):
+        if start < cursor or _MARK in text[start:end]:
+            continue
+        out += [text[cursor:start], f"[REDACTED:{kind}]"]
+        cursor, count = end, count + 1
+    return ("".join(out) + text[cursor:], count) if count else (text, 0)
+
+
+@functools.cache
+def _re(source: str, flags: int = 0) -> re.Pattern[str]:
+    """A pattern compiled on first use: most texts trigger no rule here."""
+    return re.compile(source, flags)
+
+
+def _near(pattern: str, text: str, start: int, end: int, reach: int) -> bool:
+    return _re(pattern, re.I).search(text, max(0, start - reach), min(len(text), end + reach)) is not None
+
+
+def _cuts(text: str, start: int, limit: int, seps: str = " -./") -> list[int]:
+    """Where a value read from ``start`` may end, longest first: letters and digits, with single separators between
+    groups (``DE89 3704 0044``, ``900101-1234``), at most ``limit`` characters."""
+    ends, i, stop = [], start, min(len(text), start + limit)
+    while i < stop and text[i].isascii() and text[i].isalnum():
+        i += 1
+        if i == stop or not (text[i].isascii() and text[i].isalnum()):
+            ends.append(i)
+            if i + 1 < stop and text[i] in seps and text[i + 1].isascii() and text[i + 1].isalnum():
+                i += 1
+    return ends[::-1] if start == 0 or not text[start - 1].isalnum() else []
+
+
+# -- labelled values: a label, words such as "number" or "is", a colon or a quote, then the value -------------------
+#: what may stand between a label and its value: "number", "no.", "is", a colon, quotes (a JSON or YAML key), "for
+#: my Chase account", a parenthesis
+#: (a line break only after a colon, each space one repetition: a filler that can be read in one way only is not
+#: re-read in many when the value after it fails)
+_FILLER = (r"(?i:(?:[ \t]+(?:of|on|for|at|de|del|de la|du|der|des|di|della|da|do|van|på|för|na|z|w|bei|zur)"
+           r"[ \t]+[^\n:：=\d]{1,30}?(?=[ \t]*[:：=]|[ \t]+(?:is|are|ist|est|es|é|è)\b))?(?:[ \t]*\([^)\n]{0,40}\))?"
+           r"(?:[ \t\"'`*_=#>\[\]-]|[:：](?:[ \t]*\r?\n)?|n[°º.]|nr\b\.?|no\b\.?|num\b\.?|number|nummer|numero|número|numéro|code|"
+           r"is\b|was\b|are\b|ist\b|lautet\b|est\b|es\b|era\b|é|è|är\b|er\b|jest\b|je\b|on\b|son\b|sind\b|"
+           r"c['’]est\b|号码|號碼|号|是|为|為|番号|번호|는|은|は|が|नंबर|संख्या|है|：){0,16})")
+
+
+#: a letter of an alphabet that spaces its words (a label in Chinese or Japanese may be inside a sentence)
+_LETTER = r"[A-Za-z\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff]"
+
+
+def _labelled(labels: str, flags: int = re.I) -> re.Pattern[str]:
+    """``labels`` (an alternation; group 1) not followed by a letter, then the filler; the value starts at
+    ``m.end()``. That no letter comes before is checked by :func:`_word_start` (a pattern that starts with a
+    lookbehind is tried at every position; one that starts with its words skips to their first letters)."""
+    return _re(rf"({labels})(?!{_LETTER})" + _FILLER, flags)
+
+
+def _word_start(text: str, start: int) -> bool:
+    return start == 0 or not _re(_LETTER).match(text, start - 1)
+
+
+def _around(pattern: re.Pattern[str], text: str, anchors: tuple[str, ...], before: int = 48,
+            after: int = 200) -> Iterator[re.Match[str]]:
+    """The matches of ``pattern`` near an anchor (``before`` characters before it to ``after`` past it). A label
+    pattern begins with one of many letters, so on a whole text it would be tried at most positions (measured:
+    ~2 ms a KB of prose); near its anchors it is tried where a label can be."""
+    low = text.lower()
+    if len(low) != len(text):
+        yield from pattern.finditer(text)
+        return
+    spans = []
+    for anchor in anchors:
+        hay = text if anchor.isupper() else low
+        i = hay.find(anchor)
+        while i >= 0:
+            spans.append((max(0, i - before), min(len(text), i + len(anchor) + after)))
+            i = hay.find(anchor, i + 1)
+    cursor = 0
+    for lo, hi in sorted(spans):
+        if hi <= cursor:
+            continue
+        for m in pattern.finditer(text, max(lo, cursor), hi):
+            yield m
+            cursor = max(cursor, m.end())
+        cursor = max(cursor, hi - after)  # the next window may still hold a label that starts before this one ends
+
+
+def _labelled_values(matches: Iterator[re.Match[str]], text: str, valid: Callable[[str, str], bool],
+                     limit: int = 34) -> Iterator[Span]:
+    """The longest value after each label that ``valid(label, value)`` accepts."""
+    for m in matches:
+        if not _word_start(text, m.start()):
+            continue
+        for end in _cuts(text, m.end(), limit):
+            value = text[m.end():end]
+            if end < len(text) - 1 and text[end] in "-./" and text[end + 1].isalnum():
+                continue  # a cut inside a token: 2011-02 of 2011-02-10
+            if any(c.isdigit() for c in value) and valid(m.group(1), value):
+                yield m.end(), end
+                break
+
+
+# -- seed phrases ----------------------------------------------------------------------------------------------
+_SEED_ANCHORS = (
+    "seed", "mnemonic", "phrase", "wallet", "recovery", "restore", "backup", "bip39", "bip-39", "words",
+    "metamask", "ledger", "trezor", "phantom", "exodus", "electrum", "coinbase", "binance", "crypto", "bitcoin",
+    "ethereum", "solana", "semilla", "frase", "graine", "mots", "palabras", "parole", "palavras", "wörter", "woorden",
+    "słowa", "slova", "слов", "фраз", "kelime", "cümle", "単語", "ニーモニック", "シード", "助记词", "助記詞", "钱包",
+    "錢包", "ウォレット", "니모닉", "시드", "단어", "지갑", "wiederherstell", "récupération", "recuperaci", "recupera",
+    "herstel", "odzyskiw", "återställ", "gendannel", "gjenoppr", "palautus", "obnov", "восстановл", "kurtarma",
+    "復元", "恢复", "復原", "portfel", "carteira", "cartera", "portefeuille", "portafoglio", "cüzdan", "кошел",
+)
+#: a word of a list: 3 to 10 letters (accents may be combining marks: a list copied in NFKD), or 1 to 10 kana
+#: (Japanese, dakuten included), hanzi (Chinese, one a word) or hangul (Korean, maybe as jamo)
+_WORD = r"(?:[\u3040-\u30ff\u3400-\u9fff\u1100-\u11ff\uac00-\ud7af]{1,10}|(?:[^\W\d_]|[\u0300-\u036f]){3,12})"
+#: between two words: spaces, a comma, a line break (each at most once, so that a failed run is not re-split), then
+#: maybe the next word's number ("2.", "(2)", "#2") or bullet
+_SEED_SEP = r"[ \t\u3000]*(?:[,;、，][ \t\u3000]*)?(?:\r?\n[ \t\u3000]*)?(?<=[\s,;、，])"
+_NUMBERING = r"(?:(?:#?\d{1,2}[.):]?|\(\d{1,2}\))[ \t\u3000]*|[-*•][ \t]+)?"
+#: a maximal run of such words (read once: a run of fewer than 12 is dropped in Python, not retried from each of
+#: its words, which cost ~0.5 µs a character of prose)
+_SEED_RUN = rf"(?<![\w-]){_WORD}(?:{_SEED_SEP}{_NUMBERING}{_WORD})*"
+_SEED_LENGTHS = (12, 15, 18, 21, 24)
+
+
+@functools.cache
+def _wordlists() -> dict[str, int]:
+    """Each word of the BIP39 lists (NFKD, and without its accents) → a bit for each list that holds it."""
+    from mnemonic import Mnemonic
+
+    words: dict[str, int] = {}
+    for bit, language in enumerate(sorted(Mnemonic.list_languages())):
+        for word in Mnemonic(language).wordlist:
+            for form in {word, _plain(word)}:
+                words[form] = words.get(form, 0) | 1 << bit
+    return words
+
+
+def _plain(word: str) -> str:
+    """``word`` NFKD without combining accents when that leaves ASCII (``ábaco`` → ``abaco``), else NFKD."""
+    nfkd = unicodedata.normalize("NFKD", word)
+    bare = "".join(c for c in nfkd if not unicodedata.combining(c))
+    return bare if bare.isascii() else nfkd
+
+
+def _seed_phrases(text: str) -> Iterator[Span]:
+    words = _wordlists()
+    for run in _around(_re(_SEED_RUN), text, _SEED_ANCHORS, 600, 1200):
+        if run.end() - run.start() < 23:  # 12 one-letter words (Chinese) and their spaces
+            continue
+        tokens = list(_re(_WORD).finditer(run.group(0)))
+        first, langs = 0, 0
+        for i, token in enumerate(tokens + [None]):
+            bits = words.get(_plain(token.group(0).lower()), 0) if token else 0
+            if langs & bits:
+                langs &= bits
+                continue
+            if i - first >= _SEED_LENGTHS[0]:
+                yield run.start() + tokens[first].start(), run.start() + tokens[i - 1].end()
+            first, langs = i, bits
+
+
+# -- recovery codes and keys -----------------------------------------------------------------------------------
+_RECOVERY_ANCHORS = (
+    "recovery", "backup", "back-up", "scratch", "emergency", "one-time", "one time", "single-use", "2fa", "two-factor",
+    "mfa", "secours", "récupération", "recuperation", "sauvegarde", "recuperaci", "respaldo", "reserva", "recupero",
+    "riserva", "recupera", "sicherungs", "wiederherstellung", "notfall", "herstel", "återställ", "reservkod",
+    "reservekod", "gendannel", "varmistus", "palautus", "varakood", "zapasow", "odzyskiw", "awaryjn", "záložní",
+    "obnov", "резервн", "восстановлен", "відновлен", "yedek", "kurtarma", "バックアップ", "リカバリ", "復旧", "回復",
+    "备用", "恢复", "復原", "复原", "备份", "備用", "還原", "백업", "복구", "dự phòng", "khôi phục", "cadangan",
+    "pemulihan", "बैकअप", "रिकवरी", "ανάκτησ", "αντιγράφ",
+)
+_RECOVERY_LABEL = (
+    r"(?:(?:account|2fa|mfa|two[- ]factor|backup[ -]verification|one[- ]time|single[- ]use|recovery|backup|back-up"
+    r"|emergency|scratch)[ -]?)+(?:codes?|keys?)"
+    r"|c(?:o|ó)d(?:e|igo|ice)s?[ \t]+(?:de[ \t]+|di[ \t]+|da[ \t]+)?(?:secours|r[ée]cup[ée]ration|sauvegarde"
+    r"|recuperaci[óo]n|respaldo|reserva|backup|recupero|riserva|emergencia|recupera[çc][ãa]o|emerg[êe]ncia)"
+    r"|codici[ \t]+(?:di[ \t]+)?(?:backup|recupero|riserva|emergenza)"
+    r"|(?:sicherungs|wiederherstellungs|notfall|backup|reserve|herstel|back-up|reserv|återställnings|gendannelses"
+    r"|varmistus|palautus|vara)[ -]?(?:codes?|kodes?|koder|koodit|schlüssel)"
+    r"|kody[ \t]+(?:zapasowe|odzyskiwania|awaryjne|jednorazowe)|(?:záložní|obnovovací)[ \t]+kódy"
+    r"|kódy[ \t]+pro[ \t]+obnovení"
+    r"|(?:резервн|аварийн)\w*[ \t]+код\w*|код\w*[ \t]+(?:восстановления|відновлення)"
+    r"|(?:yedek|kurtarma)[ \t]+kod\w*"
+    r"|(?:バックアップ|リカバリー?|復旧|回復)[ \t]?(?:コード|キー)"
+    r"|(?:备用|恢复|復原|复原|备份|備用|還原|救援)(?:验证|驗證)?(?:码|碼|代码|代碼|密钥|金鑰)"
+    r"|(?:백업|복구)[ \t]?(?:코드|키)"
+    r"|mã[ \t]+(?:dự[ \t]+phòng|khôi[ \t]+phục)|kode[ \t]+(?:cadangan|pemulihan)|(?:बैकअप|रिकवरी)[ \t]+कोड"
+    r"|κωδικ\w*[ \t]+(?:ανάκτησης|αντιγράφων[ \t]+ασφαλείας)"
+)
+#: after the label: "for my Google account", "(keep them safe)", "are", a colon, "**"; then the first code
+_RECOVERY_HEAD = (r"(?:[ \t]+(?:for|of|from|für|von|de|pour|para|di|per|van|voor|do|dla|för|til|para)[ \t]+"
+                  r"[^\n:：]{1,40}?(?=[ \t]*[:：(\n]))?(?:[ \t]*\([^)\n]{0,60}\))?[*_`]*"
+                  r"[ \t]*(?:[:：=]|->|→|\b(?:is|are|sind|ist|lauten|sont|est|son|es|sono|è|são|é|zijn|są|är|er|on|"
+                  r"ovat|jsou|—)\b)?[*_`]*")
+#: one code of a list: maybe its number or bullet, or "and" after the one before; digits grouped by single spaces
+#: are one code ("4821 9935"), letters and digits grouped by dashes too
+_ITEM = (r"[ \t]*(?:\r?\n[ \t]*)?(?:(?:and|und|et|y|e|en|i|och|og|и|ve|và|dan)[ \t]+)?"
+         r"(?:[-*•|]|#?\d{1,2}[.):]|\(\d{1,2}\))?[ \t]*[\"'`]?"
+         r"(\d{2,8}(?: \d{2,8})+|[A-Za-z0-9]{3,}(?:-[A-Za-z0-9]{2,})*)[\"'`]?[ \t]*[,;|]?")
+
+
+def _code(token: str) -> bool:
+    """A code: 4 to 40 letters and digits with a digit, not a date, a year or a time."""
+    bare = token.replace("-", "").replace(" ", "")
+    return (4 <= len(bare) <= 40 and any(c.isdigit() for c in bare)
+            and not _re(r"(?:19|20)\d\d(?:-\d\d){0,2}|\d{1,2}-\d{1,2}-\d{2,4}").fullmatch(token))
+
+
+def _recovery_codes(text: str) -> Iterator[Span]:
+    item = _re(_ITEM)
+    for label in _around(_re(rf"(?:{_RECOVERY_LABEL})(?!{_LETTER})" + _RECOVERY_HEAD, re.I), text, _RECOVERY_ANCHORS):
+        if not _word_start(text, label.start()):
+            continue
+        pos, first, last, codes = label.end(), -1, -1, list[str]()
+        while len(codes) < 40:
+            m = item.match(text, pos)
+            if not m or not _code(m.group(1)) or (codes and "\n\n" in text[last:m.start(1)].replace("\r", "")):
+                break
+            first = m.start(1) if first < 0 else first
+            last, pos = m.end(1), m.end()
+            codes.append(m.group(1))
+        if len(codes) > 1 or codes and len(codes[0].replace("-", "")) >= 6:
+            yield first, last
+
+
+_KEY_ANCHORS = ("bitlocker", "recovery", "filevault", "key", "schlüssel", "clé", "clave", "chiave", "sleutel",
+                "klucz", "ключ", "キー", "密钥", "金鑰", "키", "nyckel", "nøgle", "nøkkel", "avain", "klíč", "anahtar",
+                "chave", "khóa", "kunci", "a3-")
+_STRUCTURED_KEY = (r"(?<![\w-])(?:(\d{6}(?:-\d{6}){7})|((?:[A-Z0-9]{4}-){5}[A-Z0-9]{4}(?:-[A-Z0-9]{4})?)"
+                   r"|(A3-[A-Z0-9]{6}-[A-Z0-9]{6}(?:-[A-Z0-9]{5}){4}))(?![\w-])")
+
+
+def _recovery_keys(text: str) -> Iterator[Span]:
+    for m in _re(_STRUCTURED_KEY).finditer(text):
+        if m.group(1):  # BitLocker's: valid groups, or any beside its name (a key copied with a typo is the key)
+            groups = [int(g) for g in m.group(1).split("-")]
+            ok = len(set(groups)) > 2 and (all(g % 11 == 0 and g < 720896 for g in groups) or _near(
+                r"bitlocker|recovery[ \t]+key|wiederherstellungsschl|cl[ée][ \t]+de[ \t]+r[ée]cup[ée]ration"
+                r"|clave[ \t]+de[ \t]+recuperaci|chiave[ \t]+di[ \t]+ripristino|herstelsleutel|回復キー|回复密钥|恢复密钥"
+                r"|복구[ \t]?키|ключ[ \t]+восстановления", text, m.start(), m.end(), 80))
+        elif m.group(2):
+            ok = sum(any(c.isdigit() for c in g) and any(c.isalpha() for c in g) for g in m.group(2).split("-")) >= 3
+        else:
+            ok = True
+        if ok:
+            yield m.span()
+
+
+# -- bank data -------------------------------------------------------------------------------------------------
+_BANK_WORDS = (
+    r"bank|iban|\bbic\b|swift|sepa|routing|sort[ -]?code|\bbsb\b|\baba\b|\bach\b|wire|checking|savings|deposit"
+    r"|payee|beneficiar|transfer|payment|payout|konto|überweis|zahlung|compte|virement|banc|cuenta|transferencia"
+    r"|banco|conto|bonifico|conta|rekening|overboek|rachun|przelew|kontonummer|tili|účet|účtu|счет|счёт|банк"
+    r"|hesap|havale|口座|銀行|振込|银行|账户|帳戶|转账|계좌|은행|tài khoản|ngân hàng|rekening|बैंक|खाता"
+)
+_BANK_ANCHORS = (
+    "bank", "iban", "bic", "swift", "sepa", "routing", "rtn", "sort code", "sort-code", "sortcode", "bsb", "aba:", "aba ",
+    "wire transfer", "checking", "savings", "deposit", "payee", "beneficiar", "transfer", "payment", "payout",
+    "account", "acct", "a/c", "konto", "überweis", "zahlung", "compte", "virement", "banc", "cuenta", "transferencia",
+    "conto", "bonifico", "conta ", "conta:", "conta corrente", "rekening", "overboek", "rachun", "przelew",
+    "tilinumero", "tilinro", "účet", "účtu", "счет", "счёт", "банк",
+    "hesap", "havale", "口座", "銀行", "振込", "银行", "账户", "帳戶", "转账", "계좌", "은행", "tài khoản", "ngân hàng",
+    "बैंक", "खाता", "clabe", "cbu", "cvu",
+)
+#: the registries' and banks' documented example IBANs (SWIFT's IBAN registry, the ECBS and Wikipedia): left alone
+_EXAMPLE_IBANS = frozenset({
+    "DE89370400440532013000", "GB82WEST12345698765432", "GB29NWBK60161331926819", "GB33BUKB20201555555555",
+    "FR1420041010050500013M02606", "FR7630006000011234567890189", "NL91ABNA0417164300", "NL02ABNA0123456789",
+    "CH9300762011623852957", "BE68539007547034", "BE71096123456769", "ES9121000418450200051332",
+    "IT60X0542811101000000123456", "AT611904300234573201", "NO9386011117947", "PL61109010140000071219812874",
+    "SE4550000000058398257466", "DK5000400440116243", "FI2112345600000785", "IE29AIBK93115212345678",
+    "LU280019400644750000", "PT50000201231234567890154", "CZ6508000000192000145399", "SK3112000000198742637541",
+})
+
+
+def _mod97(value: str) -> int:
+    """ISO 7064 mod 97-10 of an IBAN (country and check digits moved to the end, letters as 10…35): 1 when valid.
+    Cheaper than the validator, which also checks the country's format, for the many cuts that fail."""
+    moved = value[4:] + value[:4]
+    return int("".join(str(int(c, 36)) for c in moved)) % 97 if moved.isalnum() and moved.isascii() else -1
+
+
+def _ibans(text: str) -> Iterator[Span]:
+    from stdnum import iban
+
+    for m in _re(r"[A-Z]{2}[0-9]{2}(?=[ -]?[A-Z0-9])").finditer(text):
+        if m.start() and text[m.start() - 1].isalnum():
+            continue
+        for end in _cuts(text, m.start(), 42, " -"):
+            value = text[m.start():end].replace(" ", "").replace("-", "")
+            if 15 <= len(value) <= 34 and _mod97(value) == 1 and iban.is_valid(value, check_country=False):
+                if value not in _EXAMPLE_IBANS:
+                    yield m.start(), end
+                break
+
+
+_ACCOUNT_LABEL = (
+    r"(?:bank[ \t]+)?(?:account|acct|a/c)(?:[ \t]*(?:number|num|no\.?|nr\.?|#))?|bank[ \t]*account"
+    r"|(?:checking|savings|chequing)(?:[ \t]+account)?|konto(?:nummer|nr\.?|[ \t]*nr\.?|[ \t]*nummer)?|kontonr"
+    r"|num[ée]ro[ \t]+de[ \t]+compte(?:[ \t]+bancaire)?|n[°º][ \t]*de[ \t]+compte|compte[ \t]+bancaire"
+    r"|n[úu]mero[ \t]+de[ \t]+(?:la[ \t]+)?cuenta(?:[ \t]+bancaria)?|n[°º.][ \t]*(?:de[ \t]+)?cuenta|cuenta(?:[ \t]+bancaria)?"
+    r"|numero[ \t]+(?:di[ \t]+|del[ \t]+)?conto(?:[ \t]+bancario)?|conto[ \t]+corrente"
+    r"|n[úu]mero[ \t]+da[ \t]+conta(?:[ \t]+banc[áa]ria)?|conta(?:[ \t]+corrente)?|rekening(?:nummer|[ \t]*nr\.?)?"
+    r"|numer[ \t]+(?:konta|rachunku)|nr[ \t]+(?:konta|rachunku)|rachunek(?:[ \t]+bankowy)?|tilinumero|tilinro"
+    r"|číslo[ \t]+(?:bankovního[ \t]+)?účtu|номер[ \t]+(?:банковского[ \t]+)?сч[её]та|расч[её]тный[ \t]+сч[её]т|"
+    r"hesap[ \t]*(?:numarası|no)|口座番号|銀行口座|银行账号|银行账户|銀行帳號|계좌[ \t]?번호|số[ \t]+tài[ \t]+khoản"
+    r"|nomor[ \t]+rekening|no\.?[ \t]*rekening|खाता[ \t]+(?:संख्या|नंबर)"
+)
+
+
+_ACCOUNT_ANCHORS = (
+    "account", "acct", "a/c", "checking", "savings", "chequing", "konto", "compte", "cuenta", "conto", "conta",
+    "rekening", "rachun", "tilinumero", "tilinro", "účtu", "сч", "hesap", "口座", "银行账", "銀行帳", "계좌", "tài khoản",
+    "खाता",
+)
+_BANK_CODE_ANCHORS = ("routing", "aba", "rtn", "ruta", "sort", "bsb", "clabe", "cbu", "cvu")
+
+
+def _account_number(_: str, value: str) -> bool:
+    """6 to 20 digits, maybe grouped or with a check digit after a dash or a bank code after a slash; not a phone
+    number's shape, a date or one digit repeated."""
+    digits = re.sub(r"[ ./-]", "", value)
+    return (digits.isdigit() and 6 <= len(digits) <= 20 and len(set(digits)) > 2
+            and not _re(r"(?:\d{3}[ .-]){2}\d{4}|\d{1,4}[./-]\d{1,2}[./-]\d{1,4}").fullmatch(value))
+
+
+def _bank_accounts(text: str) -> Iterator[Span]:
+    labels = _around(_labelled(_ACCOUNT_LABEL), text, _ACCOUNT_ANCHORS)
+    for start, end in _labelled_values(labels, text, _account_number, 26):
+        if _near(r"\baws\b|arn:aws|amazon", text, start, end, 200):
+            continue  # an AWS account id (12 digits) in a text that speaks of transfers or payments
+        if _near(_BANK_WORDS + r"|kontonummer|rekeningnummer|口座番号|계좌", text, start, end, 200):
+            yield start, end
+
+
+def _clabe(number: str) -> bool:
+    digits = re.sub(r"[ -]", "", number)
+    if len(digits) != 18 or not digits.isdigit():
+        return False
+    total = sum(int(d) * (3, 7, 1)[i % 3] % 10 for i, d in enumerate(digits[:17]))
+    return (10 - total % 10) % 10 == int(digits[17])
+
+
+def _bank_codes(text: str) -> Iterator[Span]:
+    def valid(label: str, value: str) -> bool:
+        low, digits = label.lower(), re.sub(r"[ -]", "", value)
+        if "clabe" in low:
+            return _clabe(value)
+        if "cbu" in low or "cvu" in low:
+            return _valid("ar.cbu", value)
+        if "sort" in low:
+            return bool(_re(r"\d{2}([- ]?)\d{2}\1\d{2}").fullmatch(value))
+        if "bsb" in low:
+            return bool(_re(r"\d{3}[- ]?\d{3}").fullmatch(value))
+        return len(digits) == 9 and _valid("us.rtn", digits)
+
+    labels = (r"routing(?:[ \t]+(?:number|no\.?|#))?|aba(?:[ \t]+(?:routing[ \t]+)?(?:number|no\.?|#))?|rtn"
+              r"|n[úu]mero[ \t]+de[ \t]+ruta|sort[ -]?code|bsb(?:[ \t]+(?:number|no\.?))?|clabe(?:[ \t]+interbancaria)?|cbu|cvu")
+    yield from _labelled_values(_around(_labelled(labels), text, _BANK_CODE_ANCHORS), text, valid, 26)
+
+
+# -- national identity numbers ---------------------------------------------------------------------------------
+#: (anchors, labels, validators): the python-stdnum validators (or ours) that a value after one of the labels must
+#: pass; labels in capitals are read in capitals only (``SIN``, ``PAN``, ``RUT``: words in lower case)
+_ID_LABELS: tuple[tuple[tuple[str, ...], str, tuple[str, ...]], ...] = (
+    (("NIR",), r"NIR", ("fr.nir",)),
+    (("sécu", "securite sociale", "vitale", "insee"),
+     r"num[ée]ro[ \t]+de[ \t]+s[ée]curit[ée][ \t]+sociale|s[ée]curit[ée][ \t]+sociale|n[°º][ \t]*(?:de[ \t]+)?s[ée]cu"
+     r"|num[ée]ro[ \t]+(?:de[ \t]+)?s[ée]cu|carte[ \t]+vitale|num[ée]ro[ \t]+insee|insee", ("fr.nir",)),
+    (("fiscal",), r"num[ée]ro[ \t]+fiscal|num[ée]ro[ \t]+d'identification[ \t]+fiscale", ("fr.nif",)),
+    (("fiscale", "fisc", "c.f."), r"codice[ \t_-]?fiscale|cod\.?[ \t]*fisc\.?|c\.f\.", ("it.codicefiscale",)),
+    (("CF",), r"CF", ("it.codicefiscale",)),
+    (("NIE",), r"NIE", ("es.nie",)),
+    (("dni", "nif", "identidad"),
+     r"dni|nif|documento[ \t]+nacional[ \t]+de[ \t]+identidad|n[úu]mero[ \t]+de[ \t]+identidad",
+     ("es.dni", "es.nie", "es.nif")),
+    (("steuer", "identifikationsnummer", "idnr"),
+     r"steuer[ \t_-]?id|(?:steuerliche[ \t]+|steuer-?)?identifikationsnummer|idnr", ("de.idnr",)),
+    (("steuernummer", "st.-nr", "st-nr", "stnr", "st.nr"), r"steuernummer|st\.?-?nr\.?", ("de.stnr",)),
+    (("bsn", "burgerservice", "sofi"), r"bsn|burgerservicenummer|sofi[ \t_-]?nummer", ("nl.bsn",)),
+    (("pesel",), r"pesel", ("pl.pesel",)),
+    (("NIP",), r"NIP", ("pl.nip",)),
+    (("dowod", "dowód"),
+     r"(?:nr|numer|seria[ \t]+i[ \t]+numer)[ \t]+dowodu(?:[ \t]+osobistego)?|dow[óo]d(?:u)?[ \t]+osobist\w*",
+     ("pl-id-card",)),
+    (("personnummer", "personnr", "samordningsnummer", "personbeteckning"),
+     r"person(?:nummer|nr)|samordningsnummer|personbeteckning", ("se.personnummer", "no.fodselsnummer")),
+    (("fødsels", "fodsels"), r"f[øo]dselsnummer|f[øo]dselsnr", ("no.fodselsnummer",)),
+    (("cpr",), r"cpr(?:[ \t_-]?(?:nummer|nr\.?))?", ("dk.cpr",)),
+    (("henkilötunnus", "henkilotunnus", "hetu"), r"henkil[öo]tunnus|hetu", ("fi.hetu",)),
+    (("kennitala",), r"kennitala", ("is_.kennitala",)),
+    (("cpf",), r"cpf", ("br.cpf",)),
+    (("cnpj",), r"cnpj", ("br.cnpj",)),
+    (("aadha", "आधार"), r"aadhaa?r|आधार", ("in_.aadhaar",)),
+    (("PAN",), r"PAN", ("in_.pan",)),
+    (("permanent account", "पैन"), r"permanent[ \t]+account[ \t]+number|पैन", ("in_.pan",)),
+    (("身份", "resident id", "chinese id"),
+     r"身份证|身份證|公民身份号码|居民身份证|resident[ \t]+id(?:entity)?(?:[ \t]+card)?|chinese[ \t]+id", ("cn.ric",)),
+    (("주민", "rrn", "resident registration"),
+     r"주민[ \t]?등록[ \t]?번호|주민번호|rrn|resident[ \t]+registration(?:[ \t]+number)?", ("kr.rrn",)),
+    (("マイナンバー", "個人番号", "my number", "mynumber"), r"マイナンバー|個人番号|my[ \t]?number", ("jp.in_",)),
+    (("SIN", "NAS"), r"SIN|NAS", ("ca.sin",)),
+    (("social insurance", "assurance sociale"),
+     r"social[ \t]+insurance(?:[ \t]+number)?|num[ée]ro[ \t]+d'assurance[ \t]+sociale", ("ca.sin",)),
+    (("national insurance", "ni number", "ni no", "nino"),
+     r"national[ \t]+insurance(?:[ \t]+number)?|ni[ \t]*(?:number|no\.?)|nino", ("gb-nino",)),
+    (("nhs",), r"nhs(?:[ \t]+(?:number|no\.?))?", ("gb.nhs",)),
+    (("UTR",), r"UTR", ("gb.utr",)),
+    (("taxpayer reference",), r"unique[ \t]+taxpayer[ \t]+reference", ("gb.utr",)),
+    (("ITIN",), r"ITIN", ("us.itin",)),
+    (("versicherungsnummer", "sv-nummer", "svnr"), r"sozialversicherungsnummer|sv-?nummer|svnr|versicherungsnummer",
+     ("at.vnr",)),
+    (("ahv", "avs"), r"ahv(?:-?nummer|-?nr\.?)?|avs|ahv/avs", ("ch.ssn",)),
+    (("rijksregister", "registre national", "insz", "niss"), r"rijksregisternummer|registre[ \t]+national|insz|niss",
+     ("be.nn",)),
+    (("егн", "egn"), r"егн|egn", ("bg.egn",)),
+    (("rodn",), r"rodn[ée][ \t]+[čc][íi]slo", ("cz.rc", "sk.rc")),
+    (("isikukood",), r"isikukood", ("ee.ik",)),
+    (("asmens",), r"asmens[ \t]+kodas", ("lt.asmens",)),
+    (("CNP", "numeric personal"), r"CNP|cod[ \t]+numeric[ \t]+personal", ("ro.cnp",)),
+    (("emšo", "emso"), r"em[šs]o", ("si.emso",)),
+    (("oib",), r"oib", ("hr.oib",)),
+    (("amka", "αμκα"), r"amka|αμκα", ("gr.amka",)),
+    (("PPS",), r"PPSN?", ("ie.pps",)),
+    (("ppsn",), r"ppsn", ("ie.pps",)),
+    (("curp",), r"curp", ("mx.curp",)),
+    (("RFC",), r"RFC", ("mx.rfc",)),
+    (("CUIT", "CUIL"), r"CUIT|CUIL", ("ar.cuit",)),
+    (("RUT", "RUN"), r"RUT|RUN", ("cl.rut",)),
+    (("kimlik",), r"t\.?c\.?[ \t]+kimlik(?:[ \t]+no)?|kimlik[ \t]+(?:no|numarası)", ("tr.tckimlik",)),
+    (("nric", "mykad"), r"nric|mykad", ("my.nric",)),
+    (("cnic",), r"cnic", ("pk.cnic",)),
+    (("NIK",), r"NIK", ("id.nik",)),
+    (("induk kependudukan",), r"nomor[ \t]+induk[ \t]+kependudukan", ("id.nik",)),
+    (("tfn", "tax file number"), r"tfn|tax[ \t]+file[ \t]+number", ("au.tfn",)),
+    (("IRD",), r"IRD", ("nz.ird",)),
+    (("инн",), r"инн", ("ru.inn",)),
+    (("african id", "sa id"), r"south[ \t]+african[ \t]+id|sa[ \t]+id", ("za.idnr",)),
+    (("ת", "zehut"), r"ת\.?ז\.?|תעודת[ \t]+זהות|teudat[ \t]+zehut", ("il.idnr",)),
+    (("cédula", "cedula"), r"c[ée]dula", ("ec.ci", "do.cedula")),
+    (("passport", "passeport", "reisepass", "passnummer", "passnr", "pasaporte", "passaport", "paspoort", "paszport",
+      "cestovní pas", "паспорт", "pasaport", "passinumero", "パスポート", "护照", "護照", "여권", "hộ chiếu", "paspor",
+      "पासपोर्ट", "διαβατήριο"),
+     r"passport|passeport|reisepass|pass(?:nummer|nr\.?)|pasaporte|passaporto|passaporte|paspoort|paszport"
+     r"|cestovn[íi][ \t]+pas|паспорт|pasaport|passinumero|パスポート|护照|護照|여권|hộ[ \t]+chiếu|paspor"
+     r"|पासपोर्ट|διαβατήριο", ("passport",)),
+)
+_ID_ANCHORS = tuple(dict.fromkeys(a for anchors, _, _ in _ID_LABELS for a in anchors))
+
+
+def _valid(validator: str, value: str) -> bool:
+    """``value`` passes ``validator``: a python-stdnum module (``"fr.nir"``) or one of ours."""
+    if validator == "passport":
+        return bool(_re(r"[A-Z0-9]{6,9}").fullmatch(value)) and sum(c.isdigit() for c in value) >= 2
+    if validator == "gb-nino":
+        return bool(_re(r"(?!BG|GB|KN|NK|NT|TN|ZZ)[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z] ?(?:\d{2} ?){3}[A-D]")
+                    .fullmatch(value))
+    if validator == "pl-id-card":
+        return _pl_id_card(value)
+    return bool(importlib.import_module("stdnum." + validator).is_valid(value))
+
+
+def _pl_id_card(value: str) -> bool:
+    """A Polish identity card number: 3 letters and 6 digits, the first digit a check digit (weights 7 3 1 · 7 3 1 7
+    3 over the letters' values A=10… and the digits)."""
+    value = value.replace(" ", "").upper()
+    if not _re(r"[A-Z]{3}\d{6}").fullmatch(value):
+        return False
+    values = [int(c, 36) for c in value]
+    total = sum(w * v for w, v in zip((7, 3, 1, 0, 7, 3, 1, 7, 3), values))
+    return total % 10 == values[3]
+
+
+@functools.cache
+def _id_labels(entries: tuple[int, ...]) -> tuple[re.Pattern[str], list[tuple[re.Pattern[str], tuple[str, ...]]]]:
+    """The label pattern of the table's ``entries`` (those whose anchors the text holds), and each entry's."""
+    table = [(_re(_ID_LABELS[i][1], 0 if _ID_LABELS[i][1].isupper() else re.I), _ID_LABELS[i][2]) for i in entries]
+    labels = "|".join(p.pattern if p.flags & re.I == 0 else f"(?i:{p.pattern})" for p, _ in table)
+    return _labelled(labels, 0), table
+
+
+def _national_ids(text: str) -> Iterator[Span]:
+    low = text.lower()
+    pattern, table = _id_labels(tuple(i for i, (anchors, _, _) in enumerate(_ID_LABELS)
+                                      if any(a in (text if a.isupper() else low) for a in anchors)))
+
+    def valid(label: str, value: str) -> bool:
+        return any(p.fullmatch(label) and any(_valid(v, value) for v in validators) for p, validators in table)
+
+    present = tuple(a for entry in _ID_LABELS for a in entry[0] if a in (text if a.isupper() else low))
+    yield from _labelled_values(_around(pattern, text, present), text, valid)
+
+
+# -- card security codes ---------------------------------------------------------------------------------------
+_CARD_CODE_ANCHORS = (
+    "cvv", "cvc", "cvn", "cav2", "cid:", "cid ", "cid=", "cid\"", "cid'", "csc", "cvd", "security", "verification", "cryptogramme", "prüf", "pruef",
+    "sicherheitscode", "sécurité", "securite", "seguridad", "segurança", "seguranca", "sicurezza", "verifica",
+    "beveiligingscode", "bezpieczeństwa", "zabezpieczając", "säkerhetskod", "sikkerhedskode", "sikkerhetskode",
+    "turvakoodi", "bezpečnostní", "безопасности", "защитный", "güvenlik", "セキュリティ", "安全码", "安全碼", "보안",
+    "bảo mật", "keamanan", "सुरक्षा", "ασφαλείας", "אבטחה", "الأمان",
+)
+#: a card's code with no doubt, field names included (``card_cvc``, ``cvv2``, ``cardCvv``)
+_CARD_CODE_NAMES = r"cv[vcn]2?|cav2|card[ \t_-]?(?:security|verification|validation)[ \t_-]?(?:code|value|number)|cryptogramme(?:[ \t]+visuel)?|kartenpr(?:ü|ue)fnummer"
+#: a word for it that needs a card nearby
+_CARD_CODE_WORDS = (
+    r"cid|csc|cvd|security[ \t_-]?code|sicherheitscode|pr(?:ü|ue)fziffer|pr(?:ü|ue)fnummer|code[ \t]+de[ \t]+s[ée]curit[ée]"
+    r"|c[óo]digo[ \t]+de[ \t]+(?:seguridad|seguran[çc]a|verificaci[óo]n)|codice[ \t]+(?:di[ \t]+)?(?:sicurezza|verifica)"
+    r"|beveiligingscode|kod[ \t]+(?:bezpiecze[ńn]stwa|zabezpieczaj[ąa]cy)|s[äa]kerhetskod|sikkerhe[dt]s?kode"
+    r"|turvakoodi|bezpe[čc]nostn[íi][ \t]+k[óo]d|код[ \t]+безопасности|защитный[ \t]+код|g[üu]venlik[ \t]+kodu"
+    r"|セキュリティー?コード|安全码|安全碼|보안[ \t]?코드|mã[ \t]+bảo[ \t]+mật|kode[ \t]+keamanan|सुरक्षा[ \t]+कोड"
+    r"|κωδικός[ \t]+ασφαλείας|קוד[ \t]+אבטחה|رمز[ \t]+الأمان"
+)
+_CARD_WORDS = (r"card|visa|master[ \t]?card|amex|american[ \t]+express|discover|maestro|diners|unionpay|\bjcb\b"
+               r"|carte|karte|tarjeta|cart[ãa]o|carta|kaart|karta|\bkort|kortti|\bkart\b|карт|カード|卡|카드|thẻ|kartu"
+               r"|कार्ड|κάρτα|כרטיס|بطاقة|\bexp(?:iry|ires|iration)?\b|expir|ablauf|g[üu]ltig|vencimiento|scadenza"
+               r"|validade|vervaldatum|\b(?:0[1-9]|1[0-2])[/-](?:\d\d|20\d\d)\b")
+_SURE_PARTS = frozenset({"cvv", "cvv2", "cvc", "cvc2", "cvn", "cvn2", "cav2"})
+_CODE_VALUE = r"[\"'`]?(\d{3,4})[\"'`]?(?![\w-]|[.,/]\d)"
+
+
+def _card_codes(text: str) -> Iterator[Span]:
+    words = _re(rf"(?:{_CARD_CODE_NAMES})(?![a-z])|(?P<word>(?:{_CARD_CODE_WORDS})(?![a-z]))|cv[vcn]2?", re.I)
+    value = _re(_FILLER + _CODE_VALUE, re.I)
+    for m in _around(words, text, _CARD_CODE_ANCHORS, 40, 40):
+        start, end = m.span()
+        while start and (text[start - 1].isalnum() or text[start - 1] in "_$-") and text[start - 1].isascii():
+            start -= 1
+        while end < len(text) and (text[end].isalnum() or text[end] in "_$") and text[end].isascii():
+            end += 1
+        name = text[start:end] if not m.group("word") else m.group(0)
+        v = value.match(text, end)
+        if not v:
+            continue
+        parts = {p.lower() for p in _re(r"[A-Z]?[a-z]+\d*|[A-Z]+\d*(?![a-z])|\d+").findall(name)}
+        sure = bool(_re(_CARD_CODE_NAMES, re.I).fullmatch(name) or parts & _SURE_PARTS)
+        if not m.group("word") and not sure and not parts & {"cid", "csc", "cvd", "security", "securitycode"}:
+            continue  # "acid", "cidr", "cvvConfig": the word inside another name
+        if sure or "card" in name.lower() or _near(_CARD_WORDS, text, start, v.end(), 150):
+            yield v.span(1)
+
+
+#: (kind, anchors, find): a rule runs when the lower-cased text holds one of its anchors (a tuple, not a dataclass:
+#: the prompt hook imports this module, and a dataclass costs ~10 ms to import)
+_RULES: tuple[tuple[str, tuple[str, ...], Callable[[str], Iterator[Span]]], ...] = (
+    ("seed-phrase", _SEED_ANCHORS, _seed_phrases),
+    ("recovery-key", _KEY_ANCHORS, _recovery_keys),
+    ("recovery-code", _RECOVERY_ANCHORS, _recovery_codes),
+    ("iban", _BANK_ANCHORS, _ibans),
+    ("account-number", _BANK_ANCHORS, _bank_codes),
+    ("account-number", _BANK_ANCHORS, _bank_accounts),
+    ("national-id", _ID_ANCHORS, _national_ids),
+    ("card-code", _CARD_CODE_ANCHORS, _card_codes),
+)
+#: every rule's anchors once (a word in capitals is looked for as written: ``RUN``, ``SIN``); an ASCII text (most)
+#: is not searched for the others
+_ANCHORS = tuple(dict.fromkeys(a for _, anchors, _ in _RULES for a in anchors))
+_ASCII_ANCHORS = tuple(a for a in _ANCHORS if a.isascii())
