@@ -374,23 +374,32 @@ def _user_password(m: re.Match[str]) -> bool:
 
 
 
-#: "password" in the languages developers write in (and its common short forms); then the same in scripts
-#: written without spaces, where no word boundary follows
+#: "password", "passphrase" and "passcode" in the languages developers write in (and their common short forms), by
+#: stem where a case or a possessive changes the ending (Czech hesl-o/-a/-em, Hungarian jelszav-am/-át, Lithuanian
+#: slaptažod-is/-į/-žio, Greek κωδικ-ός/-ό): up to four more letters may follow a word. Gone through language by
+#: language: every EU language, the Balkan ones (Serbian, Croatian and Bosnian in both scripts, Macedonian,
+#: Albanian), the Baltic and Nordic ones, Slavic in Cyrillic and Latin, Turkic (Turkish, Azerbaijani, Kazakh, Uzbek,
+#: Kyrgyz, Tatar, Uyghur), the Caucasus (Georgian, Armenian), Indic, South-East Asian, African and Middle-Eastern;
+#: then the same in scripts written without spaces, where no word boundary follows
 _PASSWORD_WORDS_ANY = (
-    "password", "passphrase", "pass phrase", "passwd", "passwort", "kennwort", "wachtwoord", "lösenord", "salasana",
-    "adgangskode", "passord",
-    "heslo", "hasło", "hasła", "geslo", "lozinka", "parola", "parolă", "parole", "parool", "jelszó", "jelszav",
-    "şifre", "senha", "contraseña", "contrasenya", "clave", "slaptažodis", "lykilorð", "nenosiri", "mdp", "psw",
-    "пароль", "пароля", "паролем", "парола", "паролата", "лозинка", "κωδικός", "mot de passe", "mật khẩu",
-    "kata sandi", "kata laluan", "wagwoord", "şifrə", "šifra", "sifra", "құпия сөз", "нууц үг", "parol",
-    "fjalëkalim", "pasahitza", "pasvorto", "contrasinal", "passwuert", "cyfrinair", "pasfhocal", "adgangsord",
-    "palavra-passe", "palavra passe", "kodeord", "salasõna", "парол", "şîfre", "modpas", "iphasiwedi", "phasiwedi",
-    "aṣínà", "ọ̀rọ̀ aṣínà", "ọrọigbaniwọle", "igama lokugqitha", "ijambo ry'ibanga",
+    "password", "passphrase", "pass phrase", "passwd", "passwort", "passwört", "kennwort", "wachtwoord", "wachtwurd",
+    "wachtzin", "lösenord", "lösenfras", "salasana", "tunnuslause", "adgangskode", "passord", "loyniorð",
+    "heslo", "hesl", "hasło", "hasła", "hasł", "haśle", "geslo", "gesl", "lozinka", "lozink", "parola", "parolă",
+    "parole", "parool", "jelszó", "jelszav", "jelmondat", "şifre", "sifre", "senha", "contraseña", "contrasenya",
+    "clave", "slaptažodis", "slaptažod", "lykilorð", "nenosiri", "mdp", "psw", "пароль", "пароля", "паролем",
+    "парола", "паролата", "лозинка", "лозинк", "шифра", "шифру", "κωδικός", "κωδικ", "συνθηματικ", "mot de passe",
+    "phrase de passe", "phrase secrète", "frase de paso", "mật khẩu", "mat khau", "kata sandi", "kata laluan",
+    "wagwoord", "şifrə", "šifra", "šifr", "sifra", "sifr", "құпия сөз", "нууц үг", "parol", "fjalëkalim",
+    "pasahitza", "pasvorto", "contrasinal", "passwuert", "cyfrinair", "pasfhocal", "facal-faire", "adgangsord",
+    "palavra-passe", "palavra passe", "kodeord", "salasõna", "парол", "сырсөз", "серсүз", "şîfre", "modpas",
+    "iphasiwedi", "phasiwedi", "aṣínà", "ọ̀rọ̀ aṣínà", "ọrọigbaniwọle", "igama lokugqitha", "ijambo ry'ibanga",
+    "kalmar sirri", "okwuntughe", "tenimiafina",
 )
 #: scripts written without spaces between words, or whose words no \w boundary ends: no boundary is asked
-_PASSWORD_WORDS_BARE = ("密码", "密碼", "口令", "パスワード", "暗証番号", "비밀번호", "암호", "पासवर्ड", "পাসওয়ার্ড",
-                        "கடவுச்சொல்", "รหัสผ่าน", "סיסמה", "סיסמא", "كلمة المرور", "كلمة السر", "رمز عبور",
-                        "گذرواژه", "پاس ورڈ", "პაროლ", "ពាក្យសម្ងាត់", "စကားဝှက်",
+_PASSWORD_WORDS_BARE = ("密码", "密碼", "口令", "パスワード", "暗証番号", "비밀번호", "암호", "패스워드", "पासवर्ड",
+                        "कूटशब्द", "संकेतशब्द", "পাসওয়ার্ড", "ਪਾਸਵਰਡ", "ପାସୱାର୍ଡ", "கடவுச்சொல்", "รหัสผ่าน",
+                        "ລະຫັດຜ່ານ", "סיסמה", "סיסמא", "كلمة المرور", "كلمة السر", "الرقم السري", "رمز عبور",
+                        "کلمه عبور", "گذرواژه", "پاس ورڈ", "პაროლ", "ពាក្យសម្ងាត់", "စကားဝှက်",
                         "የይለፍ ቃል", "գաղտնաբառ", "પાસવર્ડ", "పాస్‌వర్డ్", "పాస్వర్డ్", "ಪಾಸ್‌ವರ್ಡ್", "പാസ്‌വേഡ്", "මුරපදය",
                         "පාස්වර්ඩ්", "پاسورډ", "پټنوم", "پارول", "פּאַראָל", "פאראל",
                         "পাছৱৰ্ড", "መሕለፊ ቃል")
@@ -403,12 +412,17 @@ class _PasswordNearby(_Scan):
     """A password told in a sentence in any language: after a word for "password" (:data:`_PASSWORD_WORDS_ANY`),
     the first token of the same line (within 80 characters, at most 8 tokens on) that looks like a password: 8 to
     128 characters, with a digit, and upper and lower case or a symbol; never a URL, a path, a file name, an
-    e-mail, a flag, code or a version. Tokens end at white space and at CJK punctuation."""
+    e-mail, a flag, code or a version. Tokens end at white space and at CJK punctuation.
+
+    A value the sentence announces (``… is``, ``… je``, ``… ist``, ``: …``, ``は…``, ``… है`` after it, or right
+    after a possessive such as ``jelszavam``/``şifresi``: :func:`_told_at`) is taken in a weaker shape too
+    (:func:`_told`: ``perrito2021``, a PIN-like number, several words of a passphrase), when ``_TOLD``."""
 
     _TOKEN = _Lazy(r"[^\s，。、！？：；「」（）\"'`|]+")
     _WRAP = "\"'`*_([{<>)]}.,;:!?"
     _WORDS = _PASSWORD_WORDS_RE
     _PROSE_ONLY = False
+    _TOLD = False
 
     @staticmethod
     def _takes(value: str) -> bool:
@@ -425,22 +439,34 @@ class _PasswordNearby(_Scan):
             kept = 1
         return value + tail[:kept]
 
+    def _skip_word(self, text: str, word: re.Match[str]) -> bool:
+        """A word glued to a name before it (``db_password``, ``--password``, ``x.password``), unless it is the end
+        of a capitalised compound (``WLAN-Passwort``, ``Admin-Kennwort``) or follows an article (``il-password``)."""
+        a = word.start()
+        if not a or not word.group(0)[0].isascii():
+            return False
+        before = text[a - 1]
+        if not (before.isalnum() or before in "_:/.-"):
+            return False
+        if before == "-" and text[a].isupper() and _COMPOUND_RE.search(text, max(0, a - 30), a):
+            return False
+        return not _ARTICLE_RE.search(text, max(0, a - 4), a)
+
     def matches(self, text: str) -> Iterator[re.Match[str]]:
         scanned = 0  # the end of the tokens already looked at: a later word's tokens are looked at once
         for word in self._WORDS.finditer(_ascii_lower(text)):
-            if word.start() < scanned or word.start() and (text[word.start() - 1].isalnum() or text[word.start() - 1]
-                                                            in "_:/.-") and word.group(0)[0].isascii() and not (
-                    _ARTICLE_RE.search(text, max(0, word.start() - 4), word.start())):
+            if word.start() < scanned or self._skip_word(text, word):
                 continue
             if self._PROSE_ONLY and _after_public(text, word.start()):
                 continue  # "Public key: …", "host key …": meant to be shown
             end = text.find("\n", word.end(), word.end() + 80)
             end = min(len(text), word.end() + 80) if end < 0 else end
             scanned = word.end()
-            if self._PROSE_ONLY:
-                nl = text.rfind("\n", max(0, word.start() - 200), word.start())
-                if _CODE_CHARS_RE.search(text, nl + 1 if nl >= 0 else max(0, word.start() - 200), end):
-                    continue  # code, where names say what is secret
+            nl = text.rfind("\n", max(0, word.start() - 200), word.start())
+            line_start = nl + 1 if nl >= 0 else max(0, word.start() - 200)
+            if self._PROSE_ONLY and _code_between(text, line_start, end):
+                continue  # code, where names say what is secret
+            told = self._TOLD and not _code_between(text, line_start, word.start())
             for k, token in enumerate(self._TOKEN.finditer(text, word.end(), end)):
                 if k >= 8:
                     break
@@ -456,6 +482,12 @@ class _PasswordNearby(_Scan):
                         scanned = close
                         break
                 token = self._TOKEN.match(text, token.start(), min(len(text), token.start() + 4096)) or token
+                if told and k <= 6:
+                    m = _told_at(text, word, token, end)
+                    if m is not None:
+                        yield m
+                        scanned = m.end()
+                        break
                 value = self._value(token.group(0))
                 if value and self._takes(value):
                     a = token.start() + token.group(0).index(value)
@@ -464,6 +496,235 @@ class _PasswordNearby(_Scan):
                         yield m
                         scanned = m.end()
                     break
+
+
+class _PasswordTold(_PasswordNearby):
+    """:class:`_PasswordNearby` with the values a sentence announces taken in a weaker shape (:func:`_told_at`)."""
+
+    _TOLD = True
+
+
+class _NetworkKey(_PasswordTold):
+    """A Wi-Fi key told in a sentence: after ``WPA2 key``, ``WLAN-Schlüssel``, ``clé wifi``, ``clave de red``, or a
+    word for "key" on a line that names a network before it ("network Harbor-5G, key is …", "SSID Lab, the key:
+    …"), the value a sentence announces (:func:`_told_at`) or a password (:meth:`_PasswordNearby._takes`)."""
+
+    _WORDS = _Lazy(r"(?:(?:netzwerk|wlan-?|wi-?fi-?)schlüssel|(?:wi-?fi|wlan|wpa[23]?(?:-psk)?|wireless|network"
+                   r"|hotspot)[ -]?(?:key|passkey|passcode|psk)|pre-?shared[ -]key|psk|key|schlüssel|clé|clef|clave"
+                   r"|chave|chiave|klucz|ключ|anahtar\w{0,3}|sleutel|nyckel\w{0,2}|nøgle\w{0,2}|nøkkel\w{0,3}|avain"
+                   r"|kulcs\w{0,3}|klíč|kľúč|ključ|cheia|cheie)(?!\w)")
+    _NETWORK = _Lazy(r"wi-?fi|wlan|wpa|wireless|network|netzwerk|hotspot|ssid|réseau|\bred\b|\brede\b|\brete\b|sieci"
+                     r"|сети|сеть|\bağ\b|router|routeur")
+    _PROSE_ONLY = True
+
+    def _skip_word(self, text: str, word: re.Match[str]) -> bool:
+        if super()._skip_word(text, word):
+            return True
+        if self._NETWORK.search(word.group(0)):
+            return False
+        lower = _ascii_lower(text)
+        nl = lower.rfind("\n", max(0, word.start() - 60), word.start())
+        return self._NETWORK.search(lower, max(0, word.start() - 60, nl + 1), word.start()) is None and (
+            self._NETWORK.match(lower, word.end() + 1 + (lower[word.end() + 1 : word.end() + 4] in ("de ", "di ")) * 3)
+            is None)
+
+
+_COMPOUND_RE = _Lazy(r"(?<![\w-])[A-ZÄÖÜ]\w*(?:-[A-ZÄÖÜ]\w*)*-$")
+_PAREN_NOTE_RE = _Lazy(r"(?<![\w)\]])\([^()\n]{0,80}\)")  # "(for the NAS)": a note in prose, not a call
+
+
+def _code_between(text: str, a: int, b: int) -> bool:
+    """``text[a:b]`` holds what code holds (``(){}[]=;<>$%``), a parenthesised note in prose aside."""
+    part = text[a:b]
+    if "(" in part:
+        part = _PAREN_NOTE_RE.sub(lambda _: " ", part)
+    return _CODE_CHARS_RE.search(part) is not None
+
+
+#: what announces the value after a word for password, at the end of the words between them: a copula or a sign in
+#: the languages of :data:`_PASSWORD_WORDS_ANY` (SVO ones: "is", "je", "ist", "est", "é", "jest", "to", "är", "on",
+#: "είναι", "это", "là", "adalah", "ni", "ay", "هي", "היא", "คือ"), or a particle joined to the word (は, 是, 는)
+_TOLD_GAP_RE = _Lazy(
+    r"(?:(?:^|[\s(),])(is|was|will be|is now|are|=|:|-|–|—|→|->|=>|ist|lautet|war|heißt|est|était|c'est|sera|es"
+    r"|era|será|é|è|és|este|jest|to|brzmi|było|je|jsou|bylo|zní|znie|bolo|glasi|bilo|on|oli|ir|bija|yra|buvo|är"
+    r"|var|er|blir|είναι|ήταν|это|был|будет|є|це|е|беше|је|гласи|ass|yw|ydy|da|estas|është|ishte|huwa|hija"
+    r"|adalah|ialah|yaitu|yakni|ay|là|ni|ndi|ngu|waa|volt|lesz|pedig|है|হল|হলো|ہے|است|هي|هو|היא|הוא"
+    r"|არის|է|คือ|គឺ|бол|set to|changed to|reset to)[ \t]*[:：]?"
+    r"|[:=：→՝]|は|が|是|为|為|：|는|은|이|가|คือ|គឺ)[ \t]*$")
+#: copulas that are other words in other languages (English "on", Italian "da", Spanish "ni"): they announce a value
+#: only after a word for password of their own language
+_OWN_LANGUAGE = {"on": ("salasan", "salasõn", "parool", "tunnuslause"), "oli": ("salasan", "salasõn", "parool"),
+                 "da": ("pasahitza",), "ni": ("nenosiri", "aṣínà", "ọ̀rọ̀", "ọrọigbaniwọle", "iphasiwedi")}
+#: a copula after the value (languages that put the verb last): "… kiwi2020 है", "… است", "…입니다", "…です"
+_TOLD_AFTER_RE = _Lazy(r"[ \t]*(?:है|हैं|था|ہے|است|ነው|আছে|হল|ಆಗಿದೆ|ஆகும்|ആണ്)|です|だ|입니다|이다|예요|이에요"
+                       r"|'(?:d|t)[ıiuü]r")
+#: a possessive that is "my/your/its password" in one word: the value may follow it with nothing between
+_OWN_FORMS = frozenset({"şifrem", "şifren", "şifresi", "şifremiz", "şifreniz", "parolam", "parolan", "parolası",
+                        "parolanız", "şifrəm", "şifrəsi", "parolum", "parolu", "jelszavam", "jelszavad", "jelszava",
+                        "jelszavunk", "jelszavuk", "salasanani", "salasanasi", "salasanamme", "parolim", "paroling",
+                        "parolasi", "sandiku", "sandinya"})
+#: words between a word for password and a value that say the value is something else (a length, a policy, a
+#: field, an error's number, a reset link)
+_ABOUT_GAP_RE = _Lazy(
+    r"(?i)\b(?:length|long|policy|polic(?:ies|y)|strength|complexity|expir\w*|age|history|hash\w*|field|column|prompt"
+    r"|reset|manager|rotation|attempts?|min(?:imum)?|max(?:imum)?|rules?|requirements?|characters?|chars|digits"
+    r"|error|status|exit|http|line|port|length|länge|richtlinie|longueur|politique|longitud|política|comprimento"
+    r"|lunghezza|długość|délka|hossz\w*|uzunluğu|длина|политика|errors?|fehler\w*|erreur|errore|błąd\w*|chyba"
+    r"|ошибк\w*|hata\w*|hiba\w*|σφάλμα\w*|virhe\w*|fejl|feil|fel|fout|version|versie|versão|versión|features?"
+    r"|specs?|mode|type|standard|band|channel|support\w*)\b")
+#: a count's unit after a number: "8 characters", "12 Zeichen", "6 chiffres"
+_COUNT_AFTER_RE = _Lazy(
+    r"(?i)[ \t]*(?:characters?|chars?|letters?|digits?|symbols?|zeichen|stellen|caract[eè]res|chiffres|d[ií]gitos"
+    r"|caratteri|cifre|znak[óo]w|znak[yů]|cyfr|číslic|karakter\w*|merkki\w*|tecken|tegn|tekens|символ\w*|знак\w*"
+    r"|цифр\w*|χαρακτήρ\w*|ký tự|aksara|herufi|位|文字|자리|자)\b")
+_TECH_TERM_RE = _Lazy(r"(?i)(?:base|utf|ipv|http|oauth|win|x|arm|amd|i|ucs|ascii|sha|md|aes|rsa|des|crc|u?int|float|bf|fp"
+                      r"|ed|es|hs|rs|ps|pkcs|ecdsa|tls|ssl|ssh|python|php|node|java|gpt|llama|mp|h|v)-?[0-9]{1,4}\w{0,2}")
+
+
+def _told(value: str) -> bool:
+    """A value a sentence announced as its password, in a shape :func:`_password_like` leaves: letters and digits
+    (``perrito2021``, ``Knedlik.Pivo42``), 6 to 128 characters; or a number of 4 to 12 digits (a banking app's
+    numeric password, a PIN), not a year. Never a URL, an e-mail, a path, a file name, a version, code, a date, an
+    algorithm or a format (``sha256``, ``base64``, ``utf8``), a stand-in or a word about the secret."""
+    if not value or value.startswith(_MARK) or _stands_in(value):
+        return False
+    if value.isdigit():
+        return value.isascii() and 4 <= len(value) <= 12 and not _YEAR_RE.fullmatch(value)
+    if not 6 <= len(value) <= 128 or not any(c.isdigit() for c in value) or not any(c.isalpha() for c in value):
+        return False
+    if value.startswith(("-", "#")) or "://" in value or "@" in value and "." in value.rsplit("@", 1)[-1]:
+        return False
+    if any(c in value for c in "=([{<>/\\") or _SNAKE_RE.fullmatch(value) or _CODE_VALUE_RE.match(value):
+        return False
+    if _VERSION_RE.fullmatch(value) or _FILE_NAME_RE.search(value) or _ALGORITHM_RE.fullmatch(value):
+        return False
+    if _TECH_TERM_RE.fullmatch(value) or re.fullmatch(r"[0-9:/.,-]+[A-Za-z]{0,3}|[0-9]{1,2}[A-Z][a-z]+", value):
+        return False  # utf8, x86_64, 2026-11-23, 24h, 10:30, 1Password
+    if _CODE_PATH_RE.fullmatch(value) and (value.islower() or "_" in value):
+        return False  # cfg.db2: an attribute; Knedlik.Pivo42 is a password
+    return not _skip_value(value)
+
+
+def _told_at(text: str, word: re.Match[str], token: re.Match[str], end: int) -> re.Match[str] | None:
+    """The value ``token`` begins, when what lies between the word for password and it announces it
+    (:data:`_TOLD_GAP_RE`, a copula after it, or a possessive word right before it) and it is :func:`_told` or
+    a passphrase of several words (:func:`_spoken_phrase`). A value glued to a particle (``は``, ``是``) or a copula
+    (``입니다``) in a script without spaces is the run of Latin characters and digits inside the token."""
+    start, raw = token.start(), token.group(0)
+    if _UNSPACED_RE.search(raw):
+        run = _ASCII_RUN_RE.search(raw)
+        if run is None:
+            return None
+        start, raw = start + run.start(), run.group(0)
+    gap = text[word.end() : start]
+    if len(gap) > 60 or _ABOUT_GAP_RE.search(gap):
+        return None
+    value = _PasswordNearby._value(raw)
+    if not value:
+        return None
+    a = start + raw.index(value)
+    said = _TOLD_GAP_RE.search(gap)
+    copula = said.group(1) if said is not None else None
+    if copula in _OWN_LANGUAGE and not word.group(0).startswith(_OWN_LANGUAGE[copula]):
+        said = None  # "the password on prod01 is …": English "on"
+    if said is None and not (not gap.strip() and word.group(0) in _OWN_FORMS):
+        if not _TOLD_AFTER_RE.match(text, a + len(value)):
+            return None
+    elif copula == "to" and _GIVEN_TO_RE.search(text, max(0, word.start() - 60), word.start()):
+        return None  # "I sent the password to bob42": a person
+    phrase_end = _spoken_phrase(text, a, end, english=gap.rstrip().endswith(("is", "was", ":", "=")))
+    if phrase_end > 0:
+        return _SPAN_RE.match(text, a, phrase_end)
+    if not _told(value) or _COUNT_AFTER_RE.match(text, a + len(value)) or value.isdigit() and _UNIT_AFTER_RE.match(
+            text, a + len(value)):
+        return None
+    return _SPAN_RE.match(text, a, a + len(value))
+
+
+_ASCII_RUN_RE = _Lazy(r"[!-~]+")
+_UNSPACED_RE = _Lazy(r"[\u0e00-\u0e7f\u1780-\u17ff\u3000-\u9fff\uac00-\ud7af\uff00-\uffef]")  # Thai, Khmer, CJK, Hangul
+_GIVEN_TO_RE = _Lazy(r"(?i)\b(?:sen[dt]|gave|give|forward\w*|e-?mail\w*|mail\w*|shar\w+|show\w*|pass\w*|text\w*|dm'?d"
+                     r"|message\w*|explain\w*)\b[^.!?\n]*$")
+#: words that end a passphrase read from a sentence: a conjunction or a word that starts a new clause
+_CLAUSE_WORDS = frozenset(
+    "and but or so then because since which that while when if unless though although und aber oder dann weil denn "
+    "wenn et mais ou puis car donc quand si y pero o e mas ma però quindi se en maar of want als i ale lub a więc "
+    "gdy и но или а что если och men eller så og ve ama veya fakat çünkü és de vagy hogy ha ja tai mutta kun jos "
+    "dan atau tapi".split())
+#: words of a sentence about a password rather than of a passphrase: function words, and the verbs, adjectives
+#: and adverbs said of passwords, in the languages a passphrase is most often told in
+_PHRASE_STOP = frozenset(
+    "the a an my your our their his her its this that these those is are was were be been being to of in on at by "
+    "for from with without as not no yes it there here what who how where why all any some every each same other "
+    "also still now just only very too again already always never usually somewhere anywhere today yesterday "
+    "tomorrow please stored saved hashed encrypted required needed optional mandatory wrong incorrect invalid "
+    "expired changed reset set sent shown hidden visible correct valid weak strong long short secure insecure "
+    "unknown different generated rotated managed used case-sensitive case-insensitive empty blank missing fine ok "
+    "okay good bad new old current default same simple easy hard written printed listed kept given "
+    "encoded decoded plaintext cleartext plain text "
+    "bytes byte bits bit days day hours hour minutes seconds weeks months years times attempts tries "
+    "der die das den dem des ein eine einen einem ist sind war wird nicht noch jetzt seit bis ab nach auf aus bei "
+    "mit von zu im für mindestens höchstens falsch geändert gespeichert lang kurz sicher "
+    "le la les un une des du est sont pas plus au aux dans sur par pour avec trop moins très "
+    "el los las una del en por para con muy desde hasta menos más no "
+    "o os as um uma do da dos das em no na não com até "
+    "il lo gli di della nel non dal almeno è "
+    "het een van voor met op niet te sinds tot minstens "
+    "w we na do od z ze dla nie co jest "
+    "v ve s se je ne "
+    "в во на до от не из по с это "
+    "och för med av på till inte er ikke til af".split())
+_RULE_WORDS_ANY = frozenset({"characters", "chars", "letters", "digits", "symbols", "length", "minimum", "maximum",
+                             "least", "zeichen", "caractères", "caracteres", "caratteri", "znaków", "znaků",
+                             "karakter", "символов", "tecken", "tegn", "tekens", "merkkiä"})
+_WORD_COUNT_RE = _Lazy(r"(?:[0-9]+|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|a few|several|"
+                       r"some|many)(?: [a-z]+)? words?")
+_PHRASE_WORD_RE = _Lazy(r"[^\W_]+(?:['’-][^\W_]+)*")
+
+
+def _spoken_phrase(text: str, a: int, end: int, english: bool) -> int:
+    """The end of a passphrase of several words told at ``a`` without quotes ("… is purple otter 88", "… is correct
+    horse battery"), or -1. It is read to the end of its sentence or line, or to a word that goes on with the
+    sentence (a conjunction, :data:`_CLAUSE_WORDS`), and holds two to eight words: with a number among them and a
+    word of letters, in any language; without one, three or more lower-case words after an English "is" or a
+    colon. No word may be one that sentences about passwords use (:data:`_PHRASE_STOP`: "is stored in the vault",
+    "ist zu kurz"), except the first of words without a number ("correct horse battery"); "twelve random words"
+    describes a passphrase."""
+    words: list[str] = []
+    stop = a
+    for m in _PLAIN_TOKEN_RE.finditer(text, a, end):
+        raw = m.group(0)
+        core = raw.rstrip(".,;:!?)”’\"'")
+        if core.lower() in _CLAUSE_WORDS or not _PHRASE_WORD_RE.fullmatch(core):
+            if not core and raw[:1] in "—–-":
+                break
+            if core.lower() in _CLAUSE_WORDS:
+                break
+            return -1  # a flag, a path, a symbol inside: not words of a passphrase
+        words.append(core)
+        stop = m.start() + len(core)
+        if len(words) > 8:
+            return -1
+        if core != raw:  # punctuation after the word ends the phrase
+            break
+    if len(words) < 2:
+        return -1
+    lower = [w.lower() for w in words]
+    digits = [w for w in words if any(c.isdigit() for c in w)]
+    if any(w in _RULE_WORDS_ANY for w in lower) or _WORD_COUNT_RE.fullmatch(" ".join(lower)):
+        return -1
+    if digits:
+        if len(digits) == len(words) or any(w in _PHRASE_STOP for w in lower) or any(
+                _TECH_TERM_RE.fullmatch(w) or _VERSION_RE.fullmatch(w) for w in digits) or _COUNT_AFTER_RE.match(
+                text, stop) or any(_UNIT_AFTER_RE.fullmatch(" " + w) for w in lower):
+            return -1
+        return stop
+    if not english or len(words) < 3 or not all(w.isascii() and w.islower() for w in words):
+        return -1
+    return stop if not any(w in _PHRASE_STOP for w in lower[1:]) else -1
+
+
+_PLAIN_TOKEN_RE = _Lazy(r"\S+")
 
 
 #: a passphrase of words in quotes: three to eight lower-case words (a digit or a symbol may join them)
@@ -1355,8 +1616,10 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
     # a function key or an OAuth code in a query string (Azure Functions' ?code=, a redirect's ?code=)
     ("secret", ("code=",), _Lazy(r"[?&]code=(?!\[REDACTED)([A-Za-z0-9_\-%=.~]{20,})"), 1),
     # prose: "my password for the staging DB is …", "the passphrase: '…'", "pw …"
-    ("password", tuple(w.lower() for w in _PASSWORD_WORDS_ANY + _PASSWORD_WORDS_BARE), _PasswordNearby(), 1),
+    ("password", tuple(w.lower() for w in _PASSWORD_WORDS_ANY + _PASSWORD_WORDS_BARE), _PasswordTold(), 1),
     ("secret", ("token", "key", "secret", "credential"), _TokenNearby(), 1),
+    ("password", ("wifi", "wi-fi", "wlan", "wpa", "wireless", "network", "netzwerk", "hotspot", "ssid", "réseau",
+                  "de red", "de rede", "di rete", "sieci", "сети", "сеть", "router", "routeur", "psk", "pre-shared"), _NetworkKey(), 1),
     ("password", ("pin", "пин", "puk", "пук", "暗証番号", "비밀번호", "पिन", "code", "combination"), _PinNearby(), 1),
     ("password", ("pass", "pw", "passwort", "kennwort", "mot de passe", "contraseña", "senha", "пароль", "wachtwoord",
                   "parola", "hasło", "lösenord", "salasana", "heslo", "şifre", "密码", "パスワード", "비밀번호"),
