@@ -48,6 +48,7 @@ the package.
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import re
 import threading
@@ -749,26 +750,127 @@ _SYMBOL_JOINED_RE = _Lazy(r"[^\W\d_]+[._-][0-9]+|[0-9]+[._-][^\W\d_]+")
 
 
 class _PinNearby(_PasswordNearby):
-    """A PIN told in a sentence: after "PIN" (``PIN-Code``, ``pin code``, ``ПИН-код``, ``PUK``) or a word for
-    "PIN" in another script, the first number of the line (within 80 characters, at most 8 tokens on) of 4 to 8
-    digits that is not a year. Lines that look like code are left alone (``digitalWrite(pin, 1234)``)."""
+    """A PIN or a code told in a sentence: after "PIN" (``PIN-Code``, ``pin code``, ``ПИН-код``, ``PUK``,
+    ``PIN kodu``, ``Geheimzahl``, ``code confidentiel``), a door's, an alarm's, a gate's or a safe's code or
+    combination in the languages of :data:`_PASSWORD_WORDS_ANY` (``Türcode``, ``digicode``, ``código de la
+    puerta``, ``kod do drzwi``, ``код домофона``), or a word for "PIN" in another script, the first number of the
+    line (within 80 characters, at most 8 tokens on) of 4 to 8 digits that is not a year, maybe with a letter
+    (``4821B``) or a keypad's ``#``/``*``; or a lock's combination (``31-07-44``). Lines that look like code are
+    left alone (``digitalWrite(pin, 1234)``)."""
 
-    _WORDS = _Lazy(r"(?<![\w-])(?:(?:pin|пин|puk|пук)(?:[ -]?(?:code|kod|код|nummer|number|nr|no))?"
-                   r"|(?:door|alarm|gate|garage|keypad|entry|access|lock|locker|safe|building|unlock)[ -]?code"
-                   r"|passcode|keycode|combination)(?!\w)|暗証番号|비밀번호|पिन")
+    _WORDS = _Lazy(
+        r"(?<![\w-])(?:(?:pin|пин|puk|пук)(?:[ -]?(?:code|kod|kodu|koodi|kód|код|nummer|number|numarası|nr|no))?"
+        r"|(?:door|alarm|gate|garage|keypad|entry|access|lock|locker|safe|building|unlock|front[ -]door|intercom"
+        r"|buzzer|lockbox|key[ -]?safe|key[ -]?box|padlock|voicemail)[ -]?(?:code|pin|combo|combination)"
+        r"|passcode|keycode|combination|combo(?![ -]?box)|geheimzahl|geheimnummer|pin-?nummer|code (?:secret|confidentiel|pin)"
+        r"|código (?:secreto|pin)|número secreto|codice (?:segreto|pin)|numero segreto|pincode|pinkod|pinkoodi"
+        r"|(?:tür|haustür|alarm|tor|tresor|schloss|garagen|deur|poort|kluis|alarm|port|dörr|larm|ovi|hälytys)-?(?:code|kod|koodi)"
+        r"|(?:zahlen)?schloss-?kombination|kombination|combinaison|combinación|combinazione|kombinacja|kombinace"
+        r"|комбинаци\w|digicode|code (?:de la porte|d'entrée|de l'alarme|du portail|du coffre(?:-fort)?|d'accès)"
+        r"|código (?:de (?:la puerta|la alarma|el portón|la caja fuerte|entrada|acceso|acesso|portão|alarme|cofre)"
+        r"|do (?:portão|alarme|cofre))|codice (?:del portone|della porta|dell'allarme|della cassaforte|d'accesso)"
+        r"|kod (?:do drzwi|do bramy|alarmu|do sejfu|do domofonu|dostępu)|szyfr do sejfu|kód (?:ke dveřím|alarmu|k trezoru)"
+        r"|kapı kodu|alarm kodu|kasa şifresi|код (?:от )?(?:двери|домофона|сигнализации|сейфа|подъезда|доступа)"
+        r"|κωδικός (?:πόρτας|συναγερμού|χρηματοκιβωτίου)|ajtókód|riasztókód|kaputelefon kód)(?!\w)"
+        r"|暗証番号|비밀번호|पिन|金庫の番号|密码锁|门禁密码|도어락 비밀번호")
     _PROSE_ONLY = True
 
     @staticmethod
     def _takes(value: str) -> bool:
-        """4 to 8 digits, not a year, with a keypad's ``#`` or ``*`` after them if typed so; or a lock's
-        combination (``31-07-44``)."""
-        digits = value.rstrip("#*")
-        if digits.isdigit() and digits.isascii() and 4 <= len(digits) <= 8:
-            return not _YEAR_RE.fullmatch(digits)
+        """4 to 8 digits, not a year, with a keypad's ``#`` or ``*`` around them if typed so, or a letter before
+        or after them (``4821B``); or a lock's combination (``31-07-44``)."""
+        code = _KEYPAD_CODE_RE.fullmatch(value)
+        if code is not None:
+            return code.group(0) != code.group(1) or not _YEAR_RE.fullmatch(code.group(1))
         return _COMBINATION_RE.fullmatch(value) is not None
 
     def matches(self, text: str) -> Iterator[re.Match[str]]:
         return (m for m in super().matches(text) if not _UNIT_AFTER_RE.match(text, m.end()))  # a PIN diode at 1550 nm
+
+
+_KEYPAD_CODE_RE = _Lazy(r"[#*]?[A-Za-z]?([0-9]{4,8})[A-Za-z]?[#*]?")
+
+
+class _OneTimeCode(_Scan):
+    """A one-time code told in a sentence: after an SMS, verification, 2FA, MFA, OTP or TAN code's name in the
+    languages of :data:`_PASSWORD_WORDS_ANY` (``Bestätigungscode``, ``code de vérification``, ``kod SMS``, ``код
+    подтверждения``, ``doğrulama kodu``, ``認証コード``, ``验证码``, ``인증번호``), a number of 4 to 8 digits (or two
+    groups of three) at most four words on, none of which says the number is something else (a line, a port, an
+    error, an issue: ``the verification code check failed at line 1234``). ``TAN`` counts in capitals only."""
+
+    _WORDS = _Lazy(
+        r"(?<![\w-])(?:(?:sms|text|verification|verify|confirmation|security|login|log-?in|sign-?in|auth"
+        r"|authentication|authenticator|2fa|mfa|otp|totp|one[- ]time|2-step|two[- ]factor|backup|app|email|e-mail)"
+        r"[ -]?(?:code|token|pin)|otp|totp|tan|mtan|sms-?tan|pushtan|chiptan|phototan|einmal(?:code|passwort)"
+        r"|bestätigungscode|verifizierungscode|sicherheitscode|anmeldecode|freischaltcode|sms-code"
+        r"|code (?:de (?:vérification|confirmation|sécurité|connexion|validation)|sms|otp|à usage unique|reçu par sms)"
+        r"|código (?:de (?:verificación|verificação|confirmación|confirmação|seguridad|segurança)|sms|otp)"
+        r"|codice (?:di (?:verifica|conferma|sicurezza)|sms|otp)|kod (?:weryfikacyjny|sms|potwierdzający|jednorazowy)"
+        r"|ověřovací kód|potvrzovací kód|overovací kód|ellenőrző kód|megerősítő kód|biztonsági kód|sms kód"
+        r"|код (?:подтверждения|из смс|из sms|верификации)|смс-код|sms-код|одноразовый код|код з смс"
+        r"|doğrulama kodu|onay kodu|güvenlik kodu|sms kodu|tek kullanımlık (?:kod|şifre)"
+        r"|verificatiecode|bevestigingscode|inlogcode|verifieringskod|bekräftelsekod|engångskod|säkerhetskod"
+        r"|bekræftelseskode|engangskode|sikkerhedskode|bekreftelseskode|vahvistuskoodi|tunnistuskoodi"
+        r"|kertakäyttökoodi|kode (?:verifikasi|otp|keamanan)|mã (?:xác (?:minh|nhận|thực)|otp)"
+        r"|κωδικός (?:επαλήθευσης|επιβεβαίωσης)|cod (?:de verificare|de confirmare|sms))(?!\w)"
+        r"|認証コード|確認コード|ワンタイムパスワード|验证码|驗證碼|动态码|校验码|인증\s?번호|인증\s?코드|확인\s?코드"
+        r"|सत्यापन कोड|ओटीपी|رمز التحقق|کد تایید|کد تأیید|קוד אימות|รหัส otp|รหัสยืนยัน")
+    _TOKEN = _Lazy(r"[^\s，。、！？：；「」（）\"'`|]+")
+    _NOT_CODES = frozenset({"line", "lines", "port", "status", "error", "errors", "http", "exit", "version", "issue",
+                            "pr", "ticket", "build", "step", "row", "column", "col", "page", "id", "rfc", "iso",
+                            "commit", "since", "until", "after", "every", "per", "expires", "valid",
+                            "length", "len", "bug", "case", "test", "room", "year", "zeile", "ligne", "línea"})
+
+    def matches(self, text: str) -> Iterator[re.Match[str]]:
+        scanned = 0
+        for word in self._WORDS.finditer(_ascii_lower(text)):
+            if word.start() < scanned:
+                continue
+            if word.group(0) == "tan" and text[word.start() : word.end()] != "TAN":
+                continue  # tan(x), a colour
+            end = text.find("\n", word.end(), word.end() + 80)
+            end = min(len(text), word.end() + 80) if end < 0 else end
+            nl = text.rfind("\n", max(0, word.start() - 200), word.start())
+            scanned = word.end()
+            if _code_between(text, nl + 1 if nl >= 0 else max(0, word.start() - 200), end):
+                continue
+            tokens = list(itertools.islice(self._TOKEN.finditer(text, word.end(), end), 6))
+            for k, token in enumerate(tokens):
+                raw = token.group(0)
+                value = raw.strip(_PasswordNearby._WRAP)
+                if _UNSPACED_RE.search(value) and (glued := _GLUED_DIGITS_RE.fullmatch(value)):
+                    value = glued.group(1)  # 인증번호는 539204입니다: the digits between a particle and a copula
+                if value.isdigit() and value.isascii():
+                    a = token.start() + raw.index(value)
+                    if 4 <= len(value) <= 8:
+                        b = a + len(value)
+                    elif len(value) == 3 and k + 1 < len(tokens) and _THREE_DIGITS_RE.fullmatch(
+                            tokens[k + 1].group(0).rstrip(".,;!?)")) and text[a + 3] in " -":
+                        b = tokens[k + 1].start() + 3  # 123 456, as an app shows it
+                    else:
+                        break
+                    if text[a - 1] in "#.:/-" and not text[a - 2 : a].endswith((": ", ":")) or (
+                            len(value) == 4 and _YEAR_RE.fullmatch(value)) or _UNIT_AFTER_RE.match(text, b):
+                        break
+                    if k > 4 or any(t.group(0).strip(_PasswordNearby._WRAP).lower() in self._NOT_CODES
+                                    for t in tokens[:k]):
+                        break
+                    m = _SPAN_RE.match(text, a, b)
+                    if m is not None:
+                        yield m
+                        scanned = b
+                    break
+
+
+_THREE_DIGITS_RE = _Lazy(r"[0-9]{3}")
+_GLUED_DIGITS_RE = _Lazy(r"[^\x00-\x7f]{0,3}([0-9]{4,8})[^\x00-\x7f]{0,6}")
+#: a one-time code given to a command: aws sts … --token-code 123456, op signin --otp, --mfa-code
+_OTP_FLAG_RE = _Lazy(r"(?<![\w-])--?(?:token-code|otp(?:-code|-token)?|totp(?:-code)?|mfa(?:-code|-token|-otp)?"
+                     r"|2fa(?:-code)?|tfa(?:-code)?|verification-code|one-time-(?:password|code)|authcode|auth-code)"
+                     r"(?:=|[ \t]+)[\"']?(?!\[REDACTED)([0-9]{6,8})(?![\w])")
+#: an SMS's own wording, the code first: "482913 is your verification code", "G-482913 est votre code"
+_CODE_FIRST_RE = _Lazy(r"(?<![\w-])(?:[A-Z]-)?([0-9]{4,8})[ \t]+(?:is|est|ist|es|é|è)[ \t]+(?:your|votre|dein|ihr|tu"
+                       r"|seu|o seu|il tuo)\b[^\n.]{0,40}?(?i:code|kod|código|codice|otp|tan|pin|passcode)\b")
 
 
 _YEAR_RE = _Lazy(r"(?:19|20)[0-9]{2}")
@@ -1620,7 +1722,16 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
     ("secret", ("token", "key", "secret", "credential"), _TokenNearby(), 1),
     ("password", ("wifi", "wi-fi", "wlan", "wpa", "wireless", "network", "netzwerk", "hotspot", "ssid", "réseau",
                   "de red", "de rede", "di rete", "sieci", "сети", "сеть", "router", "routeur", "psk", "pre-shared"), _NetworkKey(), 1),
-    ("password", ("pin", "пин", "puk", "пук", "暗証番号", "비밀번호", "पिन", "code", "combination"), _PinNearby(), 1),
+    ("password", ("pin", "пин", "puk", "пук", "暗証番号", "비밀번호", "पिन", "code", "combination", "combo", "kod",
+                  "код", "código", "codice", "koodi", "kód", "kombina", "combina", "комбинаци", "geheim", "szyfr",
+                  "şifresi", "κωδικός", "金庫", "密码锁", "门禁", "도어락"), _PinNearby(), 1),
+    ("password", ("code", "otp", "tan", "kod", "код", "código", "codice", "koodi", "kód", "kode", "mã", "κωδικός",
+                  "コード", "ワンタイム", "验证码", "驗證碼", "动态码", "校验码", "인증", "확인", "सत्यापन", "ओटीपी",
+                  "رمز التحقق", "کد تا", "קוד אימות", "รหัส"), _OneTimeCode(), 1),
+    ("password", ("--token-code", "--otp", "-otp", "--totp", "--mfa", "--2fa", "--tfa", "--verification-code",
+                  "--one-time", "--authcode", "--auth-code"), _OTP_FLAG_RE, 1),
+    ("password", ("is your", "est votre", "ist dein", "ist ihr", "es tu", "é o seu", "é seu", "è il tuo"),
+     _CODE_FIRST_RE, 1),
     ("password", ("pass", "pw", "passwort", "kennwort", "mot de passe", "contraseña", "senha", "пароль", "wachtwoord",
                   "parola", "hasło", "lösenord", "salasana", "heslo", "şifre", "密码", "パスワード", "비밀번호"),
      _prose(r"password|passphrase|passwd|pw|passwort|kennwort|mot de passe|contraseña|senha|пароль|wachtwoord|parola"

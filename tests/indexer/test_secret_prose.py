@@ -185,3 +185,86 @@ PASSWORD_LOOK_ALIKES = [
 @pytest.mark.parametrize("text", PASSWORD_LOOK_ALIKES)
 def test_sentences_about_passwords_without_one_stay(text):
     assert redact(text).text == text
+
+
+# codes: doors, alarms, gates and safes (with a letter or a keypad's sign), combinations, one-time codes in many
+# languages and on command lines, PINs under their other names
+CODES = [
+    ("door code 7391C", "7391C"),
+    ("the alarm code is 5528, disarm it first", "5528"),
+    ("Türcode: 4719#", "4719#"),
+    ("le digicode est B2749", "B2749"),
+    ("el código de la puerta es 8830", "8830"),
+    ("kod do drzwi: *6612#", "6612#"),
+    ("код домофона 3391", "3391"),
+    ("the gate code for the parking lot is 1957A", "1957A"),
+    ("safe combination is 21-05-33", "21-05-33"),
+    ("the combo for the lockbox is 38-12-27", "38-12-27"),
+    ("Kombination vom Tresor: 14-36-09", "14-36-09"),
+    ("your SMS code 661934", "661934"),
+    ("Bestätigungscode: 604 118", "604 118"),
+    ("Die TAN lautet 551807", "551807"),
+    ("pushTAN 339016 bestätigen", "339016"),
+    ("aws sts get-session-token --serial-number arn:aws:iam::1:mfa/me --token-code 902114", "902114"),
+    ("op signin --otp=304958", "304958"),
+    ("aws-vault exec prod --mfa-token 771520", "771520"),
+    ("304958 is your verification code", "304958"),
+    ("G-728301 is your Google verification code", "728301"),
+    ("código de verificación: 773201", "773201"),
+    ("o código de verificação é 550392", "550392"),
+    ("codice di verifica 229174", "229174"),
+    ("kod SMS to 448120", "448120"),
+    ("ověřovací kód je 672201", "672201"),
+    ("код подтверждения 559902", "559902"),
+    ("doğrulama kodu: 318860", "318860"),
+    ("vahvistuskoodi on 904411", "904411"),
+    ("mã xác minh của bạn là 227310", "227310"),
+    ("認証コードは 662913 です", "662913"),
+    ("验证码：481726", "481726"),
+    ("인증번호는 539204입니다", "539204"),
+    ("the MFA code from my phone was 118204", "118204"),
+    ("my 2FA code right now: 650017", "650017"),
+    ("PIN-Nummer der Karte: 7305", "7305"),
+    ("Geheimzahl 8142", "8142"),
+    ("PIN kodu 6630", "6630"),
+    ("voicemail pin is 2211", "2211"),
+]
+
+
+@pytest.mark.parametrize("text, secret", CODES)
+def test_codes_pins_and_one_time_codes_are_masked(text, secret):
+    _masked(text, secret)
+
+
+# numbers after the same words that are line numbers, HTTP, exit and error codes, years, issues, durations
+CODE_LOOK_ALIKES = [
+    "the verification code check failed at line 1234",
+    "exit code 1234",
+    "HTTP status code 4040",
+    "error code 0x8004 in the log",
+    "verification code expires in 10 minutes",
+    "the SMS code expires after 300 seconds",
+    "tan 1234 radians",
+    "Tan 2048 was the colour",
+    "the SMS code feature shipped in 2023",
+    "see issue #4821 about the door code",
+    "OTP 26.1 released",
+    "Erlang/OTP 27 is out",
+    "the door code is in the wiki",
+    "the combo box shows 1000 items",
+    "PIN 13 drives the LED",
+    "the PIN diode at 1550 nm",
+    "digitalWrite(pin, 1234);",
+    "the access code path is in src/auth.py",
+    "2FA code length is 6",
+    "TAN-Verfahren seit 2019",
+    "the safe combination of flags is --fast --dry-run",
+    "verification code sent to +1 555 0100",
+    "aws sts get-session-token --duration-seconds 3600",
+    "run with --otp to prompt for a code",
+]
+
+
+@pytest.mark.parametrize("text", CODE_LOOK_ALIKES)
+def test_numbers_after_code_words_that_are_no_code_stay(text):
+    assert redact(text).text == text
