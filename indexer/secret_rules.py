@@ -453,10 +453,13 @@ class _PasswordNearby(_Scan):
             return False
         return not _ARTICLE_RE.search(text, max(0, a - 4), a)
 
+    def _skip_told_word(self, text: str, word: re.Match[str]) -> bool:
+        return self._skip_word(text, word) or _KEYWORD_RE.match(_ascii_lower(text), word.start()) is not None
+
     def matches(self, text: str) -> Iterator[re.Match[str]]:
         scanned = 0  # the end of the tokens already looked at: a later word's tokens are looked at once
         for word in self._WORDS.finditer(_ascii_lower(text)):
-            if word.start() < scanned or self._skip_word(text, word):
+            if word.start() < scanned or self._skip_told_word(text, word):
                 continue
             if self._PROSE_ONLY and _after_public(text, word.start()):
                 continue  # "Public key: …", "host key …": meant to be shown
@@ -483,6 +486,11 @@ class _PasswordNearby(_Scan):
                         scanned = close
                         break
                 token = self._TOKEN.match(text, token.start(), min(len(text), token.start() + 4096)) or token
+                if _UNSPACED_RE.search(token.group(0)):  # はKp3v…です: the Latin run between a particle and a copula
+                    run = _ASCII_RUN_RE.search(text, token.start(), token.end())
+                    token = self._TOKEN.match(text, run.start(), run.end()) if run is not None else None
+                    if token is None:
+                        continue
                 if told and k <= 6:
                     m = _told_at(text, word, token, end)
                     if m is not None:
@@ -530,6 +538,7 @@ class _NetworkKey(_PasswordTold):
             is None)
 
 
+_KEYWORD_RE = _Lazy(r"parol[ae] chiav[ei]")  # Italian "keyword": parola is "password" in Romanian and Turkish
 _COMPOUND_RE = _Lazy(r"(?<![\w-])[A-ZÄÖÜ]\w*(?:-[A-ZÄÖÜ]\w*)*-$")
 _PAREN_NOTE_RE = _Lazy(r"(?<![\w)\]])\([^()\n]{0,80}\)")  # "(for the NAS)": a note in prose, not a call
 
@@ -884,21 +893,45 @@ _CODE_CHARS_RE = _Lazy(r"[(){}\[\]=;<>$%]")
 
 
 class _TokenNearby(_PasswordNearby):
-    """A token or a key told in a sentence: after "token", "key" or "secret", the first token of the line that is
-    random (16+ characters, a digit, no words; mixed case, or 24+ characters)."""
+    """A token or a key told in a sentence in any language: after "token", "key", "secret" or a word for "key" or
+    "token" (``clé API``, ``API anahtarı``, ``gizli anahtar``, ``chiave API``, ``klucz API``, ``API-Schlüssel``,
+    ``APIキー``, ``API密钥``, ``API 키``, ``ключ API``), the first token of the line that is random (16+ characters,
+    a digit, no words; mixed case, or 24+ characters, or groups of capitals and digits: ``KD82HSQW-M3P9XZTA-…``).
+    A key said to be public (``clé publique``, ``öffentlicher Schlüssel``) is left alone."""
 
-    _WORDS = _Lazy(r"(?:tokens?|keys?|secrets?|api[ _-]?key|credentials?)(?!\w)")
+    _WORDS = _Lazy(
+        r"(?:tokens?|keys?|secrets?|api[ _-]?key|credentials?|clés?|clef|anahtar\w{0,3}|chiav[ei]|klucz\w{0,2}"
+        r"|schlüssel\w{0,2}|sleutel\w{0,2}|nyckel\w{0,2}|nøgle\w{0,2}|nøkkel\w{0,3}|avain\w{0,3}"
+        r"|kulcs\w{0,3}|klíč\w{0,2}|kľúč\w{0,2}|ključ\w{0,2}|кључ\w{0,2}|ключ\w{0,2}|clave|chave|cheia|cheie|raktas"
+        r"|atslēga|võti|κλειδ\w{0,2}|токен\w{0,2}|jetons?|belirteç\w{0,3})(?!\w)"
+        r"|キー|密钥|秘钥|金鑰|密鑰|키|مفتاح|کلید|מפתח|कुंजी")
+    _PUBLIC_AFTER = _Lazy(r"(?i)[ \t]+(?:publi(?:que|ca|c|czn\w*)|pubblic\w|öffentlich\w*|открыт\w*|публичн\w*"
+                          r"|veřejn\w*|nyilvános|açık|genel|公開)")
+    _PUBLIC_BEFORE = _Lazy(r"(?i)(?:öffentliche[rnms]?|openbare|offentlig[ae]?|julkinen|открытый|публичный|公開)[ \t-]*$")
     _PROSE_ONLY = True
+
+    def _skip_word(self, text: str, word: re.Match[str]) -> bool:
+        compound = word.group(0).startswith("schlüssel") and text[word.start() - 1 : word.start()].isalpha()
+        return (not compound and super()._skip_word(text, word)) or self._PUBLIC_AFTER.match(text, word.end()) is not None or (
+            self._PUBLIC_BEFORE.search(text, max(0, word.start() - 16), word.start()) is not None)
 
     @staticmethod
     def _takes(value: str) -> bool:
         if len(value) < 16:
             return False
         lower, upper, digits, _ = _char_kinds(value)
-        return (digits and (upper and lower or len(value) >= 24) and _looks_random(value)
+        grouped = _GROUPED_KEY_RE.fullmatch(value) is not None and not _HEX_RE.fullmatch(value.replace("-", ""))
+        return (digits and (upper and lower or len(value) >= 24 or grouped) and _looks_random(value)
                 and value.split(":", 1)[0].lower() not in _HASH_TAGS
                 and not _identifier_like(value) and "://" not in value and not _stands_in(value)
                 and not _FILE_NAME_RE.search(value) and not value.startswith(_MARK))
+
+
+_GROUPED_KEY_RE = _Lazy(r"[A-Z0-9]{4,8}(?:-[A-Z0-9]{4,8}){1,7}")
+_TOKEN_WORDS = ("token", "key", "secret", "credential", "clé", "clef", "anahtar", "chiav", "klucz", "schlüssel",
+                "sleutel", "nyckel", "nøgle", "nøkkel", "avain", "kulcs", "klíč", "kľúč", "ključ", "кључ", "ключ",
+                "clave", "chave", "cheie", "cheia", "raktas", "atslēg", "võti", "κλειδ", "токен", "jeton", "belirteç",
+                "キー", "密钥", "秘钥", "金鑰", "密鑰", "키", "مفتاح", "کلید", "מפתח", "कुंजी")
 
 
 _ALGORITHM_RE = _Lazy(r"(?i)(?:argon2(?:id|i|d)?|bcrypt|scrypt|pbkdf2(?:-sha\d+)?|sha-?\d+|md5|aes-?\d+(?:-[a-z]+)?|rsa-?\d+"
@@ -1719,7 +1752,7 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
     ("secret", ("code=",), _Lazy(r"[?&]code=(?!\[REDACTED)([A-Za-z0-9_\-%=.~]{20,})"), 1),
     # prose: "my password for the staging DB is …", "the passphrase: '…'", "pw …"
     ("password", tuple(w.lower() for w in _PASSWORD_WORDS_ANY + _PASSWORD_WORDS_BARE), _PasswordTold(), 1),
-    ("secret", ("token", "key", "secret", "credential"), _TokenNearby(), 1),
+    ("secret", _TOKEN_WORDS, _TokenNearby(), 1),
     ("password", ("wifi", "wi-fi", "wlan", "wpa", "wireless", "network", "netzwerk", "hotspot", "ssid", "réseau",
                   "de red", "de rede", "di rete", "sieci", "сети", "сеть", "router", "routeur", "psk", "pre-shared"), _NetworkKey(), 1),
     ("password", ("pin", "пин", "puk", "пук", "暗証番号", "비밀번호", "पिन", "code", "combination", "combo", "kod",

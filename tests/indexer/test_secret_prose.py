@@ -268,3 +268,47 @@ CODE_LOOK_ALIKES = [
 @pytest.mark.parametrize("text", CODE_LOOK_ALIKES)
 def test_numbers_after_code_words_that_are_no_code_stay(text):
     assert redact(text).text == text
+
+
+# API keys introduced by prose in other languages, or by "this key" / "the key they gave us"
+API_KEYS = [
+    ("clé API Mistral (projet interne) : Hq7xK2mPz9VtR4wLb8nYc3DfG6sJ1aQe", "Hq7xK2mPz9VtR4wLb8nYc3DfG6sJ1aQe"),
+    ("API anahtarı: a8Fk2mQ9xZ7pL1wE3rT6yU0i", "a8Fk2mQ9xZ7pL1wE3rT6yU0i"),
+    ("gizli anahtar: Zq8Lm2Xv7Rt4Kp9Wn3Bd6Hs", "Zq8Lm2Xv7Rt4Kp9Wn3Bd6Hs"),
+    ("la chiave API del gestionale è acme_live_9f8e7d6c5b4a3f2e1d0c9b8a7f6e5d4c", "9f8e7d6c5b4a3f2e1d0c9b8a"),
+    ("klucz API do sandboxa: Tq7Lz2Xv9Rk4Wm8Pn3Bd6Hs", "Tq7Lz2Xv9Rk4Wm8Pn3Bd6Hs"),
+    ("Der API-Schlüssel lautet Wv8Rk2Lq9Zt4Xm7Pn3Bd", "Wv8Rk2Lq9Zt4Xm7Pn3Bd"),
+    ("Zugangsschlüssel für das Portal: Lk3Vn8Qp2Xz7Rw4Tb9Md", "Lk3Vn8Qp2Xz7Rw4Tb9Md"),
+    ("APIキーはKp3vT9xQ2mW7zR4nB8dLです", "Kp3vT9xQ2mW7zR4nB8dL"),
+    ("API密钥：Nf4Qa8Zr2Lm7Xc3Vt9Kp", "Nf4Qa8Zr2Lm7Xc3Vt9Kp"),
+    ("API 키: Ps9Wm3Kd7Lx2Qb8Rv4Tn", "Ps9Wm3Kd7Lx2Qb8Rv4Tn"),
+    ("ключ API: Rm4Kx9Pz2Qw7Lt8Vn3Bc", "Rm4Kx9Pz2Qw7Lt8Vn3Bc"),
+    ("la clave de la API es Bx7Nq2Lz9Rm4Wk8Pt3Vd", "Bx7Nq2Lz9Rm4Wk8Pt3Vd"),
+    ("a chave da API: Cy8Mr3Kx7Lp2Qz9Wn4Tb", "Cy8Mr3Kx7Lp2Qz9Wn4Tb"),
+    ("the partner gave us this key: QH72LMWX-P9R4TZKA-B8NC3VDE", "QH72LMWX-P9R4TZKA-B8NC3VDE"),
+    ("the key they sent for staging: R7TQ2MXZ-K8WP4LNB", "R7TQ2MXZ-K8WP4LNB"),
+]
+
+
+@pytest.mark.parametrize("text, secret", API_KEYS)
+def test_api_keys_introduced_in_any_language_are_masked(text, secret):
+    _masked(text, secret)
+
+
+KEY_LOOK_ALIKES = [
+    "the key is to keep it simple",
+    "clé publique : Hq7xK2mPz9VtR4wLb8nYc3DfG6sJ1aQe",
+    "öffentlicher Schlüssel: Hq7xK2mPz9VtR4wLb8nYc3DfG6sJ1aQe",
+    "parola chiave: ottimizzazione2024",
+    "la clé primaire est user_id",
+    "birincil anahtar: id",
+    "klucz obcy do tabeli orders",
+    "the key they gave us expired in 2024",
+    "product id: 3F2504E0-4F89-11D3-9A0C-0305E82C3301",
+    "キーボードのキーが壊れた",
+]
+
+
+@pytest.mark.parametrize("text", KEY_LOOK_ALIKES)
+def test_words_for_key_without_a_key_stay(text):
+    assert redact(text).text == text
