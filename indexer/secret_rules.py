@@ -871,6 +871,233 @@ class _OneTimeCode(_Scan):
                     break
 
 
+# -- secrets only the context marks: typed at a shell by mistake, "same as last time", a prompt, an answer ------------
+class _TypedAtShell(_Scan):
+    """A password typed at a shell by mistake (a sudo prompt that had timed out): the shell's "command not found"
+    (bash, zsh, fish, sh, cmd.exe's "is not recognized as an internal or external command", PowerShell's "The term
+    '…' is not recognized") for a token that looks like a password rather than a command name
+    (:func:`_typed_secret`: ``Pelikan_1987``, ``Kx9#mQ2p``; not ``gti``, ``pyhton`` or ``python3.11``), masked there
+    and on the prompt line above that typed it (``$ …``)."""
+
+    _ERROR = _Lazy(
+        r"(?m)^[ \t]*(?:-?(?:ba|z|k|da|tc|c|a)?sh(?:\.exe)?:[ \t]+(?:line[ \t]+[0-9]+:[ \t]+|[0-9]+:[ \t]+)?)?"
+        r"(?:command not found:[ \t]+(\S+)|([^\s:'\"]+):[ \t]+(?:command )?not found)[ \t]*$"
+        r"|'([^'\n]{1,80})' is not recognized as an internal or external command"
+        r"|The term '([^'\n]{1,80})' is not recognized as (?:the )?name of a cmdlet"
+        r"|(?m:^[ \t]*fish: Unknown command:?[ \t]+'?([^\s']+)'?[ \t]*$)"
+        r"|Command '([^'\n]{1,80})' not found")
+
+    def matches(self, text: str) -> Iterator[re.Match[str]]:
+        last = 0
+        for error in self._ERROR.finditer(text):
+            group = next(g for g in range(1, 7) if error.group(g) is not None)
+            token = error.group(group)
+            if not _typed_secret(token):
+                continue
+            above = text.rfind("\n", 0, max(0, text.rfind("\n", 0, error.start())))
+            typed = re.compile(r"(?m)^[^\n]{0,80}?(?:[$#%>❯»]|PS [^>\n]{0,80}>)[ \t]*(" + re.escape(token)
+                               + r")[ \t]*$").search(text, max(last, text.rfind("\n", 0, max(0, above)) + 1),
+                                                     error.start())
+            shown = _SPAN_RE.match(text, typed.start(1), typed.end(1)) if typed is not None else None
+            if shown is not None:
+                yield shown
+            m = _SPAN_RE.match(text, error.start(group), error.end(group))
+            if m is not None:
+                yield m
+                last = m.end()
+
+
+def _typed_secret(token: str) -> bool:
+    """A token a shell could not run that looks like a password, not a command or a typo of one: letters and
+    digits with a sign inside (``Orion$belt3``), a word joined to four or more digits (``Marcello_1990``,
+    ``biscuit2015``), or both cases scrambled (:func:`_scrambled`) or random."""
+    if not 6 <= len(token) <= 64 or token[0] in "-./~$" or any(c in token for c in "/=\\") or token.startswith(_MARK):
+        return False
+    lower, upper, digits, _ = _char_kinds(token)
+    if not digits or not (lower or upper) or _VERSION_RE.fullmatch(token) or _TECH_TERM_RE.fullmatch(token):
+        return False
+    if any(c in token[1:] for c in "!@#$%^&*?~+"):
+        return True
+    if _WORD_YEAR_RE.fullmatch(token):
+        return True
+    return upper and lower and (_scrambled(token) or _fragments([token]) >= 3 or _looks_random(token)
+                                and not _identifier_like(token))
+
+
+_WORD_YEAR_RE = _Lazy(r"[A-Za-z]{3,}[._-]?[0-9]{4,8}|[0-9]{4,8}[._-]?[A-Za-z]{3,}")
+
+
+class _ToldByContext(_Scan):
+    """A secret the words around it mark, with no name before it: "(use the) same (password) as last time (…)" and
+    its forms in other languages, "what I typed at the sudo prompt was …" / "I entered … at the password prompt",
+    the answer to a security question ("the answer to my security question is …", "Sicherheitsfrage … Antwort:
+    …"). The value is read after the words (:meth:`_value_at`): quoted words, several words to the end of the
+    sentence (a passphrase, a name), or one token; a weak one (lower case and digits) only when a word for password
+    is near."""
+
+    def __init__(self, words: _Lazy, before: _Lazy | None = None, answer: bool = False, secret: bool = False) -> None:
+        self.words, self.before, self.answer = words, before, answer
+        self.secret = secret or answer  # the words say a secret follows (a password prompt, a question's answer)
+
+    def matches(self, text: str) -> Iterator[re.Match[str]]:
+        lower = _ascii_lower(text)
+        last = 0
+        if self.before is not None:  # "typed <value> at the sudo prompt": the value inside the words
+            for m in self.before.finditer(text):
+                if m.start(1) >= last and self._takes(text, m.start(1), m.group(1), phrase=True):
+                    yield m
+                    last = m.end(1)
+        for said in self.words.finditer(lower):
+            if said.end() < last:
+                continue
+            end = text.find("\n", said.end(), said.end() + 200)
+            end = min(len(text), said.end() + 200) if end < 0 else end
+            m = self._value_at(text, said.end(), end, said.start())
+            if m is not None:
+                yield m
+                last = m.end()
+
+    def _value_at(self, text: str, a: int, end: int, said: int) -> re.Match[str] | None:
+        lead = _LEAD_RE.match(text, a, end)
+        a = lead.end() if lead is not None else a
+        if a >= end:
+            return None
+        if text[a] in _CLOSING:
+            close = text.find(_CLOSING[text[a]], a + 1, end)
+            inner = text[a + 1 : close] if close > 0 else ""
+            if inner and len(inner.split()) <= 8 and not inner.startswith(_MARK) and (
+                    len(inner.split()) > 1 or self._takes(text, said, inner)):
+                return _SPAN_RE.match(text, a + 1, close)
+            return None
+        if text[a - 1] == "(":
+            close = text.find(")", a, end)
+            end = close if close > 0 else end
+        phrase = _spoken_phrase(text, a, end, english=True) if not self.answer else _answer_end(text, a, end)
+        if phrase > 0 and (self.secret or self._password_near(text, said)):
+            return _SPAN_RE.match(text, a, phrase)
+        token = _PLAIN_TOKEN_RE.match(text, a, end)
+        if token is None:
+            return None
+        value = _PasswordNearby._value(token.group(0))
+        if value and self._takes(text, said, value):
+            start = a + token.group(0).index(value)
+            return _SPAN_RE.match(text, start, start + len(value))
+        return None
+
+    def _takes(self, text: str, said: int, value: str, phrase: bool = False) -> bool:
+        if phrase and " " in value.strip("\"'"):
+            words = value.strip("\"'").split()
+            return len(words) <= 8 and not any(w.lower() in _PHRASE_STOP for w in words)
+        value = value.strip("\"'")
+        if _password_like(value) and (any(c in value for c in "!@#$%^&*?~+=") or _scrambled(value)):
+            return True
+        if self.answer and _ANSWER_WORD_RE.fullmatch(value) and (value[0].isupper() or any(c.isdigit() for c in value)):
+            return value.lower() not in _PHRASE_STOP
+        if not (_told(value) or _password_like(value)) or value.isdigit() and not self.secret and not (
+                _PIN_NEAR_RE.search(text, max(0, said - 200), said + 80)):
+            return False
+        return self.secret or self._password_near(text, said)
+
+    @staticmethod
+    def _password_near(text: str, said: int) -> bool:
+        """A word for password within 200 characters before the words or 80 after them."""
+        return _PASSWORD_WORDS_RE.search(_ascii_lower(text), max(0, said - 200), said + 80) is not None or (
+            _PASSWORD_NEAR_RE.search(text, max(0, said - 200), said + 80) is not None)
+
+
+#: what joins the words to the value: a colon, a dash, "which is", "i.e.", an opening parenthesis
+_LEAD_RE = _Lazy(r"(?i)[ \t]*(?:[:=—–→-]|,?[ \t]*(?:i\.e\.|namely|which (?:is|was)|aka|das heißt|c'est-à-dire|o sea)"
+                 r"|\(|,)?[ \t]*(?:\((?:i\.e\.|namely)?[ \t]*)?")
+_ANSWER_WORD_RE = _Lazy(r"[^\W\d_][^\W_'’-]{2,30}")
+_PIN_NEAR_RE = _Lazy(r"(?i)\bpin\b|passcode|\bcode\b|combination")
+_PASSWORD_NEAR_RE = _Lazy(r"(?i)\bpw\b|\bpass\b|\blogin\b|credential|sudo|\bpin\b")
+_SAME_RE = _Lazy(
+    r"\bsame(?:[ \t]+(?:one|password|passphrase|pin|pw|login|thing|code))?[ \t]+(?:as|like)[ \t]+(?:last[ \t]+time"
+    r"|before|usual|always|yesterday|(?:the|my)[ \t]+(?:last|old|other|previous|usual)[ \t]+(?:one|time|box|server"
+    r"|laptop|account|machine))\b[ \t]*")
+_SAME_OTHER_RE = _Lazy(
+    r"(?:wie (?:letztes|beim letzten) mal|wie immer|wie vorher|wie gehabt|que la dernière fois|que d'habitude"
+    r"|que la última vez|que siempre|de sempre|que da última vez|dell'ultima volta|di sempre|als vorige keer"
+    r"|als altijd|co ostatnio|co zawsze|как в прошлый раз|как обычно|как раньше|jako minule|mint legutóbb"
+    r"|mint mindig|som sist|som vanligt|som sidst|som forrige gang|kuin viimeksi|geçen seferki|aynısı"
+    r"|前回と同じ|和上次一样|跟上次一样|지난번과 같은)(?!\w)[ \t]*")
+_PROMPT_WORDS = (r"(?:sudo|password|passphrase|passwd|login|pin|ssh|gpg|pinentry|keychain|unlock|auth\w*|kinit|su"
+                 r"|vault|keyring|decryption|bitlocker|luks|encryption|mysql|psql)[ -]prompt")
+_PROMPT_RE = _Lazy(
+    r"\b(?:typed|entered|put in|used|gave it|answered|wrote)\b[^\n]{0,40}?\b(?:at|in|into|on|to|for)[ \t]+"
+    r"(?:the|a|my)?[ \t]*(?:[\w-]+[ \t]+){0,2}?" + _PROMPT_WORDS + r"\b[^\n:]{0,24}?"
+    r"(?:[ \t]+(?:was|is)\b[ \t]*:?|[ \t]*[:=—–-])"
+    r"|\b(?:at|in|on)[ \t]+the[ \t]+(?:[\w-]+[ \t]+)?" + _PROMPT_WORDS + r"[ \t]*,?[ \t]*i[ \t]+(?:typed|entered"
+    r"|put in|used)\b")
+_PROMPT_BEFORE_RE = _Lazy(
+    r"(?i)\b(?:typed|entered)[ \t]+(\"[^\"\n]{1,100}\"|'[^'\n]{1,100}'|[^\s\"']{4,128})[ \t]+(?:at|in|into|on)[ \t]+"
+    r"(?:the[ \t]+)?(?:[\w-]+[ \t]+)?" + _PROMPT_WORDS)
+_QUESTION_RE = _Lazy(
+    r"(?:security|secret|safety)[ \t]+(?:question|answer)s?|memorable[ \t]+(?:word|information|phrase|place|date)"
+    r"|mother'?s[ \t]+maiden[ \t]+name|maiden[ \t]+name|first[ \t]+pet'?s?[ \t]+name|sicherheitsfrage|geheimfrage"
+    r"|question[ \t]+(?:secrète|de[ \t]+sécurité)|pregunta[ \t]+(?:de[ \t]+seguridad|secreta)"
+    r"|pergunta[ \t]+(?:de[ \t]+segurança|secreta)|domanda[ \t]+(?:di[ \t]+sicurezza|segreta)|beveiligingsvraag"
+    r"|geheime[ \t]+vraag|pytanie[ \t]+(?:bezpieczeństwa|pomocnicze)|kontrolní[ \t]+otázk\w*|bezpečnostní[ \t]+otázk\w*"
+    r"|контрольн\w*[ \t]+вопрос\w*|секретн\w*[ \t]+вопрос\w*|güvenlik[ \t]+sorusu|gizli[ \t]+soru|秘密の質問|安全问题"
+    r"|密保问题|보안[ \t]?질문|säkerhetsfråga|sikkerhedsspørgsmål|sikkerhetsspørsmål|turvakysymy\w*"
+    r"|biztonsági[ \t]+kérdés\w*")
+_ANSWER_IS_RE = _Lazy(
+    r"(?i)(?:answer|antwort|réponse|respuesta|resposta|risposta|antwoord|odpowiedź|odpověď|ответ|cevab?\w*|yanıt\w*"
+    r"|答え|答案|답|svar\w*|vastaus|válasz\w*|maiden name|pet'?s? name|memorable word|security answer)\b[^\n.?!]{0,60}?"
+    r"(?:[ \t]+(?:is|was|ist|lautet|war|est|es|é|è|je|jest|är|er|—)\b|[ \t]*[:=—–]|は|是)")
+
+
+class _SecurityAnswer(_ToldByContext):
+    """The answer to a security question: the words a question's answer is told with ("answer … is", "Antwort:",
+    "réponse :") within the question's line, then the answer (:func:`_answer_end`)."""
+
+    def __init__(self) -> None:
+        super().__init__(_QUESTION_RE, answer=True)
+
+    def matches(self, text: str) -> Iterator[re.Match[str]]:
+        last = 0
+        for question in self.words.finditer(_ascii_lower(text)):
+            if question.start() < last:
+                continue
+            nl = text.rfind("\n", max(0, question.start() - 120), question.start())
+            start = nl + 1 if nl >= 0 else max(0, question.start() - 120)
+            end = text.find("\n", question.end(), question.end() + 200)
+            end = min(len(text), question.end() + 200) if end < 0 else end
+            said = _ANSWER_IS_RE.search(text, max(start, last), end)
+            if said is None and end < len(text):  # "Security question: …?\nAnswer: …"
+                more = text.find("\n", end + 1, end + 200)
+                end = min(len(text), end + 200) if more < 0 else more
+                said = _ANSWER_IS_RE.search(text, max(start, last), end)
+            if said is None:
+                continue
+            m = self._value_at(text, said.end(), end, question.start())
+            if m is not None:
+                yield m
+                last = m.end()
+
+
+def _answer_end(text: str, a: int, end: int) -> int:
+    """The end of an answer of two to six words told at ``a`` ("Saint Brendan Primary", "Holy Cross 1998"), read to
+    the end of its sentence or a conjunction, with a capital or a digit (a name, a place, a date) and no word of a
+    sentence about answers in lower case ("is stored hashed", "often public", "the name of my first pet"); or -1."""
+    words: list[str] = []
+    stop = a
+    for m in _PLAIN_TOKEN_RE.finditer(text, a, end):
+        core = m.group(0).rstrip(".,;:!?)”’\"'")
+        if core.lower() in _CLAUSE_WORDS or not _PHRASE_WORD_RE.fullmatch(core):
+            break
+        words.append(core)
+        stop = m.start() + len(core)
+        if len(words) > 6:
+            return -1
+        if core != m.group(0):
+            break
+    if len(words) < 2 or any(w in _PHRASE_STOP for w in words) or words[0].lower() in _PHRASE_STOP:
+        return -1
+    named = any(w[0].isupper() or any(c.isdigit() for c in w) for w in words)  # a name, a place, a date
+    return stop if named else -1
+
+
 _THREE_DIGITS_RE = _Lazy(r"[0-9]{3}")
 _GLUED_DIGITS_RE = _Lazy(r"[^\x00-\x7f]{0,3}([0-9]{4,8})[^\x00-\x7f]{0,6}")
 #: a one-time code given to a command: aws sts … --token-code 123456, op signin --otp, --mfa-code
@@ -1761,6 +1988,17 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
     ("password", ("code", "otp", "tan", "kod", "код", "código", "codice", "koodi", "kód", "kode", "mã", "κωδικός",
                   "コード", "ワンタイム", "验证码", "驗證碼", "动态码", "校验码", "인증", "확인", "सत्यापन", "ओटीपी",
                   "رمز التحقق", "کد تا", "קוד אימות", "รหัส"), _OneTimeCode(), 1),
+    ("password", ("not found", "not recognized", "unknown command"), _TypedAtShell(), 1),
+    ("password", ("same",), _ToldByContext(_SAME_RE), 1),
+    ("password", ("wie letztes mal", "wie beim letzten mal", "wie immer", "wie vorher", "wie gehabt", "dernière fois",
+                  "d'habitude", "última vez", "que siempre", "de sempre", "ultima volta", "di sempre", "vorige keer",
+                  "als altijd", "co ostatnio", "co zawsze", "прошлый раз", "как обычно", "как раньше", "jako minule",
+                  "legutóbb", "mint mindig", "som sist", "som vanligt", "som sidst", "forrige gang", "kuin viimeksi",
+                  "geçen sefer", "aynısı", "前回と同じ", "上次一样", "지난번과 같은"), _ToldByContext(_SAME_OTHER_RE), 1),
+    ("password", ("prompt",), _ToldByContext(_PROMPT_RE, _PROMPT_BEFORE_RE, secret=True), 1),
+    ("password", ("security", "secret", "safety", "memorable", "maiden", "first pet", "frage", "question", "pregunta",
+                  "pergunta", "domanda", "vraag", "pytanie", "otázk", "вопрос", "soru", "秘密の質問", "安全问题",
+                  "密保问题", "질문", "fråga", "spørgsmål", "spørsmål", "turvakysymy", "kérdés"), _SecurityAnswer(), 1),
     ("password", ("--token-code", "--otp", "-otp", "--totp", "--mfa", "--2fa", "--tfa", "--verification-code",
                   "--one-time", "--authcode", "--auth-code"), _OTP_FLAG_RE, 1),
     ("password", ("is your", "est votre", "ist dein", "ist ihr", "es tu", "é o seu", "é seu", "è il tuo"),

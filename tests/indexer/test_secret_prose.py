@@ -312,3 +312,71 @@ KEY_LOOK_ALIKES = [
 @pytest.mark.parametrize("text", KEY_LOOK_ALIKES)
 def test_words_for_key_without_a_key_stay(text):
     assert redact(text).text == text
+
+
+# secrets only the context marks: typed at a shell by mistake, "same as last time", a password prompt, an answer
+CONTEXT = [
+    ("$ sudo apt upgrade\nsudo: timed out reading password\n$ Pelikan_1987\nbash: Pelikan_1987: command not found",
+     "Pelikan_1987"),
+    ("% biscuit2015\nzsh: command not found: biscuit2015", "biscuit2015"),
+    ("PS C:\\> Kx9#mQ2pL\nKx9#mQ2pL : The term 'Kx9#mQ2pL' is not recognized as the name of a cmdlet, function",
+     "Kx9#mQ2pL"),
+    ("C:\\>Tornado!2023\n'Tornado!2023' is not recognized as an internal or external command,", "Tornado!2023"),
+    ("> Vq7tRm2Lx9\nfish: Unknown command: Vq7tRm2Lx9", "Vq7tRm2Lx9"),
+    ("$ Lagune.4471\nsh: 1: Lagune.4471: not found", "Lagune.4471"),
+    ("use the same one as last time (Orion$belt3)", "Orion$belt3"),
+    ("the db password? same as before: espresso42", "espresso42"),
+    ("same password as on the old server — Kastanie#19", "Kastanie#19"),
+    ("Passwort wie letztes Mal: Brezel!77", "Brezel!77"),
+    ("mot de passe : le même que la dernière fois (Cassis&2020)", "Cassis&2020"),
+    ("what I typed at the sudo prompt was \"tangerine dream 1979\"", "tangerine dream 1979"),
+    ("what I typed at the sudo prompt was tangerine dream 1979", "tangerine dream 1979"),
+    ("I typed Falcon-2291 at the password prompt and it failed", "Falcon-2291"),
+    ("at the passphrase prompt I typed velvet moon 62", "velvet moon 62"),
+    ("what I entered at the PIN prompt was 4417", "4417"),
+    ("the answer to my security question is Saint Brendan Primary", "Saint Brendan Primary"),
+    ("Security question: name of your first school?\nAnswer: Holy Cross Academy", "Holy Cross Academy"),
+    ("security question answer: Mulberry", "Mulberry"),
+    ("Sicherheitsfrage: Name des ersten Haustiers – Antwort: Bello", "Bello"),
+    ("question secrète : nom de jeune fille de ma mère, réponse : Lefebvre", "Lefebvre"),
+    ("pregunta de seguridad: ciudad natal, respuesta: Salamanca", "Salamanca"),
+    ("my mother's maiden name is Oyelaran", "Oyelaran"),
+]
+
+
+@pytest.mark.parametrize("text, secret", CONTEXT)
+def test_secrets_only_the_context_marks_are_masked(text, secret):
+    _masked(text, secret)
+
+
+CONTEXT_LOOK_ALIKES = [
+    "$ gti status\nbash: gti: command not found",
+    "$ sl\nbash: sl: command not found",
+    "$ pyhton app.py\nzsh: command not found: pyhton",
+    "$ pyhton3 app.py\nzsh: command not found: pyhton3",
+    "$ python3.11 -m venv .venv\nbash: python3.11: command not found",
+    "$ x86_64-w64-mingw32-gcc a.c\nbash: x86_64-w64-mingw32-gcc: command not found",
+    "$ Python3 -V\nbash: Python3: command not found",
+    "'npm' is not recognized as an internal or external command,",
+    "bash: line 12: kubectl: command not found",
+    "/usr/bin/env: 'node18': No such file or directory",
+    "same as last time (v2.4.1)",
+    "same settings as last time (node18)",
+    "same image as before: Ubuntu22",
+    "same as before: espresso machine settings",
+    "use the same one as before (see PR 214)",
+    "wie immer: erst testen, dann deployen",
+    "what I typed in the prompt was fix the bug in main.py",
+    "the text I typed into the prompt was: summarize 3 papers",
+    "I typed my question in the prompt box",
+    "the answer to the security question is stored hashed",
+    "security questions are a bad idea, the answer is often public",
+    "the security question field is required",
+    "the answer is 42",
+    "Frage: wie geht das? Antwort: gar nicht",
+]
+
+
+@pytest.mark.parametrize("text", CONTEXT_LOOK_ALIKES)
+def test_context_words_without_a_secret_stay(text):
+    assert redact(text).text == text
