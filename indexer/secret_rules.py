@@ -376,7 +376,7 @@ def _user_password(m: re.Match[str]) -> bool:
 
 
 #: "password", "passphrase" and "passcode" in the languages developers write in (and their common short forms), by
-#: stem where a case or a possessive changes the ending (Czech hesl-o/-a/-em, Hungarian jelszav-am/-át, Lithuanian
+#: stem where a case or a possessive changes the ending (Czech heslo/-a/-em, Hungarian jelszav-am/-át, Lithuanian
 #: slaptažod-is/-į/-žio, Greek κωδικ-ός/-ό): up to four more letters may follow a word. Gone through language by
 #: language: every EU language, the Balkan ones (Serbian, Croatian and Bosnian in both scripts, Macedonian,
 #: Albanian), the Baltic and Nordic ones, Slavic in Cyrillic and Latin, Turkic (Turkish, Azerbaijani, Kazakh, Uzbek,
@@ -385,7 +385,8 @@ def _user_password(m: re.Match[str]) -> bool:
 _PASSWORD_WORDS_ANY = (
     "password", "passphrase", "pass phrase", "passwd", "passwort", "passwört", "kennwort", "wachtwoord", "wachtwurd",
     "wachtzin", "lösenord", "lösenfras", "salasana", "tunnuslause", "adgangskode", "passord", "loyniorð",
-    "heslo", "hesl", "hasło", "hasła", "hasł", "haśle", "geslo", "gesl", "lozinka", "lozink", "parola", "parolă",
+    "heslo", "hesla", "heslem", "hesle", "heslu", "hesly", "hasło", "hasła", "hasł", "haśle", "geslo", "gesla",
+    "geslu", "geslom", "lozinka", "lozink", "parola", "parolă",
     "parole", "parool", "jelszó", "jelszav", "jelmondat", "şifre", "sifre", "senha", "contraseña", "contrasenya",
     "clave", "slaptažodis", "slaptažod", "lykilorð", "nenosiri", "mdp", "psw", "пароль", "пароля", "паролем",
     "парола", "паролата", "лозинка", "лозинк", "шифра", "шифру", "κωδικός", "κωδικ", "συνθηματικ", "mot de passe",
@@ -475,6 +476,9 @@ class _PasswordNearby(_Scan):
                 if k >= 8:
                     break
                 scanned = token.end()
+                if self._PROSE_ONLY and text.count("(", word.end(), token.start()) > text.count(
+                        ")", word.end(), token.start()):
+                    continue  # inside a note after the word: "Release Key (12/bookworm) (ID: …)"
                 opened = token.start() + (text[token.start()] in "“‘")  # ASCII quotes end a token, curly ones not
                 quote = text[opened - 1]
                 close = text.find(_CLOSING.get(quote, quote), opened, end) if quote in _CLOSING and not (
@@ -627,7 +631,7 @@ def _told_at(text: str, word: re.Match[str], token: re.Match[str], end: int) -> 
             return None
         start, raw = start + run.start(), run.group(0)
     gap = text[word.end() : start]
-    if len(gap) > 60 or _ABOUT_GAP_RE.search(gap):
+    if len(gap) > 60 or _ABOUT_GAP_RE.search(gap) or _SENTENCE_END_RE.search(gap):
         return None
     value = _PasswordNearby._value(raw)
     if not value:
@@ -640,8 +644,9 @@ def _told_at(text: str, word: re.Match[str], token: re.Match[str], end: int) -> 
     if said is None and not (not gap.strip() and word.group(0) in _OWN_FORMS):
         if not _TOLD_AFTER_RE.match(text, a + len(value)):
             return None
-    elif copula == "to" and _GIVEN_TO_RE.search(text, max(0, word.start() - 60), word.start()):
-        return None  # "I sent the password to bob42": a person
+    elif copula == "to" and not word.group(0).startswith(("hasł", "haśl")) and (gap.strip() != "to" or _GIVEN_TO_RE.search(
+            text, max(0, word.start() - 60), word.start())):
+        return None  # "I sent the password to bob42": a person; "… is limited to 1024", "normalized according to …"
     phrase_end = _spoken_phrase(text, a, end, english=gap.rstrip().endswith(("is", "was", ":", "=")))
     if phrase_end > 0:
         return _SPAN_RE.match(text, a, phrase_end)
@@ -652,6 +657,7 @@ def _told_at(text: str, word: re.Match[str], token: re.Match[str], end: int) -> 
 
 
 _ASCII_RUN_RE = _Lazy(r"[!-~]+")
+_SENTENCE_END_RE = _Lazy(r"[.!?;](?:\s|$)|[。！？]")
 _UNSPACED_RE = _Lazy(r"[\u0e00-\u0e7f\u1780-\u17ff\u3000-\u9fff\uac00-\ud7af\uff00-\uffef]")  # Thai, Khmer, CJK, Hangul
 _GIVEN_TO_RE = _Lazy(r"(?i)\b(?:sen[dt]|gave|give|forward\w*|e-?mail\w*|mail\w*|shar\w+|show\w*|pass\w*|text\w*|dm'?d"
                      r"|message\w*|explain\w*)\b[^.!?\n]*$")
@@ -671,7 +677,9 @@ _PHRASE_STOP = frozenset(
     "expired changed reset set sent shown hidden visible correct valid weak strong long short secure insecure "
     "unknown different generated rotated managed used case-sensitive case-insensitive empty blank missing fine ok "
     "okay good bad new old current default same simple easy hard written printed listed kept given "
-    "encoded decoded plaintext cleartext plain text "
+    "encoded decoded plaintext cleartext plain text shared through via using into onto within inside outside per "
+    "across between handled displayed logged provided supplied available configured specified than longer "
+    "shorter larger smaller more less percent gigabytes megabytes kilobytes "
     "bytes byte bits bit days day hours hour minutes seconds weeks months years times attempts tries "
     "der die das den dem des ein eine einen einem ist sind war wird nicht noch jetzt seit bis ab nach auf aus bei "
     "mit von zu im für mindestens höchstens falsch geändert gespeichert lang kurz sicher "
@@ -723,6 +731,8 @@ def _spoken_phrase(text: str, a: int, end: int, english: bool) -> int:
     digits = [w for w in words if any(c.isdigit() for c in w)]
     if any(w in _RULE_WORDS_ANY for w in lower) or _WORD_COUNT_RE.fullmatch(" ".join(lower)):
         return -1
+    if any(w.isdigit() and len(w) <= 2 and nxt.islower() for w, nxt in zip(words, words[1:])):
+        return -1  # a count: "1 repetition", "2 gigabytes"
     if digits:
         if len(digits) == len(words) or any(w in _PHRASE_STOP for w in lower) or any(
                 _TECH_TERM_RE.fullmatch(w) or _VERSION_RE.fullmatch(w) for w in digits) or _COUNT_AFTER_RE.match(
@@ -797,7 +807,7 @@ class _PinNearby(_PasswordNearby):
         return (m for m in super().matches(text) if not _UNIT_AFTER_RE.match(text, m.end()))  # a PIN diode at 1550 nm
 
 
-_KEYPAD_CODE_RE = _Lazy(r"[#*]?[A-Za-z]?([0-9]{4,8})[A-Za-z]?[#*]?")
+_KEYPAD_CODE_RE = _Lazy(r"\*?[A-Za-z]?([0-9]{4,8})[A-Za-z]?[#*]?")  # not #953105: an issue
 
 
 class _OneTimeCode(_Scan):

@@ -170,6 +170,18 @@ PASSWORD_LOOK_ALIKES = [
     "Ο κωδικός σφάλματος είναι 4040",
     "the password for user42 is required",
     "the password on prod01 is rotated weekly",
+    # another sentence after the word, a count, a standard, a product, an issue number
+    "Enter a new passphrase. The retry count is 3 attempts.",
+    "Prompt for the passphrase once.  The timeout is 600 seconds.",
+    "passwords are compared according to RFC8265 before hashing",
+    "the password module was moved to upstream release 2b8e41c",
+    "note that the passphrase is limited to 4096 bytes",
+    "for the team the admin password is shared through 1Password",
+    "fails if the password is longer than 4 gigabytes",
+    "getent passwd in the hook.  Closes: 771204",
+    "'gesl;': '\\u22db'",
+    # a key's id in a note after the word is public
+    "Add the Release Key (13/trixie) (ID: 0xA7236C2F4B8E9D13)",
     # network keys
     "the network key is stored in the keychain",
     "WPA2 key management uses PSK or 802.1X",
@@ -262,6 +274,8 @@ CODE_LOOK_ALIKES = [
     "verification code sent to +1 555 0100",
     "aws sts get-session-token --duration-seconds 3600",
     "run with --otp to prompt for a code",
+    "the combination of this patch and fixing #884120 helps",
+    "keycode remapping fixed (closes: #661209)",
 ]
 
 
