@@ -405,9 +405,106 @@ _PASSWORD_WORDS_BARE = ("密码", "密碼", "口令", "パスワード", "暗証
                         "የይለፍ ቃል", "գաղտնաբառ", "પાસવર્ડ", "పాస్‌వర్డ్", "పాస్వర్డ్", "ಪಾಸ್‌ವರ್ಡ್", "പാസ്‌വേഡ്", "මුරපදය",
                         "පාස්වර්ඩ්", "پاسورډ", "پټنوم", "پارول", "פּאַראָל", "פאראל",
                         "পাছৱৰ্ড", "መሕለፊ ቃል")
-_PASSWORD_WORDS_RE = _Lazy(  # run over the lower-cased text; what precedes a word is checked after the match
-    r"(?:" + "|".join(re.escape(w) for w in _PASSWORD_WORDS_ANY) + r")[^\W_]{0,4}(?!\w)"
-    + "|" + "|".join(_PASSWORD_WORDS_BARE))
+def _split_top(rx: str) -> list[str]:
+    """The top-level alternatives of the regular expression ``rx``."""
+    parts: list[str] = []
+    depth, start, i = 0, 0, 0
+    while i < len(rx):
+        c = rx[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "[":
+            i = rx.index("]", i + 2)
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif c == "|" and depth == 0:
+            parts.append(rx[start:i])
+            start = i + 1
+        i += 1
+    parts.append(rx[start:])
+    return parts
+
+
+def _literal_first(alternative: str) -> list[str]:
+    """``alternative`` as alternatives that each start with a literal: a leading ``(?:a|b)c`` is ``ac|bc`` (and
+    ``c`` too when the group is optional)."""
+    if not alternative.startswith("(?:"):
+        return [alternative]
+    depth, close = 0, -1
+    for i, c in enumerate(alternative):
+        if c == "(" and alternative[i - 1 : i] != "\\":
+            depth += 1
+        elif c == ")" and alternative[i - 1 : i] != "\\":
+            depth -= 1
+            if depth == 0:
+                close = i
+                break
+    rest = alternative[close + 1 :]
+    if rest[:1] in ("*", "+", "{"):
+        return [alternative]
+    optional = rest.startswith("?")
+    rest = rest[1:] if optional else rest
+    forms = [f for inner in _split_top(alternative[3:close]) for f in _literal_first(inner + rest)]
+    return forms + (_literal_first(rest) if optional and rest else [])
+
+
+def _by_first_letter(forms: list[str], depth: int = 0) -> str:
+    """``forms`` (alternatives of a regular expression) grouped by their first letters, to three letters deep
+    (``c(?:o(?:de|mbo))|door``): at each position of a text the engine tries one group, not every word."""
+    groups: dict[str, list[str]] = {}
+    for form in forms:
+        plain = len(form) > 1 and (form[0].isalnum() or form[0] in " '") and form[1] not in "?*+{"
+        groups.setdefault(form[0] if plain and depth < 3 else "", []).append(form[1:] if plain and depth < 3 else form)
+    parts: list[str] = []
+    for first, rests in groups.items():
+        if not first:
+            parts.extend(rests)
+        elif len(rests) == 1:
+            parts.append(first + rests[0])
+        else:
+            parts.append(first + "(?:" + _by_first_letter(rests, depth + 1) + ")")
+    return "|".join(parts)
+
+
+def _words_re(words: str, bare: str = "", tail: str = r"(?!\w)") -> _Lazy:
+    """A regular expression for a list of words (``words``, each followed by ``tail``; ``bare``, in scripts with no
+    word boundary, as they are) written so that every alternative starts with a literal and words that start alike
+    share a branch (:func:`_by_first_letter`): the engine then skips to the positions of their first letters and
+    tries one branch there (measured over 2 KB of code: 3x faster than a group of alternatives).
+
+    >>> _words_re("(?:pin|puk)(?: code)?").source
+    'p(?:in(?: code)?(?!\\\\w)|uk(?: code)?(?!\\\\w))'
+    """
+    forms = [f + tail for alternative in _split_top(words) for f in _literal_first(alternative)]
+    return _Lazy(_by_first_letter(forms + _split_top(bare) if bare else forms))
+
+
+_PASSWORD_WORDS_RE = _words_re(  # run over the lower-cased text; what precedes a word is checked after the match
+    "|".join(re.escape(w) for w in _PASSWORD_WORDS_ANY), "|".join(_PASSWORD_WORDS_BARE), r"[^\W_]{0,4}(?!\w)")
+
+
+#: shorter pieces that stand for several words of :data:`_PASSWORD_WORDS_ANY` as anchors ("pass" is one already)
+_PASSWORD_STEMS = ("pass", "hesl", "gesl", "wacht", "parol", "sifr", "lozink", "adgangs", "palavra", "phasiwedi",
+                   "contras", "jelsz", "salas", "slaptaž")
+
+
+def _fewest_anchors(words: tuple[str, ...], stems: tuple[str, ...]) -> tuple[str, ...]:
+    """The anchors that stand for ``words``: each word, unless one of ``stems`` or a shorter word is inside it. An
+    ASCII anchor costs every text a substring test (measured: ~1.7 us on 2 KB), so fewer anchors keep the filter
+    cheap; a rule that runs on a few more texts costs only those.
+
+    >>> _fewest_anchors(("password", "passwort", "heslo", "hesla"), ("pass", "hesl"))
+    ('hesl', 'pass')
+    """
+    pieces = sorted({w.lower() for w in words} | set(stems), key=lambda piece: (len(piece), piece))
+    kept: list[str] = []
+    for piece in pieces:
+        if not any(k in piece for k in kept):
+            kept.append(piece)
+    return tuple(kept)
 
 
 class _PasswordNearby(_Scan):
@@ -454,23 +551,26 @@ class _PasswordNearby(_Scan):
             return False
         return not _ARTICLE_RE.search(text, max(0, a - 4), a)
 
-    def _skip_told_word(self, text: str, word: re.Match[str]) -> bool:
-        return self._skip_word(text, word) or _KEYWORD_RE.match(_ascii_lower(text), word.start()) is not None
+    def _skip_said(self, text: str, word: re.Match[str]) -> bool:
+        """What the words around a word say after the cheaper checks passed: a key said to be public, Italian
+        "parola chiave" (keyword)."""
+        return word.group(0).startswith("parol") and _KEYWORD_RE.match(_ascii_lower(text), word.start()) is not None
 
     def matches(self, text: str) -> Iterator[re.Match[str]]:
         scanned = 0  # the end of the tokens already looked at: a later word's tokens are looked at once
         for word in self._WORDS.finditer(_ascii_lower(text)):
-            if word.start() < scanned or self._skip_told_word(text, word):
+            if word.start() < scanned or self._skip_word(text, word):
                 continue
-            if self._PROSE_ONLY and _after_public(text, word.start()):
-                continue  # "Public key: …", "host key …": meant to be shown
             end = text.find("\n", word.end(), word.end() + 80)
             end = min(len(text), word.end() + 80) if end < 0 else end
-            scanned = word.end()
             nl = text.rfind("\n", max(0, word.start() - 200), word.start())
             line_start = nl + 1 if nl >= 0 else max(0, word.start() - 200)
             if self._PROSE_ONLY and _code_between(text, line_start, end):
+                scanned = word.end()
                 continue  # code, where names say what is secret
+            if self._PROSE_ONLY and _after_public(text, word.start()) or self._skip_said(text, word):
+                continue  # "Public key: …", "host key …": meant to be shown
+            scanned = word.end()
             told = self._TOLD and not _code_between(text, line_start, word.start())
             for k, token in enumerate(self._TOKEN.finditer(text, word.end(), end)):
                 if k >= 8:
@@ -522,12 +622,11 @@ class _NetworkKey(_PasswordTold):
     word for "key" on a line that names a network before it ("network Harbor-5G, key is …", "SSID Lab, the key:
     …"), the value a sentence announces (:func:`_told_at`) or a password (:meth:`_PasswordNearby._takes`)."""
 
-    _WORDS = _Lazy(r"(?:(?:netzwerk|wlan-?|wi-?fi-?)schlüssel|(?:wi-?fi|wlan|wpa[23]?(?:-psk)?|wireless|network"
-                   r"|hotspot)[ -]?(?:key|passkey|passcode|psk)|pre-?shared[ -]key|psk|key|schlüssel|clé|clef|clave"
-                   r"|chave|chiave|klucz|ключ|anahtar\w{0,3}|sleutel|nyckel\w{0,2}|nøgle\w{0,2}|nøkkel\w{0,3}|avain"
-                   r"|kulcs\w{0,3}|klíč|kľúč|ključ|cheia|cheie)(?!\w)")
-    _NETWORK = _Lazy(r"wi-?fi|wlan|wpa|wireless|network|netzwerk|hotspot|ssid|réseau|\bred\b|\brede\b|\brete\b|sieci"
-                     r"|сети|сеть|\bağ\b|router|routeur")
+    _WORDS = _words_re(r"(?:netzwerk|wlan-?|wi-?fi-?)schlüssel|(?:wi-?fi|wlan|wpa[23]?(?:-psk)?|network"
+                       r"|hotspot)[ -]?(?:key|passkey|passcode|psk)|psk|key|schlüssel|clé|clef|clave"
+                       r"|chave|chiave|klucz|ключ|anahtar\w{0,3}|sleutel|nyckel\w{0,2}|nøgle\w{0,2}|nøkkel\w{0,3}"
+                       r"|avain|kulcs\w{0,3}|klíč|kľúč|ključ|cheia|cheie")
+    _NETWORK = _Lazy(r"wi-?fi|wlan|wpa|network|netzwerk|hotspot|ssid|réseau|\bde rede?\b|сети|сеть|router|routeur")
     _PROSE_ONLY = True
 
     def _skip_word(self, text: str, word: re.Match[str]) -> bool:
@@ -544,15 +643,19 @@ class _NetworkKey(_PasswordTold):
 
 _KEYWORD_RE = _Lazy(r"parol[ae] chiav[ei]")  # Italian "keyword": parola is "password" in Romanian and Turkish
 _COMPOUND_RE = _Lazy(r"(?<![\w-])[A-ZÄÖÜ]\w*(?:-[A-ZÄÖÜ]\w*)*-$")
+_CODE_NOT_PAREN_RE = _Lazy(r"[{}\[\]=;<>$%]")
+_CALL_PAREN_RE = _Lazy(r"[\w)\]]\(")
 _PAREN_NOTE_RE = _Lazy(r"(?<![\w)\]])\([^()\n]{0,80}\)")  # "(for the NAS)": a note in prose, not a call
 
 
 def _code_between(text: str, a: int, b: int) -> bool:
     """``text[a:b]`` holds what code holds (``(){}[]=;<>$%``), a parenthesised note in prose aside."""
-    part = text[a:b]
-    if "(" in part:
-        part = _PAREN_NOTE_RE.sub(lambda _: " ", part)
-    return _CODE_CHARS_RE.search(part) is not None
+    found = _CODE_CHARS_RE.search(text, a, b)
+    if found is None or found.group(0) not in "()" or _CODE_NOT_PAREN_RE.search(text, found.end(), b):
+        return found is not None
+    if _CALL_PAREN_RE.search(text, max(a, found.start() - 1), b):
+        return True  # lookup(table, key): a call
+    return _CODE_CHARS_RE.search(_PAREN_NOTE_RE.sub(lambda _: " ", text[a:b])) is not None
 
 
 #: what announces the value after a word for password, at the end of the words between them: a copula or a sign in
@@ -777,12 +880,12 @@ class _PinNearby(_PasswordNearby):
     (``4821B``) or a keypad's ``#``/``*``; or a lock's combination (``31-07-44``). Lines that look like code are
     left alone (``digitalWrite(pin, 1234)``)."""
 
-    _WORDS = _Lazy(
-        r"(?<![\w-])(?:(?:pin|пин|puk|пук)(?:[ -]?(?:code|kod|kodu|koodi|kód|код|nummer|number|numarası|nr|no))?"
+    _WORDS = _words_re(
+        r"(?:pin|пин|puk|пук)(?:[ -]?(?:code|kod|kodu|koodi|kód|код|nummer|number|numarası|nr|no))?"
         r"|(?:door|alarm|gate|garage|keypad|entry|access|lock|locker|safe|building|unlock|front[ -]door|intercom"
         r"|buzzer|lockbox|key[ -]?safe|key[ -]?box|padlock|voicemail)[ -]?(?:code|pin|combo|combination)"
         r"|passcode|keycode|combination|combo(?![ -]?box)|geheimzahl|geheimnummer|pin-?nummer|code (?:secret|confidentiel|pin)"
-        r"|código (?:secreto|pin)|número secreto|codice (?:segreto|pin)|numero segreto|pincode|pinkod|pinkoodi"
+        r"|código (?:secreto|pin)|codice (?:segreto|pin)|pincode|pinkod|pinkoodi"
         r"|(?:tür|haustür|alarm|tor|tresor|schloss|garagen|deur|poort|kluis|alarm|port|dörr|larm|ovi|hälytys)-?(?:code|kod|koodi)"
         r"|(?:zahlen)?schloss-?kombination|kombination|combinaison|combinación|combinazione|kombinacja|kombinace"
         r"|комбинаци\w|digicode|code (?:de la porte|d'entrée|de l'alarme|du portail|du coffre(?:-fort)?|d'accès)"
@@ -790,9 +893,12 @@ class _PinNearby(_PasswordNearby):
         r"|do (?:portão|alarme|cofre))|codice (?:del portone|della porta|dell'allarme|della cassaforte|d'accesso)"
         r"|kod (?:do drzwi|do bramy|alarmu|do sejfu|do domofonu|dostępu)|szyfr do sejfu|kód (?:ke dveřím|alarmu|k trezoru)"
         r"|kapı kodu|alarm kodu|kasa şifresi|код (?:от )?(?:двери|домофона|сигнализации|сейфа|подъезда|доступа)"
-        r"|κωδικός (?:πόρτας|συναγερμού|χρηματοκιβωτίου)|ajtókód|riasztókód|kaputelefon kód)(?!\w)"
-        r"|暗証番号|비밀번호|पिन|金庫の番号|密码锁|门禁密码|도어락 비밀번호")
+        r"|κωδικός (?:πόρτας|συναγερμού|χρηματοκιβωτίου)|ajtókód|riasztókód|kaputelefon kód",
+        "暗証番号|비밀번호|पिन|金庫の番号|密码锁|门禁密码|도어락 비밀번호")
     _PROSE_ONLY = True
+
+    def _skip_word(self, text: str, word: re.Match[str]) -> bool:
+        return _glued(text, word) or super()._skip_word(text, word)
 
     @staticmethod
     def _takes(value: str) -> bool:
@@ -807,6 +913,12 @@ class _PinNearby(_PasswordNearby):
         return (m for m in super().matches(text) if not _UNIT_AFTER_RE.match(text, m.end()))  # a PIN diode at 1550 nm
 
 
+def _glued(text: str, word: re.Match[str]) -> bool:
+    """A letter, a digit, ``_`` or ``-`` right before ``word`` (``спин`` is no ``пин``, ``x-pin`` a name)."""
+    before = text[word.start() - 1 : word.start()]
+    return bool(before) and (before.isalnum() or before in "_-") and not _UNSPACED_RE.match(word.group(0))
+
+
 _KEYPAD_CODE_RE = _Lazy(r"\*?[A-Za-z]?([0-9]{4,8})[A-Za-z]?[#*]?")  # not #953105: an issue
 
 
@@ -817,10 +929,10 @@ class _OneTimeCode(_Scan):
     groups of three) at most four words on, none of which says the number is something else (a line, a port, an
     error, an issue: ``the verification code check failed at line 1234``). ``TAN`` counts in capitals only."""
 
-    _WORDS = _Lazy(
-        r"(?<![\w-])(?:(?:sms|text|verification|verify|confirmation|security|login|log-?in|sign-?in|auth"
+    _WORDS = _words_re(
+        r"(?:sms|text|verification|verify|confirmation|security|login|log-?in|sign-?in|auth"
         r"|authentication|authenticator|2fa|mfa|otp|totp|one[- ]time|2-step|two[- ]factor|backup|app|email|e-mail)"
-        r"[ -]?(?:code|token|pin)|otp|totp|tan|mtan|sms-?tan|pushtan|chiptan|phototan|einmal(?:code|passwort)"
+        r"[ -]?(?:code|token|pin)|otp|totp|(?:m|sms-?|push|chip|photo)?tan(?=[ :])|einmal(?:code|passwort)"
         r"|bestätigungscode|verifizierungscode|sicherheitscode|anmeldecode|freischaltcode|sms-code"
         r"|code (?:de (?:vérification|confirmation|sécurité|connexion|validation)|sms|otp|à usage unique|reçu par sms)"
         r"|código (?:de (?:verificación|verificação|confirmación|confirmação|seguridad|segurança)|sms|otp)"
@@ -831,8 +943,8 @@ class _OneTimeCode(_Scan):
         r"|verificatiecode|bevestigingscode|inlogcode|verifieringskod|bekräftelsekod|engångskod|säkerhetskod"
         r"|bekræftelseskode|engangskode|sikkerhedskode|bekreftelseskode|vahvistuskoodi|tunnistuskoodi"
         r"|kertakäyttökoodi|kode (?:verifikasi|otp|keamanan)|mã (?:xác (?:minh|nhận|thực)|otp)"
-        r"|κωδικός (?:επαλήθευσης|επιβεβαίωσης)|cod (?:de verificare|de confirmare|sms))(?!\w)"
-        r"|認証コード|確認コード|ワンタイムパスワード|验证码|驗證碼|动态码|校验码|인증\s?번호|인증\s?코드|확인\s?코드"
+        r"|κωδικός (?:επαλήθευσης|επιβεβαίωσης)",
+        r"認証コード|確認コード|ワンタイムパスワード|验证码|驗證碼|动态码|校验码|인증\s?번호|인증\s?코드|확인\s?코드"
         r"|सत्यापन कोड|ओटीपी|رمز التحقق|کد تایید|کد تأیید|קוד אימות|รหัส otp|รหัสยืนยัน")
     _TOKEN = _Lazy(r"[^\s，。、！？：；「」（）\"'`|]+")
     _NOT_CODES = frozenset({"line", "lines", "port", "status", "error", "errors", "http", "exit", "version", "issue",
@@ -843,9 +955,9 @@ class _OneTimeCode(_Scan):
     def matches(self, text: str) -> Iterator[re.Match[str]]:
         scanned = 0
         for word in self._WORDS.finditer(_ascii_lower(text)):
-            if word.start() < scanned:
+            if word.start() < scanned or _glued(text, word):
                 continue
-            if word.group(0) == "tan" and text[word.start() : word.end()] != "TAN":
+            if word.group(0).endswith("tan") and not text[word.start() : word.end()].endswith("TAN"):
                 continue  # tan(x), a colour
             end = text.find("\n", word.end(), word.end() + 80)
             end = min(len(text), word.end() + 80) if end < 0 else end
@@ -1026,11 +1138,9 @@ _SAME_RE = _Lazy(
     r"|before|usual|always|yesterday|(?:the|my)[ \t]+(?:last|old|other|previous|usual)[ \t]+(?:one|time|box|server"
     r"|laptop|account|machine))\b[ \t]*")
 _SAME_OTHER_RE = _Lazy(
-    r"(?:wie (?:letztes|beim letzten) mal|wie immer|wie vorher|wie gehabt|que la dernière fois|que d'habitude"
-    r"|que la última vez|que siempre|de sempre|que da última vez|dell'ultima volta|di sempre|als vorige keer"
-    r"|als altijd|co ostatnio|co zawsze|как в прошлый раз|как обычно|как раньше|jako minule|mint legutóbb"
-    r"|mint mindig|som sist|som vanligt|som sidst|som forrige gang|kuin viimeksi|geçen seferki|aynısı"
-    r"|前回と同じ|和上次一样|跟上次一样|지난번과 같은)(?!\w)[ \t]*")
+    r"(?:wie (?:letztes|beim letzten) mal|que la dernière fois|que d'habitude|que la última vez|que siempre|de sempre"
+    r"|que da última vez|dell'ultima volta|di sempre|co ostatnio|как в прошлый раз|как обычно|как раньше"
+    r"|mint legutóbb|geçen seferki|aynısı|前回と同じ|和上次一样|跟上次一样|지난번과 같은)(?!\w)[ \t]*")
 _PROMPT_WORDS = (r"(?:sudo|password|passphrase|passwd|login|pin|ssh|gpg|pinentry|keychain|unlock|auth\w*|kinit|su"
                  r"|vault|keyring|decryption|bitlocker|luks|encryption|mysql|psql)[ -]prompt")
 _PROMPT_RE = _Lazy(
@@ -1043,14 +1153,13 @@ _PROMPT_BEFORE_RE = _Lazy(
     r"(?i)\b(?:typed|entered)[ \t]+(\"[^\"\n]{1,100}\"|'[^'\n]{1,100}'|[^\s\"']{4,128})[ \t]+(?:at|in|into|on)[ \t]+"
     r"(?:the[ \t]+)?(?:[\w-]+[ \t]+)?" + _PROMPT_WORDS)
 _QUESTION_RE = _Lazy(
-    r"(?:security|secret|safety)[ \t]+(?:question|answer)s?|memorable[ \t]+(?:word|information|phrase|place|date)"
-    r"|mother'?s[ \t]+maiden[ \t]+name|maiden[ \t]+name|first[ \t]+pet'?s?[ \t]+name|sicherheitsfrage|geheimfrage"
+    r"(?:security|secret)[ \t]+(?:question|answer)s?|memorable[ \t]+(?:word|information|phrase|place|date)"
+    r"|mother'?s[ \t]+maiden[ \t]+name|maiden[ \t]+name|sicherheitsfrage|geheimfrage"
     r"|question[ \t]+(?:secrète|de[ \t]+sécurité)|pregunta[ \t]+(?:de[ \t]+seguridad|secreta)"
-    r"|pergunta[ \t]+(?:de[ \t]+segurança|secreta)|domanda[ \t]+(?:di[ \t]+sicurezza|segreta)|beveiligingsvraag"
-    r"|geheime[ \t]+vraag|pytanie[ \t]+(?:bezpieczeństwa|pomocnicze)|kontrolní[ \t]+otázk\w*|bezpečnostní[ \t]+otázk\w*"
-    r"|контрольн\w*[ \t]+вопрос\w*|секретн\w*[ \t]+вопрос\w*|güvenlik[ \t]+sorusu|gizli[ \t]+soru|秘密の質問|安全问题"
-    r"|密保问题|보안[ \t]?질문|säkerhetsfråga|sikkerhedsspørgsmål|sikkerhetsspørsmål|turvakysymy\w*"
-    r"|biztonsági[ \t]+kérdés\w*")
+    r"|pergunta[ \t]+(?:de[ \t]+segurança|secreta)|domanda[ \t]+(?:di[ \t]+sicurezza|segreta)"
+    r"|pytanie[ \t]+bezpieczeństwa|kontrolní[ \t]+otázk\w*|bezpečnostní[ \t]+otázk\w*"
+    r"|контрольн\w*[ \t]+вопрос\w*|секретн\w*[ \t]+вопрос\w*|güvenlik[ \t]+sorusu|秘密の質問|安全问题"
+    r"|密保问题|보안[ \t]?질문|säkerhetsfråga|sikkerhedsspørgsmål|sikkerhetsspørsmål|biztonsági[ \t]+kérdés\w*")
 _ANSWER_IS_RE = _Lazy(
     r"(?i)(?:answer|antwort|réponse|respuesta|resposta|risposta|antwoord|odpowiedź|odpověď|ответ|cevab?\w*|yanıt\w*"
     r"|答え|答案|답|svar\w*|vastaus|válasz\w*|maiden name|pet'?s? name|memorable word|security answer)\b[^\n.?!]{0,60}?"
@@ -1112,11 +1221,11 @@ _THREE_DIGITS_RE = _Lazy(r"[0-9]{3}")
 _GLUED_DIGITS_RE = _Lazy(r"[^\x00-\x7f]{0,3}([0-9]{4,8})[^\x00-\x7f]{0,6}")
 #: a one-time code given to a command: aws sts … --token-code 123456, op signin --otp, --mfa-code
 _OTP_FLAG_RE = _Lazy(r"(?<![\w-])--?(?:token-code|otp(?:-code|-token)?|totp(?:-code)?|mfa(?:-code|-token|-otp)?"
-                     r"|2fa(?:-code)?|tfa(?:-code)?|verification-code|one-time-(?:password|code)|authcode|auth-code)"
+                     r"|2fa(?:-code)?|verification-code)"
                      r"(?:=|[ \t]+)[\"']?(?!\[REDACTED)([0-9]{6,8})(?![\w])")
 #: an SMS's own wording, the code first: "482913 is your verification code", "G-482913 est votre code"
-_CODE_FIRST_RE = _Lazy(r"(?<![\w-])(?:[A-Z]-)?([0-9]{4,8})[ \t]+(?:is|est|ist|es|é|è)[ \t]+(?:your|votre|dein|ihr|tu"
-                       r"|seu|o seu|il tuo)\b[^\n.]{0,40}?(?i:code|kod|código|codice|otp|tan|pin|passcode)\b")
+_CODE_FIRST_RE = _Lazy(r"(?<![\w-])(?:[A-Z]-)?([0-9]{4,8})[ \t]+(?i:is[ \t]+your|est[ \t]+votre|é[ \t]+(?:o[ \t]+)?seu"
+                       r"|è[ \t]+il[ \t]+tuo)\b[^\n.]{0,40}?(?i:code|kod|código|codice|otp|tan|pin|passcode)\b")
 
 
 _YEAR_RE = _Lazy(r"(?:19|20)[0-9]{2}")
@@ -1136,20 +1245,25 @@ class _TokenNearby(_PasswordNearby):
     a digit, no words; mixed case, or 24+ characters, or groups of capitals and digits: ``KD82HSQW-M3P9XZTA-…``).
     A key said to be public (``clé publique``, ``öffentlicher Schlüssel``) is left alone."""
 
-    _WORDS = _Lazy(
-        r"(?:tokens?|keys?|secrets?|api[ _-]?key|credentials?|clés?|clef|anahtar\w{0,3}|chiav[ei]|klucz\w{0,2}"
+    _WORDS = _words_re(
+        r"tokens?|keys?|secrets?|api[ _-]?key|credentials?|clés?|clef|anahtar\w{0,3}|chiav[ei]|klucz\w{0,2}"
         r"|schlüssel\w{0,2}|sleutel\w{0,2}|nyckel\w{0,2}|nøgle\w{0,2}|nøkkel\w{0,3}|avain\w{0,3}"
-        r"|kulcs\w{0,3}|klíč\w{0,2}|kľúč\w{0,2}|ključ\w{0,2}|кључ\w{0,2}|ключ\w{0,2}|clave|chave|cheia|cheie|raktas"
-        r"|atslēga|võti|κλειδ\w{0,2}|токен\w{0,2}|jetons?|belirteç\w{0,3})(?!\w)"
-        r"|キー|密钥|秘钥|金鑰|密鑰|키|مفتاح|کلید|מפתח|कुंजी")
+        r"|kulcs\w{0,3}|klíč\w{0,2}|kľúč\w{0,2}|ključ\w{0,2}|кључ\w{0,2}|ключ\w{0,2}|clave|chave|cheia|cheie"
+        r"|atslēga|võti|κλειδ\w{0,2}|токен\w{0,2}|jetons?|belirteç\w{0,3}",
+        "キー|密钥|秘钥|金鑰|密鑰|키|مفتاح|کلید|מפתח|कुंजी")
     _PUBLIC_AFTER = _Lazy(r"(?i)[ \t]+(?:publi(?:que|ca|c|czn\w*)|pubblic\w|öffentlich\w*|открыт\w*|публичн\w*"
                           r"|veřejn\w*|nyilvános|açık|genel|公開)")
     _PUBLIC_BEFORE = _Lazy(r"(?i)(?:öffentliche[rnms]?|openbare|offentlig[ae]?|julkinen|открытый|публичный|公開)[ \t-]*$")
     _PROSE_ONLY = True
 
     def _skip_word(self, text: str, word: re.Match[str]) -> bool:
-        compound = word.group(0).startswith("schlüssel") and text[word.start() - 1 : word.start()].isalpha()
-        return (not compound and super()._skip_word(text, word)) or self._PUBLIC_AFTER.match(text, word.end()) is not None or (
+        a = word.start()
+        if a and text[a - 1].isalpha() and word.group(0).startswith("schlüssel"):
+            return False  # Zugangsschlüssel: a German compound
+        return super()._skip_word(text, word)
+
+    def _skip_said(self, text: str, word: re.Match[str]) -> bool:
+        return self._PUBLIC_AFTER.match(text, word.end()) is not None or (
             self._PUBLIC_BEFORE.search(text, max(0, word.start() - 16), word.start()) is not None)
 
     @staticmethod
@@ -1165,10 +1279,12 @@ class _TokenNearby(_PasswordNearby):
 
 
 _GROUPED_KEY_RE = _Lazy(r"[A-Z0-9]{4,8}(?:-[A-Z0-9]{4,8}){1,7}")
+#: the token rule's anchors: an ASCII anchor costs every text a substring test (~1.7 us on 2 KB), so words of
+#: languages most often written with their own letters (clé, schlüssel, nøgle, klíč) are found by those letters
 _TOKEN_WORDS = ("token", "key", "secret", "credential", "clé", "clef", "anahtar", "chiav", "klucz", "schlüssel",
                 "sleutel", "nyckel", "nøgle", "nøkkel", "avain", "kulcs", "klíč", "kľúč", "ključ", "кључ", "ключ",
-                "clave", "chave", "cheie", "cheia", "raktas", "atslēg", "võti", "κλειδ", "токен", "jeton", "belirteç",
-                "キー", "密钥", "秘钥", "金鑰", "密鑰", "키", "مفتاح", "کلید", "מפתח", "कुंजी")
+                "clave", "chave", "chei", "atslēg", "võti", "κλειδ", "токен", "jeton", "belirteç", "キー", "密钥",
+                "秘钥", "金鑰", "密鑰", "키", "مفتاح", "کلید", "מפתח", "कुंजी")
 
 
 _ALGORITHM_RE = _Lazy(r"(?i)(?:argon2(?:id|i|d)?|bcrypt|scrypt|pbkdf2(?:-sha\d+)?|sha-?\d+|md5|aes-?\d+(?:-[a-z]+)?|rsa-?\d+"
@@ -1988,31 +2104,28 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
     # a function key or an OAuth code in a query string (Azure Functions' ?code=, a redirect's ?code=)
     ("secret", ("code=",), _Lazy(r"[?&]code=(?!\[REDACTED)([A-Za-z0-9_\-%=.~]{20,})"), 1),
     # prose: "my password for the staging DB is …", "the passphrase: '…'", "pw …"
-    ("password", tuple(w.lower() for w in _PASSWORD_WORDS_ANY + _PASSWORD_WORDS_BARE), _PasswordTold(), 1),
+    ("password", _fewest_anchors(_PASSWORD_WORDS_ANY + _PASSWORD_WORDS_BARE, _PASSWORD_STEMS), _PasswordTold(), 1),
     ("secret", _TOKEN_WORDS, _TokenNearby(), 1),
-    ("password", ("wifi", "wi-fi", "wlan", "wpa", "wireless", "network", "netzwerk", "hotspot", "ssid", "réseau",
-                  "de red", "de rede", "di rete", "sieci", "сети", "сеть", "router", "routeur", "psk", "pre-shared"), _NetworkKey(), 1),
-    ("password", ("pin", "пин", "puk", "пук", "暗証番号", "비밀번호", "पिन", "code", "combination", "combo", "kod",
-                  "код", "código", "codice", "koodi", "kód", "kombina", "combina", "комбинаци", "geheim", "szyfr",
-                  "şifresi", "κωδικός", "金庫", "密码锁", "门禁", "도어락"), _PinNearby(), 1),
-    ("password", ("code", "otp", "tan", "kod", "код", "código", "codice", "koodi", "kód", "kode", "mã", "κωδικός",
-                  "コード", "ワンタイム", "验证码", "驗證碼", "动态码", "校验码", "인증", "확인", "सत्यापन", "ओटीपी",
-                  "رمز التحقق", "کد تا", "קוד אימות", "รหัส"), _OneTimeCode(), 1),
+    ("password", ("wifi", "wi-fi", "wlan", "wpa", "netw", "netzwerk", "hotspot", "ssid", "réseau", "de red", "сети",
+                  "сеть", "route", "psk"), _NetworkKey(), 1),
+    ("password", ("pin", "пин", "puk", "пук", "暗証番号", "비밀번호", "पिन", "code", "comb", "kod", "код", "código",
+                  "codice", "koodi", "kód", "kombina", "комбинаци", "geheim", "szyfr", "şifresi", "κωδικός", "金庫",
+                  "密码锁", "门禁", "도어락"), _PinNearby(), 1),
+    ("password", ("code", "otp", "tan ", "tan:", "token", "pin", "pass", "kullanımlık", "kod", "код", "código", "codice", "koodi", "kód", "kode", "mã",
+                  "κωδικός", "コード", "ワンタイム", "验证码", "驗證碼", "动态码", "校验码", "인증", "확인", "सत्यापन",
+                  "ओटीपी", "رمز التحقق", "کد تا", "קוד אימות", "รหัส"), _OneTimeCode(), 1),
     ("password", ("not found", "not recognized", "unknown command"), _TypedAtShell(), 1),
     ("password", ("same",), _ToldByContext(_SAME_RE), 1),
-    ("password", ("wie letztes mal", "wie beim letzten mal", "wie immer", "wie vorher", "wie gehabt", "dernière fois",
-                  "d'habitude", "última vez", "que siempre", "de sempre", "ultima volta", "di sempre", "vorige keer",
-                  "als altijd", "co ostatnio", "co zawsze", "прошлый раз", "как обычно", "как раньше", "jako minule",
-                  "legutóbb", "mint mindig", "som sist", "som vanligt", "som sidst", "forrige gang", "kuin viimeksi",
-                  "geçen sefer", "aynısı", "前回と同じ", "上次一样", "지난번과 같은"), _ToldByContext(_SAME_OTHER_RE), 1),
+    ("password", ("letzte", "dernière fois", "d'habitude", "última vez", "siempre", "sempre", "ultima volta",
+                  "ostatnio", "прошлый раз", "как обычно", "как раньше", "legutóbb", "geçen sefer", "aynısı",
+                  "前回と同じ", "上次一样", "지난번과 같은"), _ToldByContext(_SAME_OTHER_RE), 1),
     ("password", ("prompt",), _ToldByContext(_PROMPT_RE, _PROMPT_BEFORE_RE, secret=True), 1),
-    ("password", ("security", "secret", "safety", "memorable", "maiden", "first pet", "frage", "question", "pregunta",
-                  "pergunta", "domanda", "vraag", "pytanie", "otázk", "вопрос", "soru", "秘密の質問", "安全问题",
-                  "密保问题", "질문", "fråga", "spørgsmål", "spørsmål", "turvakysymy", "kérdés"), _SecurityAnswer(), 1),
-    ("password", ("--token-code", "--otp", "-otp", "--totp", "--mfa", "--2fa", "--tfa", "--verification-code",
-                  "--one-time", "--authcode", "--auth-code"), _OTP_FLAG_RE, 1),
-    ("password", ("is your", "est votre", "ist dein", "ist ihr", "es tu", "é o seu", "é seu", "è il tuo"),
-     _CODE_FIRST_RE, 1),
+    ("password", ("security", "secret", "memorable", "maiden", "frage", "question", "gunta", "domanda", "otázk",
+                  "вопрос", "bezpieczeństwa", "güvenlik", "秘密の質問", "安全问题", "密保问题", "질문", "fråga",
+                  "spørgsmål", "spørsmål", "kérdés"),
+     _SecurityAnswer(), 1),
+    ("password", ("-otp", "-totp", "-mfa", "-2fa", "token-code", "-verification-code"), _OTP_FLAG_RE, 1),
+    ("password", ("is your", "est votre", "é o seu", "é seu", "è il tuo"), _CODE_FIRST_RE, 1),
     ("password", ("pass", "pw", "passwort", "kennwort", "mot de passe", "contraseña", "senha", "пароль", "wachtwoord",
                   "parola", "hasło", "lösenord", "salasana", "heslo", "şifre", "密码", "パスワード", "비밀번호"),
      _prose(r"password|passphrase|passwd|pw|passwort|kennwort|mot de passe|contraseña|senha|пароль|wachtwoord|parola"
@@ -2802,7 +2915,18 @@ def _mixed_groups(key: str) -> bool:
     groups = key.split("-")
     return sum(any(c.isdigit() for c in g) and any(c.isalpha() for c in g) for g in groups) >= 3
 
-_FORMAT_ANCHORS = tuple(dict.fromkeys(a for _, anchors, _, _ in _FORMATS for a in anchors))
+
+
+def _needed_anchors() -> tuple[str, ...]:
+    """Every rule's anchors, less those that another anchor of each rule naming them is inside (``passwort`` beside
+    ``pass``): the text holds the shorter one whenever it holds the longer, so the rule runs on the same texts, and
+    each anchor left out saves every text a substring test (~1.7 us on 2 KB)."""
+    rules = [set(anchors) for _, anchors, _, _ in _FORMATS]
+    every = dict.fromkeys(a for anchors in rules for a in anchors)
+    return tuple(a for a in every if not all(any(b != a and b in a for b in r) for r in rules if a in r))
+
+
+_FORMAT_ANCHORS = _needed_anchors()
 
 # Base64 key material without its BEGIN line (a cut or a pasted fragment): three or more lines of 40+ base64
 # characters mixing cases; hex (digests, commit ids) has no upper and lower case mix and is left alone.
