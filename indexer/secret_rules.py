@@ -2628,8 +2628,11 @@ _FORMATS.extend([
     ("secret", ("-setcookie",), _Lazy(r"-setcookie[ \t]+(?!\[REDACTED)([^\s'\"]+)"), 1),
     ("password", ("convertto-securestring",),
      _Lazy(r"(?i)([\"'])(?!\[REDACTED)([^\"'\n]+)\1[ \t]*\|[ \t]*ConvertTo-SecureString"), 2),
+    # Postfix's sasl_passwd: the file's name is the context its lines need (the rule reads no line of any other text,
+    # whether or not the anchors are looked for first)
     ("password", ("sasl_passwd",),
-     _Lazy(r"(?m)^[ \t]*\[?[\w.-]+\]?(?::[0-9]+)?[ \t]+[^\s:]+:(?!\[REDACTED)(\S+)[ \t]*$"), 1),
+     _Checked(_Lazy(r"(?m)^[ \t]*\[?[\w.-]+\]?(?::[0-9]+)?[ \t]+[^\s:]+:(?!\[REDACTED)(\S+)[ \t]*$"),
+              lambda m: "sasl_passwd" in m.string.lower()), 1),
     # Erlang/Elixir {password, "…"}, Clojure/EDN :password "…"
     ("password", ("pass", "pw", "secret", "token", "key"),
      _Checked(_Lazy(r"(?:\{[ \t]*:?([a-z][\w-]*)[ \t]*,|(?<![\w:]):([a-z][\w-]*)[ \t]+)[ \t]*<{0,2}\"(?!\[REDACTED)"
