@@ -14,6 +14,7 @@ import gzip
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import cast
 
 import orjson
 
@@ -143,10 +144,13 @@ def rewrite_archive(path: Path, selector: ForgetSelector, event_ids: set[str]) -
         data = gzip.decompress(path.read_bytes())
     except (OSError, EOFError, gzip.BadGzipFile):
         return []
-    lines = data.splitlines(keepends=True)
-    kept = [line for line in lines if not archived_match(line, selector, event_ids)]
-    if len(kept) == len(lines):
-        return []
-    replace_file(path, gzip.compress(b"".join(kept), mtime=0))
-    return [event for line in lines if archived_match(line, selector, event_ids) for event in (_event(line),)
-            if event is not None]
+    kept: list[bytes] = []
+    removed: list[dict] = []
+    for line in data.splitlines(keepends=True):
+        if archived_match(line, selector, event_ids):
+            removed.append(cast(dict, _event(line)))  # a line that matches is an event
+        else:
+            kept.append(line)
+    if removed:
+        replace_file(path, gzip.compress(b"".join(kept), mtime=0))
+    return removed
