@@ -27,7 +27,7 @@ Marker kinds: ``private``, ``private-key``, ``key-material``, ``password``, ``se
 
 >>> redact("deploy with <private>hunter2</private> now").text
 'deploy with [REDACTED:private] now'
->>> redact("key AKIAIOSFODNN7EXAMPLE").text
+>>> redact("key AKIAQ3EGRU7XKZ4TW5NB").text
 'key [REDACTED:aws-key]'
 """
 

@@ -255,7 +255,7 @@ _RECOVERY_LABEL = (
 )
 #: after the label: "for my Google account", "(keep them safe)", "are", a colon, "**"; then the first code
 _RECOVERY_HEAD = (r"(?:[ \t]+(?:for|of|from|für|von|de|pour|para|di|per|van|voor|do|dla|för|til|para)[ \t]+"
-                  r"[^\n:：]{1,40}?(?=[ \t]*[:：(\n]))?(?:[ \t]*\([^)\n]{0,60}\))?[*_`]*"
+                  r"[^\n:：]{1,80}?(?=[ \t]*[:：(\n]))?(?:[ \t]*\([^)\n]{0,60}\))?[*_`]*"
                   r"[ \t]*(?:[:：=]|->|→|\b(?:is|are|sind|ist|lauten|sont|est|son|es|sono|è|são|é|zijn|są|är|er|on|"
                   r"ovat|jsou|—)\b)?[*_`]*")
 #: one code of a list: maybe its number or bullet, or "and" after the one before; digits grouped by single spaces

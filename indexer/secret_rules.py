@@ -168,6 +168,8 @@ class _CallArgument(_Scan):
 
 
 _SEGMENT_END_RE = _Lazy(r"[\n|;&]")
+#: a file's extension at the end of a value (``pwck.8.xml``, ``token.py``)
+_FILE_NAME_RE = _Lazy(r"\.[A-Za-z][A-Za-z0-9]{0,4}$")
 
 
 class _Command(_Scan):
@@ -301,9 +303,21 @@ class _ConnectionString(_Scan):
             if m is None:  # cannot happen: the span was checked above
                 p = text.find("://", p + 3)
                 continue
-            yield m
+            if not _default_login(user.group(0) if user else "", m.group(1)):
+                yield m
             last_end = m.end()
             p = text.find("://", last_end)
+
+
+#: a password that documentation writes for any password, or a server's default one
+_DOC_PASSWORDS = frozenset({"password", "pass", "passwd", "pwd", "secret"})
+
+
+def _default_login(user: str, password: str) -> bool:
+    """``user:password``, ``postgres:postgres``: the login a document writes for any, or a server's default (the
+    password its user's name), not a person's secret."""
+    return password.lower() in _DOC_PASSWORDS and user.lower() in ("user", "username", "") or (
+        password == user and user.isalpha() and user.islower())
 
 
 class _KeyTail(_Scan):
@@ -385,14 +399,14 @@ def _user_password(m: re.Match[str]) -> bool:
 #: Kyrgyz, Tatar, Uyghur), the Caucasus (Georgian, Armenian), Indic, South-East Asian, African and Middle-Eastern;
 #: then the same in scripts written without spaces, where no word boundary follows
 _PASSWORD_WORDS_ANY = (
-    "password", "passphrase", "pass phrase", "passwd", "passwort", "passwört", "kennwort", "wachtwoord", "wachtwurd",
+    "password", "passphrase", "pass phrase", "passcode", "passwd", "passwort", "passwört", "kennwort", "wachtwoord", "wachtwurd",
     "wachtzin", "lösenord", "lösenfras", "salasana", "tunnuslause", "adgangskode", "passord", "loyniorð",
     "heslo", "hesla", "heslem", "hesle", "heslu", "hesly", "hasło", "hasła", "hasł", "haśle", "geslo", "gesla",
     "geslu", "geslom", "lozinka", "lozink", "parola", "parolă",
     "parole", "parool", "jelszó", "jelszav", "jelmondat", "şifre", "sifre", "senha", "contraseña", "contrasenya",
     "clave", "slaptažodis", "slaptažod", "lykilorð", "nenosiri", "mdp", "psw", "пароль", "пароля", "паролем",
     "парола", "паролата", "лозинка", "лозинк", "шифра", "шифру", "κωδικός", "κωδικ", "συνθηματικ", "mot de passe",
-    "phrase de passe", "phrase secrète", "frase de paso", "mật khẩu", "mat khau", "kata sandi", "kata laluan",
+    "phrase de passe", "phrase secrète", "frase de paso", "frase-senha", "frase senha", "mật khẩu", "mat khau", "kata sandi", "kata laluan",
     "wagwoord", "şifrə", "šifra", "šifr", "sifra", "sifr", "құпия сөз", "нууц үг", "parol", "fjalëkalim",
     "pasahitza", "pasvorto", "contrasinal", "passwuert", "cyfrinair", "pasfhocal", "facal-faire", "adgangsord",
     "palavra-passe", "palavra passe", "kodeord", "salasõna", "парол", "сырсөз", "серсүз", "şîfre", "modpas",
@@ -402,7 +416,7 @@ _PASSWORD_WORDS_ANY = (
 #: scripts written without spaces between words, or whose words no \w boundary ends: no boundary is asked
 _PASSWORD_WORDS_BARE = ("密码", "密碼", "口令", "パスワード", "暗証番号", "비밀번호", "암호", "패스워드", "पासवर्ड",
                         "कूटशब्द", "संकेतशब्द", "পাসওয়ার্ড", "ਪਾਸਵਰਡ", "ପାସୱାର୍ଡ", "கடவுச்சொல்", "รหัสผ่าน",
-                        "ລະຫັດຜ່ານ", "סיסמה", "סיסמא", "كلمة المرور", "كلمة السر", "الرقم السري", "رمز عبور",
+                        "ລະຫັດຜ່ານ", "סיסמה", "סיסמא", "كلمة المرور", "كلمة السر", "الرقم السري", "الرمز السري", "رمز عبور",
                         "کلمه عبور", "گذرواژه", "پاس ورڈ", "პაროლ", "ពាក្យសម្ងាត់", "စကားဝှက်",
                         "የይለፍ ቃል", "գաղտնաբառ", "પાસવર્ડ", "పాస్‌వర్డ్", "పాస్వర్డ్", "ಪಾಸ್‌ವರ್ಡ್", "പാസ്‌വേഡ്", "මුරපදය",
                         "පාස්වර්ඩ්", "پاسورډ", "پټنوم", "پارول", "פּאַראָל", "פאראל",
@@ -539,7 +553,7 @@ class _PasswordNearby(_Scan):
     (:func:`_told`: ``perrito2021``, a PIN-like number, several words of a passphrase), when ``_TOLD``."""
 
     _TOKEN = _Lazy(r"[^\s，。、！？：；「」（）\"'`|]+")
-    _WRAP = "\"'`*_([{<>)]}.,;:!?"
+    _WRAP = "\"'`*_([{<>)]}.,;:!?،؛。、，"
     _WORDS = _PASSWORD_WORDS_RE
     _PROSE_ONLY = False
     _TOLD = False
@@ -709,7 +723,9 @@ _ABOUT_GAP_RE = _Lazy(
     r"|error|status|exit|http|line|port|length|länge|richtlinie|longueur|politique|longitud|política|comprimento"
     r"|lunghezza|długość|délka|hossz\w*|uzunluğu|длина|политика|errors?|fehler\w*|erreur|errore|błąd\w*|chyba"
     r"|ошибк\w*|hata\w*|hiba\w*|σφάλμα\w*|virhe\w*|fejl|feil|fel|fout|version|versie|versão|versión|features?"
-    r"|specs?|mode|type|standard|band|channel|support\w*)\b")
+    r"|specs?|mode|type|standard|band|channel|support\w*)\b"
+    r"|재설정|변경|정책|길이|만료|규칙|リセット|再設定|変更|ポリシー|長さ|有効期限|ルール|重置|重设|重設|修改|策略|长度|長度"
+    r"|过期|過期|规则|規則")
 #: a count's unit after a number: "8 characters", "12 Zeichen", "6 chiffres"
 _COUNT_AFTER_RE = _Lazy(
     r"(?i)[ \t]*(?:characters?|chars?|letters?|digits?|symbols?|zeichen|stellen|caract[eè]res|chiffres|d[ií]gitos"
@@ -765,13 +781,14 @@ def _told_at(text: str, word: re.Match[str], token: re.Match[str], end: int) -> 
     copula = said.group(1) if said is not None else None
     if copula in _OWN_LANGUAGE and not word.group(0).startswith(_OWN_LANGUAGE[copula]):
         said = None  # "the password on prod01 is …": English "on"
-    if said is None and not (not gap.strip() and word.group(0) in _OWN_FORMS):
+    if said is None and not (not gap.strip() and (word.group(0) in _OWN_FORMS or not word.group(0).isascii() and (
+            not _LATIN_RE.search(word.group(0)) and value.isascii()))):  # পাসওয়ার্ড dolphin22: Latin in another script
         if not _TOLD_AFTER_RE.match(text, a + len(value)):
             return None
     elif copula == "to" and not word.group(0).startswith(("hasł", "haśl")) and (gap.strip() != "to" or _GIVEN_TO_RE.search(
             text, max(0, word.start() - 60), word.start())):
         return None  # "I sent the password to bob42": a person; "… is limited to 1024", "normalized according to …"
-    phrase_end = _spoken_phrase(text, a, end, english=gap.rstrip().endswith(("is", "was", ":", "=")))
+    phrase_end = _spoken_phrase(text, a, end, announced=_PHRASE_GAP_RE.search(gap.rstrip()) is not None)
     if phrase_end > 0:
         return _SPAN_RE.match(text, a, phrase_end)
     if not _told(value) or _COUNT_AFTER_RE.match(text, a + len(value)) or value.isdigit() and _UNIT_AFTER_RE.match(
@@ -781,6 +798,7 @@ def _told_at(text: str, word: re.Match[str], token: re.Match[str], end: int) -> 
 
 
 _ASCII_RUN_RE = _Lazy(r"[!-~]+")
+_LATIN_RE = _Lazy(r"[A-Za-z\u00c0-\u024f]")
 _SENTENCE_END_RE = _Lazy(r"[.!?;](?:\s|$)|[。！？]")
 _UNSPACED_RE = _Lazy(r"[\u0e00-\u0e7f\u1780-\u17ff\u3000-\u9fff\uac00-\ud7af\uff00-\uffef]")  # Thai, Khmer, CJK, Hangul
 _GIVEN_TO_RE = _Lazy(r"(?i)\b(?:sen[dt]|gave|give|forward\w*|e-?mail\w*|mail\w*|shar\w+|show\w*|pass\w*|text\w*|dm'?d"
@@ -824,7 +842,7 @@ _WORD_COUNT_RE = _Lazy(r"(?:[0-9]+|one|two|three|four|five|six|seven|eight|nine|
 _PHRASE_WORD_RE = _Lazy(r"[^\W_]+(?:['’-][^\W_]+)*")
 
 
-def _spoken_phrase(text: str, a: int, end: int, english: bool) -> int:
+def _spoken_phrase(text: str, a: int, end: int, announced: bool) -> int:
     """The end of a passphrase of several words told at ``a`` without quotes ("… is purple otter 88", "… is correct
     horse battery"), or -1. It is read to the end of its sentence or line, or to a word that goes on with the
     sentence (a conjunction, :data:`_CLAUSE_WORDS`), and holds two to eight words: with a number among them and a
@@ -837,9 +855,11 @@ def _spoken_phrase(text: str, a: int, end: int, english: bool) -> int:
     for m in _PLAIN_TOKEN_RE.finditer(text, a, end):
         raw = m.group(0)
         core = raw.rstrip(".,;:!?)”’\"'")
+        if words and _LATIN_RE.search(words[0]) and not _LATIN_RE.search(core) and not core.isdigit():
+            break  # "パスワードは abc123 を使う": the sentence goes on in its own script
         if core.lower() in _CLAUSE_WORDS or not _PHRASE_WORD_RE.fullmatch(core):
-            if not core and raw[:1] in "—–-":
-                break
+            if not core.strip("—–-") or raw[:1] == "(" and words:
+                break  # "… — restic asks for it", "… (with spaces)": the phrase ended
             if core.lower() in _CLAUSE_WORDS:
                 break
             return -1  # a flag, a path, a symbol inside: not words of a passphrase
@@ -849,6 +869,9 @@ def _spoken_phrase(text: str, a: int, end: int, english: bool) -> int:
             return -1
         if core != raw:  # punctuation after the word ends the phrase
             break
+    if len(words) == 1 and announced and _JOINED_PHRASE_RE.fullmatch(words[0]):
+        parts = re.split(r"[-.]", words[0])  # bussola-cavallo-lanterna-graffetta: words joined by dashes
+        return stop if not any(p in _PHRASE_STOP or p in _STOP_WORDS for p in parts) else -1
     if len(words) < 2:
         return -1
     lower = [w.lower() for w in words]
@@ -863,12 +886,16 @@ def _spoken_phrase(text: str, a: int, end: int, english: bool) -> int:
                 text, stop) or any(_UNIT_AFTER_RE.fullmatch(" " + w) for w in lower):
             return -1
         return stop
-    if not english or len(words) < 3 or not all(w.isascii() and w.islower() for w in words):
+    if not announced or len(words) < 3 or not all(w.isalpha() and w.islower() for w in words):
         return -1
     return stop if not any(w in _PHRASE_STOP for w in lower[1:]) else -1
 
 
 _PLAIN_TOKEN_RE = _Lazy(r"\S+")
+_JOINED_PHRASE_RE = _Lazy(r"[^\W\d_A-Z]{3,}(?:-[^\W\d_A-Z]{3,}){3,7}")
+#: what announces a passphrase of plain words: a sign or a copula (not "to" or a dash, which go on with a sentence)
+_PHRASE_GAP_RE = _Lazy(r"(?:(?:^|\s)(?:is|was|ist|lautet|war|est|était|es|era|é|è|és|este|jest|je|on|är|var|er|is"
+                       r"|είναι|это|adalah|ialah|ay|là|volt)|[:=：])[ \t]*$")
 
 
 #: a passphrase of words in quotes: three to eight lower-case words (a digit or a symbol may join them)
@@ -911,7 +938,8 @@ class _PinNearby(_PasswordNearby):
         r"|(?:zahlen)?schloss-?kombination|kombination|combinaison|combinación|combinazione|kombinacja|kombinace"
         r"|комбинаци\w|digicode|code (?:de la porte|d'entrée|de l'alarme|du portail|du coffre(?:-fort)?|d'accès)"
         r"|código (?:de (?:la puerta|la alarma|el portón|la caja fuerte|entrada|acceso|acesso|portão|alarme|cofre)"
-        r"|do (?:portão|alarme|cofre))|codice (?:del portone|della porta|dell'allarme|della cassaforte|d'accesso)"
+        r"|do (?:portão|alarme|cofre))|codice (?:del portone|della porta|dell'allarme|della cassaforte|d'accesso|del cancello|del citofono"
+        r"|del garage|del lucchetto|del box)"
         r"|kod (?:do drzwi|do bramy|alarmu|do sejfu|do domofonu|dostępu)|szyfr do sejfu|kód (?:ke dveřím|alarmu|k trezoru)"
         r"|kapı kodu|alarm kodu|kasa şifresi|код (?:от )?(?:двери|домофона|сигнализации|сейфа|подъезда|доступа)"
         r"|κωδικός (?:πόρτας|συναγερμού|χρηματοκιβωτίου)|ajtókód|riasztókód|kaputelefon kód",
@@ -937,6 +965,8 @@ class _PinNearby(_PasswordNearby):
 def _glued(text: str, word: re.Match[str]) -> bool:
     """A letter, a digit, ``_`` or ``-`` right before ``word`` (``спин`` is no ``пин``, ``x-pin`` a name)."""
     before = text[word.start() - 1 : word.start()]
+    if before == "-" and text.startswith(("PIN", "PUK"), word.start()) and text[word.start() - 2 : word.start() - 1].isalpha():
+        return False  # EC-Karten-PIN, SIM-PIN: a compound that ends in the word, in capitals
     return bool(before) and (before.isalnum() or before in "_-") and not _UNSPACED_RE.match(word.group(0))
 
 
@@ -1115,7 +1145,7 @@ class _ToldByContext(_Scan):
         if text[a - 1] == "(":
             close = text.find(")", a, end)
             end = close if close > 0 else end
-        phrase = _spoken_phrase(text, a, end, english=True) if not self.answer else _answer_end(text, a, end)
+        phrase = _spoken_phrase(text, a, end, announced=True) if not self.answer else _answer_end(text, a, end)
         if phrase > 0 and (self.secret or self._password_near(text, said)):
             return _SPAN_RE.match(text, a, phrase)
         token = _PLAIN_TOKEN_RE.match(text, a, end)
@@ -1224,6 +1254,8 @@ def _answer_end(text: str, a: int, end: int) -> int:
     stop = a
     for m in _PLAIN_TOKEN_RE.finditer(text, a, end):
         core = m.group(0).rstrip(".,;:!?)”’\"'")
+        if words and _LATIN_RE.search(words[0]) and not _LATIN_RE.search(core) and not core.isdigit():
+            break  # "パスワードは abc123 を使う": the sentence goes on in its own script
         if core.lower() in _CLAUSE_WORDS or not _PHRASE_WORD_RE.fullmatch(core):
             break
         words.append(core)
@@ -1297,7 +1329,7 @@ class _TokenNearby(_PasswordNearby):
                 and value.split(":", 1)[0].lower() not in _HASH_TAGS
                 and not _identifier_like(value) and "://" not in value and not _stands_in(value)
                 and not _FILE_NAME_RE.search(value) and not value.startswith(_MARK)
-                and not _FINGERPRINT_RE.fullmatch(value))
+                and not _FINGERPRINT_RE.fullmatch(value) and not _public_or_sample(value))
 
 
 #: a key's id or fingerprint as gpg, ssh-keygen and key servers print it (upper-case hex): public, not a secret
@@ -1678,6 +1710,42 @@ def _random_or_strong(value: str, digest_lengths: bool = False) -> bool:
 _DIGEST_HEX_RE = _Lazy(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
+#: a line about two-factor sign-in, in the languages of :data:`_PASSWORD_WORDS_ANY`
+_TWO_FACTOR_RE = _Lazy(r"(?i)2fa|\bmfa\b|totp|\botp\b|authenticat|autenticad|authentifi|two[- ]factor|2[- ]step"
+                       r"|zwei[- ]?faktor|2-faktor|doble factor|dois fatores|deux facteurs|due fattori|\bqr\b"
+                       r"|(?:2fa|totp|otp)-?geheimnis|(?:clave|chave) secreta|chiave segreta|clé secrète")
+
+
+def _totp_seed(value: str) -> bool:
+    """Base32 (``A-Z2-7``) of 16 characters or more without its spaces, letters and at least two digits, not a
+    word in capitals: how an authenticator app shows a seed to type in."""
+    seed = value.replace(" ", "").replace("\t", "")
+    digits = sum(c.isdigit() for c in seed)
+    return len(seed) >= 16 and digits >= 2 + (seed.islower()) and len(seed) - digits >= 8 and len(set(seed)) >= 10
+
+
+#: the session cookies of web frameworks (not ``sessionId``, which logs and transcripts use for other ids)
+_SESSION_COOKIES = ("phpsessid", "jsessionid", "aspsessionid", "asp.net_sessionid", "connect.sid", "laravel_session",
+                    "ci_session", "wordpress_logged_in_", "wordpress_sec_", "cfid", "cftoken")
+#: a task after ``namespace:`` (``credentials:edit``, ``key:generate``): a command, not a value
+_TASK_VERBS = frozenset({"edit", "show", "generate", "clear", "list", "create", "delete", "rotate", "set", "get",
+                         "sync", "pull", "push", "encrypt", "decrypt", "init", "new", "add", "remove", "update",
+                         "check", "status", "dump", "import", "export", "reset", "revoke", "renew", "unset", "view"})
+#: what may follow a setting's value on its line: nothing, a comment or a continuation
+_LINE_REST_RE = _Lazy(r"[ \t]*(?:$|\r?\n|[#;\\]|//|/\*)")
+
+
+def _told_pair(value: str) -> bool:
+    """A password told beside its user or its old one: letters, a digit and a symbol that names and versions do not
+    hold (``Tiger25$``; not ``Python3.11-Slim`` or ``Mozilla/5.0``)."""
+    return any(c in "!@#$%^&*+=?~" for c in value) and any(c.isdigit() for c in value) and any(
+        c.isalpha() for c in value) and _password_like(value) and not _skip_value(value) and not _FORMULA_RE.search(value)
+
+
+_FORMULA_RE = _Lazy(r"\w=\w|\^[0-9]")  # (ID=12&x=abc), (x^2+y^2): a query or a formula
+_REF_RE = _Lazy(r"#[0-9]|::")  # (Bug#52656), (ITS#9502), v8::internal: an issue or a name, in parentheses
+
+
 def _strong_password(value: str, strict: bool = True) -> bool:
     """Upper and lower case, a digit and a symbol (when ``strict``, one that names and constants do not hold: not
     ``_``, ``-`` or ``.``), no words-and-dots shape: a generated or chosen password."""
@@ -1885,7 +1953,15 @@ def _prose(words: str, separators: str, shortest: int, code: bool = True) -> _Ch
         rf"([\"'`]?)(?!\[REDACTED)(?=[^\s\"'`]{{0,127}}[0-9!@#$%^&*+/_~\-])([^\s\"'`(\[<-][^\s\"'`]{{{shortest - 1},127}}?)"
         rf"\1(?=[.,;!?)]?(?:\s|$))"),
         lambda m: _mixed(m.group(2)) and not _skip_value(m.group(2)) and "://" not in m.group(2) and (
-            code or not _CODE_PATH_RE.fullmatch(m.group(2))))
+            code or not _CODE_PATH_RE.fullmatch(m.group(2))) and not (
+            # "die Passphrase für den GPG-Schlüssel ist …": after what it is for, a value with no "is" or ":"
+            # before it is a word of the sentence unless it holds a digit
+            not any(c.isdigit() for c in m.group(2)) and _FOR_WHAT_RE.search(m.string, m.start(), m.start(2))
+            and not _SAID_RE.search(m.string[m.start() : m.start(2)].rstrip(" \t\"'`*_…›."))))
+
+
+_FOR_WHAT_RE = _Lazy(r"\s(?:for|of|on|für|pour|para|de)\s")
+_SAID_RE = _Lazy(r"(?i)(?:[:=：]|\b(?:is|was|to|as|ist|lautet|est|es|é|är|er|jest|je):?)$")
 
 
 _BASIC_RE = _Lazy(r"(?i)basic|base64|b64|btoa|auth")
@@ -1911,7 +1987,7 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
     ),
     # an END line whose BEGIN was cut away upstream: the key lines before it go too
     ("private-key", ("-----end",), _KeyTail(), 0),
-    ("private-key", ("private-lines:",), _Lazy(r"Private-Lines:\s*\d+\s*(?:[A-Za-z0-9+/=]+\s*)+"), 0),
+    ("private-key", ("private-lines:",), _Lazy(r"Private-Lines:\s*\d+\s*(?:[A-Za-z0-9+/=]+(?![\w-])\s*)+(?:Private-MAC:[ \t]*[0-9a-fA-F]+)?"), 0),
     ("private-key", ("age-secret-key-",), _Lazy(r"AGE-SECRET-KEY-1[0-9A-Z]{20,}"), 0),
     # the secret access key printed on the line of its key id (`aws iam create-access-key --output text|table`)
     ("aws-key", ("akia", "asia"),
@@ -2197,13 +2273,22 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
     ("password", ("cred", "login", "log in", "sign in", "username", "admin", "basic"),
      _Checked(_Lazy(r"(?i)\b(?:creds|credentials|login|log[ \t]?in|sign[ \t]?in|username|admin|basic[ \t-]?auth)\b"
                     r"[^\n]{0,60}?"
-                    r"[\s(][\"'`]?[\w.@+-]{1,40}[\"'`]?(?:[ \t]*/[ \t]*|:)[\"'`]?(?!\[REDACTED)([^\s/:)\"'`]{6,128})"
+                    r"[\s(][\"'`]?[\w.@+-]{1,40}[\"'`]?(?:[ \t]*/[ \t]*|:)[\"'`]?(?!\[REDACTED)([^\s/:)\"'`]{6,128}?)"
                     r"[\"'`]?(?=[.,;!?)]?(?:\s|$))"),
               lambda m: _mixed(m.group(1)) and any(c.isdigit() for c in m.group(1)) and not m.group(1).isdigit()
-              and not m.group(1).startswith("-") and not _skip_value(m.group(1))), 1),
-    # .pgpass: host:port:database:user:password (a host with a letter, a dot or *; a port or *)
+              and not m.group(1).startswith("-") and not _skip_value(m.group(1))
+              and not _FILE_NAME_RE.search(m.group(1))), 1),  # login.defs.5.xml, man/pwck.8.xml: files
+    # on a line about a login: "old: … new: …", "temp pw = …", "(admin / …)", "same as the db one (…)"
+    ("password", ("old", "new", "current", "temp", "previous", "("),
+     _Checked(_Lazy(r"(?i)(?:\b(?:old|new|current|temp(?:orary)?|previous)(?:[ \t]+(?:one|pw|pass(?:word)?))?[ \t]*"
+                    r"[:=][ \t]*|(?<![^\s\"'`])\((?:[\w.@+-]{1,40}[ \t]*/[ \t]*)?)(?![@#\[])([^\s()\"'`]{6,64}?)"
+                    r"(?:\)|[.,;]?(?=\s|$))"),
+              lambda m: _told_pair(m.group(1)) and not _REF_RE.search(m.group(1)) and _near(_LOGIN_CONTEXT_RE, m, 200)),
+     1),
+    # .pgpass: host:port:database:user:password (a host with a letter, a dot or *; a port or *), a line or quoted
     ("password", (":5432:", ":*:", ":6432:", ":5433:"),
-     _Lazy(r"(?m)^[ \t]*[^\s:#]*[A-Za-z.*][^\s:#]*:(?:[0-9]{1,5}|\*):[^\s:]+:[^\s:]+:(?!\[REDACTED)(\S+)[ \t]*$"),
+     _Lazy(r"(?m)(?:^|(?<=\s))[^\s:#\"'`]*[A-Za-z.*][^\s:#\"'`]*:(?:[0-9]{1,5}|\*):[^\s:]+:[^\s:]+:(?!\[REDACTED)"
+           r"([^\s:]+?)[.,;]?(?=\s|$)"),
      1),
     # Oracle user/password@db and Go's user:password@tcp(…): a login without a scheme
     ("password", ("@tcp(", "@unix("),
@@ -2566,6 +2651,12 @@ _FORMATS.extend([
     ("secret", ("key", "secret", "seed", "code"),
      _Lazy(r"(?i)\b(?:setup|secret|totp|2fa|mfa|otp|authenticator)[ \t]+(?:key|secret|seed|code)\b[^\n:]{0,30}:?"
            r"[ \t]*(?!\[REDACTED)((?:[A-Z2-7]{4}[ \t]?){4,16})(?![A-Za-z0-9])"), 1),
+    # a TOTP seed told anywhere on a line about two-factor sign-in: 16 to 64 base32 characters, spaced or not
+    ("secret", ("2fa", "mfa", "totp", "otp", "authenticat", "autenticad", "factor", "faktor", "2-step", "qr",
+                "geheimnis", "secret", "segret", "secreta"),
+     _Checked(_Lazy(r"(?<![A-Za-z0-9])(?!\[REDACTED)((?:[A-Z2-7]{4}[ \t]){3,15}[A-Z2-7]{2,4}|[A-Z2-7]{16,64}"
+                    r"|(?:[a-z2-7]{4}[ \t]){3,15}[a-z2-7]{2,4}|[a-z2-7]{16,64})(?![A-Za-z0-9])"),
+              lambda m: _totp_seed(m.group(1)) and _near(_TWO_FACTOR_RE, m, 120)), 1),
     ("secret", ("otpauth-migration:",), _Lazy(r"otpauth-migration://[^\s?]*\?data=(?!\[REDACTED)([^\s&\"']+)"), 1),
     ("secret", ("codes",),
      _Lazy(r"(?i)\b(?:recovery|backup|one-time|2fa|mfa|emergency|scratch)[ \t]+codes?\b[^\n]*\n(?:[ \t]*\n)?"
@@ -2585,7 +2676,8 @@ _FORMATS.extend([
                     r"|proxy_set_header|add_header|grpc_set_header|(?:Request)?Header[ \t]+(?:set|add|append)|#define"
                     r"|(?:(?:Private|Public|Friend)[ \t]+)?Const)[ \t]+(?:::env\()?([A-Za-z_][\w.-]*)\)?"
                     r"(?:[ \t]+As[ \t]+String)?(?:[ \t]*=[ \t]*|[ \t]+)(?![=\[])(?!REDACTED)([\"']?)([^\s\"';]+)\2"),
-              lambda m: _strong_name(m.group(1)) and not _skip_value(m.group(3))), 3),
+              lambda m: _strong_name(m.group(1)) and not _skip_value(m.group(3))
+              and _LINE_REST_RE.match(m.string, m.end()) is not None), 3),  # not "set passcode length to 8"
     ("password", ("pass", "pw", "secret", "token", "key", "credential"),
      _Checked(_Lazy(r"(?m)^[ \t]*([A-Za-z][\w.-]{2,60})(?:[ \t]+--?[a-z][\w-]*)*[ \t]+([\"']?)(?!\[REDACTED)(?!-)"
                     r"([^\s\"';]{4,200})\2[ \t]*;?[ \t]*$"),
@@ -2649,6 +2741,11 @@ _FORMATS.extend([
     ("password", ("/v ", "/d "),
      _Checked(_Lazy(r"(?i)\s/v[ \t]+\"?([\w.-]{1,80})\"?[^\n]{0,80}?\s/d[ \t]+(?!\[REDACTED)(\"[^\"\n]*\"|\S+)"),
               _named_by(1)), 2),
+    # what a file that holds a secret is said to hold: "config/master.key contains …", "~/.vault_pass has: …"
+    ("secret", (".key ", ".pass ", ".secret ", ".token ", "master.key", "pass.txt", "token.txt", "secret.txt", "keyfile"),
+     _Checked(_Lazy(r"(?i)([\w./~-]{1,120})[`'\"]?[ \t]+(?:contains|has|holds|reads|is)[ \t]*:?[ \t]+[`'\"]?"
+                    r"(?!\[REDACTED)([A-Za-z0-9+/=_-]{16,})"),
+              lambda m: _secret_file(m.group(1)) and _looks_random(m.group(2))), 2),
     # a value echoed into a file that holds a secret: echo '…' > ~/.rsync.pass, echo KEY:SECRET > ~/.passwd-s3fs
     ("password", ("echo", "printf"),
      _Checked(_Lazy(r"\b(?:echo|printf)\s+(?:-[neE]+\s+)?(?:([\"'])%[^\"'\n]*\1\s+)?(?!\[REDACTED)"
@@ -3011,6 +3108,9 @@ def _key_material(text: str) -> tuple[str, int]:
 # -- 2. names --------------------------------------------------------------------------------------------------
 #: run over the lower-cased text: an IGNORECASE scan costs ~15x more (measured: 8.5 ms vs 0.5 ms per 64 KB)
 _NAME_WORD_RE = _Lazy(r"pass|pasw|pwd|secret|token|key|auth|cred|sig|salt|cookie|pw|psk|mnemonic|dockerc|seed|hmac|login"
+                      r"|sessid|sessionid|connect\.sid|_session|logged_in|wordpress_sec|cfid|cftoken"
+                      r"|senha|sifre|kennwort|contrase|haslo|heslo|geslo|salasan|wachtwoord|losenord|jelszo|lozink"
+                      r"|parool|adgangskode|geheim|segret"
                       r"|pat(?![hc]|ter|ien|ron)")
 _IDENT_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.")
 _CAMEL_RE = _Lazy(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
@@ -3019,7 +3119,11 @@ _PASSWORD_PARTS = ("passw", "passphrase", "passcode")
 _PASSWORD_WORDS = frozenset({"pwd", "pw", "pass", "pword", "passwd", "sshpass", "requirepass", "masterauth", "authtok",
                              "passhash",
                              # the common misspellings, which a connection string's error message echoes back
-                             "pasword", "paswd", "passowrd", "paswword", "passwrd"})
+                             "pasword", "paswd", "passowrd", "paswword", "passwrd",
+                             # "password" in other languages' names (DB_SENHA, SIFRE, MOT_DE_PASSE: see name_kind)
+                             "senha", "sifre", "sifresi", "kennwort", "contrasena", "contrasenya", "haslo", "heslo",
+                             "geslo", "salasana", "wachtwoord", "losenord", "jelszo", "lozinka", "parool",
+                             "adgangskode", "passord", "motdepasse"})
 #: words that end like a password's name and are none
 _NOT_PASSWORDS = frozenset({"bypass", "compass", "trespass", "overpass", "underpass", "surpass", "encompass",
                             "multipass", "firstpass", "onepass", "subpass", "renderpass", "impass", "repass"})
@@ -3029,7 +3133,9 @@ _SECRET_WORDS = frozenset({
     "accesskey", "authkey", "authtoken", "accesstoken", "refreshtoken", "sessiontoken", "idtoken", "clientsecret",
     "signingkey", "encryptionkey", "masterkey", "licensekey", "webhooksecret",
     # a Wi-Fi pre-shared key, a wallet's seed words, registry credentials (a Kubernetes Secret's key)
-    "psk", "mnemonic", "dockerconfigjson", "dockercfg",
+    "psk", "mnemonic", "dockerconfigjson", "dockercfg", "passkey",
+    # "secret" in other languages' names (CLAVE_SECRETA, GEHEIM)
+    "secreto", "secreta", "segreto", "segreta", "geheim", "geheimnis", "secreet",
 })
 #: what may follow "secret" in one lower-case word (secretkey, secretsmanager); not secretase, secretion, secretary
 _SECRET_TAILS = frozenset({"", "s", "key", "keys", "token", "tokens", "id", "value", "access", "accesskey", "string",
@@ -3133,6 +3239,8 @@ def name_kind(name: str) -> tuple[str, bool] | None:
     >>> name_kind("sort_key"), name_kind("MAPBOX_KEY")
     (('secret', False), ('secret', True))
     """
+    if name.lower().startswith(_SESSION_COOKIES):
+        return "secret", False  # PHPSESSID=…, JSESSIONID=…: a web session's cookie, when its value is random
     parts = _components(name)
     while len(parts) > 1 and (parts[-1].isdigit() or parts[-1] in _QUALIFIERS):  # key1, SECRET_2, RESEND_KEY_PROD
         parts.pop()
@@ -3156,7 +3264,8 @@ def name_kind(name: str) -> tuple[str, bool] | None:
         return None  # secretsmanager, SecretStore: a service that keeps secrets
     last = parts[-1]
     password = any(p.startswith(_PASSWORD_PARTS) or "passw" in p or p in _PASSWORD_WORDS
-                   or p.endswith(("pass", "pw", "pwd")) and len(p) > 4 and p not in _NOT_PASSWORDS for p in parts)
+                   or p.endswith(("pass", "pw", "pwd")) and len(p) > 4 and p not in _NOT_PASSWORDS for p in parts) or (
+        "passe" in parts and "mot" in parts)  # MOT_DE_PASSE
     secret = any(p in _SECRET_WORDS or (p.startswith("secret") and p[6:] in _SECRET_TAILS) for p in parts)
     if last == "data" and len(parts) > 1 and parts[-2] == "key":  # kubeconfig's client-key-data: a private key
         return "secret", True
@@ -3169,6 +3278,8 @@ def name_kind(name: str) -> tuple[str, bool] | None:
             else None
     if last in _ABOUT_LAST and not (last == "id" and (password or secret)):
         return None
+    if last == "id" and parts[-2:-1] == ["key"] and "private" in parts:
+        return "secret", False  # a service account's private_key_id: the key's id, random
     if last == "id" and (password or secret):  # Vault's secret_id is random; --secret-id prod/db names one
         return ("password" if password else "secret"), False
     if last == "id" and not (password or secret):
@@ -3221,7 +3332,8 @@ _CMDLET_RE = _Lazy(  # a PowerShell cmdlet: an approved verb, a dash, a noun
     r"|Out|Test|Join|Split|Format|Copy|Move|Clear|Find|Install|Update|Register|Unregister|Connect|Disconnect|Enable"
     r"|Disable|Resolve|Wait|Show|Use|Measure|Compare|Group|Sort|Protect|Unprotect|Send|Receive|Restart|Save|Edit"
     r"|Expand|Compress|Initialize|Grant|Revoke|Request|Confirm|Restore|Backup|Publish|Deploy|Build)-[A-Z][A-Za-z]+")
-_GRAPHQL_TYPE_RE = _Lazy(r"\[?[A-Z][A-Za-z0-9]*!?\]?!")
+#: a GraphQL type (``String!``, ``[ID!]!``, ``Int64!``); not ``Golondrina2000!``, a password that ends in "!"
+_GRAPHQL_TYPE_RE = _Lazy(r"\[?[A-Z][A-Za-z]*(?:8|16|32|64|128)?!?\]?!")
 _BUILTIN_TYPES = frozenset({
     "str", "string", "number", "boolean", "bool", "int", "float", "bytes", "any", "unknown", "undefined", "null",
     "none", "object", "void", "never", "dict", "list", "bytearray", "buffer", "uuid", "secretstr", "secretbytes",
@@ -3284,6 +3396,10 @@ def _skip_value(value: str) -> bool:
     v = value.strip()
     if v[:1] in "\"'`“‘«" and v[1:].startswith(_MARK):
         return True  # '[REDACTED:…]': a quoted value another rule masked already
+    if _sigil_password(v):
+        return False  # $maple1169M: a password that starts with $, not a variable
+    if _public_or_sample(v):
+        return True
     if v.startswith("$") and _stands_in(v):
         return True
     if v.startswith("$") and not _VAR_REF_RE.match(v):
@@ -3358,7 +3474,18 @@ def _dotted_reference(value: str) -> bool:
 def _stands_in(value: str) -> bool:
     """``value`` is a variable, a placeholder or a reference to a secret kept elsewhere (:data:`_STANDS_IN_RE`)."""
     v = value.strip().strip("\"'`").strip()
-    return len(v) <= 160 and bool(_STANDS_IN_RE.fullmatch(v))
+    return len(v) <= 160 and bool(_STANDS_IN_RE.fullmatch(v)) and not _sigil_password(v)
+
+
+#: a word, three digits or more and a letter or two: how people make passwords, not how they name variables
+_SIGIL_NAME_RE = _Lazy(r"[A-Za-z]{2,}[0-9]{3,}[A-Za-z]{0,2}")
+
+
+def _sigil_password(value: str) -> bool:
+    """``value`` starts with ``$``, ``&``, ``%`` or ``!`` but is a password, not a variable, an anchor or a tag:
+    ``$maple1169M`` and ``&tiger4017T`` (``$DB_PASS``, ``&default``, ``%APPDATA%``, ``$user1`` stay references)."""
+    return value[:1] in "$&%!" and bool(_SIGIL_NAME_RE.fullmatch(value, 1)) and not _TECH_TERM_RE.match(
+        value, 1) and _password_like(value[1:])
 
 
 def _names_another(value: str) -> bool:
@@ -3479,7 +3606,8 @@ def _value_span(text: str, vstart: int, to_line_end: bool, strong: bool, whole_t
         else:
             a, b = vstart + 1, end
         value = text[a:b]
-        if len(value.strip()) < 3 or value.startswith(_MARK) or value.startswith(("${", "{{", "$(")) or _stands_in(value):
+        if len(value.strip()) < 3 or value.startswith(_MARK) or value.startswith(("${", "{{", "$(")) or _stands_in(
+                value) or _public_or_sample(value):
             return None  # accesskey="h" (an HTML shortcut): no secret is this short
         if _VERSION_RE.fullmatch(value) or _is_prose(value) or value.lower() in ("omit", "include", "same-origin") or (
                 re.fullmatch(r"[~^=<>]{0,2}[0-9]{1,3}", value)):
@@ -3560,8 +3688,9 @@ def _named(text: str, lower: str) -> tuple[str, int]:
             continue  # src/auth/password.py:42: a file and a line number (grep, a traceback, a warning)
         if text.startswith("//", a - 2) or raw == "PASS" and text.startswith("--- ", a - 4):
             continue  # https://__token__:…@host (a URL's user part, which the URL rules read); go test's --- PASS:
-        if a > 0 and text[a - 1] == ":" and _ARN_RE.search(text, max(0, a - 120), a):
-            continue  # arn:aws:secretsmanager:…:secret:prod/db: a resource's name
+        if a > 0 and text[a - 1] == ":" and _ARN_RE.search(text, max(0, a - 120), a) or text.rfind(
+                "{{resolve:", max(0, a - 200), a) > text.rfind("}}", max(0, a - 200), a):
+            continue  # arn:aws:secretsmanager:…:secret:prod/db, {{resolve:secretsmanager:${DbSecret}:SecretString…}}
         if raw.startswith("-"):
             sep = _FLAG_SEP_RE.match(text, b)
             if sep:
@@ -3618,6 +3747,8 @@ def _named(text: str, lower: str) -> tuple[str, int]:
                     value = text[prose.end() : end].rstrip(".,;:!?)\"'")
                     if value and value.lower() not in _PROSE_STOP and not _skip_value(value):
                         span = (prose.end(), prose.end() + len(value))
+        if span and span[0] == b + 1 and text[b] == ":" and text[span[0] : span[1]].lower() in _TASK_VERBS:
+            span = None  # rails credentials:edit, artisan key:generate, secret:list: a command's namespace and task
         if span and _in_sentence(text, a, text[span[0] : span[1]]):
             span = None  # "it served as a spoken password: those who …": a word of the sentence
         if span and (_reads_itself(name, text[span[0] : span[1]]) or _names_another(text[span[0] : span[1]])
@@ -3703,7 +3834,7 @@ def _high_entropy(text: str) -> tuple[str, int]:
         value = m.group(2)
         if m.string.startswith("W/", m.start() - 2) or len(value) >= 26 and len(set(value)) == len(value):
             return m.group(0)  # an ETag, an alphabet ("ABC…xyz0123456789+/")
-        if (value.lower().startswith(_DIGEST_PREFIXES) or value.startswith(_PUBLISHABLE)
+        if (value.lower().startswith(_DIGEST_PREFIXES) or _public_or_sample(value)
                 or not re.search("[a-z]", value)
                 or not re.search("[A-Z]", value) or not re.search("[0-9]", value) or shannon_entropy(value) < 4.3
                 or _identifier_like(value)):
@@ -3741,7 +3872,6 @@ class _ClientLiteral(_Scan):
                 yield m
 
 
-_FILE_NAME_RE = _Lazy(r"\.[A-Za-z][A-Za-z0-9]{0,4}$")
 #: keys a provider publishes in web pages and apps by design (Stripe's, Clerk's, Paddle's client-side keys)
 _PUBLISHABLE = ("pk_live_", "pk_test_", "live_pk_", "test_pk_")
 #: what a constructor's name says it builds when it is no client: a value, not a connection
@@ -3863,15 +3993,41 @@ def _masked(kind: str, value: str) -> None:
         seen.setdefault(value, kind)
 
 
+#: a password listed with one a rule masked: "tried … and [REDACTED:password]", "[REDACTED:password] or …"
+_LIST_WORD = r"[,;]?[ \t]+(?:and|or|und|oder|et|ou|y|o|e|en|of|i|och|eller|и|или)[ \t]+"
+_SIBLINGS = (
+    _Checked(_Lazy(r"(?<![^\s(\"'`])([^\s()\[\]\"'`,;]{6,64}?)" + _LIST_WORD + r"(?=\[REDACTED:password\])"),
+             lambda m: _told_pair(m.group(1))),
+    _Checked(_Lazy(r"(?<=\[REDACTED:password\])" + _LIST_WORD + r"([^\s()\[\]\"'`,;]{6,64}?)(?=[.,;!?)]?(?:\s|$))"),
+             lambda m: _told_pair(m.group(1))),
+)
+
+
 def _echoes(text: str, seen: dict[str, str]) -> tuple[str, int]:
     """Every other copy of a value a rule masked (a command's output that prints back what it was given: "was
     updated to …", a log that repeats a token), as a word of its own."""
     total = 0
     for value, kind in seen.items():
+        if value.isalpha() and value.islower():
+            continue  # "postgres", "secret": a word the text uses for itself too
         if value in text:
             text, n = re.subn(r"(?<![\w])" + re.escape(value) + r"(?![\w])", _marker(kind).replace("\\", "\\\\"), text)
             total += n
     return text, total
+
+
+def _public_or_sample(value: str) -> bool:
+    """A key meant for web pages (Stripe's ``pk_live_…``, Mapbox's ``pk.…``) or a sample (:func:`_sample_token`)."""
+    return value.startswith(_PUBLISHABLE) or value.startswith("pk.eyJ") or _sample_token(value)
+
+
+def _sample_token(token: str) -> bool:
+    """A provider's token as its documentation prints it (``AKIAIOSFODNN7EXAMPLE``), or its prefix and one
+    character over and over (``sk_live_xxxxxxxx…``): a placeholder. Keys and blocks are never taken for one."""
+    if len(token) > 64 or "\n" in token:
+        return False
+    body = re.split(r"[_./-]", token)[-1]
+    return token.endswith(("EXAMPLE", "EXAMPLEKEY")) or len(body) >= 8 and len(set(body)) == 1
 
 
 def _apply(pattern: _Lazy | _Scan, kind: str, group: int, text: str) -> tuple[str, int]:
@@ -3881,10 +4037,13 @@ def _apply(pattern: _Lazy | _Scan, kind: str, group: int, text: str) -> tuple[st
     def sub(m: re.Match[str]) -> str:
         nonlocal count
         if group == 0:
+            if _sample_token(m.group(0)):
+                return m.group(0)
             count += 1
             _masked(kind, m.group(0))
             return marker
-        if m.start(group) == m.end(group) or _stands_in(m.group(group)) or "REDACTED" in m.group(group) or (
+        if m.start(group) == m.end(group) or _stands_in(m.group(group)) or _sample_token(m.group(group)) or (
+                "REDACTED" in m.group(group)) or (
                 m.string.startswith("REDACTED:", m.start(group) - 9)):
             return m.group(0)  # empty, a stand-in, or inside a marker an earlier rule wrote
         count += 1
@@ -3936,6 +4095,10 @@ def mask(text: str, _argv: bool = True) -> tuple[str, int]:
         if _SEEN.values:
             masked, echoed = _echoes(masked, _SEEN.values)
             total += echoed
+        if "[REDACTED:password]" in masked:
+            for sibling in _SIBLINGS:
+                masked, count = _apply(sibling, "password", 1, masked)
+                total += count
         return masked, total
     finally:
         _SEEN.values = None

@@ -58,7 +58,7 @@ def _log(rng: random.Random, n: int) -> str:
     secrets = [
         "export DB_PASSWORD=k2Jd9sLq0p", "curl -u deploy:Zx8vQ2mN https://ci.example.com/api",
         "postgres://app:pa55/w0rd@db:5432/main", "Authorization: Bearer eyJhbGciOi.abcdefgh12345678",
-        "AKIAIOSFODNN7EXAMPLE", "GITHUB_TOKEN=ghp_" + "a1B2" * 9,
+        "AKIAQ3EGRU7XKZ4TW5NB", "GITHUB_TOKEN=ghp_" + "a1B2" * 9,
     ]
     text = _fill(rng, lines, n)
     parts = [text[i:i + 2048] for i in range(0, len(text), 2048)]

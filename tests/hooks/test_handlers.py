@@ -70,9 +70,9 @@ def test_a_memory_cannot_break_out_of_the_block(memory):
 
 
 def test_private_and_secret_content_never_lands_on_disk(memory):
-    secret_words = ["Hunter2Pass!", "AKIAIOSFODNN7EXAMPLE", "ghp_" + "Zq9" * 12, "s3cretDBpw"]
+    secret_words = ["Hunter2Pass!", "AKIAQ3EGRU7XKZ4TW5NB", "ghp_" + "Zq9" * 12, "s3cretDBpw"]
     hook("prompt", prompt_payload("Remember <private>my locker code is Hunter2Pass!</private> and the key "
-                                  "AKIAIOSFODNN7EXAMPLE for the export job please"))
+                                  "AKIAQ3EGRU7XKZ4TW5NB for the export job please"))
     hook("tool", tool_payload("Bash", {"command": "export GITHUB_TOKEN=ghp_" + "Zq9" * 12},
                               {"stdout": "psql postgres://app:s3cretDBpw@db:5432/x ok", "stderr": ""}))
     hook("stop", {"session_id": "sess-a", "hook_event_name": "Stop", "stop_hook_active": False,

@@ -202,11 +202,11 @@ def test_invalid_utf8_in_an_event_line_skips_only_that_line(home, settings, fake
 
 
 def test_privacy_filter_applies_before_storage(home, settings, fake):
-    write(home / "notes.md", "# Access\nThe vault code is <private>TOPSECRET-991</private>.\nkey AKIAIOSFODNN7EXAMPLE\n")
+    write(home / "notes.md", "# Access\nThe vault code is <private>TOPSECRET-991</private>.\nkey AKIAQ3EGRU7XKZ4TW5NB\n")
     write(home / "events" / "2026-11-20.jsonl", _event(1, "my token is ghp_" + "Ab1" * 12 + " ok"))
     index(settings, embedder=fake)
     raw = b"".join(p.read_bytes() for p in settings.db_path.parent.glob("index.db*"))
-    for secret in (b"TOPSECRET-991", b"AKIAIOSFODNN7EXAMPLE", b"Ab1Ab1Ab1"):
+    for secret in (b"TOPSECRET-991", b"AKIAQ3EGRU7XKZ4TW5NB", b"Ab1Ab1Ab1"):
         assert secret not in raw
 
 

@@ -102,7 +102,7 @@ def test_empty_tags_are_removed():
 
 def test_secrets_of_common_providers_are_masked():
     samples = {
-        "aws-key": "AKIAIOSFODNN7EXAMPLE",
+        "aws-key": "AKIAQ3EGRU7XKZ4TW5NB",
         "github-token": "ghp_" + "a1B2" * 9,
         "openai-key": "sk-proj-" + "x9" * 16,
         "anthropic-key": "sk-ant-api03-" + "Zz" * 15,
@@ -305,7 +305,7 @@ def test_a_canary_inside_a_secret_never_survives_any_cut(before, after, template
 
 
 _PIECES = ["<private>", "</private>", "[private]", "[/private]", "<!-- private -->", "```", "\n```\n", "`",
-           "password", "PASSWORD=", "_TOKEN", " = ", ": ", "'", '"', "AKIAIOSFODNN7EXAMPLE", "ghp_" + "a" * 36,
+           "password", "PASSWORD=", "_TOKEN", " = ", ": ", "'", '"', "AKIAQ3EGRU7XKZ4TW5NB", "ghp_" + "a" * 36,
            "https://u:p@h/x", "-----BEGIN PRIVATE KEY-----", "-----END PRIVATE KEY-----", "[REDACTED:secret]",
            "curl -u a:b ", "mysql -pX ", "sig=abcdefghij", "AccountKey=", " is ", "\n", "key=", "secret", "x"]
 

@@ -765,3 +765,73 @@ def test_references_key_names_fingerprints_issue_refs_symbols_and_listing_tokens
                  "const stripe = Stripe('pk_live_" + "Qx7Lm2Vb9Rk4Tz8W" * 3 + "');",
                  "def test_live_reload_when_the_config_changes(): ..."):
         assert redact(text).text == text, redact(text).text
+
+
+# values that a variable's sign, a type's "!", a name in another language or a list beside a masked one once hid
+ROUND_TWELVE = [
+    ("SMTP_PASSWORD=Cormoran1987!", "Cormoran1987!"),  # ends in "!" like a GraphQL type, but holds a year
+    ('Server=sql01;User ID=app;Password=Falke42!;Encrypt=True', "Falke42!"),
+    ("DB_PASSWORD=$walnut3390K", "$walnut3390K"),  # a sign before a word and digits: a password, not $VAR
+    ("redis:\n  auth:\n    password: &heron7781Q\n", "&heron7781Q"),
+    ("CREATE ROLE etl LOGIN PASSWORD '%otter5512Z';", "%otter5512Z"),
+    ("BANCO_SENHA=Jabuti#2231", "Jabuti#2231"),  # the name in Portuguese, Turkish, German, Polish, French
+    ("API_SIFRE=Lale-Bahar77", "Lale-Bahar77"),
+    ("SMTP_KENNWORT=Eule.Mond39", "Eule.Mond39"),
+    ("haslo_bazy = 'Sowa!Las42'", "Sowa!Las42"),
+    ('const MOT_DE_PASSE_FTP = "Hibou&Lune6";', "Hibou&Lune6"),
+    ("DARAJA_PASSKEY=" + "9c1e" * 16, "9c1e9c1e9c1e9c1e"),
+    ("prod-db.internal:5432:sales:report_ro:Kestrel!Vale9 is in my pgpass, why does psql prompt?", "Kestrel!Vale9"),
+    ('{"type": "service_account", "private_key_id": "' + "5d0b7e31a9c4" * 3 + '1f2e"}', "5d0b7e31a9c45d0b"),
+    ("PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\nComment: k\nPublic-Lines: 2\nAAAAC3NzaC1lZDI1NTE5AAAAIG\n"
+     "Private-Lines: 1\nAAAAIFp3x9Qk2mLr7Tz4Vb8Wn1Yc6Hd0Jf5Ke3Ga9Ps2Ru7\nPrivate-MAC: " + "a7c3" * 16,
+     "a7c3a7c3a7c3a7c3"),
+    # told beside its user, its old one or another masked one
+    ("Rotated the jenkins admin creds. old: Marlin88# new: Pelican%404. Tell the team.", "Marlin88#"),
+    ("Rotated the jenkins admin creds. old: Marlin88# new: Pelican%404. Tell the team.", "Pelican%404"),
+    ("the vpn login is the same as the wiki one (Gecko77&), user is ops", "Gecko77&"),
+    ("Log in to the printer (admin / ^Lynx5521P) and reset the tray", "^Lynx5521P"),
+    ("creds for the camera are root/#bison7713B, can you script a snapshot?", "#bison7713B"),
+    ("tried heron#2231 and Zq7#vLm2pX!Tw9 for the vault admin, both rejected", "heron#2231"),
+    # passphrases of plain words in other languages, ended by a dash or a parenthesis
+    ("Die Passphrase für das Backup ist tanne spiegel regen anker, borg fragt trotzdem.", "tanne spiegel regen anker"),
+    ("Lösenfrasen för valvet är ek spegel regn ankare, hur lägger jag den i en fil?", "ek spegel regn ankare"),
+    ("wachtzin voor de kluis: eik spiegel regen anker — restic vraagt er steeds om", "eik spiegel regen anker"),
+    ("A frase-senha do backup é pinho espelho chuva ancora, como uso no restic?", "pinho espelho chuva ancora"),
+    ("passphrase del portafoglio: abete-specchio-pioggia-ancora — come lo sblocco?", "abete-specchio-pioggia-ancora"),
+    ("my gpg passphrase is silver maple rocket lantern (all lower case), pinentry rejects it", "silver maple rocket"),
+    # PINs and codes
+    ("Meine SIM-Karten-PIN ist 6392, kann ich sie ändern?", "6392"),
+    ("Il codice del citofono è 40718, scrivilo per il corriere", "40718"),
+    ("الرمز السري لحسابي هو 5174، كيف أغيره؟", "5174"),
+    ("সার্ভারের পাসওয়ার্ড bluefox2024, কেন কাজ করছে না?", "bluefox2024"),
+    # a TOTP seed told on a line about two-factor sign-in, and a list of recovery codes after a long lead
+    ("Can't scan the QR code? Type this in: MZXW 6YTB OI2D K5LQ GE3T S4ZU", "MZXW 6YTB OI2D K5LQ"),
+    ("Das 2FA-Geheimnis des Testkontos: KRUGS4ZANFZSAYLOEBSXQ2LNOBWGK3T5 – bitte im Tresor ablegen", "KRUGS4ZANFZSAYLO"),
+    ("Meine Wiederherstellungscodes für das Konto bei der Bank, bitte sicher aufbewahren: "
+     "qk4m2x9p, z7wv3n8r, c5hb6t2y", "qk4m2x9p"),
+]
+
+
+@pytest.mark.parametrize("text, secret", ROUND_TWELVE)
+def test_signs_type_marks_foreign_names_pairs_phrases_codes_and_seeds_are_masked(text, secret):
+    assert secret not in redact(text).text, redact(text).text
+
+
+def test_references_types_samples_public_keys_and_default_logins_stay():
+    for text in ("DB_PASSWORD=$DB_PASS", "password: ${{ secrets.DB_PASSWORD }}", "type Query { me: User! }",
+                 "input Login { password: String! }", "x: &default\n  pool: 5", "set PASS=%APPDATA%",
+                 "password: $sha256sum", "The AWS docs use AKIAIOSFODNN7EXAMPLE as a sample key.",
+                 "STRIPE_SECRET_KEY=sk_live_xxxxxxxxxxxxxxxxxxxxxxxx", "the publishable key pk_live_" + "Q7vT" * 6,
+                 "DATABASE_URL=postgres://user:password@localhost:5432/app — replace user and password",
+                 "DATABASE_URL=postgres://postgres:postgres@localhost:5432/app_dev",
+                 "MasterUserPassword: '{{resolve:secretsmanager:${DbSecret}:SecretString:password}}'",
+                 "비밀번호 재설정 링크가 30분 후에 만료되도록 하려면?", "パスワードの変更ルールは 90日 ごとです",
+                 "the GPIO-PIN 13 drives the LED", "Die Passphrase für den GPG-Schlüssel ist zu kurz.",
+                 "user agent (Mozilla/5.0) for the login page", "the login form (x^2+y^2=r^2) for accounts",
+                 "the 2FA docs cite RFC6238 and ABCDEFGHIJKLMNOP as an alphabet"):
+        assert redact(text).text == text, redact(text).text
+
+
+def test_a_sentence_in_another_script_goes_on_after_the_password():
+    assert redact("パスワードは abc123x を使う").text == "パスワードは [REDACTED:password] を使う"
+    assert redact("كلمة المرور هي Summer2024 لا تعمل").text == "كلمة المرور هي [REDACTED:password] لا تعمل"
