@@ -1716,6 +1716,25 @@ _TWO_FACTOR_RE = _Lazy(r"(?i)2fa|\bmfa\b|totp|\botp\b|authenticat|autenticad|aut
                        r"|(?:2fa|totp|otp)-?geheimnis|(?:clave|chave) secreta|chiave segreta|clé secrète")
 
 
+class _TotpSeed(_Scan):
+    """A TOTP seed (:func:`_totp_seed`) on the line of a word about two-factor sign-in (:data:`_TWO_FACTOR_RE`),
+    at most 300 characters from it; each line is read once."""
+
+    _SEED = _Lazy(r"(?<![A-Za-z0-9])(?!\[REDACTED)((?:[A-Z2-7]{4}[ \t]){3,15}[A-Z2-7]{2,4}|[A-Z2-7]{16,64}"
+                  r"|(?:[a-z2-7]{4}[ \t]){3,15}[a-z2-7]{2,4}|[a-z2-7]{16,64})(?![A-Za-z0-9])")
+
+    def matches(self, text: str) -> Iterator[re.Match[str]]:
+        done = 0
+        for word in _TWO_FACTOR_RE.finditer(text):
+            if word.start() < done:
+                continue
+            lo = max(text.rfind("\n", 0, word.start()) + 1, word.start() - 300, done)
+            hi = text.find("\n", word.end())
+            hi = min(len(text) if hi < 0 else hi, word.end() + 300)
+            yield from (m for m in self._SEED.finditer(text, lo, hi) if _totp_seed(m.group(1)))
+            done = hi
+
+
 def _totp_seed(value: str) -> bool:
     """Base32 (``A-Z2-7``) of 16 characters or more without its spaces, letters and at least two digits, not a
     word in capitals: how an authenticator app shows a seed to type in."""
@@ -2653,10 +2672,7 @@ _FORMATS.extend([
            r"[ \t]*(?!\[REDACTED)((?:[A-Z2-7]{4}[ \t]?){4,16})(?![A-Za-z0-9])"), 1),
     # a TOTP seed told anywhere on a line about two-factor sign-in: 16 to 64 base32 characters, spaced or not
     ("secret", ("2fa", "mfa", "totp", "otp", "authenticat", "autenticad", "factor", "faktor", "2-step", "qr",
-                "geheimnis", "secret", "segret", "secreta"),
-     _Checked(_Lazy(r"(?<![A-Za-z0-9])(?!\[REDACTED)((?:[A-Z2-7]{4}[ \t]){3,15}[A-Z2-7]{2,4}|[A-Z2-7]{16,64}"
-                    r"|(?:[a-z2-7]{4}[ \t]){3,15}[a-z2-7]{2,4}|[a-z2-7]{16,64})(?![A-Za-z0-9])"),
-              lambda m: _totp_seed(m.group(1)) and _near(_TWO_FACTOR_RE, m, 120)), 1),
+                "geheimnis", "secret", "segret", "secreta"), _TotpSeed(), 1),
     ("secret", ("otpauth-migration:",), _Lazy(r"otpauth-migration://[^\s?]*\?data=(?!\[REDACTED)([^\s&\"']+)"), 1),
     ("secret", ("codes",),
      _Lazy(r"(?i)\b(?:recovery|backup|one-time|2fa|mfa|emergency|scratch)[ \t]+codes?\b[^\n]*\n(?:[ \t]*\n)?"
@@ -4026,8 +4042,8 @@ def _sample_token(token: str) -> bool:
     character over and over (``sk_live_xxxxxxxx…``): a placeholder. Keys and blocks are never taken for one."""
     if len(token) > 64 or "\n" in token:
         return False
-    body = re.split(r"[_./-]", token)[-1]
-    return token.endswith(("EXAMPLE", "EXAMPLEKEY")) or len(body) >= 8 and len(set(body)) == 1
+    body = token[max(token.rfind("_"), token.rfind("."), token.rfind("/"), token.rfind("-")) + 1 :]
+    return token.endswith(("EXAMPLE", "EXAMPLEKEY")) or len(body) >= 8 and body.count(body[0]) == len(body)
 
 
 def _apply(pattern: _Lazy | _Scan, kind: str, group: int, text: str) -> tuple[str, int]:
