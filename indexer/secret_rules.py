@@ -2298,10 +2298,12 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
               and not m.group(1).startswith("-") and not _skip_value(m.group(1))
               and not _FILE_NAME_RE.search(m.group(1))), 1),  # login.defs.5.xml, man/pwck.8.xml: files
     # on a line about a login: "old: … new: …", "temp pw = …", "(admin / …)", "same as the db one (…)"
-    ("password", ("old", "new", "current", "temp", "previous", "("),
-     _Checked(_Lazy(r"(?i)(?:\b(?:old|new|current|temp(?:orary)?|previous)(?:[ \t]+(?:one|pw|pass(?:word)?))?[ \t]*"
-                    r"[:=][ \t]*|(?<![^\s\"'`])\((?:[\w.@+-]{1,40}[ \t]*/[ \t]*)?)(?![@#\[])([^\s()\"'`]{6,64}?)"
-                    r"(?:\)|[.,;]?(?=\s|$))"),
+    ("password", ("old", "new", "current", "temp", "previous"),
+     _Checked(_Lazy(r"(?i)\b(?:old|new|current|temp(?:orary)?|previous)(?:[ \t]+(?:one|pw|pass(?:word)?))?[ \t]*"
+                    r"[:=][ \t]*(?!\[REDACTED)([^\s()\"'`]{6,64}?)[.,;]?(?=\s|$)"),
+              lambda m: _told_pair(m.group(1)) and _near(_LOGIN_CONTEXT_RE, m, 200)), 1),
+    ("password", ("(",),
+     _Checked(_Lazy(r"\((?<![^\s\"'`]\()(?:[\w.@+-]{1,40}[ \t]*/[ \t]*)?(?![@#\[])(?!REDACTED)([^\s()\"'`]{6,64}?)\)"),
               lambda m: _told_pair(m.group(1)) and not _REF_RE.search(m.group(1)) and _near(_LOGIN_CONTEXT_RE, m, 200)),
      1),
     # .pgpass: host:port:database:user:password (a host with a letter, a dot or *; a port or *), a line or quoted
