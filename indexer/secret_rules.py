@@ -2732,6 +2732,10 @@ _FORMATS.extend([
      _Lazy(r"(?i)\{(?:PLAIN|CLEARTEXT|CLEAR)\}(?!\[REDACTED)([^\s:\"']+)"), 1),
     # JAAS: user_alice="…" in a LoginModule block; strongSwan/libreswan: ": PSK "…"", ": EAP "…""
     ("password", ("loginmodule",), _Lazy(r"\buser_[\w.-]+[ \t]*=[ \t]*\"(?!\[REDACTED)([^\"\n]+)\""), 1),
+    # a cloud Kafka's API key as the PLAIN login's user name (Confluent: 16 capitals and digits)
+    ("secret", ("loginmodule",),
+     _Checked(_Lazy(r"PlainLoginModule[^\n]{0,80}?\busername[ \t]*=[ \t]*\"(?!\[REDACTED)([A-Z0-9]{16,32})\""),
+              lambda m: sum(c.isdigit() for c in m.group(1)) >= 2 and sum(c.isalpha() for c in m.group(1)) >= 4), 1),
     ("password", ("psk", "eap", "xauth"),
      _Lazy(r":[ \t]*(?:PSK|EAP|XAUTH|NTLM|PIN)[ \t]+\"(?!\[REDACTED)([^\"\n]+)\""), 1),
     # -setcookie <cookie> (Erlang), '<password>' | ConvertTo-SecureString (PowerShell), Postfix's sasl_passwd map

@@ -785,6 +785,8 @@ ROUND_TWELVE = [
     ("PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\nComment: k\nPublic-Lines: 2\nAAAAC3NzaC1lZDI1NTE5AAAAIG\n"
      "Private-Lines: 1\nAAAAIFp3x9Qk2mLr7Tz4Vb8Wn1Yc6Hd0Jf5Ke3Ga9Ps2Ru7\nPrivate-MAC: " + "a7c3" * 16,
      "a7c3a7c3a7c3a7c3"),
+    ('sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="QW7ZK3M2XN4PLR5T" '
+     'password="Zx8vQ2mL";', "QW7ZK3M2XN4PLR5T"),  # a cloud Kafka's API key as the login's user
     # told beside its user, its old one or another masked one
     ("Rotated the jenkins admin creds. old: Marlin88# new: Pelican%404. Tell the team.", "Marlin88#"),
     ("Rotated the jenkins admin creds. old: Marlin88# new: Pelican%404. Tell the team.", "Pelican%404"),
