@@ -171,6 +171,10 @@ SECRETS = [
     ("账户DE64203293448041022131", "DE64203293448041022131"),
     ("三井住友銀行 新宿支店 普通 4829107", "4829107"),
     ("みずほ銀行 当座預金 7310482", "7310482"),
+    # a card's magnetic stripe: the number after the track's sentinel, whatever its check digit
+    ("swipe log: %B4001654053811902^CARTER/JOHN^27111010000000000000?", "4001654053811902"),
+    ("track2=;4001654053811902=27111010000000000000?", "4001654053811902"),
+    ("%B5413330089020011^DOE/JANE Q^2512101000000000000000123000000?", "5413330089020011"),
     # card security codes in other languages and fields
     ("Carte 4970 1012 3456 7890, exp 11/28, cryptogramme 482", "482"),
     ("Amex Karte, Prüfziffer 3817", "3817"),
@@ -212,6 +216,8 @@ LOOK_ALIKES = [
     "NIK 2024 report", "Ang SSS ay may 12 branch", "TIN 2024-05-19", "TAJ 2024",
     # English and German words that are filler in another language, after an account's label
     "After the bank merger we moved the account to 2024001 in the ledger", "Bankverbindung: Konto mit 1500000 Euro",
+    # track-like text: a test card on a stripe, a format string
+    "%B4111111111111111^TEST/CARD^2512101?", "printf '%b' 1234567890123",
     # the registries' documented example IBANs
     "IBAN example: DE89 3704 0044 0532 0130 00", "e.g. GB82 WEST 1234 5698 7654 32 (IBAN format)",
     # dates, phones, order ids, prices, versions, SHAs and ids beside these words
