@@ -270,6 +270,9 @@ ADVERSARIAL = {
     "digit groups after an account label": "bank account number " + "12 " * 30_000,
     "BitLocker-like groups": "recovery key " + "123456-" * 15_000,
     "colons and spaces after a card word, no code": "card cvv: : : : : : : : : : x " * 5_000,
+    "filler words of many languages after a label": "PESEL to " + "mitt er saya ko ay là numaram " * 8_000,
+    "Thai labels with no spaces": "เลขบัตรประชาชนของฉันคือ" * 8_000,
+    "track-1 starts with no end": "%B4001654053811902^" * 10_000,
 }
 
 
