@@ -3001,6 +3001,13 @@ _FORMATS.extend([
     ("password", ("password",),
      _Lazy(r"(?i)app(?:lication)?[ -](?:specific[ -])?passwords?\b[^\n]{0,120}\n?[^\n]{0,40}?(?<![\w-])"
            r"([a-z]{4} [a-z]{4} [a-z]{4} [a-z]{4})(?![\w-])"), 1),
+    # a card's magnetic stripe, track 1 (%B, the number, ^NAME/GIVEN^, the expiry and the data after it) or track 2
+    # (;, the number, =, the expiry…): its sentinels and separators say "card" as a card's word would, and a track
+    # made up for a test fails the Luhn check as often as not, so none is asked; the track goes whole after its
+    # sentinel (the number, the name, the discretionary data that holds the card's verification value)
+    ("secret", ("%b", "="),
+     _Checked(_Lazy(r"(?:%[Bb]|(?<![\w;]);)((\d{12,19})(?:\^[^^\n]{2,26}\^|=)\d{4}[^\s?]{0,80}\??)"),
+              lambda m: _track_number(m.group(2))), 1),
     # payment card data told with its word: a card number that passes the Luhn check (not a processor's published
     # test number), a US social security number (a card's security code: indexer.secret_ids)
     ("secret", ("card", "visa", "mastercard", "amex", "cvv", "cvc", "exp", "tarjeta", "carte", "karte", "kartu",
@@ -3065,6 +3072,12 @@ def _card_number(number: str) -> bool:
         d = int(c) * (2 if i % 2 else 1)
         total += d - 9 if d > 9 else d
     return total % 10 == 0
+
+
+def _track_number(number: str) -> bool:
+    """A card number on a magnetic stripe's track: no Luhn check (the track's layout tells a card), not a published
+    test card, not one or two digits repeated."""
+    return number not in _TEST_CARDS and len(set(number)) > 2
 
 
 def _issuable_ssn(ssn: str) -> bool:

@@ -1,7 +1,7 @@
 """Personal, financial and recovery secrets (indexer/secret_ids.py) through the real filter: seed phrases, recovery
 codes and keys, bank data, national identity numbers and card security codes in many languages and layouts, and the
 look-alikes that must stay (numbers that fail their check, dates, phones, order ids, prices, SHAs, word lists in
-prose). Every value here is made up for these tests (checksums computed, not copied)."""
+prose). Every value here is made up for these tests (checksums computed, not copied; some fail theirs on purpose)."""
 
 import subprocess
 import sys
@@ -118,6 +118,63 @@ SECRETS = [
     ("Reisepass Nr. C4J7K29T1", "C4J7K29T1"),
     ("numéro de passeport 19FV42871", "19FV42871"),
     ("パスポート番号 TR8812047", "TR8812047"),
+    # the same in a sentence, in each language's words: a copula, a possessive after the noun, an inflected label
+    ("Mój PESEL to 92031503869, a numer dowodu to GHD621942", "92031503869"),
+    ("Mój PESEL to 92031503869, a numer dowodu to GHD621942", "GHD621942"),
+    ("O meu NIF é 245 123 459", "245 123 459"),
+    ("TC kimlik numaram 39281746502", "39281746502"),
+    ("T.C. kimlik numarası: 39281746502", "39281746502"),
+    ("TCKN'm 39281746502", "39281746502"),
+    ("Fødselsnummeret mitt er 15039102274", "15039102274"),
+    ("Personnumret mitt är 880412-0809.", "880412-0809"),
+    ("CPR-nummeret er 230588-7373", "230588-7373"),
+    ("Henkilötunnukseni on 130590A657U", "130590A657U"),
+    ("CNP-ul meu este 1850714123458", "1850714123458"),
+    ("NIK saya 3174051407850001", "3174051407850001"),
+    ("NIK-nya adalah 3174051407850001", "3174051407850001"),
+    ("Ang SSS number ko ay 34-7192853-6", "34-7192853-6"),
+    ("Ang TIN ko ay 418-392-705-000", "418-392-705-000"),
+    ("מספר תעודת הזהות שלי 123456782", "123456782"),
+    ('ת"ז: 039337423', "039337423"),
+    ("Số CCCD của tôi là 079095001234", "079095001234"),
+    ("số CMND: 025 471 938", "025 471 938"),
+    ("เลขบัตรประชาชนของฉันคือ 1-1017-00230-70-5", "1-1017-00230-70-5"),
+    ("เลขประจำตัวประชาชน1101700230705", "1101700230705"),
+    ("マイナンバーは 4829 1736 5502 です", "4829 1736 5502"),
+    ("私の個人番号は482917365502です", "482917365502"),
+    ("मेरा आधार नंबर 4829 1736 5502 है", "4829 1736 5502"),
+    ("Мой СНИЛС 112-233-445 95", "112-233-445 95"),
+    ("Ο ΑΜΚΑ μου είναι 14028501237", "14028501237"),
+    ("Mi RFC es GODE561231GR8", "GODE561231GR8"),
+    ("我的身份证号码110105198507142385", "110105198507142385"),
+    ("주민등록번호는 850714-1234567", "850714-1234567"),
+    ("マイナンバー（個人番号）は 4829 1736 5502 です", "4829 1736 5502"),
+    ("A TAJ-számom 038 492 716", "038 492 716"), ("az adóazonosító jelem 8391047265", "8391047265"),
+    ("PhilSys ID ko ay 4829-1736-5502-9183", "4829-1736-5502-9183"),
+    ("mã số thuế cá nhân của tôi là 0312345678", "0312345678"), ("身分證字號：A129384756", "A129384756"),
+    ("基礎年金番号は 4829-173655 です", "4829-173655"), ("personas kods: 120385-12345", "120385-12345"),
+    # a label that names one kind of number, then a value of its exact shape: masked though the check fails
+    ("BSN: 387981136", "387981136"), ("Steuer-ID 52307941803", "52307941803"), ("CPF 941.933.187-38", "941.933.187-38"),
+    ("Aadhaar 4361 3114 9352", "4361 3114 9352"), ("身份证号码：110105198806236785", "110105198806236785"),
+    ("PESEL 92031503860", "92031503860"), ("codice fiscale RSSMRA85T10A562X", "RSSMRA85T10A562X"),
+    ("Mon numéro de sécu c'est 1 84 07 75 116 042 37", "1 84 07 75 116 042 37"),
+    ("Para la domiciliación: DNI 48291736K", "48291736K"), ("Mi DNI es 27.456.891", "27.456.891"),
+    ("Meine Sozialversicherungsnummer lautet 12 150589 M 123", "12 150589 M 123"),
+    ("Mijn BSN is 204918374", "204918374"), ("NI number QQ 52 81 46 C", "QQ 52 81 46 C"),
+    ("マイナンバーは 4829 1736 5503 です", "4829 1736 5503"),
+    ("IBAN: DE64 2032 9344 8041 0221 32", "2032 9344 8041"),
+    ("رقم الآيبان الخاص بي SA73 8000 0000 6080 1016 7519، شكرا", "6080 1016 7519"),
+    ("CLABE interbancaria: 012 180 00118359719 3", "00118359719"),
+    # IBANs and account numbers in other scripts: after CJK or Arabic words, before their punctuation
+    ("请转到IBAN：GB49NWBK74465937213077。谢谢", "GB49NWBK74465937213077"),
+    ("الآيبان: GB49NWBK74465937213077، من فضلك", "GB49NWBK74465937213077"),
+    ("账户DE64203293448041022131", "DE64203293448041022131"),
+    ("三井住友銀行 新宿支店 普通 4829107", "4829107"),
+    ("みずほ銀行 当座預金 7310482", "7310482"),
+    # a card's magnetic stripe: the number after the track's sentinel, whatever its check digit
+    ("swipe log: %B4001654053811902^CARTER/JOHN^27111010000000000000?", "4001654053811902"),
+    ("track2=;4001654053811902=27111010000000000000?", "4001654053811902"),
+    ("%B5413330089020011^DOE/JANE Q^2512101000000000000000123000000?", "5413330089020011"),
     # card security codes in other languages and fields
     ("Carte 4970 1012 3456 7890, exp 11/28, cryptogramme 482", "482"),
     ("Amex Karte, Prüfziffer 3817", "3817"),
@@ -143,10 +200,24 @@ def test_personal_financial_and_recovery_secrets_are_masked(text, secret):
 
 
 LOOK_ALIKES = [
-    # labels with numbers that fail their check
-    "IBAN: DE64 2032 9344 8041 0221 32", "BSN: 387981136", "Steuer-ID 52307941803", "CPF 941.933.187-38",
-    "Aadhaar 4361 3114 9352", "身份证号码：110105198806236785", "routing number 937339984", "PESEL 92031503860",
-    "SIN 481 881 564", "codice fiscale RSSMRA85T10A562X", "ticket ids 713812-008789-508574-607992-082588-127336-468710-310377",
+    # numbers that fail their check after a label that does not name one kind of number, or not of its shape
+    "routing number 937339984", "SIN 481 881 564", "my number is 0312 3456 7890", "NHS 0300 311 2233",
+    "cédula 1234567891", "PESEL 9203150386", "Steuer-ID 5230794180", "BSN: 38798113", "IBAN: DE64 2032 9344 8041 0221",
+    "ticket ids 713812-008789-508574-607992-082588-127336-468710-310377",
+    # placeholders after such a label: a digit repeated, a run of digits
+    "PESEL: 12345678901", "СНИЛС 000-000-000 00", "IBAN: DE00 0000 0000 0000 0000 00", "IBAN: DE12 3456 7890 1234 5678 90",
+    "Steuer-ID: 00 000 000 000", "NI number QQ 12 34 56 C",
+    # the same words before other numbers: orders, invoices, phones, counts, dates, versions, amounts
+    "numer zamówienia 85071412385", "Bestellnummer 52307941803", "Rechnungsnummer: 81 572 930 641",
+    "Mój numer telefonu to 601 234 567", "TC kimlik numarası 11 haneli bir sayıdır",
+    "Số điện thoại của tôi là 0912 345 678", "เบอร์โทรศัพท์ของฉันคือ 081 234 5678", "マイナンバーは12桁の番号です",
+    "आधार नंबर 12 अंकों का होता है", "Мой телефон 8 912 345-67-89", "PESEL 1985-07-14 (data urodzenia)",
+    "CNP 1.2.3 release notes", "IBAN fee: 12.50 EUR", "CLABE de 18 dígitos", "普通列車で 2 時間", "当座の目標は 2025 年",
+    "NIK 2024 report", "Ang SSS ay may 12 branch", "TIN 2024-05-19", "TAJ 2024",
+    # English and German words that are filler in another language, after an account's label
+    "After the bank merger we moved the account to 2024001 in the ledger", "Bankverbindung: Konto mit 1500000 Euro",
+    # track-like text: a test card on a stripe, a format string
+    "%B4111111111111111^TEST/CARD^2512101?", "printf '%b' 1234567890123",
     # the registries' documented example IBANs
     "IBAN example: DE89 3704 0044 0532 0130 00", "e.g. GB82 WEST 1234 5698 7654 32 (IBAN format)",
     # dates, phones, order ids, prices, versions, SHAs and ids beside these words
@@ -199,6 +270,9 @@ ADVERSARIAL = {
     "digit groups after an account label": "bank account number " + "12 " * 30_000,
     "BitLocker-like groups": "recovery key " + "123456-" * 15_000,
     "colons and spaces after a card word, no code": "card cvv: : : : : : : : : : x " * 5_000,
+    "filler words of many languages after a label": "PESEL to " + "mitt er saya ko ay là numaram " * 8_000,
+    "Thai labels with no spaces": "เลขบัตรประชาชนของฉันคือ" * 8_000,
+    "track-1 starts with no end": "%B4001654053811902^" * 10_000,
 }
 
 
