@@ -44,8 +44,11 @@ from indexer.secret_rules import mask
 #: echoes, client constructors, prose under list and quote marks. 9: scrambled and signed tokens in any sentence,
 #: PINs and codes, quoted passphrases, reply pairs, card numbers (see the README's list). 10: seed phrases,
 #: recovery codes and keys, bank and national identifiers, card codes in any language; passwords, passphrases, codes
-#: and API keys told in prose in ~80 languages; fewer false positives (references, fingerprints, key names).
-FILTER_VERSION = 10
+#: and API keys told in prose in ~80 languages; fewer false positives (references, fingerprints, key names). 11:
+#: identifiers after their label in more languages and by their shape when a check digit fails, card track data,
+#: values behind a sign or ending in "!", names for password in other languages, passwords beside their user or
+#: old one, TOTP seeds in prose; documentation's sample keys, placeholders and default logins left alone.
+FILTER_VERSION = 11
 PRIVATE_MARKER = "[REDACTED:private]"
 MARKER_RE = re.compile(r"\[REDACTED:([a-z0-9-]+)\]")
 
