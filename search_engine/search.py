@@ -264,8 +264,10 @@ def _search(request: Request, store: Store | None) -> SearchResult:
         # score fusion only: its scores lie in [0, 1] as the feedback list's do (rank scores are ~0.03)
         if (mode_used == "hybrid" and settings.fusion == "score" and settings.feedback_share and ranked.fused
                 and query.terms and not request.raw):
-            best = [rows[cid].text for cid, _ in ranked.fused[:FEEDBACK_HITS]]
-            second = feedback_list(store, query, filters, pool, best, (row.text for row in rows.values()))
+            # events only: a conversation spreads an answer over turns in other words, while a note holds its own
+            # (SciFact hybrid nDCG@10 0.726 -> 0.710 with notes' words read too)
+            best = [rows[cid].text for cid, _ in ranked.fused[:FEEDBACK_HITS] if rows[cid].kind == "event"]
+            second = feedback_list(store, query, filters, pool, best, (row.text for row in rows.values())) if best else {}
             if second:
                 fusion = blend(fusion, second, settings.feedback_share)
                 rows = _with_rows(store, fusion, rows)
