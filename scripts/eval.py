@@ -70,7 +70,7 @@ ALL_DATASETS = ("locomo", "timeline", "scifact", *CJK_SETS, "injection")
 #: Index-changing settings: part of the cache key.
 INDEX_SETTINGS = ("chunk_chars", "chunk_overlap", "model", "model_dir")
 SEARCH_SETTINGS = ("bm25_weight", "vector_weight", "rrf_k", "candidates", "dedup_threshold", "fusion", "bm25_share",
-                   "session_share", "speaker_share")
+                   "session_share", "speaker_share", "feedback_share")
 
 
 def git_info() -> dict:

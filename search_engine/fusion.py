@@ -135,6 +135,31 @@ def score_fusion(bm25: dict[K, float], similarity: dict[K, float], alpha: float 
     return fuse_by_score(bm25, similarity, alpha).ranked
 
 
+def blend(fused: Fused[K], extra: dict[K, float], share: float) -> Fused[K]:
+    """Add a third list to a fused one: ``s'(d) = (1 − w)·s(d) + w·mm(extra)(d)``, where ``mm`` is :func:`min_max`
+    over the extra list's own candidates and a list that does not hold ``d`` adds 0. ``parts`` gain a third term,
+    ``w·mm(extra)(d)``, and the others are scaled by ``1 − w``, so a score stays the sum of its parts. Ties keep
+    the order they had in ``fused`` (new keys after them, in the extra list's order).
+
+    >>> blend(Fused([("a", 1.0), ("b", 0.5)], {"a": (1.0, 0.0), "b": (0.0, 0.5)}), {"b": 4.0, "c": 2.0}, 0.5).ranked
+    [('b', 0.75), ('a', 0.5), ('c', 0.0)]
+    """
+    if not share or not extra:
+        return fused
+    norm = min_max(extra)
+    width = len(next(iter(fused.parts.values()), (0.0, 0.0)))
+    scores: dict[K, float] = {}
+    parts: dict[K, tuple[float, ...]] = {}
+    for key, score in fused.ranked:
+        scores[key] = (1 - share) * score + share * norm.get(key, 0.0)
+        parts[key] = (*((1 - share) * p for p in fused.parts.get(key, (0.0,) * width)), share * norm.get(key, 0.0))
+    for key, n in norm.items():
+        if key not in scores:
+            scores[key] = share * n
+            parts[key] = (*(0.0,) * width, share * n)
+    return Fused(sorted(scores.items(), key=lambda kv: -kv[1]), parts, fused.normalised)
+
+
 def boost(fused: Sequence[tuple[K, float]], chosen: set[K], share: float) -> list[tuple[K, float]]:
     """Raise the scores of ``chosen`` keys: ``s·(1 + share)``, others unchanged, re-sorted best first (a stable
     sort, so ties keep the order they had).

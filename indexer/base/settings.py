@@ -32,7 +32,8 @@ DB_URL_REFUSED = ("db_url refused: the team database is set only in the memory r
                   "MEMSEARCH_DB_URL or --db-url, never by a project")
 #: What a project-level config may set: search tuning, never models, paths or retention.
 PROJECT_KEYS = frozenset({"rrf_k", "bm25_weight", "vector_weight", "candidates", "ef_search", "dedup_threshold",
-                          "fusion", "bm25_share", "session_share", "speaker_share", "capture"})
+                          "fusion", "bm25_share", "session_share", "speaker_share", "feedback_share",
+                          "capture"})
 
 
 class Settings:
@@ -80,6 +81,10 @@ class Settings:
     #: a query that names who wrote events (a speaker named in their metadata, not a role such as ``user``): that
     #: speaker's events among the candidates score ``1 + speaker_share`` times as much (0: off; every mode)
     speaker_share: float = 1.0
+    #: hybrid: a second BM25 list, the query's terms and the distinctive words of the first search's best hits (pseudo-
+    #: relevance feedback), has this share of the fused score (``fusion = score`` only; 0: off; see
+    #: ``search_engine.feedback``)
+    feedback_share: float = 0.25
     #: texts per model call; the indexer hands the model windows of EMBED_WINDOW texts, sorted by length
     embed_batch: int = 16
     #: ``memsearch maintain``: event logs whose newest event is older than this many days leave the index (0: never).
@@ -293,6 +298,7 @@ _SPEC: dict[str, tuple[str, str, Any]] = {
     "bm25_share": ("MEMSEARCH_BM25_SHARE", "bm25_share", number(0, 1)),
     "session_share": ("MEMSEARCH_SESSION_SHARE", "session_share", number(0, 1)),
     "speaker_share": ("MEMSEARCH_SPEAKER_SHARE", "speaker_share", number(0, 10)),
+    "feedback_share": ("MEMSEARCH_FEEDBACK_SHARE", "feedback_share", number(0, 1)),
     "embed_batch": ("MEMSEARCH_EMBED_BATCH", "embed_batch", integer(1, 4096)),
     "retention_days_event": ("MEMSEARCH_RETENTION_DAYS_EVENT", "retention_days_event", count),
     "archive": ("MEMSEARCH_ARCHIVE", "archive", boolean),

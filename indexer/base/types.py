@@ -72,6 +72,9 @@ class Explanation(NamedTuple):
     similarity: float | None = None
     group_contribution: float = 0.0
     boosts: tuple[str, ...] = ()
+    #: what the feedback list added (hybrid, ``feedback_share``); the two lists' contributions are then scaled by
+    #: ``1 - feedback_share``, so the score before the group and the boosts is the sum of the three
+    feedback_contribution: float = 0.0
 
 
 class SearchResult(NamedTuple):

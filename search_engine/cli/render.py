@@ -85,8 +85,9 @@ def search_text(result: SearchResult, fmt: str = "full") -> str:
             b = f"bm25 #{e.bm25_rank} -> {e.bm25_contribution:.5f}" if e.bm25_rank else "bm25 -"
             v = f"vector #{e.vector_rank} -> {e.vector_contribution:.5f}" if e.vector_rank else "vector -"
             tail = f"  HIDDEN: duplicate of {e.duplicate_of} (trigram Jaccard {e.similarity:.3f})" if e.duplicate_of else ""
+            fed = f" + feedback {e.feedback_contribution:.5f}" if e.feedback_contribution else ""
             grouped = f" + group {e.group_contribution:.5f}" if e.group_contribution else ""
-            fused = f"{b} + {v}{grouped}"
+            fused = f"{b} + {v}{fed}{grouped}"
             if e.boosts:  # "(… + group …) × speaker 2 × time 3"
                 fused = f"({fused})" + "".join(f" × {factor}" for factor in e.boosts)
             out.append(f"  {e.id}: {fused} = {e.score:.5f}{tail}")

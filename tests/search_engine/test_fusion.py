@@ -8,6 +8,8 @@ from hypothesis import example, given, settings, strategies as st
 
 from scripts.bench_dedup import dedup_pairwise
 from search_engine.fusion import (
+    Fused,
+    blend,
     dedup,
     group_evidence,
     jaccard,
@@ -325,3 +327,15 @@ def test_the_regex_sampler_still_samples_cjk_text():
     sample would stay exact, only slow: every pair compared in full)."""
     korean, latin = regex_samples(["가나다라 마바사", "big dog"])
     assert korean.bit_count() == 1 and latin.bit_count() == 2  # 가나다; big, dog
+
+
+def test_blend_hand_computed():
+    # mm(extra): b 1.0, c 0.0, d 0.5; share 0.2: a 0.8·1.0, b 0.8·0.6 + 0.2, d 0.2·0.5, c 0
+    fused = Fused([("a", 1.0), ("b", 0.6)], {"a": (0.6, 0.4), "b": (0.0, 0.6)})
+    out = blend(fused, {"b": 3.0, "c": 1.0, "d": 2.0}, 0.2)
+    assert out.ranked == [("a", pytest.approx(0.8)), ("b", pytest.approx(0.68)), ("d", pytest.approx(0.1)),
+                          ("c", 0.0)]
+    assert out.parts["b"] == pytest.approx((0.0, 0.48, 0.2))
+    assert out.parts["d"] == (0.0, 0.0, 0.1)
+    assert all(score == pytest.approx(sum(out.parts[key])) for key, score in out.ranked)
+    assert blend(fused, {"b": 3.0}, 0.0) is fused and blend(fused, {}, 0.2) is fused

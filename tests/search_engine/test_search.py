@@ -166,8 +166,8 @@ def test_modes_and_ranks(indexed, fake):
     assert scores == sorted(scores, reverse=True)
     explained = search(indexed, "retry idempotency", mode="hybrid", embedder=fake, k=20, explain=True)
     top = explained.explain[0]
-    assert top.score == pytest.approx(top.bm25_contribution + top.vector_contribution + top.group_contribution,
-                                      abs=1e-6)
+    assert top.score == pytest.approx(top.bm25_contribution + top.vector_contribution + top.feedback_contribution
+                                      + top.group_contribution, abs=1e-6)
     assert 0 < top.score - top.group_contribution <= 1.0
     assert 0 < top.group_contribution <= indexed.session_share * 1.0  # at most the share of the best score (≤ 1)
     rrf = search(resolve_settings(indexed.home, fusion="rrf", session_share=0), "retry idempotency", embedder=fake, k=20)
@@ -188,7 +188,8 @@ def test_explain_reports_contributions_and_dedup(home, settings, fake):
     hidden = [e for e in result.explain if e.duplicate_of]
     assert len(hidden) == 1 and hidden[0].similarity == 1.0
     kept = result.explain[0]
-    assert kept.score == pytest.approx(kept.bm25_contribution + kept.vector_contribution + kept.group_contribution)
+    assert kept.score == pytest.approx(kept.bm25_contribution + kept.vector_contribution + kept.feedback_contribution
+                                       + kept.group_contribution)
     assert search(resolve_settings(home, dedup_threshold=1.01), "WAL journal mode", embedder=fake).hidden_duplicates == 0
 
 
@@ -498,3 +499,49 @@ def test_the_pool_is_widened_only_when_near_duplicates_leave_fewer_than_k(home, 
     limits.clear()
     assert len(search(settings, "test_refund_timeout", mode="bm25", k=10).hits) == 10
     assert limits[0] == 50 and max(limits) == 100
+
+
+def _films_log(home):
+    turns = [
+        ("f1", "Fantasy films are my thing: Star Wars above all, the Jedi and the lightsabers."),
+        ("f2", "We rewatched Star Wars last night, Jedi robes and lightsabers for the kids."),
+        ("n1", "The films at the cinema downtown were dull."),
+        ("n2", "A fantasy novel kept me up late."),
+        ("n3", "The deploy failed twice on Monday."),
+        ("n4", "Lunch was a salad and a soup."),
+        ("n5", "The kids painted the fence blue."),
+        ("n6", "Rain all weekend, so we stayed in."),
+    ]
+    lines = [orjson.dumps({"id": eid, "ts": "2026-11-20T10:00:00", "type": "prompt", "content": text,
+                           "session_id": eid}) for eid, text in turns]
+    write(home / "events" / "2026-11-20.jsonl", b"\n".join(lines) + b"\n")
+
+
+def test_feedback_finds_a_turn_by_the_words_of_the_best_hit(home, fake, monkeypatch):
+    """"fantasy films" is answered by a turn that says neither word ("we rewatched Star Wars"): the best hit's
+    distinctive words (star, wars, jedi, lightsabers) find it in the feedback list, which adds
+    ``feedback_share · mm(BM25 of the query and those words)`` to its score after the two lists' parts are scaled by
+    ``1 - feedback_share`` (the real index; a fake embedder, whose arbitrary ranks would make its top 3 of a memory
+    this small a lunch and a novel: the words are read from the best hit alone)."""
+    monkeypatch.setattr("search_engine.search.FEEDBACK_HITS", 1)
+    _films_log(home)
+    settings = resolve_settings(home, session_share=0.0)
+    index(settings, embedder=fake)
+    query = "fantasy films"
+    plain = search(settings.replace(feedback_share=0.0), query, mode="hybrid", k=8, embedder=fake, explain=True)
+    fed = search(settings.replace(feedback_share=0.5), query, mode="hybrid", k=8, embedder=fake, explain=True)
+    order = [h.event_id for h in fed.hits]
+    assert order[0] == "f1" and order.index("f2") == 1
+    assert [h.event_id for h in plain.hits].index("f2") > 1
+    assert all(e.feedback_contribution == 0.0 for e in plain.explain)
+    before = {h.event_id: e for h, e in zip(plain.hits, plain.explain)}
+    for hit, e in zip(fed.hits, fed.explain):
+        assert e.score == pytest.approx(e.bm25_contribution + e.vector_contribution + e.feedback_contribution, abs=1e-6)
+        assert e.bm25_contribution == pytest.approx(0.5 * before[hit.event_id].bm25_contribution, abs=1e-6)
+        assert e.vector_contribution == pytest.approx(0.5 * before[hit.event_id].vector_contribution, abs=1e-6)
+        assert 0.0 <= e.feedback_contribution <= 0.5
+    explained = {h.event_id: e for h, e in zip(fed.hits, fed.explain)}
+    assert explained["f2"].feedback_contribution > 0 and explained["f2"].bm25_rank is None
+    assert explained["n3"].feedback_contribution == 0.0  # it holds no word of either query
+    bm25 = search(settings.replace(feedback_share=0.5), query, mode="bm25", k=8)
+    assert "f2" not in [h.event_id for h in bm25.hits]  # BM25 alone reads no feedback
