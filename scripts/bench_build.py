@@ -118,6 +118,23 @@ class PrecomputedEmbedder:
         raise RuntimeError("PrecomputedEmbedder only answers queries")
 
 
+def precomputed(emb, queries: list[str], vectors: dict[str, bytes]) -> tuple[PrecomputedEmbedder, list[str]]:
+    """The embedder that times search without the query embedding (``vectors``: each question's, computed once),
+    holding what search embeds too (the question without its words of time, "last week"); and the questions the
+    vector list can answer (not a CJK one under an English-only model, which search refuses)."""
+    from indexer.base.cjk import cjk_share, english_only
+    from search_engine.query import ParsedQuery
+    from search_engine.search import CJK_QUERY_SHARE
+
+    searched = dict(vectors)
+    for q in queries:
+        text = ParsedQuery.parse(q).embedded
+        if text not in searched:
+            searched[text] = emb.embed_query(text)
+    readable = [q for q in queries if not (english_only(emb.model_id) and cjk_share(q) > CJK_QUERY_SHARE)]
+    return PrecomputedEmbedder(emb.model_id, emb.dim, searched), readable
+
+
 class RecycledEmbedder:
     """Synthetic passage vectors for corpora too large to embed here: a real vector from ``pool`` chosen by the
     text's hash, plus Gaussian noise (sigma per dimension), renormalised. Deterministic."""

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from scripts.bench_build import PrecomputedEmbedder, cpu_seconds, log
+from scripts.bench_build import cpu_seconds, log, precomputed
 from scripts.bench_search import topk_numpy
 from scripts.pg_team import Server
 from scripts.stats import summary, time_each
@@ -142,7 +142,7 @@ def pg_section(args, server: Server, n: int, root: Path, db: Path, emb, queries:
                         "database": _admin_query(admin_url, "SELECT pg_database_size(current_database())")[0][0]}
 
         qv = {q: emb.embed_query(q) for q in queries}
-        pre = PrecomputedEmbedder(emb.model_id, emb.dim, qv)
+        pre, readable = precomputed(emb, queries, qv)
         pool = settings.candidates
         log("  postgres: recall@10 of the HNSW list against the exact top 10")
         hashes, mat = _exact_by_hash(db, emb.model_id)
@@ -169,9 +169,10 @@ def pg_section(args, server: Server, n: int, root: Path, db: Path, emb, queries:
         log(f"  recall@10 {out['recall']['recall_at_10']:.3f} (ef_search {settings.ef_search}, list of {pool})")
         modes: dict = {}
         for mode in ("bm25", "vector", "hybrid"):
-            log(f"  postgres: search latency {mode} ({len(queries)} queries)")
+            asked = readable if mode == "vector" else queries
+            log(f"  postgres: search latency {mode} ({len(asked)} queries)")
             modes[mode] = {"excl_embed_ms": summary(time_each(
-                partial(search, settings, mode=mode, k=10, embedder=pre, store=team), queries))}
+                partial(search, settings, mode=mode, k=10, embedder=pre, store=team), asked))}
         modes["hybrid"]["incl_embed_ms"] = summary(time_each(
             partial(search, settings, mode="hybrid", k=10, embedder=emb, store=team), queries))
         modes["hybrid"]["mode_used"] = search(settings, queries[0], mode="hybrid", k=10, embedder=pre,

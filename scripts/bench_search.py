@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from scripts import bench_vector_variants
-from scripts.bench_build import PrecomputedEmbedder, log, read_vectors
+from scripts.bench_build import log, precomputed, read_vectors
 from scripts.bench_profile import profiled
 from scripts.stats import summary, time_each
 
@@ -28,7 +28,6 @@ def topk_numpy(mat: np.ndarray, q: np.ndarray, k: int = 10) -> np.ndarray:
 
 
 def search_section(args, n: int, root: Path, db: Path, emb, queries: list[str]) -> dict:
-    from indexer.base.cjk import cjk_share, english_only
     from indexer.base.embedder import ModelChoice
     from indexer.base.settings import resolve_settings
     from indexer.store import sqlite as store
@@ -37,7 +36,7 @@ def search_section(args, n: int, root: Path, db: Path, emb, queries: list[str]) 
     from search_engine.filters import Filters
     from search_engine.lexical import lexical_search
     from search_engine.query import ParsedQuery, content_terms, terms
-    from search_engine.search import CJK_QUERY_SHARE, result_health, search
+    from search_engine.search import result_health, search
 
     settings = resolve_settings(root, db_path=db)
     conn = store.connect(db)
@@ -52,10 +51,8 @@ def search_section(args, n: int, root: Path, db: Path, emb, queries: list[str]) 
             qv[q] = emb.embed_query(q)
             embed_ms.append((time.perf_counter() - t0) * 1000)
         out["query_embed_ms"] = summary(embed_ms)
-        pre = PrecomputedEmbedder(emb.model_id, emb.dim, qv)
+        pre, readable = precomputed(emb, queries, qv)
         modes: dict = {}
-        # the vector list alone cannot answer a CJK question under an English-only model (search refuses it)
-        readable = [q for q in queries if not (english_only(emb.model_id) and cjk_share(q) > CJK_QUERY_SHARE)]
         for mode in ("bm25", "vector", "hybrid"):
             asked = readable if mode == "vector" else queries
             log(f"  search latency {mode} ({len(asked)} queries)")
@@ -76,7 +73,7 @@ def search_section(args, n: int, root: Path, db: Path, emb, queries: list[str]) 
             profiled(args, f"search-hybrid-{n}", lambda: [search(settings, q, mode="hybrid", k=10, embedder=pre,
                                                                  store=cold) for q in queries])
             profiled(args, f"search-vector-{n}", lambda: [search(settings, q, mode="vector", k=10, embedder=pre,
-                                                                 store=cold) for q in queries])
+                                                                 store=cold) for q in readable])
             profiled(args, f"search-bm25-{n}", lambda: [search(settings, q, mode="bm25", k=10, embedder=pre,
                                                                store=cold) for q in queries])
 
@@ -101,10 +98,11 @@ def search_section(args, n: int, root: Path, db: Path, emb, queries: list[str]) 
                 lambda q: lexical_search(warm_index, ParsedQuery.parse(q), Filters(), max(settings.candidates, 10)),
                 queries))
             for mode in ("vector", "hybrid"):
+                asked = readable if mode == "vector" else queries
                 warm[mode] = {"excl_embed_ms": summary(time_each(
-                    partial(search, settings, mode=mode, k=10, embedder=pre, store=warm_index), queries))}
+                    partial(search, settings, mode=mode, k=10, embedder=pre, store=warm_index), asked))}
                 warm[mode]["incl_embed_ms"] = summary(time_each(
-                    partial(search, settings, mode=mode, k=10, embedder=emb, store=warm_index), queries))
+                    partial(search, settings, mode=mode, k=10, embedder=emb, store=warm_index), asked))
             warm["vector_ranking_top10_ms"] = summary(time_each(
                 lambda q: warm_index.vector_candidates(qv[q], emb.model_id, Filters(), 10), queries))
             out["warm"] = warm
