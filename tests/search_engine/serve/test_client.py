@@ -127,7 +127,8 @@ def test_the_hook_ranks_each_projects_prompt_the_same_through_the_server_as_in_i
 def test_the_hooks_hybrid_hits_from_the_server_are_what_each_project_ranks_itself(
         sample_home, tmp_path, monkeypatch, real_embedder):
     """With the model: the hook's hybrid hits from one warm server equal a hybrid search in the project's own
-    process with the project's settings (the cold path of ``memsearch search``)."""
+    process with the project's settings (the cold path of ``memsearch search``), less the feedback list, which
+    the prompt hook never runs (its latency budget)."""
     from search_engine.filters import Filters
     from search_engine.search import search
 
@@ -143,8 +144,8 @@ def test_the_hooks_hybrid_hits_from_the_server_are_what_each_project_ranks_itsel
         monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(projects[p]))
         settings = resolve_settings()
         assert settings.origins["bm25_share" if p == "a" else "fusion"] == "project"
-        own = search(settings, q, mode="hybrid", k=settings.max_items * 3, filters=Filters(exclude_session=SESSION),
-                     embedder=real_embedder)
+        own = search(settings.replace(feedback_share=0.0), q, mode="hybrid", k=settings.max_items * 3,
+                     filters=Filters(exclude_session=SESSION), embedder=real_embedder)
         assert own.mode_used == "hybrid"
         assert hits == [(h.id, round(h.score, 6), h.bm25_rank, h.vector_rank) for h in own.hits], (p, q)
     assert any(warm[("a", q)][0] != warm[("b", q)][0] for q in PROMPTS)
@@ -210,3 +211,17 @@ def test_a_bad_render_request_gets_a_one_line_error(sample_home, monkeypatch, re
     server.load()
     answer = server.handle({"op": "search", "query": "export", "render": render})
     assert answer["ok"] is False and "render needs" in answer["error"] and "\n" not in answer["error"]
+
+
+def test_the_prompt_hook_asks_the_server_for_its_search_without_the_feedback_list(sample_home, monkeypatch):
+    """The feedback list (a second BM25 search, ``feedback_share``) is for ``memsearch search`` and MCP; the prompt
+    hook asks the warm server with it off, whatever the settings say, to keep its latency."""
+    from hooks import handlers
+
+    monkeypatch.setenv("MEMSEARCH_FEEDBACK_SHARE", "0.5")
+    sent: list[dict] = []
+    monkeypatch.setattr(handlers, "request", lambda settings, req, timeout: sent.append(req))
+    handlers.recall({"session_id": SESSION, "cwd": str(sample_home), "hook_event_name": "UserPromptSubmit",
+                     "prompt": "which ferry goes to the islands"})
+    assert [(r["op"], r["mode"], r["settings"]["feedback_share"]) for r in sent] == [("search", "hybrid", 0.0)]
+    assert resolve_settings().feedback_share == 0.5
