@@ -116,8 +116,8 @@ def _after_word(text: str, start: int) -> bool:
 #: possessive or definite ending (Turkish "numaram"); an inflected label itself ("Fødselsnummeret",
 #: "Henkilötunnukseni") is written in its own pattern
 _FILLER_WORDS = {
-    "en": "number num no nr code is was are", "de": "nummer ist lautet sind", "fr": "numéro est c'est c’est",
-    "es": "número es son era", "pt": "número é era", "it": "numero è", "nl": "nummer is", "sv": "nummer är mitt min",
+    "en": "number num no nr code is was are", "de": "nummer ist lautet sind", "fr": "numéro est c'est c’est le la",
+    "es": "número es son era el", "pt": "número é era o", "it": "numero è il", "nl": "nummer is", "sv": "nummer är mitt min",
     "no": "nummer er mitt min", "da": "nummer er mit min", "fi": "numero on", "pl": "numer jest to",
     "cs": "číslo je", "sl": "je", "ro": "număr numărul este meu mea", "el": "αριθμός είναι μου",
     "tr": "numara numaram numaran numarası numarasi numaranız numaramız", "ru": "номер это", "uk": "номер це",
@@ -315,10 +315,13 @@ def _code(token: str) -> bool:
 
 def _recovery_codes(text: str) -> Iterator[Span]:
     item = _re(_ITEM)
-    for label in _around(_re(rf"(?:{_RECOVERY_LABEL})(?!{_LETTER})" + _RECOVERY_HEAD, re.I), text, _RECOVERY_ANCHORS):
+    for label in _around(_re(rf"(?:{_RECOVERY_LABEL})(?:\.txt)?(?!{_LETTER})" + _RECOVERY_HEAD, re.I), text,
+                         _RECOVERY_ANCHORS):
         if not _word_start(text, label.start()):
             continue
         pos, first, last, codes = label.end(), -1, -1, list[str]()
+        if text.startswith("\n\n", pos) or text.startswith("\r\n\r\n", pos):
+            pos = text.index("\n", pos) + 1  # the file's name, a blank line, the codes (github-recovery-codes.txt)
         while len(codes) < 40:
             m = item.match(text, pos)
             if not m or not _code(m.group(1)) or (codes and "\n\n" in text[last:m.start(1)].replace("\r", "")):
@@ -362,6 +365,9 @@ _BANK_WORDS = (
     r"|بنك|مصرف|حساب|[آاإ]يبان|בנק|חשבון|ธนาคาร|บัญชี"
 )
 _BANK_ANCHORS = (
+    # a payment's words too: an IBAN is told to be paid to (Danish indbetal, German überweis, Italian bonifico …)
+    "betal", "überweis", "uberweis", "virement", "transfer", "pago", "pagamento", "bonifico", "przelew", "platb",
+    "fizet", "maksu", "overfør", "invoice", "rechnung", "facture", "factura", "fattura", "faktura",
     "bank", "iban", "bic", "swift", "sepa", "routing", "rtn", "sort code", "sort-code", "sortcode", "bsb", "aba:", "aba ",
     "wire transfer", "checking", "savings", "deposit", "payee", "beneficiar", "transfer", "payment", "payout",
     "account", "acct", "a/c", "konto", "überweis", "zahlung", "compte", "virement", "banc", "cuenta", "transferencia",

@@ -267,7 +267,7 @@ class _ConnectionString(_Scan):
     token, so it may hold ``/``, ``:`` or ``@``. Each ``://`` is looked at once, each token's last ``@`` found once
     (the single regex did both from every start position: quadratic on ``http://es1:9200,http://es2:9200,…``)."""
 
-    _USER = _Lazy(r"[^\s:/@\"'<>]*")
+    _USER = _Lazy(r"[^\s:/@\"'<>]*(?:@[^\s:/@\"'<>]*(?=:[^\s\"'<>]*@))?")  # an e-mail address as the user too
     _PORT_PATH = _Lazy(r"[0-9]{1,5}/")
     _TOKEN_END = _Lazy(r"[\s\"'<>]")
     _MATCH = _Lazy(r"[^:]*://[^:]*:(.*)@.", re.DOTALL)
@@ -399,7 +399,8 @@ def _user_password(m: re.Match[str]) -> bool:
 #: Kyrgyz, Tatar, Uyghur), the Caucasus (Georgian, Armenian), Indic, South-East Asian, African and Middle-Eastern;
 #: then the same in scripts written without spaces, where no word boundary follows
 _PASSWORD_WORDS_ANY = (
-    "password", "passphrase", "pass phrase", "passcode", "passwd", "passwort", "passwört", "kennwort", "wachtwoord", "wachtwurd",
+    "password", "passphrase", "pass phrase", "passcode", "p/w", "pasword", "passwrod", "passowrd", "paswort",
+    "sandi", "passwd", "passwort", "passwört", "kennwort", "wachtwoord", "wachtwurd",
     "wachtzin", "lösenord", "lösenfras", "salasana", "tunnuslause", "adgangskode", "passord", "loyniorð",
     "heslo", "hesla", "heslem", "hesle", "heslu", "hesly", "hasło", "hasła", "hasł", "haśle", "geslo", "gesla",
     "geslu", "geslom", "lozinka", "lozink", "parola", "parolă",
@@ -414,9 +415,10 @@ _PASSWORD_WORDS_ANY = (
     "kalmar sirri", "okwuntughe", "tenimiafina",
 )
 #: scripts written without spaces between words, or whose words no \w boundary ends: no boundary is asked
-_PASSWORD_WORDS_BARE = ("密码", "密碼", "口令", "パスワード", "暗証番号", "비밀번호", "암호", "패스워드", "पासवर्ड",
+_PASSWORD_WORDS_BARE = ("密码", "密碼", "口令", "パスワード", "暗証番号", "비밀번호", "비번", "암호", "패스워드", "पासवर्ड",
                         "कूटशब्द", "संकेतशब्द", "পাসওয়ার্ড", "ਪਾਸਵਰਡ", "ପାସୱାର୍ଡ", "கடவுச்சொல்", "รหัสผ่าน",
-                        "ລະຫັດຜ່ານ", "סיסמה", "סיסמא", "كلمة المرور", "كلمة السر", "الرقم السري", "الرمز السري", "رمز عبور",
+                        "ລະຫັດຜ່ານ", "סיסמה", "סיסמא", "كلمة المرور", "كلمة السر", "الرقم السري", "الرمز السري",
+                        "باسورد", "باسوورد", "رمز عبور",
                         "کلمه عبور", "گذرواژه", "پاس ورڈ", "პაროლ", "ពាក្យសម្ងាត់", "စကားဝှက်",
                         "የይለፍ ቃል", "գաղտնաբառ", "પાસવર્ડ", "పాస్‌వర్డ్", "పాస్వర్డ్", "ಪಾಸ್‌ವರ್ಡ್", "പാസ്‌വേഡ്", "මුරපදය",
                         "පාස්වර්ඩ්", "پاسورډ", "پټنوم", "پارول", "פּאַראָל", "פאראל",
@@ -706,7 +708,8 @@ _TOLD_GAP_RE = _Lazy(
 #: copulas that are other words in other languages (English "on", Italian "da", Spanish "ni"): they announce a value
 #: only after a word for password of their own language
 _OWN_LANGUAGE = {"on": ("salasan", "salasõn", "parool", "tunnuslause"), "oli": ("salasan", "salasõn", "parool"),
-                 "da": ("pasahitza",), "ni": ("nenosiri", "aṣínà", "ọ̀rọ̀", "ọrọigbaniwọle", "iphasiwedi")}
+                 "da": ("pasahitza",), "ni": ("nenosiri", "aṣínà", "ọ̀rọ̀", "ọrọigbaniwọle", "iphasiwedi"),
+                 "és": ("contrasenya",)}  # Catalan "is", Hungarian "and"
 #: a copula after the value (languages that put the verb last): "… kiwi2020 है", "… است", "…입니다", "…です"
 _TOLD_AFTER_RE = _Lazy(r"[ \t]*(?:है|हैं|था|ہے|است|ነው|আছে|হল|ಆಗಿದೆ|ஆகும்|ആണ്)|です|だ|입니다|이다|예요|이에요"
                        r"|'(?:d|t)[ıiuü]r")
@@ -742,14 +745,16 @@ def _told(value: str) -> bool:
     algorithm or a format (``sha256``, ``base64``, ``utf8``), a stand-in or a word about the secret."""
     if not value or value.startswith(_MARK) or _stands_in(value):
         return False
-    if value.isdigit():
-        return value.isascii() and 4 <= len(value) <= 12 and not _YEAR_RE.fullmatch(value)
+    if value.rstrip("#*").isdigit():  # a keypad's code may end in its # or * (4512*)
+        number = value.rstrip("#*")
+        return number.isascii() and 4 <= len(number) <= 12 and not _YEAR_RE.fullmatch(number)
     if not 6 <= len(value) <= 128 or not any(c.isdigit() for c in value) or not any(c.isalpha() for c in value):
         return False
     if value.startswith(("-", "#")) or "://" in value or "@" in value and "." in value.rsplit("@", 1)[-1]:
         return False
-    if any(c in value for c in "=([{<>/\\") or _SNAKE_RE.fullmatch(value) or _CODE_VALUE_RE.match(value):
-        return False
+    if any(c in value for c in "=([{<>/\\") or _SNAKE_RE.fullmatch(value) and not _WORD_DIGITS_RE.fullmatch(
+            value) or _CODE_VALUE_RE.match(value):
+        return False  # db_password2 is a name; lupita_0812, a word and digits, a password
     if _VERSION_RE.fullmatch(value) or _FILE_NAME_RE.search(value) or _ALGORITHM_RE.fullmatch(value):
         return False
     if _TECH_TERM_RE.fullmatch(value) or re.fullmatch(r"[0-9:/.,-]+[A-Za-z]{0,3}|[0-9]{1,2}[A-Z][a-z]+", value):
@@ -781,14 +786,16 @@ def _told_at(text: str, word: re.Match[str], token: re.Match[str], end: int) -> 
     copula = said.group(1) if said is not None else None
     if copula in _OWN_LANGUAGE and not word.group(0).startswith(_OWN_LANGUAGE[copula]):
         said = None  # "the password on prod01 is …": English "on"
-    if said is None and not (not gap.strip() and (word.group(0) in _OWN_FORMS or not word.group(0).isascii() and (
-            not _LATIN_RE.search(word.group(0)) and value.isascii()))):  # পাসওয়ার্ড dolphin22: Latin in another script
+    if said is None and not (not gap.strip() and word.group(0) in _OWN_FORMS or not word.group(0).isascii() and (
+            not _LATIN_RE.search(word.group(0)) and value.isascii() and not _LATIN_OR_DIGIT_RE.search(gap)
+            and len(gap.split()) <= 3)):  # পাসওয়ার্ড dolphin22, باسورد الواي فاي ahmad123: Latin in another script
         if not _TOLD_AFTER_RE.match(text, a + len(value)):
             return None
     elif copula == "to" and not word.group(0).startswith(("hasł", "haśl")) and (gap.strip() != "to" or _GIVEN_TO_RE.search(
             text, max(0, word.start() - 60), word.start())):
         return None  # "I sent the password to bob42": a person; "… is limited to 1024", "normalized according to …"
-    phrase_end = _spoken_phrase(text, a, end, announced=_PHRASE_GAP_RE.search(gap.rstrip()) is not None)
+    phrase_end = _spoken_phrase(text, a, end, announced=_PHRASE_GAP_RE.search(gap.rstrip()) is not None,
+                                named=_PHRASE_NAME_RE.search(text, max(0, word.start() - 12), word.end()) is not None)
     if phrase_end > 0:
         return _SPAN_RE.match(text, a, phrase_end)
     if not _told(value) or _COUNT_AFTER_RE.match(text, a + len(value)) or value.isdigit() and _UNIT_AFTER_RE.match(
@@ -798,7 +805,9 @@ def _told_at(text: str, word: re.Match[str], token: re.Match[str], end: int) -> 
 
 
 _ASCII_RUN_RE = _Lazy(r"[!-~]+")
+_WORD_DIGITS_RE = _Lazy(r"[a-z]{3,}_[0-9]{3,}")
 _LATIN_RE = _Lazy(r"[A-Za-z\u00c0-\u024f]")
+_LATIN_OR_DIGIT_RE = _Lazy(r"[A-Za-z\u00c0-\u024f0-9]")
 _SENTENCE_END_RE = _Lazy(r"[.!?;](?:\s|$)|[。！？]")
 _UNSPACED_RE = _Lazy(r"[\u0e00-\u0e7f\u1780-\u17ff\u3000-\u9fff\uac00-\ud7af\uff00-\uffef]")  # Thai, Khmer, CJK, Hangul
 _GIVEN_TO_RE = _Lazy(r"(?i)\b(?:sen[dt]|gave|give|forward\w*|e-?mail\w*|mail\w*|shar\w+|show\w*|pass\w*|text\w*|dm'?d"
@@ -842,7 +851,7 @@ _WORD_COUNT_RE = _Lazy(r"(?:[0-9]+|one|two|three|four|five|six|seven|eight|nine|
 _PHRASE_WORD_RE = _Lazy(r"[^\W_]+(?:['’-][^\W_]+)*")
 
 
-def _spoken_phrase(text: str, a: int, end: int, announced: bool) -> int:
+def _spoken_phrase(text: str, a: int, end: int, announced: bool, named: bool = False) -> int:
     """The end of a passphrase of several words told at ``a`` without quotes ("… is purple otter 88", "… is correct
     horse battery"), or -1. It is read to the end of its sentence or line, or to a word that goes on with the
     sentence (a conjunction, :data:`_CLAUSE_WORDS`), and holds two to eight words: with a number among them and a
@@ -850,18 +859,25 @@ def _spoken_phrase(text: str, a: int, end: int, announced: bool) -> int:
     colon. No word may be one that sentences about passwords use (:data:`_PHRASE_STOP`: "is stored in the vault",
     "ist zu kurz"), except the first of words without a number ("correct horse battery"); "twelve random words"
     describes a passphrase."""
+    if _MESSAGE_RE.match(text, a):
+        return -1  # "passwd: password updated successfully": a message about the secret
     words: list[str] = []
     stop = a
     for m in _PLAIN_TOKEN_RE.finditer(text, a, end):
         raw = m.group(0)
         core = raw.rstrip(".,;:!?)”’\"'")
-        if words and _LATIN_RE.search(words[0]) and not _LATIN_RE.search(core) and not core.isdigit():
+        if words and _LATIN_OR_DIGIT_RE.search(words[0]) and not _LATIN_OR_DIGIT_RE.search(core):
             break  # "パスワードは abc123 を使う": the sentence goes on in its own script
-        if core.lower() in _CLAUSE_WORDS or not _PHRASE_WORD_RE.fullmatch(core):
+        clause = core.lower() in (_CONJUNCTIONS if named and announced else _CLAUSE_WORDS)
+        if clause or not _PHRASE_WORD_RE.fullmatch(core):
             if not core.strip("—–-") or raw[:1] == "(" and words:
                 break  # "… — restic asks for it", "… (with spaces)": the phrase ended
-            if core.lower() in _CLAUSE_WORDS:
+            if clause:
                 break
+            if _PHRASE_WORD_RE.fullmatch(core):
+                words.append(core)  # "de" in a passphrase named as one ("blauwe fiets in de gracht")
+                stop = m.start() + len(core)
+                continue
             return -1  # a flag, a path, a symbol inside: not words of a passphrase
         words.append(core)
         stop = m.start() + len(core)
@@ -869,6 +885,8 @@ def _spoken_phrase(text: str, a: int, end: int, announced: bool) -> int:
             return -1
         if core != raw:  # punctuation after the word ends the phrase
             break
+    if announced and len(words) >= 3 and all(w.isdigit() and len(w) == 4 for w in words):
+        return stop  # a key in groups of four digits: a router's printed Wi-Fi key, "9472 8830 1156 2274"
     if len(words) == 1 and announced and _JOINED_PHRASE_RE.fullmatch(words[0]):
         parts = re.split(r"[-.]", words[0])  # bussola-cavallo-lanterna-graffetta: words joined by dashes
         return stop if not any(p in _PHRASE_STOP or p in _STOP_WORDS for p in parts) else -1
@@ -880,6 +898,14 @@ def _spoken_phrase(text: str, a: int, end: int, announced: bool) -> int:
         return -1
     if any(w.isdigit() and len(w) <= 2 and nxt.islower() for w, nxt in zip(words, words[1:])):
         return -1  # a count: "1 repetition", "2 gigabytes"
+    if named and announced and len(words) >= 3:
+        # after a word for passphrase and a colon or "is": a sentence of its own ("purple elephant dances quietly at
+        # seven", "blauwe fiets in de gracht 1998"), unless most of it is words of a sentence about it
+        stops = sum(w in _PHRASE_STOP or w in _CLAUSE_WORDS for w in lower)
+        measured = any(w.isdigit() and (_UNIT_AFTER_RE.match(" " + nxt) or _COUNT_AFTER_RE.match(" " + nxt))
+                       for w, nxt in zip(lower, lower[1:]))  # "limited to 4096 bytes": a size, not a phrase
+        return stop if 2 * stops <= len(words) and len(digits) < len(words) and not measured and not (
+            _COUNT_AFTER_RE.match(text, stop)) else -1
     if digits:
         if len(digits) == len(words) or any(w in _PHRASE_STOP for w in lower) or any(
                 _TECH_TERM_RE.fullmatch(w) or _VERSION_RE.fullmatch(w) for w in digits) or _COUNT_AFTER_RE.match(
@@ -892,6 +918,11 @@ def _spoken_phrase(text: str, a: int, end: int, announced: bool) -> int:
 
 
 _PLAIN_TOKEN_RE = _Lazy(r"\S+")
+#: the conjunctions that end a passphrase named as one: unambiguous words ("de", "i", "en" are words of phrases too)
+_CONJUNCTIONS = frozenset("and but or because which that when while if unless though although und aber oder weil "
+                          "denn wenn mais pero però porque och eller ama fakat но или".split())
+#: a word for passphrase (or "phrase" before a word for password: "frase de contraseña")
+_PHRASE_NAME_RE = _Lazy(r"(?i)phrase|wachtzin|lösenfras|losenfras|frase|tunnuslause|jelmondat|fraza|fráze")
 _JOINED_PHRASE_RE = _Lazy(r"[^\W\d_A-Z]{3,}(?:-[^\W\d_A-Z]{3,}){3,7}")
 #: what announces a passphrase of plain words: a sign or a copula (not "to" or a dash, which go on with a sentence)
 _PHRASE_GAP_RE = _Lazy(r"(?:(?:^|\s)(?:is|was|ist|lautet|war|est|était|es|era|é|è|és|este|jest|je|on|är|var|er|is"
@@ -956,6 +987,8 @@ class _PinNearby(_PasswordNearby):
         code = _KEYPAD_CODE_RE.fullmatch(value)
         if code is not None:
             return code.group(0) != code.group(1) or not _YEAR_RE.fullmatch(code.group(1))
+        if _LETTER_INSIDE_RE.fullmatch(value):
+            return 4 <= sum(c.isdigit() for c in value) <= 8  # a digicode with a letter inside: 47B12
         return _COMBINATION_RE.fullmatch(value) is not None
 
     def matches(self, text: str) -> Iterator[re.Match[str]]:
@@ -971,6 +1004,7 @@ def _glued(text: str, word: re.Match[str]) -> bool:
 
 
 _KEYPAD_CODE_RE = _Lazy(r"\*?[A-Za-z]?([0-9]{4,8})[A-Za-z]?[#*]?")  # not #953105: an issue
+_LETTER_INSIDE_RE = _Lazy(r"\*?[0-9]{1,6}[A-Z][0-9]{1,6}[#*]?")
 
 
 class _OneTimeCode(_Scan):
@@ -1254,7 +1288,7 @@ def _answer_end(text: str, a: int, end: int) -> int:
     stop = a
     for m in _PLAIN_TOKEN_RE.finditer(text, a, end):
         core = m.group(0).rstrip(".,;:!?)”’\"'")
-        if words and _LATIN_RE.search(words[0]) and not _LATIN_RE.search(core) and not core.isdigit():
+        if words and _LATIN_OR_DIGIT_RE.search(words[0]) and not _LATIN_OR_DIGIT_RE.search(core):
             break  # "パスワードは abc123 を使う": the sentence goes on in its own script
         if core.lower() in _CLAUSE_WORDS or not _PHRASE_WORD_RE.fullmatch(core):
             break
@@ -1284,7 +1318,7 @@ _CODE_FIRST_RE = _Lazy(r"([0-9](?:(?<=[A-Z]-[0-9])|(?<![\w-][0-9]))[0-9]{3,7})[ 
 _YEAR_RE = _Lazy(r"(?:19|20)[0-9]{2}")
 _COMBINATION_RE = _Lazy(r"[0-9]{1,3}(?:[-–][0-9]{1,3}){2,3}")
 _UNIT_AFTER_RE = _Lazy(r"(?i)[ \t]*(?:[%°µ×x]|(?:[nmck]?m|m?[gl]|[kmg]?hz|[km]?[vaw]|[mnµ]?s|min|h|px|pt|rpm|bp|[kmgt]i?b|"
-                       r"ohms?|times|years?|days?|hours?)(?!\w))")
+                       r"ohms?|times|years?|days?|hours?|bytes?|bits?|octets?)(?!\w))")
 _SPAN_RE = _Lazy(r"(?s)(.+)")
 _ARTICLE_RE = _Lazy(r"(?i)(?:^|[\s(\"'])(?:il|l|el|al)-$")  # Maltese, Arabic-script transliterations: il-password
 _SNAKE_RE = _Lazy(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")  # x509_ptr: a name in code
@@ -1303,7 +1337,7 @@ class _TokenNearby(_PasswordNearby):
         r"|schlüssel\w{0,2}|sleutel\w{0,2}|nyckel\w{0,2}|nøgle\w{0,2}|nøkkel\w{0,3}|avain\w{0,3}"
         r"|kulcs\w{0,3}|klíč\w{0,2}|kľúč\w{0,2}|ključ\w{0,2}|кључ\w{0,2}|ключ\w{0,2}|clave|chave|cheia|cheie"
         r"|atslēga|võti|κλειδ\w{0,2}|токен\w{0,2}|jetons?|belirteç\w{0,3}",
-        "キー|密钥|秘钥|金鑰|密鑰|키|مفتاح|کلید|מפתח|कुंजी")
+        "キー|トークン|密钥|秘钥|金鑰|密鑰|令牌|키|토큰|مفتاح|کلید|מפתח|कुंजी")
     _PUBLIC_AFTER = _Lazy(r"(?i)[ \t]+(?:publi(?:que|ca|c|czn\w*)|pubblic\w|öffentlich\w*|открыт\w*|публичн\w*"
                           r"|veřejn\w*|nyilvános|açık|genel|公開)")
     _PUBLIC_BEFORE = _Lazy(r"(?i)(?:öffentliche[rnms]?|openbare|offentlig[ae]?|julkinen|открытый|публичный|公開)[ \t-]*$")
@@ -1342,7 +1376,7 @@ _GROUPED_KEY_RE = _Lazy(r"[A-Z0-9]{4,8}(?:-[A-Z0-9]{4,8}){1,7}")
 _TOKEN_WORDS = ("token", "key", "secret", "credential", "clé", "clef", "anahtar", "chiav", "klucz", "schlüssel",
                 "sleutel", "nyckel", "nøgle", "nøkkel", "avain", "kulcs", "klíč", "kľúč", "ključ", "кључ", "ключ",
                 "clave", "chave", "chei", "atslēg", "võti", "κλειδ", "токен", "jeton", "belirteç", "キー", "密钥",
-                "秘钥", "金鑰", "密鑰", "키", "مفتاح", "کلید", "מפתח", "कुंजी")
+                "秘钥", "金鑰", "密鑰", "키", "مفتاح", "کلید", "מפתח", "कुंजी", "トークン", "令牌", "토큰")
 
 
 _ALGORITHM_RE = _Lazy(r"(?i)(?:argon2(?:id|i|d)?|bcrypt|scrypt|pbkdf2(?:-sha\d+)?|sha-?\d+|md5|aes-?\d+(?:-[a-z]+)?|rsa-?\d+"
@@ -1754,6 +1788,10 @@ _TASK_VERBS = frozenset({"edit", "show", "generate", "clear", "list", "create", 
 _LINE_REST_RE = _Lazy(r"[ \t]*(?:$|\r?\n|[#;\\]|//|/\*)")
 
 
+_WG_PRIVATE_RE = _Lazy(r"(?i)private[ _-]?key|preshared[ _-]?key|\bpsk\b|\bwg\b|wireguard")
+_WG_PUBLIC_RE = _Lazy(r"(?i)public[ _-]?key|\bpubkey\b|\bpub\b|peer")
+
+
 def _told_pair(value: str) -> bool:
     """A password told beside its user or its old one: letters, a digit and a symbol that names and versions do not
     hold (``Tiger25$``; not ``Python3.11-Slim`` or ``Mozilla/5.0``)."""
@@ -1985,7 +2023,7 @@ _SAID_RE = _Lazy(r"(?i)(?:[:=：]|\b(?:is|was|to|as|ist|lautet|est|es|é|är|er|
 
 _BASIC_RE = _Lazy(r"(?i)basic|base64|b64|btoa|auth")
 _CARD_WORDS_RE = _Lazy(r"(?i)card|visa|mastercard|amex|\bcvv|\bcvc|\bexp(?:iry|ires|iration)?\b|tarjeta|carte|karte"
-                       r"|kartu|cart[ãa]o|карт|卡")
+                       r"|kartu|cart[ãa]o|карт|卡|diners|discover|maestro|\bjcb\b|unionpay|pasnummer")
 _LOGIN_WORDS_RE = _Lazy(r"(?i)\blog[ -]?in\b|\bsign[ -]?in\b|\bcreds?\b|credential|\bpass|\baccount")
 _LOADS_KEY_RE = _Lazy(r"(?i)\b(?:load|getKey|store|setKeyEntry|PBEKeySpec|KeyManagerFactory|init|password|passphrase)\b")
 _ASSIGNMENT_RE = _Lazy(r"[A-Za-z_][\w.-]*=")
@@ -2531,8 +2569,13 @@ class _PrintedSecret(_Scan):
     _SEARCHES = frozenset({"grep", "rg", "ag", "ack", "find", "ls", "git", "sed", "awk", "diff", "tree", "fd", "man"})
     _ARG_PARTS_RE = _Lazy(r"[./:=\[\]\"']+")
 
+    #: commands that change a password at their prompts, which never echo it (``$ passwd``: "Changing password…")
+    _CHANGERS = frozenset({"passwd", "kpasswd", "smbpasswd", "yppasswd", "gpasswd", "vncpasswd", "chpasswd"})
+
     @classmethod
     def _names_what_it_prints(cls, command: str) -> bool:
+        if command.split(None, 1)[:1] and command.split(None, 1)[0].rsplit("/", 1)[-1] in cls._CHANGERS:
+            return False
         expression = _REPL_EXPRESSION_RE.fullmatch(command.strip())
         if expression:  # a REPL expression: settings.EMAIL_HOST_PASSWORD, ENV["PGPASSWORD"], conf.get("…password")
             parts = [p for p in re.split(r"[.\[\]'\"():, ]+", expression.group(1)) if p]
@@ -2675,6 +2718,11 @@ _FORMATS.extend([
     # a TOTP seed told anywhere on a line about two-factor sign-in: 16 to 64 base32 characters, spaced or not
     ("secret", ("2fa", "mfa", "totp", "otp", "authenticat", "autenticad", "factor", "faktor", "2-step", "qr",
                 "geheimnis", "secret", "segret", "secreta"), _TotpSeed(), 1),
+    # a WireGuard private or preshared key (32 bytes in base64) on a line that says so, or fed to `wg`
+    ("private-key", ("private", "preshared", "wg ", "wg0", "psk"),
+     _Checked(_Lazy(r"(?<![A-Za-z0-9+/])([A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=)(?![A-Za-z0-9+/=])"),
+              lambda m: _looks_random(m.group(1)) and _near(_WG_PRIVATE_RE, m, 80) and not _near(_WG_PUBLIC_RE, m, 0)),
+     1),
     ("secret", ("otpauth-migration:",), _Lazy(r"otpauth-migration://[^\s?]*\?data=(?!\[REDACTED)([^\s&\"']+)"), 1),
     ("secret", ("codes",),
      _Lazy(r"(?i)\b(?:recovery|backup|one-time|2fa|mfa|emergency|scratch)[ \t]+codes?\b[^\n]*\n(?:[ \t]*\n)?"
@@ -2998,9 +3046,10 @@ _FORMATS.extend([
     # app password is named, a license block's lines of hexadecimal groups
     ("secret", ("-",),
      _Checked(_Lazy(r"(?<![\w-])([A-Z0-9]{5}(?:-[A-Z0-9]{5}){4})(?![\w-])"), lambda m: _mixed_groups(m.group(1))), 1),
-    ("password", ("password",),
-     _Lazy(r"(?i)app(?:lication)?[ -](?:specific[ -])?passwords?\b[^\n]{0,120}\n?[^\n]{0,40}?(?<![\w-])"
-           r"([a-z]{4} [a-z]{4} [a-z]{4} [a-z]{4})(?![\w-])"), 1),
+    ("password", ("password", "passwort", "passe", "contraseña", "senha"),
+     _Lazy(r"(?i)(?:app(?:lication)?[ -](?:specific[ -])?passw(?:ord|ort)s?|mot de passe d'application"
+           r"|contraseña de (?:aplicación|app)|senha de app(?:licativo)?|password per le app)\b"
+           r"[^\n]{0,120}\n?[^\n]{0,40}?(?<![\w-])((?-i:[a-z]{4} ?[a-z]{4} ?[a-z]{4} ?[a-z]{4}))(?![\w-])"), 1),
     # a card's magnetic stripe, track 1 (%B, the number, ^NAME/GIVEN^, the expiry and the data after it) or track 2
     # (;, the number, =, the expiry…): its sentinels and separators say "card" as a card's word would, and a track
     # made up for a test fails the Luhn check as often as not, so none is asked; the track goes whole after its
@@ -3011,11 +3060,11 @@ _FORMATS.extend([
     # payment card data told with its word: a card number that passes the Luhn check (not a processor's published
     # test number), a US social security number (a card's security code: indexer.secret_ids)
     ("secret", ("card", "visa", "mastercard", "amex", "cvv", "cvc", "exp", "tarjeta", "carte", "karte", "kartu",
-                "cartão", "cartao", "карт", "卡"),
-     _Checked(_Lazy(r"(?<![\w-])((?:[0-9]{4}[ -]?){3}[0-9]{1,7}|[0-9]{4}[ -]?[0-9]{6}[ -]?[0-9]{5})(?![\w-])"),
+                "cartão", "cartao", "карт", "卡", "diners", "discover", "maestro", "jcb", "unionpay", "pasnummer"),
+     _Checked(_Lazy(r"(?<![\w-])((?:[0-9]{4}[ -]?){3}[0-9]{1,7}|[0-9]{4}[ -]?[0-9]{6}[ -]?[0-9]{4,5})(?![\w-])"),
               lambda m: _card_number(m.group(1)) and _near(_CARD_WORDS_RE, m, 80)), 1),
     ("secret", ("ssn", "social security"),
-     _Checked(_Lazy(r"(?i)\b(?:ssn|social security(?: number| no\.?)?)\b[^\n0-9]{0,20}(?<![\w-])([0-9]{3}-[0-9]{2}-[0-9]{4})"
+     _Checked(_Lazy(r"(?i)(?<![A-Za-z])(?:ssn|social security(?: number| no\.?)?)\b[^\n0-9]{0,20}(?<![\w-])([0-9]{3}-[0-9]{2}-[0-9]{4})"
                     r"(?![\w-])"), lambda m: _issuable_ssn(m.group(1))), 1),
     ("secret", ("begin license",),
      _Lazy(r"(?i)[-–—]{2,}[ \t]*BEGIN LICENSE[ \t]*[-–—]{2,}[ \t]*\r?\n(?![ \t]*[-–—]{2,})"
@@ -3145,7 +3194,9 @@ def _key_material(text: str) -> tuple[str, int]:
 _NAME_WORD_RE = _Lazy(r"pass|pasw|pwd|secret|token|key|auth|cred|sig|salt|cookie|pw|psk|mnemonic|dockerc|seed|hmac|login"
                       r"|sessid|sessionid|connect\.sid|_session|logged_in|wordpress_sec|cfid|cftoken"
                       r"|senha|sifre|kennwort|contrase|haslo|heslo|geslo|salasan|wachtwoord|losenord|jelszo|lozink"
-                      r"|parool|adgangskode|geheim|segret"
+                      r"|parool|adgangskode|geheim|segret|parol|sandi|khau|kodikos|sisma|ramz|sifra|mima|sekret|rahat"
+                      r"|gizli|rahasia|schl|kluch|klyuch|kljuc|klucz|chiave|clave|chave|anahtar|cle|sleutel|nyckel"
+                      r"|kulcs|kunci"
                       r"|pat(?![hc]|ter|ien|ron)")
 _IDENT_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.")
 _CAMEL_RE = _Lazy(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
@@ -3158,7 +3209,19 @@ _PASSWORD_WORDS = frozenset({"pwd", "pw", "pass", "pword", "passwd", "sshpass", 
                              # "password" in other languages' names (DB_SENHA, SIFRE, MOT_DE_PASSE: see name_kind)
                              "senha", "sifre", "sifresi", "kennwort", "contrasena", "contrasenya", "haslo", "heslo",
                              "geslo", "salasana", "wachtwoord", "losenord", "jelszo", "lozinka", "parool",
-                             "adgangskode", "passord", "motdepasse"})
+                             "adgangskode", "passord", "motdepasse",
+                             # and as they are written in Latin letters: Romanian, Turkish, Russian, Indonesian,
+                             # Malay, Vietnamese, Greek, Hebrew, Persian, Serbo-Croatian, Chinese (pinyin)
+                             "parola", "parolasi", "parol", "parolu", "katasandi", "katalaluan", "matkhau",
+                             "kodikos", "sisma", "ramz", "sifra", "mima", "rahat", "rahatphan"})
+#: the words of :data:`_PASSWORD_WORDS` in other languages: as a name (``DB_SENHA=…``), not in a sentence
+_OTHER_LANGUAGES = frozenset({"senha", "sifre", "sifresi", "kennwort", "contrasena", "contrasenya", "haslo", "heslo",
+                              "geslo", "salasana", "wachtwoord", "losenord", "jelszo", "lozinka", "parool",
+                              "adgangskode", "passord", "parola", "parolasi", "parol", "parolu", "kodikos", "sisma",
+                              "ramz", "sifra", "mima", "rahat", "passwort"})
+#: "key" in other languages' names (KLUCZ_API, GEHEIMER_SCHLUESSEL, CHIAVE_SEGRETA): read as ``key``
+_KEY_WORDS = frozenset({"schluessel", "schlussel", "kluch", "klyuch", "kljuch", "klucz", "chiave", "clave", "chave",
+                        "anahtar", "cle", "clef", "sleutel", "nyckel", "nokkel", "noegle", "kulcs", "kljuc", "kunci"})
 #: words that end like a password's name and are none
 _NOT_PASSWORDS = frozenset({"bypass", "compass", "trespass", "overpass", "underpass", "surpass", "encompass",
                             "multipass", "firstpass", "onepass", "subpass", "renderpass", "impass", "repass"})
@@ -3170,7 +3233,9 @@ _SECRET_WORDS = frozenset({
     # a Wi-Fi pre-shared key, a wallet's seed words, registry credentials (a Kubernetes Secret's key)
     "psk", "mnemonic", "dockerconfigjson", "dockercfg", "passkey",
     # "secret" in other languages' names (CLAVE_SECRETA, GEHEIM)
-    "secreto", "secreta", "segreto", "segreta", "geheim", "geheimnis", "secreet",
+    "secreto", "secreta", "segreto", "segreta", "geheim", "geheimnis", "secreet", "secrete", "segredo",
+    "geheimer", "geheime", "geheimes", "sekret", "sekretnyj", "sekretnyy", "sekretny", "sekretna", "gizli",
+    "rahasia",
 })
 #: what may follow "secret" in one lower-case word (secretkey, secretsmanager); not secretase, secretion, secretary
 _SECRET_TAILS = frozenset({"", "s", "key", "keys", "token", "tokens", "id", "value", "access", "accesskey", "string",
@@ -3276,7 +3341,7 @@ def name_kind(name: str) -> tuple[str, bool] | None:
     """
     if name.lower().startswith(_SESSION_COOKIES):
         return "secret", False  # PHPSESSID=…, JSESSIONID=…: a web session's cookie, when its value is random
-    parts = _components(name)
+    parts = ["key" if p in _KEY_WORDS else p for p in _components(name)]  # KLUCZ_API, GEHEIMER_SCHLUESSEL
     while len(parts) > 1 and (parts[-1].isdigit() or parts[-1] in _QUALIFIERS):  # key1, SECRET_2, RESEND_KEY_PROD
         parts.pop()
     if len(parts) > 1 and parts[-1] in ("value", "string", "val") and parts[-2] in _SECRET_LAST and "." not in name:
@@ -3300,7 +3365,8 @@ def name_kind(name: str) -> tuple[str, bool] | None:
     last = parts[-1]
     password = any(p.startswith(_PASSWORD_PARTS) or "passw" in p or p in _PASSWORD_WORDS
                    or p.endswith(("pass", "pw", "pwd")) and len(p) > 4 and p not in _NOT_PASSWORDS for p in parts) or (
-        "passe" in parts and "mot" in parts)  # MOT_DE_PASSE
+        "passe" in parts and "mot" in parts) or any(  # MOT_DE_PASSE; KATA_SANDI, MAT_KHAU: two words for one
+        a + b in _PASSWORD_WORDS for a, b in zip(parts, parts[1:]))
     secret = any(p in _SECRET_WORDS or (p.startswith("secret") and p[6:] in _SECRET_TAILS) for p in parts)
     if last == "data" and len(parts) > 1 and parts[-2] == "key":  # kubeconfig's client-key-data: a private key
         return "secret", True
@@ -3435,6 +3501,8 @@ def _skip_value(value: str) -> bool:
         return False  # $maple1169M: a password that starts with $, not a variable
     if _public_or_sample(v):
         return True
+    if _MESSAGE_RE.match(v):
+        return True  # passwd: password updated successfully: a message about the secret, not one
     if v.startswith("$") and _stands_in(v):
         return True
     if v.startswith("$") and not _VAR_REF_RE.match(v):
@@ -3528,7 +3596,16 @@ def _names_another(value: str) -> bool:
     separator or a capital inside, named for a secret."""
     return bool(_IDENTIFIER_RE.fullmatch(value)) and ("_" in value or "-" in value or any(
         c.isupper() for c in value[1:])) and not _looks_random(value) and _strong_name(value) and not (
-        _TITLE_JOINED_RE.fullmatch(value) and not value.startswith(("X-", "x-")))
+        _TITLE_JOINED_RE.fullmatch(value) and not value.startswith(("X-", "x-"))) and not _styles_mixed(value)
+
+
+def _styles_mixed(value: str) -> bool:
+    """Parts in more than one case (``compose-Pg-Secret-91``: lower, then Title) and a number: how a person writes a
+    password, not how code names a thing (``DB_PASSWORD_2``, ``db-password-2``, ``Db-Password`` keep one style)."""
+    parts = [p for p in re.split(r"[-_]", value) if p and not p.isdigit()]
+    styles = {"upper" if p.isupper() else "lower" if p.islower() else "title" if p.istitle() else "mixed"
+              for p in parts}
+    return any(c.isdigit() for c in value) and len(styles) > 1
 
 
 #: Title-case words joined by a hyphen with a number (``Compose-Pass-21``): no naming style in code writes this, a
@@ -3773,7 +3850,7 @@ def _named(text: str, lower: str) -> tuple[str, int]:
                         span = None  # { name: 'API_TOKEN', value: token }: a variable in an object literal
             elif strong and (quoted_value := _SPACED_QUOTE_RE.match(text, b)):
                 span = _value_span(text, quoted_value.end(), False, strong)  # plaintext-password 'x', password 'x'
-            elif kind == "password":
+            elif kind == "password" and name.lower() not in _OTHER_LANGUAGES:  # their prose: _PasswordTold
                 prose = _PROSE_RE.match(text, b)
                 if prose:
                     end = prose.end()
@@ -4051,6 +4128,10 @@ def _echoes(text: str, seen: dict[str, str]) -> tuple[str, int]:
     return text, total
 
 
+_MESSAGE_RE = _Lazy(r"(?i)(?:password|passphrase|token|secret|key)s?[ \t]+(?:updated|changed|set|saved|expired|"
+                   r"accepted|rejected|required|unchanged|successfully|for|of|is|was|has|must|cannot|not)\b")
+
+
 def _public_or_sample(value: str) -> bool:
     """A key meant for web pages (Stripe's ``pk_live_…``, Mapbox's ``pk.…``) or a sample (:func:`_sample_token`)."""
     return value.startswith(_PUBLISHABLE) or value.startswith("pk.eyJ") or _sample_token(value)
@@ -4062,7 +4143,13 @@ def _sample_token(token: str) -> bool:
     if len(token) > 64 or "\n" in token:
         return False
     body = token[max(token.rfind("_"), token.rfind("."), token.rfind("/"), token.rfind("-")) + 1 :]
-    return token.endswith(("EXAMPLE", "EXAMPLEKEY")) or len(body) >= 8 and body.count(body[0]) == len(body)
+    return token.endswith(("EXAMPLE", "EXAMPLEKEY")) or len(body) >= 8 and body.count(body[0]) == len(body) or (
+        _PLACEHOLDER_WORD_RE.search(token) is not None and _TOKEN_SHAPE_RE.fullmatch(token) is not None)
+
+
+#: a word a placeholder holds and a random token of 64 characters all but never does: xoxb-your-bot-token
+_PLACEHOLDER_WORD_RE = _Lazy(r"(?i)your|example|placeholder|dummy|changeme|replace")
+_TOKEN_SHAPE_RE = _Lazy(r"[\w-]+")  # a token, not a URL or a login (user:pw@host.example.com)
 
 
 def _apply(pattern: _Lazy | _Scan, kind: str, group: int, text: str) -> tuple[str, int]:
@@ -4078,6 +4165,7 @@ def _apply(pattern: _Lazy | _Scan, kind: str, group: int, text: str) -> tuple[st
             _masked(kind, m.group(0))
             return marker
         if m.start(group) == m.end(group) or _stands_in(m.group(group)) or _sample_token(m.group(group)) or (
+                len(m.group(group)) < 4 and not any(c.isalnum() for c in m.group(group))) or (
                 "REDACTED" in m.group(group)) or (
                 m.string.startswith("REDACTED:", m.start(group) - 9)):
             return m.group(0)  # empty, a stand-in, or inside a marker an earlier rule wrote

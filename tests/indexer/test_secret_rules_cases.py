@@ -837,3 +837,51 @@ def test_references_types_samples_public_keys_and_default_logins_stay():
 def test_a_sentence_in_another_script_goes_on_after_the_password():
     assert redact("パスワードは abc123x を使う").text == "パスワードは [REDACTED:password] を使う"
     assert redact("كلمة المرور هي Summer2024 لا تعمل").text == "كلمة المرور هي [REDACTED:password] لا تعمل"
+
+
+# names transliterated from other languages, passphrases named as such, codes with a letter or a keypad's sign
+ROUND_THIRTEEN = [
+    ("ERP_PAROLA=Mamaliga_Buna7", "Mamaliga_Buna7"), ("API_PAROL=Pelmeni_S_Maslom2", "Pelmeni_S_Maslom2"),
+    ("DB_KATA_SANDI=Sate#Ayam9", "Sate#Ayam9"), ("DB_MAT_KHAU=PhoBo_HaNoi7", "PhoBo_HaNoi7"),
+    ("SMTP_KODIKOS=Souvlaki!Pita3", "Souvlaki!Pita3"), ("MAIL_RAMZ=Kabab_Koobideh2", "Kabab_Koobideh2"),
+    ("GIZLI_ANAHTAR=" + "7fa3c9" * 6, "7fa3c97fa3c97fa3"), ("SEKRETNYJ_KLUCH=Xk29fLq0PzV8rTw3nB5m", "Xk29fLq0PzV8rTw3"),
+    ("CLE_SECRETE=q8#vn2!zt5^mk1@rw7", "q8#vn2!zt5^mk1@rw7"),
+    ("the backup passphrase is: seven quiet otters float on the lake — keep it offline",
+     "seven quiet otters float on the lake"),
+    ("Passphrase für den Tresor: Die Katze schläft im Keller 3x", "Die Katze schläft im Keller 3x"),
+    ("frase de contraseña del disco: el perro come pan los lunes", "el perro come pan los lunes"),
+    ("mi clave es pancho_2207 (la misma de siempre)", "pancho_2207"),
+    ("회사 와이파이 비번 dkssud0812 이에요", "dkssud0812"), ("sandi router: kopihitam2020", "kopihitam2020"),
+    ("p/w for the staging box = Biscuit2011", "Biscuit2011"), ("Pasword für den NAS ist Wurst&Senf7", "Wurst&Senf7"),
+    ("digicode : 52C81, 2e étage", "52C81"), ("bahçe kapısı şifresi 3391#", "3391"),
+    ("WLAN-Schlüssel: 3310 7712 9054 6628 (Standard)", "3310 7712 9054 6628"),
+    ("باسورد الراوتر mona98765432", "mona98765432"),
+    ("App-Passwort für Thunderbird: qwhzkrtnmvplbxsa", "qwhzkrtnmvplbxsa"),
+    # a card in a Diners grouping, an SSN under a field's name, an IBAN to pay to, a SIN after "est le"
+    ("Diners Club 3617 294058 3169, exp 11/27", "3617 294058 3169"), ('customer_ssn: "536-22-8147"', "536-22-8147"),
+    ("betal venligst til DK38 3002 1574 8203 96 inden fredag", "DK38 3002 1574 8203 96"),
+    ("mon NAS est le 130 692 544 (pour le T4)", "130 692 544"),
+    # a chosen password shaped like a name but in two cases with a number, an e-mail address as a URL's user, a
+    # token after its word in Japanese, a file of recovery codes, a WireGuard key fed to wg
+    ("environment:\n  MYSQL_PASSWORD: stack-My-Secret-77\n", "stack-My-Secret-77"),
+    ("MAIL_URL=smtp://alerts@shop.example:Mouette!Vite38@smtp.example.net:587", "Mouette!Vite38"),
+    ("Slackのボットトークン：Zq8vL2mX9pT4kR7wB3nC5dF6gH1jK0sAq7Wm", "Zq8vL2mX9pT4kR7wB3nC5dF6gH1jK0sAq7Wm"),
+    ("gitlab-recovery-codes.txt\n\n4f1a9c2e7b3d5a60\n8c2e4a6b1d3f5e70\n", "4f1a9c2e7b3d5a60"),
+    ("wg set wg0 private-key <(echo cGx4Z3kzN3FwdjJ6bTl3cTR0eDh6cmQ1azNuN2o2bTA=)", "cGx4Z3kzN3FwdjJ6bTl3cTR0eDh6cmQ1azNuN2o2bTA="),
+]
+
+
+@pytest.mark.parametrize("text, secret", ROUND_THIRTEEN)
+def test_transliterated_names_named_passphrases_and_keypad_codes_are_masked(text, secret):
+    assert secret not in redact(text).text, redact(text).text
+
+
+def test_prompts_messages_placeholders_and_empty_options_stay():
+    for text in ("$ passwd\nChanging password for ana.\nCurrent password:\nNew password:\npasswd: password updated "
+                 "successfully", "SLACK_BOT_TOKEN=xoxb-your-bot-token", "Je wachtwoord is verlopen. Kies een nieuw.",
+                 "A jelszónak legalább 8 karakterből kell állnia, és tartalmaznia kell egy számot.",
+                 "run `mysql -u root -p` and type it at the prompt", "note that the passphrase is limited to 4096 bytes",
+                 "كلمة المرور الجديدة 2024 لا تعمل", "from_secret: db-password-2", "ssh://git@github.com:22/repo.git",
+                 "[Peer]\nPublicKey = xTIBA5rboUvnH4htodjb6e697QjLERt1NAB4mZqp8Dg=\nAllowedIPs = 10.0.0.2/32",
+                 "アクセストークンの有効期限は30日です"):
+        assert redact(text).text == text, redact(text).text
