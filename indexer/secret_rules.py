@@ -3191,13 +3191,16 @@ def _key_material(text: str) -> tuple[str, int]:
 
 # -- 2. names --------------------------------------------------------------------------------------------------
 #: run over the lower-cased text: an IGNORECASE scan costs ~15x more (measured: 8.5 ms vs 0.5 ms per 64 KB)
-_NAME_WORD_RE = _Lazy(r"pass|pasw|pwd|secret|token|key|auth|cred|sig|salt|cookie|pw|psk|mnemonic|dockerc|seed|hmac|login"
-                      r"|sessid|sessionid|connect\.sid|_session|logged_in|wordpress_sec|cfid|cftoken"
-                      r"|senha|sifre|kennwort|contrase|haslo|heslo|geslo|salasan|wachtwoord|losenord|jelszo|lozink"
-                      r"|parool|adgangskode|geheim|segret|parol|sandi|khau|kodikos|sisma|ramz|sifra|mima|sekret|rahat"
-                      r"|gizli|rahasia|schl|kluch|klyuch|kljuc|klucz|chiave|clave|chave|anahtar|cle|sleutel|nyckel"
-                      r"|kulcs|kunci"
-                      r"|pat(?![hc]|ter|ien|ron)")
+#: the words that may be inside a secret's name, as one pattern grouped by first letters (:func:`_by_first_letter`:
+#: a plain alternation of ~70 words was tried branch by branch at every position, 4x slower over prose)
+_NAME_WORDS = (
+    "pass|pasw|pwd|secret|token|key|auth|cred|sig|salt|cookie|pw|psk|mnemonic|dockerc|seed|hmac|login"
+    "|sessid|sessionid|connect\\.sid|_session|logged_in|wordpress_sec|cfid|cftoken"
+    "|senha|sifre|kennwort|contrase|haslo|heslo|geslo|salasan|wachtwoord|losenord|jelszo|lozink"
+    "|parool|adgangskode|geheim|segret|parol|sandi|khau|kodikos|sisma|ramz|sifra|mima|sekret|rahat"
+    "|gizli|rahasia|kluch|klyuch|kljuc|klucz|chiave|clave|chave|anahtar|sleutel|nyckel|kulcs|kunci"
+    "|pat(?![hc]|ter|ien|ron)")
+_NAME_WORD_RE = _LazyWords(lambda: _by_first_letter(_split_top(_NAME_WORDS)))
 _IDENT_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.")
 _CAMEL_RE = _Lazy(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 #: a component that marks a password
