@@ -556,6 +556,7 @@ class _PasswordNearby(_Scan):
 
     _TOKEN = _Lazy(r"[^\s，。、！？：；「」（）\"'`|]+")
     _WRAP = "\"'`*_([{<>)]}.,;:!?،؛。、，"
+    _NOT_AFTER: frozenset[str] = frozenset()  # words that say the number after them is not what was announced
     _WORDS = _PASSWORD_WORDS_RE
     _PROSE_ONLY = False
     _TOLD = False
@@ -640,6 +641,10 @@ class _PasswordNearby(_Scan):
                         break
                 value = self._value(token.group(0))
                 if value and self._takes(value):
+                    if self._NOT_AFTER and (before := _WORD_BEFORE_RE.search(
+                            text, max(0, token.start() - 24), token.start())) and before.group(1).lower() in (
+                            self._NOT_AFTER):
+                        break  # "the PIN code handling is broken, see issue 4512": a number named something else
                     a = token.start() + token.group(0).index(value)
                     m = _SPAN_RE.match(text, a, a + len(value))
                     if m is not None:
@@ -950,6 +955,14 @@ def _passphrase(inner: str, before: str) -> bool:
 _SYMBOL_JOINED_RE = _Lazy(r"[^\W\d_]+[._-][0-9]+|[0-9]+[._-][^\W\d_]+")
 
 
+#: a word that says the number after it is something else than a code: a line, a port, an issue, a version …
+_NOT_CODE_WORDS = frozenset({"line", "lines", "port", "status", "error", "errors", "http", "exit", "version", "issue",
+                             "pr", "ticket", "build", "step", "row", "column", "col", "page", "id", "rfc", "iso",
+                             "commit", "since", "until", "after", "every", "per", "expires", "valid",
+                             "length", "len", "bug", "case", "test", "room", "year", "zeile", "ligne", "línea"})
+_WORD_BEFORE_RE = _Lazy(r"([^\W\d_]+)[ \t#:.-]*$")
+
+
 class _PinNearby(_PasswordNearby):
     """A PIN or a code told in a sentence: after "PIN" (``PIN-Code``, ``pin code``, ``ПИН-код``, ``PUK``,
     ``PIN kodu``, ``Geheimzahl``, ``code confidentiel``), a door's, an alarm's, a gate's or a safe's code or
@@ -976,6 +989,7 @@ class _PinNearby(_PasswordNearby):
         r"|κωδικός (?:πόρτας|συναγερμού|χρηματοκιβωτίου)|ajtókód|riasztókód|kaputelefon kód",
         "暗証番号|비밀번호|पिन|金庫の番号|密码锁|门禁密码|도어락 비밀번호")
     _PROSE_ONLY = True
+    _NOT_AFTER = _NOT_CODE_WORDS
 
     def _skip_word(self, text: str, word: re.Match[str]) -> bool:
         return _glued(text, word) or super()._skip_word(text, word)
@@ -1032,10 +1046,7 @@ class _OneTimeCode(_Scan):
         r"認証コード|確認コード|ワンタイムパスワード|验证码|驗證碼|动态码|校验码|인증\s?번호|인증\s?코드|확인\s?코드"
         r"|सत्यापन कोड|ओटीपी|رمز التحقق|کد تایید|کد تأیید|קוד אימות|รหัส otp|รหัสยืนยัน")
     _TOKEN = _Lazy(r"[^\s，。、！？：；「」（）\"'`|]+")
-    _NOT_CODES = frozenset({"line", "lines", "port", "status", "error", "errors", "http", "exit", "version", "issue",
-                            "pr", "ticket", "build", "step", "row", "column", "col", "page", "id", "rfc", "iso",
-                            "commit", "since", "until", "after", "every", "per", "expires", "valid",
-                            "length", "len", "bug", "case", "test", "room", "year", "zeile", "ligne", "línea"})
+    _NOT_CODES = _NOT_CODE_WORDS
 
     def matches(self, text: str) -> Iterator[re.Match[str]]:
         scanned = 0

@@ -883,5 +883,5 @@ def test_prompts_messages_placeholders_and_empty_options_stay():
                  "run `mysql -u root -p` and type it at the prompt", "note that the passphrase is limited to 4096 bytes",
                  "كلمة المرور الجديدة 2024 لا تعمل", "from_secret: db-password-2", "ssh://git@github.com:22/repo.git",
                  "[Peer]\nPublicKey = xTIBA5rboUvnH4htodjb6e697QjLERt1NAB4mZqp8Dg=\nAllowedIPs = 10.0.0.2/32",
-                 "アクセストークンの有効期限は30日です"):
+                 "アクセストークンの有効期限は30日です", "the PIN code handling is broken, see issue 4512"):
         assert redact(text).text == text, redact(text).text
