@@ -63,11 +63,20 @@ def mask(text: str, lower: str | None = None) -> tuple[str, int]:
     if not present:
         return text, 0
     total = 0
+    other_digits = not text.isascii() and _OTHER_DIGITS_RE.search(text) is not None
     for kind, anchors, find in _RULES:
         if not present.isdisjoint(anchors):
-            text, count = _replace(text, find(text), kind)
+            # a number in Arabic-Indic, Persian, Devanagari, Bengali, Thai or full-width digits is read as ASCII
+            # digits (one character for one: the spans found in the copy are the original's)
+            text, count = _replace(text, find(text.translate(_DIGITS) if other_digits else text), kind)
             total += count
     return text, total
+
+
+#: the decimal digits of scripts whose users write numbers in them, each read as its ASCII digit
+_DIGITS = {ord(c): str(unicodedata.digit(c)) for first in (0x0660, 0x06F0, 0x0966, 0x09E6, 0x0E50, 0xFF10)
+           for c in map(chr, range(first, first + 10))}
+_OTHER_DIGITS_RE = re.compile("[\u0660-\u0669\u06f0-\u06f9\u0966-\u096f\u09e6-\u09ef\u0e50-\u0e59\uff10-\uff19]")
 
 
 def _replace(text: str, spans: Iterator[Span], kind: str) -> tuple[str, int]:

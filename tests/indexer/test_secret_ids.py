@@ -285,3 +285,14 @@ def test_long_adversarial_inputs_take_linear_time(name):
     redact(ADVERSARIAL[name])
     elapsed = time.process_time() - start
     assert elapsed < 1.5, f"{name}: {elapsed:.2f} s of CPU for {len(ADVERSARIAL[name])} characters"
+
+
+def test_numbers_written_in_other_scripts_digits_are_read_as_their_digits():
+    """An Aadhaar number in Devanagari digits and an IBAN in full-width digits are what their ASCII forms are; the
+    text around them, and a number of another kind in those digits, stay as they were."""
+    aadhaar = "७६५१ २१५६ ५८७३"  # 7651 2156 5873: passes the Verhoeff check
+    iban = "DE" + "40370400440532013009".translate({ord(str(i)): chr(0xFF10 + i) for i in range(10)})
+    assert redact(f"मेरा आधार नंबर {aadhaar} है").text == "मेरा आधार नंबर [REDACTED:national-id] है"
+    assert redact(f"IBAN: {iban}, bitte überweisen").text == "IBAN: [REDACTED:iban], bitte überweisen"
+    for text in ("order ４２４２ shipped to the bank", "मेरे पास ७६५१ रुपये हैं"):
+        assert redact(text).text == text
