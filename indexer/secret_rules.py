@@ -3216,23 +3216,18 @@ _IDENT_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01
 _CAMEL_RE = _Lazy(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 #: a component that marks a password
 _PASSWORD_PARTS = ("passw", "passphrase", "passcode")
+#: "password" in other languages' names (DB_SENHA, SIFRE; MOT_DE_PASSE, KATA_SANDI: see name_kind), also as they are
+#: written in Latin letters (Romanian, Turkish, Russian, Indonesian, Malay, Vietnamese, Greek, Hebrew, Persian, Thai,
+#: Serbo-Croatian, Chinese pinyin); a name only, never a word of a sentence (the prose rules read those languages)
+_OTHER_LANGUAGES = frozenset({"senha", "sifre", "sifresi", "kennwort", "contrasena", "contrasenya", "haslo", "heslo",
+                              "geslo", "salasana", "wachtwoord", "losenord", "jelszo", "lozinka", "parool",
+                              "adgangskode", "passord", "passwort", "motdepasse", "parola", "parolasi", "parol",
+                              "parolu", "katasandi", "katalaluan", "matkhau", "kodikos", "sisma", "ramz", "sifra",
+                              "mima", "rahat", "rahatphan"})
 _PASSWORD_WORDS = frozenset({"pwd", "pw", "pass", "pword", "passwd", "sshpass", "requirepass", "masterauth", "authtok",
                              "passhash",
                              # the common misspellings, which a connection string's error message echoes back
-                             "pasword", "paswd", "passowrd", "paswword", "passwrd",
-                             # "password" in other languages' names (DB_SENHA, SIFRE, MOT_DE_PASSE: see name_kind)
-                             "senha", "sifre", "sifresi", "kennwort", "contrasena", "contrasenya", "haslo", "heslo",
-                             "geslo", "salasana", "wachtwoord", "losenord", "jelszo", "lozinka", "parool",
-                             "adgangskode", "passord", "motdepasse",
-                             # and as they are written in Latin letters: Romanian, Turkish, Russian, Indonesian,
-                             # Malay, Vietnamese, Greek, Hebrew, Persian, Serbo-Croatian, Chinese (pinyin)
-                             "parola", "parolasi", "parol", "parolu", "katasandi", "katalaluan", "matkhau",
-                             "kodikos", "sisma", "ramz", "sifra", "mima", "rahat", "rahatphan"})
-#: the words of :data:`_PASSWORD_WORDS` in other languages: as a name (``DB_SENHA=…``), not in a sentence
-_OTHER_LANGUAGES = frozenset({"senha", "sifre", "sifresi", "kennwort", "contrasena", "contrasenya", "haslo", "heslo",
-                              "geslo", "salasana", "wachtwoord", "losenord", "jelszo", "lozinka", "parool",
-                              "adgangskode", "passord", "parola", "parolasi", "parol", "parolu", "kodikos", "sisma",
-                              "ramz", "sifra", "mima", "rahat", "passwort"})
+                             "pasword", "paswd", "passowrd", "paswword", "passwrd"}) | _OTHER_LANGUAGES
 #: "key" in other languages' names (KLUCZ_API, GEHEIMER_SCHLUESSEL, CHIAVE_SEGRETA): read as ``key``
 _KEY_WORDS = frozenset({"schluessel", "schlussel", "kluch", "klyuch", "kljuch", "klucz", "chiave", "clave", "chave",
                         "anahtar", "cle", "clef", "sleutel", "nyckel", "nokkel", "noegle", "kulcs", "kljuc", "kunci"})
@@ -3247,12 +3242,14 @@ _SECRET_WORDS = frozenset({
     # a Wi-Fi pre-shared key, a wallet's seed words, registry credentials (a Kubernetes Secret's key)
     "psk", "mnemonic", "dockerconfigjson", "dockercfg", "passkey",
     # "secret" in other languages' names (CLAVE_SECRETA, GEHEIM)
-    "secreto", "secreta", "segreto", "segreta", "geheim", "geheimnis", "secreet", "secrete", "segredo",
+    "segreto", "segreta", "geheim", "geheimnis", "secreet", "segredo",
     "geheimer", "geheime", "geheimes", "sekret", "sekretnyj", "sekretnyy", "sekretny", "sekretna", "gizli",
     "rahasia",
 })
-#: what may follow "secret" in one lower-case word (secretkey, secretsmanager); not secretase, secretion, secretary
-_SECRET_TAILS = frozenset({"", "s", "key", "keys", "token", "tokens", "id", "value", "access", "accesskey", "string",
+#: what may follow "secret" in one lower-case word (secretkey, secretsmanager, Spanish secreta, French secrete); not
+#: secretase, secretion, secretary
+_SECRET_TAILS = frozenset({"", "s", "a", "o", "e", "key", "keys", "token", "tokens", "id", "value", "access",
+                           "accesskey", "string",
                            "data", "manager", "smanager", "store", "service", "provider", "hash", "base", "keybase",
                            "phrase", "word", "box", "apikey"})
 #: last components that make a prefixed name secret (``GITHUB_TOKEN``, ``API_KEY``, ``BASIC_AUTH``)
