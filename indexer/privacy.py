@@ -48,7 +48,7 @@ from indexer.secret_rules import mask
 #: identifiers after their label in more languages and by their shape when a check digit fails, card track data,
 #: values behind a sign or ending in "!", names for password in other languages, passwords beside their user or
 #: old one, TOTP seeds in prose; documentation's sample keys, placeholders and default logins left alone.
-FILTER_VERSION = 11
+FILTER_VERSION = 12
 PRIVATE_MARKER = "[REDACTED:private]"
 MARKER_RE = re.compile(r"\[REDACTED:([a-z0-9-]+)\]")
 

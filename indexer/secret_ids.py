@@ -132,7 +132,8 @@ _FILLER_WORDS = {
     "tr": "numara numaram numaran numarası numarasi numaranız numaramız", "ru": "номер это", "uk": "номер це",
     "id": "nomor adalah ialah saya", "tl": "numero ko ay", "vi": "số của tôi là", "he": "מספר שלי הוא היא",
     "ar": "رقم هو هي الخاص بي", "hi": "नंबर संख्या है", "hu": "szám számom számú jelem", "th": "ของฉัน ของผม ของดิฉัน คือ เลขที่ หมายเลข",
-    "ja": "番号 は が", "ko": "번호 는 은", "zh": "号码 號碼 号 是 为 為",
+    "ja": "番号 は が", "ko": "번호 는 은", "zh": "号码 號碼 号 是 为 為", "sw": "namba nambari yangu ni",
+    "bn": "নম্বর নাম্বার আমার হলো হল", "ur": "نمبر میرا ہے", "fa": "شماره من است",
 }
 #: scripts whose words are not spaced (a word of the filler may be followed by the next without a space)
 _UNSPACED = re.compile(r"[\u0e00-\u0e7f\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
@@ -303,9 +304,11 @@ _RECOVERY_LABEL = (
     r"|mã[ \t]+(?:dự[ \t]+phòng|khôi[ \t]+phục)|kode[ \t]+(?:cadangan|pemulihan)|(?:बैकअप|रिकवरी)[ \t]+कोड"
     r"|κωδικ\w*[ \t]+(?:ανάκτησης|αντιγράφων[ \t]+ασφαλείας)"
 )
-#: after the label: "for my Google account", "(keep them safe)", "are", a colon, "**"; then the first code
+#: after the label: "for my Google account" or the service's name alone ("GitLab"), "(keep them safe)", "are", a
+#: colon, "**"; then the first code
 _RECOVERY_HEAD = (r"(?:[ \t]+(?:for|of|from|für|von|de|pour|para|di|per|van|voor|do|dla|för|til|para)[ \t]+"
-                  r"[^\n:：]{1,80}?(?=[ \t]*[:：(\n]))?(?:[ \t]*\([^)\n]{0,60}\))?[*_`]*"
+                  r"[^\n:：]{1,80}?(?=[ \t]*[:：(\n])|[ \t]+[A-Z][\w.-]{1,30}(?=[ \t]*[:：(\n]))?"
+                  r"(?:[ \t]*\([^)\n]{0,60}\))?[*_`]*"
                   r"[ \t]*(?:[:：=]|->|→|\b(?:is|are|sind|ist|lauten|sont|est|son|es|sono|è|são|é|zijn|są|är|er|on|"
                   r"ovat|jsou|—)\b)?[*_`]*")
 #: one code of a list: maybe its number or bullet, or "and" after the one before; digits grouped by single spaces
@@ -368,7 +371,7 @@ def _recovery_keys(text: str) -> Iterator[Span]:
 # -- bank data -------------------------------------------------------------------------------------------------
 _BANK_WORDS = (
     r"bank|iban|\bbic\b|swift|sepa|routing|sort[ -]?code|\bbsb\b|\baba\b|\bach\b|wire|checking|savings|deposit"
-    r"|payee|beneficiar|transfer|payment|payout|konto|überweis|zahlung|compte|virement|banc|cuenta|transferencia"
+    r"|payee|beneficiar|transfer|payment|payout|ch[eè]que|\bifsc\b|\bneft\b|\bimps\b|\brtgs\b|betaal|konto|überweis|zahlung|compte|virement|banc|cuenta|transferencia"
     r"|banco|conto|bonifico|conta|rekening|overboek|rachun|przelew|kontonummer|tili|účet|účtu|счет|счёт|банк"
     r"|hesap|havale|口座|銀行|振込|银行|账户|帳戶|转账|계좌|은행|tài khoản|ngân hàng|rekening|बैंक|खाता"
     r"|بنك|مصرف|حساب|[آاإ]يبان|בנק|חשבון|ธนาคาร|บัญชี"
@@ -376,7 +379,8 @@ _BANK_WORDS = (
 _BANK_ANCHORS = (
     # a payment's words too: an IBAN is told to be paid to (Danish indbetal, German überweis, Italian bonifico …)
     "betal", "überweis", "uberweis", "virement", "transfer", "pago", "pagamento", "bonifico", "przelew", "platb",
-    "fizet", "maksu", "overfør", "invoice", "rechnung", "facture", "factura", "fattura", "faktura",
+    "fizet", "maksu", "overfør", "przelej", "wpłać", "wplac", "betaal", "pay", "paga", "zahl", "оплат", "перевод",
+    "ödeme", "havale", "ifsc", "neft", "imps", "rtgs", "invoice", "rechnung", "facture", "factura", "fattura", "faktura",
     "bank", "iban", "bic", "swift", "sepa", "routing", "rtn", "sort code", "sort-code", "sortcode", "bsb", "aba:", "aba ",
     "wire transfer", "checking", "savings", "deposit", "payee", "beneficiar", "transfer", "payment", "payout",
     "account", "acct", "a/c", "konto", "überweis", "zahlung", "compte", "virement", "banc", "cuenta", "transferencia",
@@ -423,6 +427,12 @@ def _ibans(text: str) -> Iterator[Span]:
         return iban.is_valid(number[:2] + iban.calc_check_digits(number) + number[4:], check_country=False)
 
     yield from _labelled_values(_around(_labelled(_IBAN_LABEL), text, _IBAN_ANCHORS), text, shaped, 42)
+    # Poland's account number (NRB) is its IBAN without "PL", told so at home: 26 digits, the first two the IBAN's
+    # check digits (grouped 2 + 6 x 4)
+    for m in _re(r"(?<![\w-])(\d{2}( ?)\d{4}(?:\2\d{4}){5})(?![\w-])").finditer(text):
+        digits = m.group(1).replace(" ", "")
+        if _mod97("PL" + digits) == 1 and "PL" + digits not in _EXAMPLE_IBANS:
+            yield m.span(1)
     for m in _re(r"[A-Z]{2}[0-9]{2}(?=[ -]?[A-Z0-9])").finditer(text):
         if _after_word(text, m.start()):
             continue
@@ -454,7 +464,7 @@ _ACCOUNT_ANCHORS = (
     "rekening", "rachun", "tilinumero", "tilinro", "účtu", "сч", "hesap", "口座", "银行账", "銀行帳", "계좌", "tài khoản",
     "खाता", "حساب", "חשבון", "บัญชี", "普通", "当座",
 )
-_BANK_CODE_ANCHORS = ("routing", "aba", "rtn", "ruta", "sort", "bsb", "clabe", "cbu", "cvu")
+_BANK_CODE_ANCHORS = ("routing", "aba", "rtn", "ruta", "sort", "bsb", "clabe", "cbu", "cvu", "transit")
 
 
 def _account_number(label: str, value: str) -> bool:
@@ -496,10 +506,13 @@ def _bank_codes(text: str) -> Iterator[Span]:
             return bool(_re(r"\d{2}([- ]?)\d{2}\1\d{2}").fullmatch(value))
         if "bsb" in low:
             return bool(_re(r"\d{3}[- ]?\d{3}").fullmatch(value))
+        if "transit" in low:  # a Canadian branch's (with its bank's institution number beside it)
+            return bool(_re(r"\d{5}").fullmatch(value)) and _near(r"institution|ch[eè]que|\bbank|banque", text, 0, 0, 10**9)
         return len(digits) == 9 and _valid("us.rtn", digits)
 
     labels = (r"routing(?:[ \t]+(?:number|no\.?|#))?|aba(?:[ \t]+(?:routing[ \t]+)?(?:number|no\.?|#))?|rtn"
-              r"|n[úu]mero[ \t]+de[ \t]+ruta|sort[ -]?code|bsb(?:[ \t]+(?:number|no\.?))?|clabe(?:[ \t]+interbancaria)?|cbu|cvu")
+              r"|n[úu]mero[ \t]+de[ \t]+ruta|sort[ -]?code|bsb(?:[ \t]+(?:number|no\.?))?|clabe(?:[ \t]+interbancaria)?|cbu|cvu"
+              r"|transit(?:[ \t]+(?:number|no\.?|#))?")
     yield from _labelled_values(_around(_labelled(labels), text, _BANK_CODE_ANCHORS), text, valid, 26)
 
 
@@ -603,14 +616,28 @@ _ID_LABELS: tuple[tuple[tuple[str, ...], str, tuple[str, ...], str], ...] = (
     (("kimlik", "tckn"), r"t\.?c\.?[ \t]+kimlik(?:[ \t]+no)?|tckn|tc[ \t]?kimlik[ \t]?no", ("tr.tckimlik",), r"[1-9]\d{10}"),
     (("kimlik",), r"kimlik(?:[ \t]+(?:no|numarası))?", ("tr.tckimlik",), ""),
     (("nric", "mykad"), r"nric|mykad", ("my.nric",), r"\d{6}-?\d{2}-?\d{4}|[STFGM]\d{7}[A-Z]"),  # and Singapore's
-    (("cnic",), r"cnic", ("pk.cnic",), r"\d{5}-?\d{7}-?\d"),
+    (("cnic", "شناختی"), r"cnic|شناختی[ \t]+کارڈ", ("pk.cnic",), r"\d{5}-?\d{7}-?\d"),
+    (("کد ملی", "کدملی", "شماره ملی", "melli"), r"کد[ \t]?ملی|شماره[ \t]+ملی|code[ \t]+melli|melli[ \t]+code",
+     ("ir-melli",), r"\d{10}|\d{3}-\d{6}-\d"),  # Iran's
+    (("NIN",), r"(?-i:NIN)", (), r"\d{11}"),  # Nigeria's
+    (("kitambulisho",), r"kitambulisho(?:[ \t]+cha[ \t]+taifa)?", (), r"\d{7,9}"),  # Kenya's, Tanzania's
+    (("এনআইডি", "পরিচয়পত্র", "NID"), r"এনআইডি|জাতীয়[ \t]+পরিচয়পত্র|(?-i:NID)", (), r"\d{10}|\d{13}|\d{17}"),  # Bangladesh
+    # told with a label that names no country: a number of an identity's length, not a placeholder
+    (("national id", "national_id", "nationalid", "national identi", "identity card", "identity number", "id card",
+      "tax id", "tax_id", "taxid", "taxpayer", "tax number", "personal id", "citizen id", "voter id"),
+     r"national[ \t_-]?id(?:entity|entification)?(?:[ \t_-]?(?:card|number|no\.?))?"
+     r"|identity[ \t_-]?(?:card[ \t_-]?)?(?:number|no\.?|card)|id[ \t_-]?card(?:[ \t_-]?(?:number|no\.?))?"
+     r"|tax(?:payer)?[ \t_-]?id(?:entification)?(?:[ \t_-]?(?:number|no\.?))?|tax[ \t_-]?number"
+     r"|personal[ \t_-]?id(?:entification)?[ \t_-]?(?:number|code|no\.?)|(?:citizen|voter)[ \t_-]?id",
+     (), r"\d{8,17}|(?=(?:\D*\d){8})\d{2,6}(?:[ -]\d{1,8}){1,4}"),
     (("NIK", "induk kependudukan"), r"(?-i:NIK)|nomor[ \t]+induk[ \t]+kependudukan", ("id.nik",), r"\d{16}"),
     (("tfn", "tax file number"), r"tfn|tax[ \t]+file[ \t]+number", ("au.tfn",), r"\d{3} ?\d{3} ?\d{2,3}"),
     (("IRD",), r"IRD", ("nz.ird",), r"\d{2,3}-?\d{3}-?\d{3}"),
-    (("инн",), r"инн", ("ru.inn",), r"\d{10}|\d{12}"),
+    (("инн",), r"инн(?:[ \t]+(?:физлица|физического[ \t]+лица|ип|организации|юрлица))?", ("ru.inn",), r"\d{10}|\d{12}"),
     (("снилс", "snils"), r"снилс|snils", (), r"\d{3}-?\d{3}-?\d{3}[ -]?\d{2}"),
     (("рнокпп", "іпн"), r"рнокпп|іпн", ("ua.rntrc",), r"\d{10}"),
-    (("african id",), r"south[ \t]+african[ \t]+id", ("za.idnr",), r"\d{13}"),
+    (("african id", "id-nommer", "id nommer", "identiteitsnommer"),
+     r"south[ \t]+african[ \t]+id|id[ -]nommer|identiteitsnommer", ("za.idnr",), r"\d{13}"),
     (("sa id",), r"sa[ \t]+id", ("za.idnr",), ""),
     (("ת", "זהות", "zehut"), r"ת[.\"״']?ז\.?|תעודת[ \t]+ה?זהות|מספר[ \t]+ה?זהות|teudat[ \t]+zehut", ("il.idnr",),
      r"\d{9}"),
@@ -633,10 +660,27 @@ _ID_LABELS: tuple[tuple[tuple[str, ...], str, tuple[str, ...], str], ...] = (
      (), r"\d{3}[ -]?\d{3}[ -]?\d{3}|8\d{9}"),  # Hungary's social security and tax numbers
     (("personas kods",), r"personas[ \t]+kods", ("lv.pvn",), r"\d{6}-?\d{5}"),  # Latvia's
     (("القومي",), r"رقم[ \t]+(?:ال)?قومي", (), r"[23]\d{13}"),  # Egypt's
+    # a driving licence's number (letters and digits, at least three digits), in the languages cards are issued in
+    (("driver", "driving", "licence", "license", "führerschein", "fuhrerschein", "permis de conduire", "carnet de conducir",
+      "licencia de conducir", "patente", "carteira de motorista", "cnh", "rijbewijs", "prawo jazdy", "körkort",
+      "kørekort", "førerkort", "ajokortti", "водительск", "運転免許", "驾驶证", "駕照", "운전면허"),
+     r"driver'?s?[ \t]+licen[cs]e(?:[ \t]+(?:number|no\.?|#))?|driving[ \t]+licen[cs]e(?:[ \t]+(?:number|no\.?))?"
+     r"|(?:dl|licen[cs]e)[ \t]*(?:number|no\.?|#)|f(?:ü|ue?)hrerschein(?:nummer|[ \t-]?nr\.?)?"
+     r"|(?:num[ée]ro[ \t]+(?:de[ \t]+|du[ \t]+)?)?permis[ \t]+de[ \t]+conduire|carnet[ \t]+de[ \t]+conducir"
+     r"|licencia[ \t]+de[ \t]+conduc(?:ir|ción)|patente[ \t]+di[ \t]+guida|carteira[ \t]+de[ \t]+motorista|(?-i:CNH)"
+     r"|rijbewijs(?:nummer)?|prawo[ \t]+jazdy|k[öo]rkort(?:snummer)?|k[øo]rekort|f[øo]rerkort|ajokortti"
+     r"|водительск\w*[ \t]+(?:удостоверени\w*|прав\w*)|運転免許証?(?:番号)?|驾驶证(?:号)?|駕照(?:號碼)?|운전면허(?:증)?(?:[ \t]?번호)?",
+     ("licence",), ""),
+    # a health insurer's member number, a patient's record number
+    (("member id", "member number", "krankenversicherung", "versichertennummer", "kvnr", "mrn", "medical record",
+      "dossier médical", "dossier medical", "patient id", "health insurance", "numéro de sécurité"),
+     r"member[ \t]+(?:id|number)|krankenversicherungsnummer|versichertennummer|kvnr|(?-i:MRN)"
+     r"|medical[ \t]+record(?:[ \t]+(?:number|no\.?))?|dossier[ \t]+m[ée]dical|patient[ \t]+id"
+     r"|health[ \t]+insurance[ \t]+(?:number|id)", ("licence",), ""),
     (("passport", "passeport", "reisepass", "passnummer", "passnr", "pasaporte", "passaport", "paspoort", "paszport",
       "cestovní pas", "паспорт", "pasaport", "passinumero", "パスポート", "护照", "護照", "여권", "hộ chiếu", "paspor",
       "पासपोर्ट", "διαβατήριο"),
-     r"passport|passeport|reisepass|pass(?:nummer|nr\.?)|pasaporte|passaporto|passaporte|paspoort|paszport"
+     r"passport|passeport|reisepass(?:nummer|nr\.?)?|pass(?:nummer|nr\.?)|pasaporte|passaporto|passaporte|paspoort|paszport"
      r"|cestovn[íi][ \t]+pas|паспорт|pasaport|passinumero|パスポート|护照|護照|여권|hộ[ \t]+chiếu|paspor"
      r"|पासपोर्ट|διαβατήριο", ("passport",), ""),
 )
@@ -647,11 +691,17 @@ def _valid(validator: str, value: str) -> bool:
     """``value`` passes ``validator``: a python-stdnum module (``"fr.nir"``) or one of ours."""
     if validator == "passport":
         return bool(_re(r"[A-Z0-9]{6,9}").fullmatch(value)) and sum(c.isdigit() for c in value) >= 2
+    if validator == "licence":  # letters and digits (a dash inside), three digits or more, not a year or a date
+        bare = value.replace("-", "").replace(" ", "")
+        return (bool(_re(r"[A-Z0-9]{6,18}").fullmatch(bare)) and sum(c.isdigit() for c in bare) >= 3
+                and not _re(r"(?:19|20)\d\d").fullmatch(bare) and len(set(bare)) > 2)
     if validator == "gb-nino":
         return bool(_re(r"(?!BG|GB|KN|NK|NT|TN|ZZ)[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z] ?(?:\d{2} ?){3}[A-D]")
                     .fullmatch(value))
     if validator == "pl-id-card":
         return _pl_id_card(value)
+    if validator == "ir-melli":
+        return _ir_melli(value)
     return bool(importlib.import_module("stdnum." + validator).is_valid(value))
 
 
@@ -662,6 +712,16 @@ def _shaped(shape: str, value: str) -> bool:
         return False
     digits = "".join(c for c in value if c.isdigit())
     return len(set(digits)) > 2 and digits not in "01234567890123456789012" and digits not in "98765432109876543210"
+
+
+def _ir_melli(value: str) -> bool:
+    """An Iranian national code: 10 digits, the last a check digit (the first nine weighted 10 down to 2, mod 11:
+    under 2 it is the remainder, else 11 less it)."""
+    digits = value.replace("-", "")
+    if not _re(r"\d{10}").fullmatch(digits) or len(set(digits)) < 3:
+        return False
+    r = sum(int(d) * (10 - i) for i, d in enumerate(digits[:9])) % 11
+    return int(digits[9]) == (r if r < 2 else 11 - r)
 
 
 def _pl_id_card(value: str) -> bool:
@@ -746,6 +806,39 @@ def _card_codes(text: str) -> Iterator[Span]:
             yield v.span(1)
 
 
+def _mrz_lines(text: str) -> Iterator[Span]:
+    """A passport's machine-readable zone (ICAO 9303, two lines of 44): the second line, which holds the passport's
+    number, the birth date and the expiry. Its shape is told apart by itself (the first line's name field, the
+    second's fixed fields), so its check digits are not asked for: a zone typed out for a test is as sensitive."""
+    mrz = _re(r"(?m)^P[A-Z<][A-Z<]{3}[A-Z<]{39}[ \t]*\r?\n([A-Z0-9<]{9}[0-9][A-Z<]{3}[0-9]{6}[0-9][MFX<][0-9]{6}[0-9]"
+              r"[A-Z0-9<]{14}[0-9<][0-9])[ \t]*$")
+    for m in mrz.finditer(text):
+        yield m.span(1)
+
+
+_AFTER_CARD_ANCHORS = ("código", "codigo", "code", "kod", "код")
+
+
+def _codes_after_cards(text: str) -> Iterator[Span]:
+    """"código 462", "code 318" within 40 characters after a card number (that passes the Luhn check): its
+    security code. Most texts that say "code" hold no card number: a cheap scan for one comes first."""
+    if _re(r"\d{4}[ -]?\d{4}[ -]?\d{4}").search(text) is None:
+        return
+    after_card = _re(r"(?<![\w-])((?:\d[ -]?){12,18}\d)(?![\w-])[^\n]{0,40}?\b(?:c[óo]d(?:igo|e|ice)?|kod|код)"
+                     + _FILLER + _CODE_VALUE, re.I)
+    for m in _around(after_card, text, _AFTER_CARD_ANCHORS, 80, 40):
+        if _luhn(m.group(1)):
+            yield m.span(2)
+
+
+def _luhn(number: str) -> bool:
+    """13 to 19 digits that pass the Luhn check, not one digit repeated."""
+    digits = [int(c) for c in number if c.isdigit()]
+    if not 13 <= len(digits) <= 19 or len(set(digits)) < 3:
+        return False
+    return sum(d if i % 2 == 0 else (d * 2 - 9 if d > 4 else d * 2) for i, d in enumerate(reversed(digits))) % 10 == 0
+
+
 #: (kind, anchors, find): a rule runs when the lower-cased text holds one of its anchors (a tuple, not a dataclass:
 #: the prompt hook imports this module, and a dataclass costs ~10 ms to import)
 _RULES: tuple[tuple[str, tuple[str, ...], Callable[[str], Iterator[Span]]], ...] = (
@@ -757,6 +850,8 @@ _RULES: tuple[tuple[str, tuple[str, ...], Callable[[str], Iterator[Span]]], ...]
     ("account-number", _BANK_ANCHORS, _bank_accounts),
     ("national-id", _ID_ANCHORS, _national_ids),
     ("card-code", _CARD_CODE_ANCHORS, _card_codes),
+    ("card-code", _AFTER_CARD_ANCHORS, _codes_after_cards),
+    ("national-id", ("p<",), _mrz_lines),
 )
 #: every rule's anchors once (a word in capitals is looked for as written: ``RUN``, ``SIN``); an ASCII text (most)
 #: is not searched for the others

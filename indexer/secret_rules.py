@@ -362,10 +362,10 @@ _PREFIXED_TOKENS = (
     "api_live_ key_live_ live_sk_ atbb eaaa eaab eaac eaag cfpat- sqp_ squ_ sqa_ bkua_ rnd_ sb_secret_ ccipat_ "
     "api_org_ fm1r_ fm2_ glagent- y0_ esecret_ csk- fw_ napi_ phx_ sntryu_ dp.sa. dp.scim. dp.audit. lin_oauth_ "
     "ek_live_ ek_test_ nrii- tskey- absk pat-na1- pat-eu1- sdk- v4.public. v4.local. oauth: mlsn. sl.u. secret_ "
-    "swmtkn-1- nsec1 os_v2_app_ os_v2_org_"
+    "swmtkn-1- nsec1 os_v2_app_ os_v2_org_ atsk_ hcaik_ hcxik_ hcamk_ skey_"
 ).split()
 _PREFIX_RE = _Lazy(
-    r"(?<![A-Za-z0-9_])(?:" + "|".join(re.escape(p) for p in _PREFIXED_TOKENS) + r")[A-Za-z0-9_\-.=+/]{16,}",
+    r"(?<![A-Za-z0-9_])(?:" + "|".join(re.escape(p) for p in _PREFIXED_TOKENS) + r")[A-Za-z0-9_\-.=+/]{14,}",
     re.IGNORECASE,
 )
 
@@ -391,6 +391,16 @@ def _user_password(m: re.Match[str]) -> bool:
 
 
 
+def _fold(word: str) -> str:
+    """``word`` in ASCII letters: its accents dropped, and the letters that have none spelled as a keyboard without
+    them does (ł l, ø o, ð d, æ ae, ß ss, ı i, ə e)."""
+    import unicodedata
+
+    word = word.translate({ord(a): b for a, b in (("ł", "l"), ("ø", "o"), ("ð", "d"), ("æ", "ae"), ("ß", "ss"),
+                                                  ("ı", "i"), ("ə", "e"))})
+    return "".join(c for c in unicodedata.normalize("NFKD", word) if not unicodedata.combining(c))
+
+
 #: "password", "passphrase" and "passcode" in the languages developers write in (and their common short forms), by
 #: stem where a case or a possessive changes the ending (Czech heslo/-a/-em, Hungarian jelszav-am/-át, Lithuanian
 #: slaptažod-is/-į/-žio, Greek κωδικ-ός/-ό): up to four more letters may follow a word. Gone through language by
@@ -412,10 +422,18 @@ _PASSWORD_WORDS_ANY = (
     "pasahitza", "pasvorto", "contrasinal", "passwuert", "cyfrinair", "pasfhocal", "facal-faire", "adgangsord",
     "palavra-passe", "palavra passe", "kodeord", "salasõna", "парол", "сырсөз", "серсүз", "şîfre", "modpas",
     "iphasiwedi", "phasiwedi", "aṣínà", "ọ̀rọ̀ aṣínà", "ọrọigbaniwọle", "igama lokugqitha", "ijambo ry'ibanga",
-    "kalmar sirri", "okwuntughe", "tenimiafina",
+    "kalmar sirri", "okwuntughe", "tenimiafina", "focal faire",
+    # the word typed fast ("passwrot", "pssword", "paswd": the stems stand for the endings), or "contraseñ" cut short
+    "passw", "pssw", "pasw", "contraseñ", "пасс",
+    # the words as typed on a keyboard without their letters (haslo, jelszo, contrasena, losenord) and in Latin
+    # letters (kwdikos for κωδικός, mima for 密码, bimilbeonho for 비밀번호, pasuwado for パスワード)
+    *sorted({_fold(w) for w in ("hasło", "hasła", "jelszó", "contraseña", "lösenord", "slaptažodis", "passwört",
+                                "mật khẩu", "şifre", "şifrə", "lykilorð", "loyniorð", "salasõna", "parolă",
+                                "fjalëkalim")}),
+    "kodikos", "kwdikos", "mima", "bimilbeonho", "bimil beonho", "pasuwado", "pasuwaado", "amho",
 )
 #: scripts written without spaces between words, or whose words no \w boundary ends: no boundary is asked
-_PASSWORD_WORDS_BARE = ("密码", "密碼", "口令", "パスワード", "暗証番号", "비밀번호", "비번", "암호", "패스워드", "पासवर्ड",
+_PASSWORD_WORDS_BARE = ("密码", "密碼", "口令", "パスワード", "パス", "暗証番号", "비밀번호", "비번", "암호", "패스워드", "पासवर्ड",
                         "कूटशब्द", "संकेतशब्द", "পাসওয়ার্ড", "ਪਾਸਵਰਡ", "ପାସୱାର୍ଡ", "கடவுச்சொல்", "รหัสผ่าน",
                         "ລະຫັດຜ່ານ", "סיסמה", "סיסמא", "كلمة المرور", "كلمة السر", "الرقم السري", "الرمز السري",
                         "باسورد", "باسوورد", "رمز عبور",
@@ -519,8 +537,13 @@ class _LazyWords(_Lazy):
         return self._compiled
 
 
-_PASSWORD_WORDS_RE = _words_re(  # run over the lower-cased text; what precedes a word is checked after the match
-    "|".join(re.escape(w) for w in _PASSWORD_WORDS_ANY), "|".join(_PASSWORD_WORDS_BARE), r"[^\W_]{0,4}(?!\w)")
+#: (run over the lower-cased text; what precedes a word is checked after the match.) A word in a script other than
+#: Latin may be a config key's first part (``пароль_бд: …``): no code names its variables so
+_PASSWORD_WORDS_RE = _words_re(
+    "|".join(re.escape(w) for w in _PASSWORD_WORDS_ANY if w.isascii()),
+    "|".join((*_PASSWORD_WORDS_BARE, *(re.escape(w) + r"[^\W_]{0,4}(?:_[^\W\d_]{1,12})?(?!\w)"
+                                       for w in _PASSWORD_WORDS_ANY if not w.isascii()))),
+    r"[^\W_]{0,4}(?!\w)")
 
 
 #: shorter pieces that stand for several words of :data:`_PASSWORD_WORDS_ANY` as anchors ("pass" is one already)
@@ -560,6 +583,7 @@ class _PasswordNearby(_Scan):
     _WORDS = _PASSWORD_WORDS_RE
     _PROSE_ONLY = False
     _TOLD = False
+    _ADJACENT = False  # the token right after the word is told too (a Wi-Fi key after "key" on a network's line)
 
     @staticmethod
     def _takes(value: str) -> bool:
@@ -580,6 +604,8 @@ class _PasswordNearby(_Scan):
         """A word glued to a name before it (``db_password``, ``--password``, ``x.password``), unless it is the end
         of a capitalised compound (``WLAN-Passwort``, ``Admin-Kennwort``) or follows an article (``il-password``)."""
         a = word.start()
+        if word.group(0) == "パス":  # ファイルパス, コンパス (a path, a compass); パスポート, パスタ: other words
+            return "\u30a0" <= text[a - 1 : a] <= "\u30ff" or text.startswith(("ポート", "タ", "ワード"), word.end())
         if not a or not word.group(0)[0].isascii():
             return False
         before = text[a - 1]
@@ -587,6 +613,8 @@ class _PasswordNearby(_Scan):
             return False
         if before == "-" and text[a].isupper() and _COMPOUND_RE.search(text, max(0, a - 30), a):
             return False
+        if before == "-" and _NETWORK_BEFORE_RE.search(_ascii_lower(text), max(0, a - 8), a):
+            return False  # wifi-lösenord, wlan-passwort: a network's password in lower case
         return not _ARTICLE_RE.search(text, max(0, a - 4), a)
 
     def _skip_said(self, text: str, word: re.Match[str]) -> bool:
@@ -633,6 +661,14 @@ class _PasswordNearby(_Scan):
                     token = self._TOKEN.match(text, run.start(), run.end()) if run is not None else None
                     if token is None:
                         continue
+                if self._ADJACENT and k == 0 and not text[word.end() : token.start()].strip() and _told(
+                        value := self._value(token.group(0))) and not _COUNT_AFTER_RE.match(text, token.end()):
+                    a = token.start() + token.group(0).index(value)  # "network Harbor, key sunflower-kettle-92"
+                    m = _SPAN_RE.match(text, a, a + len(value))
+                    if m is not None:
+                        yield m
+                        scanned = m.end()
+                        break
                 if told and k <= 6:
                     m = _told_at(text, word, token, end)
                     if m is not None:
@@ -665,11 +701,14 @@ class _NetworkKey(_PasswordTold):
     …"), the value a sentence announces (:func:`_told_at`) or a password (:meth:`_PasswordNearby._takes`)."""
 
     _WORDS = _words_re(r"(?:netzwerk|wlan-?|wi-?fi-?)schlüssel|(?:wi-?fi|wlan|wpa[23]?(?:-psk)?|network"
-                       r"|hotspot)[ -]?(?:key|passkey|passcode|psk)|psk|key|schlüssel|clé|clef|clave"
+                       r"|hotspot)[ -]?(?:key|passkey|passcode|psk|pass|pw|code)|psk|key|schlüssel|clé|clef|clave"
                        r"|chave|chiave|klucz|ключ|anahtar\w{0,3}|sleutel|nyckel\w{0,2}|nøgle\w{0,2}|nøkkel\w{0,3}"
-                       r"|avain|kulcs\w{0,3}|klíč|kľúč|ključ|cheia|cheie")
+                       r"|avain|kulcs\w{0,3}|klíč|kľúč|ključ|cheia|cheie"
+                       r"|(?:code|pass|mdp|pw|codice|código|kod|код) (?:(?:du|de la|de|del|do|della) )?(?:wi-?fi|wlan)",
+                       "暗号化キー|セキュリティキー|ネットワークキー|パスフレーズ")
     _NETWORK = _Lazy(r"wi-?fi|wlan|wpa|network|netzwerk|hotspot|ssid|réseau|\bde rede?\b|сети|сеть|router|routeur")
     _PROSE_ONLY = True
+    _ADJACENT = True
 
     def _skip_word(self, text: str, word: re.Match[str]) -> bool:
         if super()._skip_word(text, word):
@@ -683,6 +722,7 @@ class _NetworkKey(_PasswordTold):
             is None)
 
 
+_NETWORK_BEFORE_RE = _Lazy(r"(?<![\w-])(?:wi-?fi|wlan|router|hotspot)-$")
 _KEYWORD_RE = _Lazy(r"parol[ae] chiav[ei]")  # Italian "keyword": parola is "password" in Romanian and Turkish
 _COMPOUND_RE = _Lazy(r"(?<![\w-])[A-ZÄÖÜ]\w*(?:-[A-ZÄÖÜ]\w*)*-$")
 _CODE_NOT_PAREN_RE = _Lazy(r"[{}\[\]=;<>$%]")
@@ -708,7 +748,8 @@ _TOLD_GAP_RE = _Lazy(
     r"|era|será|é|è|és|este|jest|to|brzmi|było|je|jsou|bylo|zní|znie|bolo|glasi|bilo|on|oli|ir|bija|yra|buvo|är"
     r"|var|er|blir|είναι|ήταν|это|был|будет|є|це|е|беше|је|гласи|ass|yw|ydy|da|estas|është|ishte|huwa|hija"
     r"|adalah|ialah|yaitu|yakni|ay|là|ni|ndi|ngu|waa|volt|lesz|pedig|है|হল|হলো|ہے|است|هي|هو|היא|הוא"
-    r"|არის|է|คือ|គឺ|бол|set to|changed to|reset to)[ \t]*[:：]?"
+    r"|არის|է|คือ|គឺ|бол|set to|changed to|reset to|it's|it’s|it is|used|chose|picked|went with|typed|entered)"
+    r"[ \t]*[:：]?"
     r"|[:=：→՝]|は|が|是|为|為|：|는|은|이|가|คือ|គឺ)[ \t]*$")
 #: copulas that are other words in other languages (English "on", Italian "da", Spanish "ni"): they announce a value
 #: only after a word for password of their own language
@@ -803,12 +844,20 @@ def _told_at(text: str, word: re.Match[str], token: re.Match[str], end: int) -> 
                                 named=_PHRASE_NAME_RE.search(text, max(0, word.start() - 12), word.end()) is not None)
     if phrase_end > 0:
         return _SPAN_RE.match(text, a, phrase_end)
+    if said is not None and _JOINED_WORDS_RE.fullmatch(value) and not _stands_in(value) and _NOT_PHRASE_WORDS.isdisjoint(
+            re.split(r"[-._]", value.lower())):
+        return _SPAN_RE.match(text, a, a + len(value))  # correct-horse-battery-staple: a passphrase in one token
     if not _told(value) or _COUNT_AFTER_RE.match(text, a + len(value)) or value.isdigit() and _UNIT_AFTER_RE.match(
             text, a + len(value)):
         return None
     return _SPAN_RE.match(text, a, a + len(value))
 
 
+#: words of a sentence written with dashes ("managed-by-the-vault"), not of a chosen passphrase
+_NOT_PHRASE_WORDS = frozenset({"the", "a", "an", "by", "of", "to", "in", "on", "is", "be", "see", "set", "not", "no",
+                               "your", "my", "our", "its", "for", "from", "with", "and", "or", "via", "at", "as", "this",
+                               "that", "here", "below", "above", "goes", "managed", "stored", "kept", "env", "config"})
+_JOINED_WORDS_RE = _Lazy(r"[A-Za-z]{2,12}(?:([-._])[A-Za-z]{2,12})(?:\1[A-Za-z]{2,12}){2,8}[0-9]{0,4}")
 _ASCII_RUN_RE = _Lazy(r"[!-~]+")
 _WORD_DIGITS_RE = _Lazy(r"[a-z]{3,}_[0-9]{3,}")
 _LATIN_RE = _Lazy(r"[A-Za-z\u00c0-\u024f]")
@@ -978,7 +1027,11 @@ class _PinNearby(_PasswordNearby):
         r"|buzzer|lockbox|key[ -]?safe|key[ -]?box|padlock|voicemail)[ -]?(?:code|pin|combo|combination)"
         r"|passcode|keycode|combination|combo(?![ -]?box)|geheimzahl|geheimnummer|pin-?nummer|code (?:secret|confidentiel|pin)"
         r"|código (?:secreto|pin)|codice (?:segreto|pin)|pincode|pinkod|pinkoodi"
-        r"|(?:tür|haustür|alarm|tor|tresor|schloss|garagen|deur|poort|kluis|alarm|port|dörr|larm|ovi|hälytys)-?(?:code|kod|koodi)"
+        r"|(?:tür|haustür|alarm|tor|tresor|schloss|garagen|deur|poort|kluis|alarm|port|dörr|larm|ovi|hälytys)-?"
+        r"(?:code|kod(?:en)?|koodi)"
+        # a phone's or a device's unlock code
+        r"|codice (?:di )?sblocco|code de déverrouillage|código de desbloque(?:o|io)|entsperr-?(?:code|pin)|ontgrendelcode"
+        r"|kod odblokowania|upplåsningskod(?:en)?|код разблокировки"
         r"|(?:zahlen)?schloss-?kombination|kombination|combinaison|combinación|combinazione|kombinacja|kombinace"
         r"|комбинаци\w|digicode|code (?:de la porte|d'entrée|de l'alarme|du portail|du coffre(?:-fort)?|d'accès)"
         r"|código (?:de (?:la puerta|la alarma|el portón|la caja fuerte|entrada|acceso|acesso|portão|alarme|cofre)"
@@ -1532,7 +1585,8 @@ class _StrongToken(_Scan):
     another script, when it is random. Lines that look like code (``(){}[]=;<>``, the token aside) are left to the
     rules that read names."""
 
-    _TOKEN = _Lazy(r"(?<![^\s\"'`(\[«“‘,:;])([A-Za-z0-9][A-Za-z0-9!#$%^&*+?~._=@-]{8,62}[A-Za-z0-9])"
+    _TOKEN = _Lazy(r"(?<![^\s\"'`(\[«“‘,:;])([A-Za-z0-9][A-Za-z0-9!#$%^&*+?~._=@-]{8,62}[A-Za-z0-9]"
+                   r"(?:[!#$%&*~]{2,3}|[#$%&*~])?)"  # Summer2024!!, Gran1te#: signs at the end (one ! ends a sentence)
                    r"(?=[.,;:!?)\]\"'`»”’]?(?:\s|$))")
     _SIGN = frozenset("!#$%&*?~")  # not + or ^: CD14++CD16+ cells, base64 lines, 10^6 in formulas
     _JOINERS = frozenset("_-.=+@")
@@ -1559,7 +1613,8 @@ class _StrongToken(_Scan):
             end = text.find("\n", m.end(), m.end() + 300)
             line = text[start : end if end >= 0 else min(len(text), m.end() + 300)]
             body = line[prefix.end():] if (prefix := _LINE_PREFIX_RE.match(line)) else line
-            if _CODE_CHARS_RE.search(body.replace(value, " ")) and not _CHAT_LINE_RE.match(line):
+            if _CODE_CHARS_RE.search(_ARROW_RE.sub(lambda _: " ", body.replace(value, " "))) and not (
+                    _CHAT_LINE_RE.match(line)):
                 continue  # code; a list's, a quote's or a tag's mark before prose (- [s1 q0] …, > …, 1) …) is not
             if signed or _scrambled(value):
                 yield m
@@ -1567,6 +1622,44 @@ class _StrongToken(_Scan):
                     and _foreign_line(line.replace(value, " ")):
                 yield m  # in a line of another script, a random Latin token of both cases and digits is what was
                 # typed to be kept; in Latin text, _ - . join words and versions (Python3.11-Slim)
+
+
+_ARROW_RE = _Lazy(r"(?<=\s)(?:->|=>|-->|==>)(?=\s)")  # prose points with them: "the password -> Marmalade*Rain8"
+#: the words of a heading over a list of logins (English, German, French, Spanish, Italian, Dutch, Polish, Russian)
+_CREDENTIAL_HEADS = ("account", "login", "credential", "creds", "users", "passwords", "zugang", "identifiants",
+                     "credenciales", "cuentas", "accessi", "credenziali", "inloggegevens", "logowania", "konta",
+                     "учетн", "учётн", "аккаунт")
+
+
+class _CredentialList(_Scan):
+    """Logins listed under a heading that says so (``Accounts for the demo:``, ``Test logins``, ``Zugangsdaten:``):
+    items ``name / value``, ``name: value``, ``name | value`` up to the first line that is no such item (at most 12),
+    each value taken when it looks like a password (:func:`_password_like`)."""
+
+    _WORDS = (r"\b(?:accounts?|logins?|credentials|creds|users|passwords|zugangsdaten|zugänge|identifiants"
+              r"|credenciales|cuentas|accessi|credenziali|inloggegevens|dane logowania|konta|учетные (?:данные|записи)"
+              r"|учётные (?:данные|записи)|аккаунты)\b")
+    #: a line that ends with a colon ("Accounts for the demo:"), or a Markdown heading ("## Test logins")
+    _HEAD = _Lazy(rf"(?im)^(?:#{{1,4}}[ \t]+[^\n]{{0,50}}?{_WORDS}[^\n]{{0,40}}|[^\n:#]{{0,50}}?{_WORDS}[^\n:]{{0,40}}:)"
+                  r"[ \t]*$")
+    _ITEM = _Lazy(r"[ \t]*(?:[-*•]|[0-9]{1,2}[.)])?[ \t]*[\w.@+-]{2,40}(?:[ \t]+/|:|[ \t]+[—–|])[ \t]+[\"'`]?"
+                  r"(?!\[REDACTED)([^\s\"'`/][^\s\"'`/]{5,63}?)[\"'`]?[ \t]*$")
+
+    def matches(self, text: str) -> Iterator[re.Match[str]]:
+        n = len(text)
+        for head in self._HEAD.finditer(text):
+            pos = head.end() + 1
+            for _ in range(12):
+                if pos >= n:
+                    break
+                nl = text.find("\n", pos)
+                end = n if nl < 0 else nl
+                m = self._ITEM.match(text, pos, end)
+                if m is None:
+                    break
+                if _password_like(m.group(1)):
+                    yield m
+                pos = end + 1
 
 
 #: an issue in a tracker: a word, ``#`` and a number of 5+ digits (a chosen password ends with a year or less)
@@ -1891,7 +1984,19 @@ class _SecretColumn(_Scan):
     another shape). Cells are split on the header's delimiter (comma, tab, ``|``, ``│``), quotes honoured."""
 
     _HEADER = _Lazy(r"(?im)^[^\n]*(?:pass|secret|token|key|credential)[^\n]*$")
+    #: with ``personal``, a column of personal or financial numbers (:data:`_PERSONAL_COLUMN_RE`) instead, its cells
+    #: masked when they hold a digit
+    _PERSONAL_HEADER = _Lazy(r"(?im)^[^\n]*(?:account|acct|iban|ssn|social|card|cvv|cvc|routing|national|tax"
+                             r"|passport)[^\n]*$")
     _DELIMS = (",", "\t", "|", "│", ";")
+
+    def __init__(self, personal: bool = False) -> None:
+        self.personal = personal
+
+    def _wanted(self, name: str) -> bool:
+        if self.personal:
+            return _PERSONAL_COLUMN_RE.fullmatch(name.strip("`")) is not None
+        return _strong_name(re.sub(r"[\s-]+", "_", name))
 
     @staticmethod
     def _cells(line: str, delim: str) -> list[tuple[int, int]]:
@@ -1909,7 +2014,7 @@ class _SecretColumn(_Scan):
 
     def matches(self, text: str) -> Iterator[re.Match[str]]:
         done = 0
-        for header in self._HEADER.finditer(text):
+        for header in (self._PERSONAL_HEADER if self.personal else self._HEADER).finditer(text):
             if header.start() < done:
                 continue
             line = header.group(0)
@@ -1922,7 +2027,7 @@ class _SecretColumn(_Scan):
             cells = self._cells(line, delim)
             names = [line[a:b].strip().strip('"').strip() for a, b in cells]
             wanted = [k for k, name in enumerate(names) if name and len(name) <= 40 and _WORD_CELL_RE.fullmatch(name)
-                      and _strong_name(re.sub(r"[\s-]+", "_", name))]
+                      and self._wanted(name)]
             if not wanted or len(cells) < 2 or any(nm and not _WORD_CELL_RE.fullmatch(nm) for nm in names):
                 continue  # a header is names; a row of data is not one
             pos = header.end() + 1
@@ -1946,7 +2051,8 @@ class _SecretColumn(_Scan):
                         value = row[a:b].strip()
                         quoted = value[:1] in "\"'`" and value[-1:] == value[:1] and len(value) > 1
                         inner = value[1:-1] if quoted else value
-                        if inner and not _stands_in(inner) and not inner.startswith(_MARK):
+                        if inner and not _stands_in(inner) and not inner.startswith(_MARK) and (
+                                not self.personal or any(c.isdigit() for c in inner)):
                             start = pos + a + row[a:b].index(value) + (1 if quoted else 0)
                             m = _SPAN_RE.match(text, start, start + len(inner))
                             if m is not None:
@@ -1955,6 +2061,11 @@ class _SecretColumn(_Scan):
             done = pos
 
 
+#: a column of personal or financial numbers (its cells are masked when they hold a digit)
+_PERSONAL_COLUMN_RE = _Lazy(
+    r"(?i)(?:bank[ _-]?)?(?:account|acct)[ _-]?(?:number|no|num|nr)|iban|ssn|social[ _-]?security(?:[ _-]?(?:number|no))?"
+    r"|(?:credit[ _-]?)?card[ _-]?(?:number|no|num)|cc[ _-]?(?:number|num|no)|cvv2?|cvc2?|routing[ _-]?(?:number|no)"
+    r"|national[ _-]?id(?:[ _-]?(?:number|no))?|tax[ _-]?id|passport[ _-]?(?:number|no|num)|account[ _-]?iban")
 _WORD_CELL_RE = _Lazy(r"[A-Za-z][\w .()/-]{0,40}|`[A-Za-z][\w .-]{0,40}`")
 
 
@@ -1993,18 +2104,26 @@ class _ValueBefore(_Scan):
     or after a sentence's end). The words are found first, then the value is read backward from them."""
 
     _WORDS = _Lazy(r"(?i)[ \t]+(?:as|is)[ \t]+(?:the|my|our|your)[ \t]+(?:new[ \t]+|current[ \t]+|temporary[ \t]+)?"
-                   r"(?:[\w-]+[ \t]+)?(?:password|passphrase|pw|token|secret|api key)\b")
+                   r"(?:[\w-]+[ \t]+)?(?:password|passphrase|pw|token|secret|api key)\b"
+                   r"(?![ \t]+(?:hash|hasher|field|column|policy|prompt|length|salt|encoder|algorithm|input|validator"
+                   r"|manager|rule|rules|reset)\b)")
     _VALUE = _Lazy(r"(?i)(?:\buse[ \t]+|^[ \t]*|[.!?:][ \t]+)([\"'`]?)(?!\[REDACTED)([^\s\"'`]{6,128})\1$")
+    #: or anywhere in the sentence, quoted: "Postgres keeps rejecting `Ca$cade_Falls1` as the password"
+    _QUOTED = _Lazy(r"(?<!\S)([\"'`])(?!\[REDACTED)([^\s\"'`]{6,128})\1$")
 
     def matches(self, text: str) -> Iterator[re.Match[str]]:
         last = 0
         for words in self._WORDS.finditer(text):
             start = max(last, text.rfind("\n", 0, words.start()) + 1, words.start() - 160)
-            m = self._VALUE.search(text, start, words.start())
+            m = self._VALUE.search(text, start, words.start()) or self._QUOTED.search(text, start, words.start())
             if m and _mixed(m.group(2)) and any(c.isdigit() for c in m.group(2)) and not _skip_value(m.group(2)) \
                     and not _CODE_PATH_RE.fullmatch(m.group(2)):
                 yield m
                 last = words.end()
+
+
+#: "for" (what the secret is for) in the languages of the password words below
+_FOR_WORDS = r"for|of|on|für|pour|para|de|till|til|för|voor|van|per|dla|do|di|da|del|du|des|для|від"
 
 
 def _prose(words: str, separators: str, shortest: int, code: bool = True) -> _Checked:
@@ -2014,8 +2133,8 @@ def _prose(words: str, separators: str, shortest: int, code: bool = True) -> _Ch
     ``code``, a value that is an attribute path (``self._in_arguments``) is code, not a secret. A flag
     (``--type``) or a bracket is never the value."""
     return _Checked(_Lazy(
-        rf"(?i)(?<![\w:/.-])(?:{words})\b(?:[ \t]+value\b)?(?:\*\*|__)?"
-        rf"(?:[ \t]+(?:for|of|on|für|pour|para|de)[ \t]+[^\n:=]{{1,40}}?)?"
+        rf"(?i)(?:(?<![\w:/.-])|(?<=wifi-)|(?<=wlan-))(?:{words})\b(?:[ \t]+value\b)?(?:\*\*|__)?"
+        rf"(?:[ \t]+(?:{_FOR_WORDS})[ \t]+[^\n:=]{{1,40}}?)?"
         rf"(?:\*\*|__)?(?:[ \t]+(?:is|was|to|as|ist|lautet|est|es|é|är|er|jest|je)\b:?|{separators})(?:\*\*|__)?[ \t]*"
         rf"(?:(?:…|\.\.\.|›)[ \t]*)?"  # a prompt's answer: "Enter a secret value: … <typed>"
         rf"([\"'`]?)(?!\[REDACTED)(?=[^\s\"'`]{{0,127}}[0-9!@#$%^&*+/_~\-])([^\s\"'`(\[<-][^\s\"'`]{{{shortest - 1},127}}?)"
@@ -2028,11 +2147,20 @@ def _prose(words: str, separators: str, shortest: int, code: bool = True) -> _Ch
             and not _SAID_RE.search(m.string[m.start() : m.start(2)].rstrip(" \t\"'`*_…›."))))
 
 
-_FOR_WHAT_RE = _Lazy(r"\s(?:for|of|on|für|pour|para|de)\s")
+_FOR_WHAT_RE = _Lazy(rf"\s(?:{_FOR_WORDS})\s")
 _SAID_RE = _Lazy(r"(?i)(?:[:=：]|\b(?:is|was|to|as|ist|lautet|est|es|é|är|er|jest|je):?)$")
 
 
 _BASIC_RE = _Lazy(r"(?i)basic|base64|b64|btoa|auth")
+#: the words before a card's expiry date (a card number beside them says whose date it is)
+_EXPIRY_WORDS = (r"exp(?:iry|ires|iration)?(?:[ \t]+date)?|valid[ \t]+(?:thru|through|until|till)|good[ \t]+thru"
+                 r"|g[üu]ltig[ \t]+bis|ablauf(?:datum)?|vence|vencimiento|caducidad|expira|validade|scadenza|scade"
+                 r"|vervaldatum|geldig[ \t]+tot|wa[żz]n[aey][ \t]+do|data[ \t]+wa[żz]no[śs]ci|date[ \t]+d'expiration"
+                 r"|срок[ \t]+действия|действительна[ \t]+до|годна[ \t]+до|son[ \t]+kullanma(?:[ \t]+tarihi)?"
+                 r"|有効期限|有效期(?:至)?|유효[ \t]?기간|hạn[ \t]+sử[ \t]+dụng|masa[ \t]+berlaku")
+_EXPIRY_ANCHORS = ("exp", "valid", "good thru", "gültig", "gultig", "ablauf", "venc", "caduc", "scad", "verval",
+                   "geldig", "ważn", "wazn", "ważno", "wazno", "срок", "действительн", "годна", "kullanma", "有効期限",
+                   "有效期", "유효", "hạn", "berlaku")
 _CARD_WORDS_RE = _Lazy(r"(?i)card|visa|mastercard|amex|\bcvv|\bcvc|\bexp(?:iry|ires|iration)?\b|tarjeta|carte|karte"
                        r"|kartu|cart[ãa]o|карт|卡|diners|discover|maestro|\bjcb\b|unionpay|pasnummer")
 _LOGIN_WORDS_RE = _Lazy(r"(?i)\blog[ -]?in\b|\bsign[ -]?in\b|\bcreds?\b|credential|\bpass|\baccount")
@@ -2095,9 +2223,9 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
 
     ("api-token", (".atlasv1.",), _Lazy(r"\b[A-Za-z0-9]{10,}\.atlasv1\.[A-Za-z0-9_\-=]{40,}"), 0),
     # a webhook's key in its path: Mattermost and Rocket.Chat /hooks/<key>, Zapier /hooks/catch/<n>/<key>,
-    # IFTTT /with/key/<key>, any /webhook(s)/…/<random>
-    ("webhook-url", ("/hooks/", "/with/key/", "/webhook"),
-     _Checked(_Lazy(r"(?i)(?:/hooks/(?:catch/[0-9]+/)?|/with/key/|/webhooks?/(?:[\w-]{1,40}/){0,3}?)"
+    # IFTTT /with/key/<key>, Feishu's and Lark's /bot/v2/hook/<id>, any /webhook(s)/…/<random>
+    ("webhook-url", ("/hooks/", "/hook/", "/with/key/", "/webhook"),
+     _Checked(_Lazy(r"(?i)(?:/hooks?/(?:catch/[0-9]+/)?|/with/key/|/webhooks?/(?:[\w-]{1,40}/){0,3}?)"
                     r"(?!\[REDACTED)([A-Za-z0-9_-]{7,}(?:/[A-Za-z0-9_-]{7,})*)/?"),
               lambda m: any(_looks_random(p) or len(p) >= 20 and not p.isalpha() for p in m.group(1).split("/"))), 1),
     ("secret", ("::add-mask::",), _Lazy(r"::add-mask::(?!\[REDACTED)([^\s\"']+)"), 1),
@@ -2523,12 +2651,17 @@ class _PrintedSecret(_Scan):
     -field=``, ``gcloud secrets versions access``, ``security find-generic-password -w``), a token printed for a
     login (``gh auth token``, ``aws ecr get-login-password``), a secret generated (``openssl rand``, ``rails
     secret``), a secret variable echoed (``echo $API_TOKEN``, ``printenv DB_PASSWORD``), or a secret file read
-    (``cat config/master.key``). Up to the next blank or command line, at most 20 lines; each line read once."""
+    (``cat config/master.key``). Up to the next blank or command line, at most 20 lines; each line read once. A tool's
+    output may start with its command and no prompt: a text's first line is read as a command too."""
 
     _COMMAND = _Lazy(r"(?m)^[ \t]*(?:(?:[\w.@~:/()\[\]-]*[$#%❯›]|PS [^\n>]{0,80}>|>>>|In \[[0-9]+\]:"
                      r"|[\w-]+\([\w.:@-]*\)(?::?[0-9]+)?[>*]|\[[0-9]+\] pry\([^)\n]*\)>|(?:julia|scala|jshell|ghci|node|deno)>"
                      r"|>(?=[ \t]+[A-Za-z_][\w.]*\([^\n]*\)[ \t]*$))[ \t]+"
-                     r"|(?:Bash|PowerShell|Shell):[ \t]*)(\S[^\n]*)$")
+                     r"|(?:Bash|PowerShell|Shell):[ \t]*"
+                     r"|\A(?=(?:sudo[ \t]+)?(?:cat|head|tail|less|more|bat|type|get-content|gc|printenv|echo|printf|op"
+                     r"|vault|gcloud|aws|az|gh|glab|kubectl|oc|heroku|security|secret-tool|openssl|sops|ansible-vault"
+                     r"|gpg|age|pass|gopass|bw|lpass|doppler|infisical|chamber|keyring|wg|terraform|pwgen)[ \t]"
+                     r"[^\n]*\n[ \t]*\S))(\S[^\n]*)$")
     _PRINTS = _Lazy(
         r"(?i)(?:^|[|;&(]\s*|\s--\s+|\bsudo\s+(?:-\S+\s+)*)(?:"
         r"op\s+(?:read\b|item\s+get\b[^|;&]*\s--fields?\b|inject\b)"
@@ -2540,6 +2673,9 @@ class _PrintedSecret(_Scan):
         r"|(?:doppler|infisical)\s+secrets\s+get\b[^|;&]*--plain|sops\s+(?:-d|--decrypt)\b[^|;&]*--extract"
         r"|gcloud\s+secrets\s+versions\s+access\b|gcloud\s+auth\s+(?:application-default\s+)?print-\w+-token\b"
         r"|aws\s+(?:ecr|ecr-public)\s+get-login-password\b|az\s+acr\s+login\b[^|;&]*--expose-token"
+        # Azure's key listings print the keys themselves (a storage account's, Cosmos DB's, a cache's)
+        r"|az\s+(?:[\w-]+\s+){1,5}?(?:keys\s+(?:list|show)|list-keys|admin-key\s+show|show-connection-string"
+        r"|credential\s+show)\b"
         r"|(?:gh|glab)\s+auth\s+token\b|heroku\s+auth:token\b|kubectl\s+create\s+token\b|oc\s+whoami\s+(?:-t|--show-token)"
         r"|[\w.-]+\s+(?:[\w-]+\s+)?(?:[\w-]*(?:keys?|tokens?|secrets?)\s+(?:create|generate|new|issue|rotate|regenerate))\b"
         r"|kubectl\s+view-secret\b"
@@ -2689,6 +2825,14 @@ _FORMATS.extend([
     ("secret", ("headername",),
      _Checked(_Lazy(r"(?i)headername([0-9]*)[\"']?\s*[:=]\s*[\"']?([\w-]{1,80})[\s\S]{0,300}?"
                     r"headervalue\1[\"']?\s*[:=]\s*[\"']?(?!\[REDACTED)([^\s\"']+)"), _named_by(2)), 3),
+    # PagerDuty's integration (routing) key: 32 hexadecimal digits under a name that AMQP also uses for a route
+    ("secret", ("routing_key", "routing-key", "routingkey", "integration_key", "integrationkey", "service_key"),
+     _Lazy(r"(?i)\b(?:routing|integration|service)[_-]?key[\"']?[ \t]*[:=][ \t]*[\"']?(?!\[REDACTED)([0-9a-f]{32})"
+           r"(?![0-9a-z])"), 1),
+    # a password Terraform generated, in its state: random_password's "result"
+    ("password", ('"random_password"',),
+     _Lazy(r"\"type\"[ \t]*:[ \t]*\"random_password\"[\s\S]{0,800}?\"result\"[ \t]*:[ \t]*\"(?!\[REDACTED)"
+           r"((?:[^\"\\\n]|\\.)+)\""), 1),
     # a cookie in a HAR file or a browser export: {"name": "sid", "value": "<random>"} under "cookies"
     ("secret", ('"cookies"',),
      _Checked(_Lazy(r"\{\s*\"name\"\s*:\s*\"[^\"\n]{1,64}\"\s*,\s*\"value\"\s*:\s*\"(?!\[REDACTED)([^\"\n]{16,})\""),
@@ -2811,6 +2955,8 @@ _FORMATS.extend([
      _Checked(_Lazy(r"(?:\{[ \t]*:?([a-z][\w-]*)[ \t]*,|(?<![\w:]):([a-z][\w-]*)[ \t]+)[ \t]*<{0,2}\"(?!\[REDACTED)"
                     r"([^\"\n]+)\">{0,2}"), lambda m: _strong_name(m.group(1) or m.group(2)) and not _skip_value(m.group(3))), 3),
     ("password", ("pass", "secret", "token", "key", "credential"), _SecretColumn(), 1),
+    ("account-number", ("account", "acct", "iban", "ssn", "social", "card", "cvv", "cvc", "routing", "national",
+                        "tax", "passport"), _SecretColumn(personal=True), 1),
     ("password", ("pass", "secret", "token", "key", "credential"),
      _Checked(_Lazy(r"(?m)^[ \t]*([A-Za-z][\w-]*(?:[ \t][A-Za-z][\w-]*){0,3})[ \t]*:?[ \t]*\r?\n[ \t]*(?!\[REDACTED)"
                     r"([^\s]{8,200})[ \t]*$"),
@@ -2982,6 +3128,14 @@ _FORMATS.extend([
     # a chosen or generated password standing alone in a sentence or a chat line, in any language: letters of both
     # cases, a digit and a sign that no word, name, version, path, e-mail, hashtag or formula holds that way
     ("password", ("!", "#", "$", "%", "&", "*", "?", "~", "@", ".", "-", "_", "=", "+"), _StrongToken(), 1),
+    # the logins of a list under its heading ("Accounts for the demo:", "Zugangsdaten"): "- alice / Pebble.Stream.31"
+    ("password", _CREDENTIAL_HEADS, _CredentialList(), 1),
+    # a password told on the line after its user, each by one letter or a short form: "U: editor\nP: …"
+    ("password", ("p:", "p =", "p=", "pw:", "pw =", "pw=", "pass:"),
+     _Checked(_Lazy(r"(?im)^[ \t>*-]*(?:u|usr|user(?:name)?|login|benutzer(?:name)?|usuario|utilisateur|utente"
+                    r"|gebruiker|uživatel|użytkownik|логин)[ \t]*[:=][ \t]*\S+[ \t]*\r?\n"
+                    r"[ \t>*-]*(?:p|pw|pwd|pass)[ \t]*[:=][ \t]*[\"'`]?(?!\[REDACTED)([^\s\"'`]{4,128})[\"'`]?[ \t]*$"),
+              lambda m: _told(m.group(1)) or _password_like(m.group(1))), 1),
     # T-SQL's N'…' literal under a secret's name: @rmtpassword = N'…', @password = N'…'
     ("password", ("@",),
      _Checked(_Lazy(r"@([A-Za-z_]\w{1,60})[ \t]*=[ \t]*N'(?!\[REDACTED)([^'\n]+)'"), _named_by(1)), 2),
@@ -3029,7 +3183,11 @@ _FORMATS.extend([
     ("password-hash", (":::",), _SAM_RE, 1),
     ("secret", ("$ansible_vault",), _VAULT_RE, 0),
     ("secret", ("secret",), _SecretManifest(), 1),
-    ("secret", ("$ ", "# ", "% ", "> ", ">\t", "❯", "›", "bash:", "powershell:", "shell:"), _PrintedSecret(), 1),
+    ("secret", ("$ ", "# ", "% ", "> ", ">\t", "❯", "›", "bash:", "powershell:", "shell:",
+                # a tool's output that starts with its command, no prompt before it
+                "cat ", "printenv", "echo ", "get-content", "op ", "vault ", "gcloud ", "aws ", "az ", "gh ",
+                "kubectl ", "heroku ", "security ", "openssl ", "sops ", "ansible-vault", "gpg ", "pass "),
+     _PrintedSecret(), 1),
     # "Basic <base64 of user:password>" wherever it is printed (a capture's fields, a log), not only after a header
     ("password", ("basic",),
      _Checked(_Lazy(r"(?i)\bbasic[ \t]+(?!\[REDACTED)([A-Za-z0-9+/]{8,}={0,2})(?![\w+/=])"), lambda m: _encodes_login(m.group(1))),
@@ -3068,14 +3226,24 @@ _FORMATS.extend([
     ("secret", ("%b", "="),
      _Checked(_Lazy(r"(?:%[Bb]|(?<![\w;]);)((\d{12,19})(?:\^[^^\n]{2,26}\^|=)\d{4}[^\s?]{0,80}\??)"),
               lambda m: _track_number(m.group(2))), 1),
+    # a card's expiry date beside its number (before the number's rule masks it: the number is how the date is
+    # known for a card's), after its word in the languages cards are printed in: "exp 08/27", "gültig bis 09/28"
+    ("card-expiry", _EXPIRY_ANCHORS,
+     _Checked(_Lazy(r"(?i)(?<![^\W\d_])(?:" + _EXPIRY_WORDS + r")[ \t.:=]*((?:0[1-9]|1[0-2])[ \t]?[/-][ \t]?(?:20)?[0-9]{2})"
+                    r"(?![0-9/])"), lambda m: _beside_card_number(m)), 1),
     # payment card data told with its word: a card number that passes the Luhn check (not a processor's published
     # test number), a US social security number (a card's security code: indexer.secret_ids)
     ("secret", ("card", "visa", "mastercard", "amex", "cvv", "cvc", "exp", "tarjeta", "carte", "karte", "kartu",
                 "cartão", "cartao", "карт", "卡", "diners", "discover", "maestro", "jcb", "unionpay", "pasnummer"),
      _Checked(_Lazy(r"(?<![\w-])((?:[0-9]{4}[ -]?){3}[0-9]{1,7}|[0-9]{4}[ -]?[0-9]{6}[ -]?[0-9]{4,5})(?![\w-])"),
               lambda m: _card_number(m.group(1)) and _near(_CARD_WORDS_RE, m, 80)), 1),
-    ("secret", ("ssn", "social security"),
-     _Checked(_Lazy(r"(?i)(?<![A-Za-z])(?:ssn|social security(?: number| no\.?)?)\b[^\n0-9]{0,20}(?<![\w-])([0-9]{3}-[0-9]{2}-[0-9]{4})"
+    # and a 19-digit card (Maestro, UnionPay) grouped 4-4-4-4-3
+    ("secret", ("card", "maestro", "unionpay", "carte", "karte", "tarjeta", "cartão", "cartao", "карт", "卡"),
+     _Checked(_Lazy(r"(?<![\w-])([0-9]{4}([ -])[0-9]{4}\2[0-9]{4}\2[0-9]{4}\2[0-9]{3})(?![\w-])"),
+              lambda m: _card_number(m.group(1)) and _near(_CARD_WORDS_RE, m, 80)), 1),
+    ("secret", ("ssn", "social security", "seguro social", "sécurité sociale"),
+     _Checked(_Lazy(r"(?i)(?<![A-Za-z])(?:ssn|social security(?: number| no\.?)?|(?:n[úu]mero de )?seguro social"
+                    r"|num[ée]ro de s[ée]curit[ée] sociale)\b[^\n0-9]{0,20}(?<![\w-])([0-9]{3}-[0-9]{2}-[0-9]{4})"
                     r"(?![\w-])"), lambda m: _issuable_ssn(m.group(1))), 1),
     ("secret", ("begin license",),
      _Lazy(r"(?i)[-–—]{2,}[ \t]*BEGIN LICENSE[ \t]*[-–—]{2,}[ \t]*\r?\n(?![ \t]*[-–—]{2,})"
@@ -3120,6 +3288,16 @@ _TEST_CARDS = frozenset({
     "4009348888881881", "4012000033330026", "4012000077777777", "4217651111111119", "4500600000000061",
     "5019717010103742", "6331101999990016", "4444333322221111", "5500005555555559", "2222400070000005",
 })
+
+
+_CARD_NUMBER_RE = _Lazy(r"(?<![\w-])((?:[0-9]{4}[ -]?){3}[0-9]{1,7}|[0-9]{4}[ -]?[0-9]{6}[ -]?[0-9]{4,5})(?![\w-])")
+
+
+def _beside_card_number(m: re.Match[str]) -> bool:
+    """A card number (Luhn) is told within 150 characters of ``m``, on its line or the next."""
+    text = m.string
+    return any(_card_number(c.group(1)) for c in _CARD_NUMBER_RE.finditer(
+        text, max(0, m.start() - 150), min(len(text), m.end() + 150)))
 
 
 def _card_number(number: str) -> bool:
@@ -3316,8 +3494,10 @@ _FLAG_SEP_RE = _Lazy(r"(=|[ \t]+)(?=[^\s-])")
 _PROSE_RE = _Lazy(r"[ \t]+(?:is|was|=|:)[ \t]+(?:set to[ \t]+)?(?=\S)", re.IGNORECASE)
 _INLINE_END = frozenset(" \t\r\n,;&)]}\"'<>|`")
 _ARG_SEP_RE = _Lazy(r"(?:[\"']?\s*,|[ \t]+(?:-Value[ \t]+)?)\s*(?=[\"'])")
-_TYPED_RE = _Lazy(r"(?:\[REDACTED:[a-z0-9-]+\]|[A-Z][\w.<>\[\]]*\??|str|string|bytes|&str|&'static str)"
-                       r"[ \t]*=(?![=>])[ \t]*")
+#: (a type's name is short, and a value follows it on the line: ``LS0tLS1CRUdJTi…Qo=`` is base64 ending in its
+#: padding, not a type)
+_TYPED_RE = _Lazy(r"(?:\[REDACTED:[a-z0-9-]+\]|[A-Z][\w.<>\[\]]{0,60}\??|str|string|bytes|&str|&'static str)"
+                       r"[ \t]*=(?![=>])[ \t]*(?=\S)")
 _PAIR_RE = _Lazy(r"\(\s*([\"'])[^\"'\n]*\1\s*,\s*([\"'])([^\"'\n]+)\2\s*\)")
 _LOCATION_RE = _Lazy(r":[0-9]+(?::[0-9]+)?(?::|,|[ \t]*$)", re.MULTILINE)
 _REFERENCE_RE = _Lazy(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*")
@@ -3326,6 +3506,15 @@ _ARN_RE = _Lazy(r"\barn:[\w-]+:[\w-]+:[^\s\"']*$")
 _PLAIN_URL_RE = _Lazy(r"[a-z][a-z0-9+.-]*://[^\s@?]+")
 _STORE_PATH_RE = _Lazy(r"[A-Za-z][\w.-]*(?:/[A-Za-z][\w.-]*)+")
 _BYTES_RE = _Lazy(r"[0-9]+ bytes?")
+_SPACED_TOKEN_RE = _Lazy(r"[ \t]+(?!\[REDACTED)([A-Za-z0-9+_=-]{16,200})(?=[\s,;)]|[.!?](?:\s|$)|$)")
+
+
+def _bare_token(value: str) -> bool:
+    """A token after a secret's name and a space, with no sign between: random, of both cases and digits, not a
+    name (``key_secret vE6GztWMediGr5nPHu1ipRp2``)."""
+    lower, upper, digits, _ = _char_kinds(value)
+    return bool(lower and upper and digits) and _looks_random(value) and not (
+        _identifier_like(value) or _skip_value(value))
 _SPACED_QUOTE_RE = _Lazy(r"[ \t]+(?=[\"'][^\"'\n\s][^\"'\n]*[\"'](?:[ \t]*[,;)]|[ \t]*$))", re.MULTILINE)
 _OR_ELSE_RE = _Lazy(r"\s+(?:or|\|\||\?\?|\?:)\s")
 _CODE_VALUE_RE = _Lazy(r"[A-Za-z_$][\w.$]*(?:::?[A-Za-z_$][\w.$]*)*[!?]?\s*[(\[]")
@@ -3438,6 +3627,7 @@ _VERSION_RE = _Lazy(r"[~^=<>v]{0,2}[0-9]+(?:\.[0-9x*]+)+(?:[-+][\w.]+)?")
 _ABOUT_WORDS_RE = _Lazy(r"(?i)pass|secret|token|\bkeys?\b|credential|\bapi\b")
 _TYPE_ATOM = (r"(?:&(?:'\w+\s+)?(?:mut\s+)?)?(?:[A-Za-z_][A-Za-z0-9_.]*)(?:<[^<>\n]*>|\[[^\[\]\n]*\])?\??")
 _TYPE_RE = _Lazy(rf"{_TYPE_ATOM}(?:\s*\|\s*{_TYPE_ATOM})*\s*[;,]?")
+_ODBC_BRACED_RE = _Lazy(r"\{((?:[^}\n]|\}\})+)\}(?=;[ \t]*[A-Za-z][\w ]*=|;?[ \t]*[\"']?[ \t]*$)", re.MULTILINE)
 _BRACE_EXPR_RE = _Lazy(r"\{\{|\{[A-Za-z_$][\w.$]*(?:\([^()\n]*\))?\}")
 _CMDLET_RE = _Lazy(  # a PowerShell cmdlet: an approved verb, a dash, a noun
     r"(?:Get|Set|New|Read|Write|Remove|Add|Invoke|Start|Stop|Import|Export|ConvertTo|ConvertFrom|Select|Where|ForEach"
@@ -3754,8 +3944,12 @@ def _value_span(text: str, vstart: int, to_line_end: bool, strong: bool, whole_t
         while end < n and not text[end].isspace():
             end += 1
     else:
+        if c == "{" and text[vstart - 1 : vstart] == "=" and ";" in text[text.rfind("\n", 0, vstart) + 1 : vstart] and (
+                odbc := _ODBC_BRACED_RE.match(text, vstart)) and not odbc.group(1).startswith(_MARK) and not (
+                _REFERENCE_RE.fullmatch(odbc.group(1)) and not any(ch.isdigit() for ch in odbc.group(1))):
+            return odbc.span(1)  # ODBC's Pwd={Pay$Roll_Read1};: braces quote the value in a Key=Value; string
         if c == "{" and not flag and _BRACE_EXPR_RE.match(text, vstart):
-            return None  # value={password}, {{ … }}: a template's expression (not ODBC's Pwd={…})
+            return None  # value={password}, {{ … }}: a template's expression
         end = vstart
         while end < n and text[end] not in _INLINE_END:
             end += 1
@@ -3857,10 +4051,13 @@ def _named(text: str, lower: str) -> tuple[str, int]:
                 if field:
                     span = _value_span(text, field.end(), False, True)
                     if span and text[span[0] - 1 : span[0]] not in ("'", '"', "`") and _REFERENCE_RE.fullmatch(
-                            text[span[0] : span[1]]) and text[span[1] : span[1] + 3].lstrip()[:1] in ("}", ","):
+                            text[span[0] : span[1]]) and text[span[1] : span[1] + 3].lstrip(" \t")[:1] in ("}", ","):
                         span = None  # { name: 'API_TOKEN', value: token }: a variable in an object literal
             elif strong and (quoted_value := _SPACED_QUOTE_RE.match(text, b)):
                 span = _value_span(text, quoted_value.end(), False, strong)  # plaintext-password 'x', password 'x'
+            elif strong and _components(name)[-1:] in (["secret"], ["token"], ["key"]) and (
+                    bare := _SPACED_TOKEN_RE.match(text, b)) and _bare_token(bare.group(1)):
+                span = bare.span(1)  # key_secret vE6GztWMediGr5nPHu1ipRp2: a name and a random token after a space
             elif kind == "password" and name.lower() not in _OTHER_LANGUAGES:  # their prose: _PasswordTold
                 prose = _PROSE_RE.match(text, b)
                 if prose:
@@ -4048,7 +4245,9 @@ def _random_tail(m: re.Match[str]) -> bool:
     token = m.group(0)
     low = token.lower()
     prefix = max((p for p in _PREFIXED_TOKENS if low.startswith(p)), key=len, default="")
-    tail = token[len(prefix):].split("/", 1)[0]
+    tail = token[len(prefix):]
+    if "+" not in tail and not tail.endswith("="):  # base64 holds "/" too (fm2_lJPE54S/o4+FS…)
+        tail = tail.split("/", 1)[0]
     for run in _ALNUM_RUN_RE.findall(tail):
         lower, upper, digits, _ = _char_kinds(run)
         if ((digits and (upper or lower)) or (upper and lower)) and not (
@@ -4068,6 +4267,7 @@ _TWILIO_RE = _Lazy(r"(?<![0-9A-Za-z])(?:SK|AC)[0-9a-fA-F]{32}(?![0-9A-Za-z])")
 _SHAPED_TOKENS = (("private-key", _Lazy(r"(?=.*[a-z])(?=.*[A-Z])(?=.*[0-9])"
                                          r"(?:5[HJK][1-9A-HJ-NP-Za-km-z]{49}|[KL][1-9A-HJ-NP-Za-km-z]{51})")),
                   ("api-token", _Lazy(r"pat[A-Za-z0-9]{14}\.[0-9a-f]{64}")),
+                  ("secret", _Lazy(r"SEC[0-9a-f]{64}")),  # a DingTalk robot's signing secret
                   ("api-token", _Lazy(r"[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}")),
                   ("private-key", _Lazy(r"S[AOUNCPX][A-Z2-7]{56}")))  # a NATS nkey seed
 

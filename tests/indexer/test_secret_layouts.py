@@ -1,0 +1,145 @@
+"""Secrets in the layouts and words filter version 12 reads, through the real filter: base64 values that end in
+their padding, a tool's output that starts with its command, key listings, login lists and user/password lines,
+columns of personal numbers, card expiry dates and codes, identity, licence and record numbers, words for password
+typed fast or without their letters, Wi-Fi keys with no verb, and the look-alikes that must stay. Every value is
+made up for these tests (check digits computed where a format has them)."""
+
+import base64
+
+import pytest
+
+from indexer.privacy import redact
+
+PEM_B64 = base64.b64encode(b"-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAtest+made/up\n"
+                           b"-----END RSA PRIVATE KEY-----\n").decode()
+
+SECRETS = [
+    # a base64 value that ends in "=" under a secret's name (it was read as a type: `secret: String = …`)
+    (f"users:\n- name: ops\n  user:\n    client-key-data: {PEM_B64}", PEM_B64[20:60]),
+    ("SIGNING_SECRET: Qm9yZWFsaXNTZWNyZXRWYWx1ZUhlcmU=", "Qm9yZWFsaXNTZWNyZXRWYWx1ZUhlcmU="),
+    # a token of a known prefix whose body holds "/" and "+" (base64), after another one
+    ('FLY_API_TOKEN="FlyV1 fm2_Ab3/xY9+Qw8zLk2Jm5Np7Rt4Vx6Bz1Cd,fm2_Zq4/Lm8+Rt2Wx5Yc7Vb9Nm3Kp6Hj1Fg"', "Rt2Wx5Yc7Vb9"),
+    # a tool's output that starts with its command (no prompt), and Azure's key listings
+    ("cat ~/.config/app/service_token\nq8Zt3Lm2Wx7Rv5Kp9Bn4Hc6Jd1Fs0Ga", "q8Zt3Lm2Wx7Rv5Kp9Bn4"),
+    ("$ az cosmosdb keys list -g rg -n cdb --type keys -o tsv\nxQ3mR8vL2pZ7nK4wT9cY6bH1jF5sD0aG+eU3iO8uE2rW==",
+     "xQ3mR8vL2pZ7nK4wT9cY6bH1jF5sD0aG"),
+    ("$ az redis list-keys -g rg -n cache\n{\"primaryKey\": \"Kp2Lm8Rt5Wx3Yc9Vb6Nm1Qz4Hj7Fg0Ds=\"}", "Kp2Lm8Rt5Wx3Yc9Vb6"),
+    # a name, a space and a random token (no sign between)
+    ("the app_secret Zt8qLm3Rx7Wp2Kv9Bn5Hc4 goes in the CI variables", "Zt8qLm3Rx7Wp2Kv9Bn5Hc4"),
+    # ODBC quotes a value in braces
+    ("Driver={ODBC Driver 17 for SQL Server};Server=db01;Uid=report;Pwd={Wint3r$Solst1ce};", "Wint3r$Solst1ce"),
+    # logins listed under a heading, a user line then a password line
+    ("Staging logins:\n- qa / Lantern.Orbit.58\n- ops / Ferns&Rivers27", "Lantern.Orbit.58"),
+    ("Staging logins:\n- qa / Lantern.Orbit.58\n- ops / Ferns&Rivers27", "Ferns&Rivers27"),
+    ("## Test accounts\n- viewer: Quartz.Meadow.64", "Quartz.Meadow.64"),
+    ("router admin\nUser: netops\nPW: Harbor-Kite-772", "Harbor-Kite-772"),
+    # a column of personal numbers in a CSV export or a Markdown table
+    ("name,iban,account_number\nJo Ruiz,x,77120419\n", "77120419"),
+    ("| customer | card_number |\n|---|---|\n| Li | 4556 7375 8689 9855 |", "4556 7375 8689 9855"),
+    # a card's expiry and its code beside the number
+    ("card 4556 7375 8689 9855 exp 11/28, thanks", "11/28"),
+    ("Karte 4556 7375 8689 9855 gültig bis 04/2029", "04/2029"),
+    ("tarjeta 4556 7375 8689 9855 vence 07/27 código 914", "914"),
+    ("Maestro card 6759 6498 2643 8453 112", "6759 6498 2643 8453 112"),
+    # identity, tax, licence, passport and record numbers
+    ('{"person": {"tax_id": "50294716385"}}', "50294716385"),
+    ("my national ID number is 5839 2017 4462", "5839 2017 4462"),
+    ("کد ملی: 0499370899", "0499370899"),
+    ("ИНН физлица 500100732259", "500100732259"),
+    ("driver's license number K4827361 (Ontario)", "K4827361"),
+    ("Führerschein-Nr. F29X7K4Q2L8", "F29X7K4Q2L8"),
+    ("Reisepassnummer C4J7K9LM2", "C4J7K9LM2"),
+    ("P<UTOERIKSSON<<ANNA<MARIA<<<<<<<<<<<<<<<<<<<\nL898902C36UTO7408122F1204159ZE184226B<<<<<10",
+     "L898902C36UTO7408122F1204159"),
+    ("MRN: 40917726, admitted 2024-03-02", "40917726"),
+    ("Versichertennummer: K209371845", "K209371845"),
+    ("número de seguro social: 219-09-9999", "219-09-9999"),
+    # bank numbers: Poland's NRB, a Canadian cheque, an Indian account with its IFSC
+    ("przelew na 34 1090 1014 0000 0712 1981 2875", "34 1090 1014 0000 0712 1981 2875"),
+    ("direct deposit: transit 00012, institution 003, account 7654321 (bank form)", "7654321"),
+    ("A/C 50100234567891 IFSC SBIN0001234", "50100234567891"),
+    ("Betaal op NL20 INGB 0001 2345 67", "NL20 INGB 0001 2345 67"),
+    # words for password typed fast, without their letters, in Latin letters, as a key's first part
+    ("the passwrd for staging is Tulip_Harbor44", "Tulip_Harbor44"),
+    ("haslo do serwera: Kasztan_Wiosna7 (bez polskich liter)", "Kasztan_Wiosna7"),
+    ("la contrasena del router es Faro_Norte82 ok?", "Faro_Norte82"),
+    ("o kwdikos tou wifi einai Elia_Kalamata5", "Elia_Kalamata5"),
+    ("пароль_админа: Ryabina_Osen31", "Ryabina_Osen31"),
+    ("ログイン ID: sato / パス: Sakura_2031", "Sakura_2031"),
+    ("mot de passe du wifi-box : Lavande_Sud27", "Lavande_Sud27"),
+    # passwords that end in signs, after an arrow, as the password, a passphrase joined by dashes
+    ("try Autumn2025!! if the old one fails", "Autumn2025!!"),
+    ("the vault entry -> Copper*Lantern9", "Copper*Lantern9"),
+    ("Postgres won't take `Riv3r$Stone_Bend` as the password for user etl", "Riv3r$Stone_Bend"),
+    ("my master passphrase (write it down): Velvet-Thunder-Paints-Nine-Walls", "Velvet-Thunder-Paints-Nine-Walls"),
+    # Wi-Fi keys with no verb, and codes that unlock
+    ("Wi-Fi: SSID Casa_Luz, key glass-pebble-48", "glass-pebble-48"),
+    ("ゲストWi-Fiの暗号化キーは 7c2e9a41d05b です", "7c2e9a41d05b"),
+    ("code wifi de la maison : 4f7a2c9e1b3d", "4f7a2c9e1b3d"),
+    ("el código de desbloqueo del móvil es 604913", "604913"),
+    ("dörrkoden är 5728", "5728"),
+    # recovery codes after a service's name, a DingTalk signing secret, webhooks with /hook/
+    ("recovery codes GitHub:\n- 4f8a2-9c1d3\n- 7b2e6-1a9f4", "4f8a2-9c1d3"),
+    ("sign secret SEC" + "3f" * 32, "3f3f3f3f3f3f3f3f"),
+    ("https://open.larksuite.com/open-apis/bot/v2/hook/2b9c41d7-8e3a-4f6b-a1c5-9d7e2f0b4a63", "2b9c41d7-8e3a"),
+    # PagerDuty's routing key, a Terraform-generated password in the state
+    ("routing_key = \"c4f9a1b27e3d4f58a6b0c2d9e7f1a3b5\"", "c4f9a1b27e3d4f58a6b0c2d9e7f1a3b5"),
+    ('{"type": "random_password", "instances": [{"attributes": {"result": "q>7Lm!2Zx?Wp9Rt#"}}]}', "q>7Lm!2Zx?Wp9Rt#"),
+    ("AT_KEY=atsk_5c2e8f1a9b7d3c6e0f4a2b8d1c9e7f3a", "5c2e8f1a9b7d3c6e"),
+]
+
+
+@pytest.mark.parametrize("text, secret", SECRETS)
+def test_the_secret_is_masked(text, secret):
+    out = redact(text).text
+    assert secret not in out, out
+    assert "[REDACTED" in out
+
+
+LOOK_ALIKES = [
+    # base64 that is public, a type after a name, a listing of key ids
+    "publicKey: {string | Buffer | KeyObject}",
+    "secret: String = readSecret()",
+    "$ az keyvault key list --vault-name kv\n[{\"kid\": \"https://kv.vault.azure.net/keys/signing\"}]",
+    "$ gcloud iam service-accounts keys list --iam-account ci@p.iam.gserviceaccount.com",
+    # a tool's first line that reads no secret, code that names secrets
+    "cat README.md\n# Project\nRun make test.",
+    'api_key = os.environ["STRIPE_SECRET_KEY"]\npassword = os.getenv("DB_PASSWORD", "")',
+    '$ gpg --verify libfoo-1.2.tar.bz2.sig libfoo-1.2.tar.bz2',
+    'conn = f"Server=db;Pwd={password};"',
+    # headings over lists that hold no logins
+    "category: Users, Groups and Home Directories\nSPDX-License-Identifier: LGPL-2.1-or-later",
+    "Users:\n- alice: admin\n- bob: 2024-01-03",
+    "## Accounts\n- billing: see the finance wiki",
+    "Changes to accounts:\n* config/auth/login.c: Likewise.",
+    # numbers in columns that are no personal numbers, tables of ids
+    "id,account_number,status\n1,,active\n2,n/a,closed",
+    "id,name,score\n1,alice,93\n2,bob,88",
+    # dates and codes that are not a card's
+    "the certificate expires 08/27, renew it before then",
+    "error code 402 on the card payment page",
+    "exp 12/25 for build 4539 2239 1429 5903",
+    # identity words with no identity number
+    "tax_id = 42",
+    "the national id field is optional",
+    "license number field is 2024",
+    "MIT License, version 2.0",
+    "see the driver license docs at https://example.org/dl",
+    "the MRN field must be 8 digits",
+    # words for password with no password after them
+    "ファイルパス: /usr/local/bin",
+    "the password I used in the demo was simpler",
+    "sha256 as the password hash",
+    "wifi pass through mode",
+    "the wifi code path is broken in 2.3.1",
+    "network key length 2048 bits",
+    "take transit 12345 to the airport",
+    "passphrase: your-passphrase-goes-here",
+    "Released Windows11!! today",
+    "x = a -> b; Foo2024!!",
+]
+
+
+@pytest.mark.parametrize("text", LOOK_ALIKES)
+def test_the_look_alike_stays(text):
+    assert redact(text).text == text
