@@ -60,12 +60,14 @@ def mask(text: str, lower: str | None = None) -> tuple[str, int]:
     caller has it); returns the masked text and how many were masked."""
     low = text.lower() if lower is None else lower
     present = {a for a in (_ASCII_ANCHORS if text.isascii() else _ANCHORS) if a in (text if a.isupper() else low)}
-    if not present:
+    # an IBAN's shape is an anchor of its own: "stuur maar naar NL22 RABO 0981 2762 97" names no bank
+    shaped = _IBAN_SHAPE_RE.search(text) is not None
+    if not present and not shaped:
         return text, 0
     total = 0
     other_digits = not text.isascii() and _OTHER_DIGITS_RE.search(text) is not None
     for kind, anchors, find in _RULES:
-        if not present.isdisjoint(anchors):
+        if not present.isdisjoint(anchors) or shaped and find is _ibans:
             # a number in Arabic-Indic, Persian, Devanagari, Bengali, Thai or full-width digits is read as ASCII
             # digits (one character for one: the spans found in the copy are the original's)
             text, count = _replace(text, find(text.translate(_DIGITS) if other_digits else text), kind)
@@ -73,6 +75,7 @@ def mask(text: str, lower: str | None = None) -> tuple[str, int]:
     return text, total
 
 
+_IBAN_SHAPE_RE = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2}[0-9]{2}[ ]?[A-Z0-9]{4}[ ]?[0-9]{4}")
 #: the decimal digits of scripts whose users write numbers in them, each read as its ASCII digit
 _DIGITS = {ord(c): str(unicodedata.digit(c)) for first in (0x0660, 0x06F0, 0x0966, 0x09E6, 0x0E50, 0xFF10)
            for c in map(chr, range(first, first + 10))}
@@ -128,7 +131,7 @@ _FILLER_WORDS = {
     "en": "number num no nr code is was are", "de": "nummer ist lautet sind", "fr": "numéro est c'est c’est le la",
     "es": "número es son era el", "pt": "número é era o", "it": "numero è il", "nl": "nummer is", "sv": "nummer är mitt min",
     "no": "nummer er mitt min", "da": "nummer er mit min", "fi": "numero on", "pl": "numer jest to",
-    "cs": "číslo je", "sl": "je", "ro": "număr numărul este meu mea", "el": "αριθμός είναι μου",
+    "cs": "číslo je", "sl": "je", "hr": "mi moj moja broj", "ro": "număr numărul este meu mea", "el": "αριθμός είναι μου",
     "tr": "numara numaram numaran numarası numarasi numaranız numaramız", "ru": "номер это", "uk": "номер це",
     "id": "nomor adalah ialah saya", "tl": "numero ko ay", "vi": "số của tôi là", "he": "מספר שלי הוא היא",
     "ar": "رقم هو هي الخاص بي", "hi": "नंबर संख्या है", "hu": "szám számom számú jelem", "th": "ของฉัน ของผม ของดิฉัน คือ เลขที่ หมายเลข",
@@ -202,12 +205,12 @@ def _around(pattern: re.Pattern[str], text: str, anchors: tuple[str, ...], befor
 
 
 def _labelled_values(matches: Iterator[re.Match[str]], text: str, valid: Callable[[str, str], bool],
-                     limit: int = 34) -> Iterator[Span]:
+                     limit: int = 34, seps: str = " -./") -> Iterator[Span]:
     """The longest value after each label that ``valid(label, value)`` accepts."""
     for m in matches:
         if not _word_start(text, m.start()):
             continue
-        for end in _cuts(text, m.end(), limit):
+        for end in _cuts(text, m.end(), limit, seps):
             value = text[m.end():end]
             if end < len(text) - 1 and text[end] in "-./" and text[end + 1].isalnum():
                 continue  # a cut inside a token: 2011-02 of 2011-02-10
@@ -271,7 +274,8 @@ def _seed_phrases(text: str) -> Iterator[Span]:
             if langs & bits:
                 langs &= bits
                 continue
-            if i - first >= _SEED_LENGTHS[0]:
+            if i - first >= _SEED_LENGTHS[0] and len({t.group(0).lower() for t in tokens[first:i]}) >= 4:
+                # (a list's test vector repeats one word: "abandon abandon … about")
                 yield run.start() + tokens[first].start(), run.start() + tokens[i - 1].end()
             first, langs = i, bits
 
@@ -309,6 +313,7 @@ _RECOVERY_LABEL = (
 _RECOVERY_HEAD = (r"(?:[ \t]+(?:for|of|from|für|von|de|pour|para|di|per|van|voor|do|dla|för|til|para)[ \t]+"
                   r"[^\n:：]{1,80}?(?=[ \t]*[:：(\n])|[ \t]+[A-Z][\w.-]{1,30}(?=[ \t]*[:：(\n]))?"
                   r"(?:[ \t]*\([^)\n]{0,60}\))?[*_`]*"
+                  r"(?:[,;][^\n:：]{1,60}(?=[:：][ \t]*\r?\n))?"  # ", bitte sicher aufbewahren:" and the list below
                   r"[ \t]*(?:[:：=]|->|→|\b(?:is|are|sind|ist|lauten|sont|est|son|es|sono|è|são|é|zijn|są|är|er|on|"
                   r"ovat|jsou|—)\b)?[*_`]*")
 #: one code of a list: maybe its number or bullet, or "and" after the one before; digits grouped by single spaces
@@ -596,7 +601,8 @@ _ID_LABELS: tuple[tuple[tuple[str, ...], str, tuple[str, ...], str], ...] = (
     (("UTR", "taxpayer reference"), r"(?-i:UTR)|unique[ \t]+taxpayer[ \t]+reference", ("gb.utr",), r"\d{5} ?\d{5}"),
     (("ITIN",), r"ITIN", ("us.itin",), r"9\d{2}-?\d{2}-?\d{4}"),
     (("ahv", "avs"), r"ahv(?:-?nummer|-?nr\.?)?|avs|ahv/avs", ("ch.ssn",), r"756\.?\d{4}\.?\d{4}\.?\d{2}"),
-    (("rijksregister", "registre national", "insz", "niss"), r"rijksregisternummer|registre[ \t]+national|insz|niss",
+    (("rijksregister", "registre national", "insz", "niss", "numéro national", "numero national"),
+     r"rijksregisternummer|registre[ \t]+national|num[ée]ro[ \t]+national(?:[ \t]+belge)?|insz|niss",
      ("be.nn",), r"\d{2}\.?\d{2}\.?\d{2}-?\d{3}\.?\d{2}"),
     (("егн", "egn"), r"егн|egn", ("bg.egn",), r"\d{10}"),
     (("rodn",), r"rodn[ée][ \t]+[čc][íi]slo", ("cz.rc", "sk.rc"), r"\d{6}/?\d{3,4}"),
@@ -616,6 +622,7 @@ _ID_LABELS: tuple[tuple[tuple[str, ...], str, tuple[str, ...], str], ...] = (
     (("kimlik", "tckn"), r"t\.?c\.?[ \t]+kimlik(?:[ \t]+no)?|tckn|tc[ \t]?kimlik[ \t]?no", ("tr.tckimlik",), r"[1-9]\d{10}"),
     (("kimlik",), r"kimlik(?:[ \t]+(?:no|numarası))?", ("tr.tckimlik",), ""),
     (("nric", "mykad"), r"nric|mykad", ("my.nric",), r"\d{6}-?\d{2}-?\d{4}|[STFGM]\d{7}[A-Z]"),  # and Singapore's
+    (("hkid", "香港身份證"), r"hkid|香港身份證(?:號碼)?", ("hk-id",), r"[A-Z]{1,2}\d{6}\(?[0-9A]\)?"),  # Hong Kong's
     (("cnic", "شناختی"), r"cnic|شناختی[ \t]+کارڈ", ("pk.cnic",), r"\d{5}-?\d{7}-?\d"),
     (("کد ملی", "کدملی", "شماره ملی", "melli"), r"کد[ \t]?ملی|شماره[ \t]+ملی|code[ \t]+melli|melli[ \t]+code",
      ("ir-melli",), r"\d{10}|\d{3}-\d{6}-\d"),  # Iran's
@@ -702,6 +709,8 @@ def _valid(validator: str, value: str) -> bool:
         return _pl_id_card(value)
     if validator == "ir-melli":
         return _ir_melli(value)
+    if validator == "hk-id":
+        return _hk_id(value)
     return bool(importlib.import_module("stdnum." + validator).is_valid(value))
 
 
@@ -712,6 +721,20 @@ def _shaped(shape: str, value: str) -> bool:
         return False
     digits = "".join(c for c in value if c.isdigit())
     return len(set(digits)) > 2 and digits not in "01234567890123456789012" and digits not in "98765432109876543210"
+
+
+def _hk_id(value: str) -> bool:
+    """A Hong Kong identity card number: one or two letters, six digits, a check digit (0-9 or A) in parentheses or
+    not; letters count 10 to 35 (a missing first letter 36), weights 9 down to 2, and the total with the check
+    digit divides by 11."""
+    bare = value.replace("(", "").replace(")", "").upper()
+    m = _re(r"([A-Z]{1,2})(\d{6})([0-9A])").fullmatch(bare)
+    if m is None:
+        return False
+    letters = m.group(1).rjust(2, " ")
+    values = [36 if c == " " else int(c, 36) for c in letters] + [int(d) for d in m.group(2)]
+    check = 10 if m.group(3) == "A" else int(m.group(3))
+    return (sum(v * w for v, w in zip(values, range(9, 1, -1))) + check) % 11 == 0
 
 
 def _ir_melli(value: str) -> bool:
@@ -755,7 +778,8 @@ def _national_ids(text: str) -> Iterator[Span]:
         return any(p.fullmatch(label) and (any(_valid(v, value) for v in validators) or _shaped(shape, value))
                    for p, validators, shape in table)
 
-    yield from _labelled_values(_around(pattern, text, present), text, valid)
+    for start, end in _labelled_values(_around(pattern, text, present), text, valid, seps=" -./("):
+        yield start, end + (text[end : end + 1] == ")" and "(" in text[start:end])  # X875665(7): its closing ")"
 
 
 # -- card security codes ---------------------------------------------------------------------------------------
@@ -816,7 +840,7 @@ def _mrz_lines(text: str) -> Iterator[Span]:
         yield m.span(1)
 
 
-_AFTER_CARD_ANCHORS = ("código", "codigo", "code", "kod", "код")
+_AFTER_CARD_ANCHORS = ("cód", "cod", "kod", "код")
 
 
 def _codes_after_cards(text: str) -> Iterator[Span]:

@@ -438,7 +438,7 @@ _PASSWORD_WORDS_BARE = ("密码", "密碼", "口令", "パスワード", "パス
                         "ລະຫັດຜ່ານ", "סיסמה", "סיסמא", "كلمة المرور", "كلمة السر", "الرقم السري", "الرمز السري",
                         "باسورد", "باسوورد", "رمز عبور",
                         "کلمه عبور", "گذرواژه", "پاس ورڈ", "პაროლ", "ពាក្យសម្ងាត់", "စကားဝှက်",
-                        "የይለፍ ቃል", "գաղտնաբառ", "પાસવર્ડ", "పాస్‌వర్డ్", "పాస్వర్డ్", "ಪಾಸ್‌ವರ್ಡ್", "പാസ്‌വേഡ്", "මුරපදය",
+                        "የይለፍ ቃል", "የይለፍ ቃሉ", "գաղտնաբառ", "પાસવર્ડ", "పాస్‌వర్డ్", "పాస్వర్డ్", "ಪಾಸ್‌ವರ್ಡ್", "പാസ്‌വേഡ്", "මුරපදය",
                         "පාස්වර්ඩ්", "پاسورډ", "پټنوم", "پارول", "פּאַראָל", "פאראל",
                         "পাছৱৰ্ড", "መሕለፊ ቃል")
 def _split_top(rx: str) -> list[str]:
@@ -731,8 +731,14 @@ _PAREN_NOTE_RE = _Lazy(r"(?<![\w)\]])\([^()\n]{0,80}\)")  # "(for the NAS)": a n
 
 
 def _code_between(text: str, a: int, b: int) -> bool:
-    """``text[a:b]`` holds what code holds (``(){}[]=;<>$%``), a parenthesised note in prose aside."""
+    """``text[a:b]`` holds what code holds (``(){}[]=;<>$%``), a parenthesised note in prose aside (and the marker
+    of a secret masked before: "hasło do wifi [REDACTED:password] a PIN do alarmu …" is still prose)."""
     found = _CODE_CHARS_RE.search(text, a, b)
+    while found is not None and found.group(0) == "[" and text.startswith(_MARK, found.start()):
+        close = text.find("]", found.start(), b)
+        if close < 0:
+            break
+        found = _CODE_CHARS_RE.search(text, close + 1, b)
     if found is None or found.group(0) not in "()" or _CODE_NOT_PAREN_RE.search(text, found.end(), b):
         return found is not None
     if _CALL_PAREN_RE.search(text, max(a, found.start() - 1), b):
@@ -748,14 +754,16 @@ _TOLD_GAP_RE = _Lazy(
     r"|era|será|é|è|és|este|jest|to|brzmi|było|je|jsou|bylo|zní|znie|bolo|glasi|bilo|on|oli|ir|bija|yra|buvo|är"
     r"|var|er|blir|είναι|ήταν|это|был|будет|є|це|е|беше|је|гласи|ass|yw|ydy|da|estas|është|ishte|huwa|hija"
     r"|adalah|ialah|yaitu|yakni|ay|là|ni|ndi|ngu|waa|volt|lesz|pedig|है|হল|হলো|ہے|است|هي|هو|היא|הוא"
-    r"|არის|է|คือ|គឺ|бол|set to|changed to|reset to|it's|it’s|it is|used|chose|picked|went with|typed|entered)"
+    r"|არის|է|คือ|គឺ|бол|ita ce|shi ne|set to|changed to|reset to|it's|it’s|it is|used|chose|picked|went with"
+    r"|typed|entered)"
     r"[ \t]*[:：]?"
     r"|[:=：→՝]|は|が|是|为|為|：|는|은|이|가|คือ|គឺ)[ \t]*$")
 #: copulas that are other words in other languages (English "on", Italian "da", Spanish "ni"): they announce a value
 #: only after a word for password of their own language
 _OWN_LANGUAGE = {"on": ("salasan", "salasõn", "parool", "tunnuslause"), "oli": ("salasan", "salasõn", "parool"),
                  "da": ("pasahitza",), "ni": ("nenosiri", "aṣínà", "ọ̀rọ̀", "ọrọigbaniwọle", "iphasiwedi"),
-                 "és": ("contrasenya",)}  # Catalan "is", Hungarian "and"
+                 "és": ("contrasenya",), "ita ce": ("kalmar sirri",), "shi ne": ("kalmar sirri",)}  # Catalan "is",
+# Hungarian "and"; Hausa "it is"
 #: a copula after the value (languages that put the verb last): "… kiwi2020 है", "… است", "…입니다", "…です"
 _TOLD_AFTER_RE = _Lazy(r"[ \t]*(?:है|हैं|था|ہے|است|ነው|আছে|হল|ಆಗಿದೆ|ஆகும்|ആണ്)|です|だ|입니다|이다|예요|이에요"
                        r"|'(?:d|t)[ıiuü]r")
@@ -793,7 +801,7 @@ def _told(value: str) -> bool:
         return False
     if value.rstrip("#*").isdigit():  # a keypad's code may end in its # or * (4512*)
         number = value.rstrip("#*")
-        return number.isascii() and 4 <= len(number) <= 12 and not _YEAR_RE.fullmatch(number)
+        return number.isascii() and 4 <= len(number) <= 24 and not _YEAR_RE.fullmatch(number)
     if not 6 <= len(value) <= 128 or not any(c.isdigit() for c in value) or not any(c.isalpha() for c in value):
         return False
     if value.startswith(("-", "#")) or "://" in value or "@" in value and "." in value.rsplit("@", 1)[-1]:
@@ -1034,7 +1042,8 @@ class _PinNearby(_PasswordNearby):
         r"|kod odblokowania|upplåsningskod(?:en)?|код разблокировки"
         r"|(?:zahlen)?schloss-?kombination|kombination|combinaison|combinación|combinazione|kombinacja|kombinace"
         r"|комбинаци\w|digicode|code (?:de la porte|d'entrée|de l'alarme|du portail|du coffre(?:-fort)?|d'accès)"
-        r"|código (?:de (?:la puerta|la alarma|el portón|la caja fuerte|entrada|acceso|acesso|portão|alarme|cofre)"
+        r"|código (?:del (?:portal|portón|edificio|garaje|buzón)|de (?:la puerta|la alarma|el portón|la caja fuerte"
+        r"|entrada|acceso|acesso|portão|alarme|cofre)"
         r"|do (?:portão|alarme|cofre))|codice (?:del portone|della porta|dell'allarme|della cassaforte|d'accesso|del cancello|del citofono"
         r"|del garage|del lucchetto|del box)"
         r"|kod (?:do drzwi|do bramy|alarmu|do sejfu|do domofonu|dostępu)|szyfr do sejfu|kód (?:ke dveřím|alarmu|k trezoru)"
@@ -1087,7 +1096,8 @@ class _OneTimeCode(_Scan):
         r"[ -]?(?:code|token|pin)|otp|totp|(?:m|sms-?|push|chip|photo)?tan(?=[ :])|einmal(?:code|passwort)"
         r"|bestätigungscode|verifizierungscode|sicherheitscode|anmeldecode|freischaltcode|sms-code"
         r"|code (?:de (?:vérification|confirmation|sécurité|connexion|validation)|sms|otp|à usage unique|reçu par sms)"
-        r"|código (?:de (?:verificación|verificação|confirmación|confirmação|seguridad|segurança)|sms|otp)"
+        r"|código (?:de (?:verificación|verificação|confirmación|confirmação|seguridad|segurança)|sms|otp"
+        r"|d[oe]l? token)|code du jeton|token-?code"
         r"|codice (?:di (?:verifica|conferma|sicurezza)|sms|otp)|kod (?:weryfikacyjny|sms|potwierdzający|jednorazowy)"
         r"|ověřovací kód|potvrzovací kód|overovací kód|ellenőrző kód|megerősítő kód|biztonsági kód|sms kód"
         r"|код (?:подтверждения|из смс|из sms|верификации)|смс-код|sms-код|одноразовый код|код з смс"
@@ -1312,7 +1322,9 @@ _QUESTION_RE = _Lazy(
 _ANSWER_IS_RE = _Lazy(
     r"(?i)(?:answer|antwort|réponse|respuesta|resposta|risposta|antwoord|odpowiedź|odpověď|ответ|cevab?\w*|yanıt\w*"
     r"|答え|答案|답|svar\w*|vastaus|válasz\w*|maiden name|pet'?s? name|memorable word|security answer)\b[^\n.?!]{0,60}?"
-    r"(?:[ \t]+(?:is|was|ist|lautet|war|est|es|é|è|je|jest|är|er|—)\b|[ \t]*[:=—–]|は|是)")
+    r"(?:[ \t]+(?:is|was|ist|lautet|war|est|es|é|è|je|jest|är|er|—)\b|[ \t]*[:=—–]|は|是)"
+    # the question in parentheses, then a colon ("question secrète (nom de mon premier animal) : …"); "I put …"
+    r"|\)[ \t]*[:=]|\bI[ \t]+(?:put|used|wrote|entered|gave|chose|typed)\b")
 
 
 class _SecurityAnswer(_ToldByContext):
@@ -1585,8 +1597,9 @@ class _StrongToken(_Scan):
     another script, when it is random. Lines that look like code (``(){}[]=;<>``, the token aside) are left to the
     rules that read names."""
 
-    _TOKEN = _Lazy(r"(?<![^\s\"'`(\[«“‘,:;])([A-Za-z0-9][A-Za-z0-9!#$%^&*+?~._=@-]{8,62}[A-Za-z0-9]"
-                   r"(?:[!#$%&*~]{2,3}|[#$%&*~])?)"  # Summer2024!!, Gran1te#: signs at the end (one ! ends a sentence)
+    _TOKEN = _Lazy(r"(?<![^\s\"'`(\[«“‘,:;])((?:[*!](?=[A-Za-z0-9]))?[A-Za-z0-9][A-Za-z0-9!#$%^&*+?~._=@-]{8,62}[A-Za-z0-9]"
+                   r"(?:[!#$%&*~]{2,3}|[#$%&~])?)"  # Summer2024!!, Gran1te#: signs at the end (one ! ends a sentence,
+                   # one * a glob or a pointer: VP8LConvert*)
                    r"(?=[.,;:!?)\]\"'`»”’]?(?:\s|$))")
     _SIGN = frozenset("!#$%&*?~")  # not + or ^: CD14++CD16+ cells, base64 lines, 10^6 in formulas
     _JOINERS = frozenset("_-.=+@")
@@ -1597,6 +1610,12 @@ class _StrongToken(_Scan):
             inner = value[1:-1]
             user, at, host = value.partition("@")
             signs = self._SIGN.intersection(_PERCENT_ENCODED_RE.sub(lambda _: "", inner))  # %3D: a URL's encoding
+            if value[0] == "*" and value[-1] == "*":
+                continue  # *Emphasis2024*: Markdown
+            if value[0] == "!" and "_" in value:
+                continue  # !HAVE_NATIVE_mpn_div: a macro negated
+            if value[0] in "*!" or not value[-1].isalnum():
+                signs = signs | {value[0] if value[0] in "*!" else value[-1]}  # *Lighthouse139, Summer2024!!
             signed = bool(signs) or bool(at) and "." not in value and not user.islower() and not (
                 _HEX_RE.fullmatch(host) or _VERSION_RE.fullmatch(host))  # Task@2, ConnectionImpl@5a1b2c3d
             if not (signed or self._JOINERS.intersection(inner)) or value.startswith(_MARK) or "==" in value:
@@ -1625,6 +1644,102 @@ class _StrongToken(_Scan):
 
 
 _ARROW_RE = _Lazy(r"(?<=\s)(?:->|=>|-->|==>)(?=\s)")  # prose points with them: "the password -> Marmalade*Rain8"
+class _SqlInsert(_Scan):
+    """The rows of an SQL dump's ``INSERT INTO t (…, password, …) VALUES (…), (…);``: the values of the columns
+    that name a secret (a password, a token, a key; a hash too). Values are read as SQL writes them: quoted strings
+    (doubled or backslashed quotes inside), numbers, NULL."""
+
+    _HEAD = _Lazy(r"(?i)\binsert[ \t]+(?:ignore[ \t]+)?into[ \t]+[`\"\[\]\w.]+[ \t]*\(([^()]{1,2000})\)\s*values\s*")
+    _VALUE = _Lazy(r"\s*(?:'((?:[^'\\]|''|\\.)*)'|\"((?:[^\"\\]|\"\"|\\.)*)\"|[^,()'\"]*)\s*")
+
+    def matches(self, text: str) -> Iterator[re.Match[str]]:
+        for head in self._HEAD.finditer(text):
+            columns = [c.strip().strip("`\"[] ") for c in head.group(1).split(",")]
+            wanted = {k for k, c in enumerate(columns) if _strong_name(c)}
+            if not wanted:
+                continue
+            pos = head.end()
+            for _ in range(1000):  # rows
+                if not text.startswith("(", pos):
+                    break
+                pos += 1
+                for k in range(len(columns)):
+                    v = self._VALUE.match(text, pos)
+                    if v is None:
+                        break
+                    group = 1 if v.group(1) is not None else 2 if v.group(2) is not None else 0
+                    if k in wanted and group and v.group(group) and not v.group(group).startswith(_MARK):
+                        span = _SPAN_RE.match(text, v.start(group), v.end(group))
+                        if span is not None:
+                            yield span
+                    pos = v.end()
+                    if not text.startswith(",", pos):
+                        break
+                    pos += 1
+                if not text.startswith(")", pos):
+                    break
+                pos += 1
+                while pos < len(text) and text[pos] in " \t\r\n,":
+                    pos += 1
+
+
+class _SpacedColumns(_Scan):
+    """A table printed with its columns aligned by spaces (a data frame, a CLI's listing, ``vault kv get``): the cells
+    under a header that names a secret's column (``secret``, ``password``, ``api_key``), or, under ``Key Value``
+    (``Name Value``), the value of each row whose name is a secret's. A data frame's rows start with their index,
+    one cell more than the header. Up to 200 rows, until a blank line or a row of another shape."""
+
+    _HEAD = _Lazy(r"(?im)^[ \t]*[A-Za-z_][\w.-]*(?:[ \t]{2,}[A-Za-z_][\w.-]*)+[ \t]*$")
+
+    def matches(self, text: str) -> Iterator[re.Match[str]]:
+        done = 0
+        for head in self._HEAD.finditer(text):
+            if head.start() < done:
+                continue  # a row of the table read last (each line is read once)
+            names = head.group(0).split()
+            if any(len(nm) > 30 or nm.endswith(".") for nm in names):
+                continue  # a line of names and words ("ksba_ocsp_set_sig_val   NEW."), not a header
+            wanted = [k for k, nm in enumerate(names) if _components(nm)[-1:] and _components(nm)[-1] in _COLUMN_SECRETS
+                      and _strong_name(nm)]
+            pairs = not wanted and len(names) == 2 and names[1].lower() == "value"
+            if not wanted and not pairs:
+                continue
+            pos = head.end() + 1
+            for _ in range(200):
+                if pos >= len(text):
+                    break
+                nl = text.find("\n", pos)
+                end = len(text) if nl < 0 else nl
+                row = text[pos:end]
+                if not row.strip():
+                    break
+                if set(row.strip()) <= _RULE_CHARS:
+                    pos = end + 1
+                    continue
+                cells = list(_CELL_RE.finditer(row))
+                shift = len(cells) - len(names)
+                if shift not in (0, 1):
+                    break
+                if pairs:
+                    columns = [1] if _strong_name(cells[shift].group(0)) else []
+                else:
+                    columns = wanted
+                for k in columns:
+                    cell = cells[k + shift]
+                    if not cell.group(0).startswith(_MARK) and cell.group(0) not in ("NaN", "None", "null", "-"):
+                        span = _SPAN_RE.match(text, pos + cell.start(), pos + cell.end())
+                        if span is not None:
+                            yield span
+                pos = end + 1
+            done = pos
+
+
+_CELL_RE = _Lazy(r"\S+")
+#: the last word of a column whose cells are secrets
+_COLUMN_SECRETS = frozenset({"password", "passwd", "pwd", "pass", "secret", "token", "key", "apikey", "credential",
+                             "credentials", "passphrase"})
+
+
 #: the words of a heading over a list of logins (English, German, French, Spanish, Italian, Dutch, Polish, Russian)
 _CREDENTIAL_HEADS = ("account", "login", "credential", "creds", "users", "passwords", "zugang", "identifiants",
                      "credenciales", "cuentas", "accessi", "credenziali", "inloggegevens", "logowania", "konta",
@@ -1987,13 +2102,21 @@ class _SecretColumn(_Scan):
     #: with ``personal``, a column of personal or financial numbers (:data:`_PERSONAL_COLUMN_RE`) instead, its cells
     #: masked when they hold a digit
     _PERSONAL_HEADER = _Lazy(r"(?im)^[^\n]*(?:account|acct|iban|ssn|social|card|cvv|cvc|routing|national|tax"
-                             r"|passport)[^\n]*$")
+                             r"|passport|pin|puk|geheimzahl)[^\n]*$")
     _DELIMS = (",", "\t", "|", "│", ";")
 
-    def __init__(self, personal: bool = False) -> None:
+    #: with ``pairs``, a table of names and values (``│ Name │ Type │ Value │``, a CLI's secret listing): the value
+    #: of each row whose name is a secret's
+    _PAIRS_HEADER = _Lazy(r"(?im)^[^\n]*\b(?:value|wert|valor|valeur|valore|waarde)\b[^\n]*$")
+    _NAME_COLUMNS = frozenset({"name", "key", "variable", "secret", "setting", "env", "parameter", "nom", "nombre"})
+
+    def __init__(self, personal: bool = False, pairs: bool = False) -> None:
         self.personal = personal
+        self.pairs = pairs
 
     def _wanted(self, name: str) -> bool:
+        if self.pairs:
+            return name.lower() in ("value", "wert", "valor", "valeur", "valore", "waarde")
         if self.personal:
             return _PERSONAL_COLUMN_RE.fullmatch(name.strip("`")) is not None
         return _strong_name(re.sub(r"[\s-]+", "_", name))
@@ -2014,14 +2137,18 @@ class _SecretColumn(_Scan):
 
     def matches(self, text: str) -> Iterator[re.Match[str]]:
         done = 0
-        for header in (self._PERSONAL_HEADER if self.personal else self._HEADER).finditer(text):
+        header_re = self._PAIRS_HEADER if self.pairs else self._PERSONAL_HEADER if self.personal else self._HEADER
+        for header in header_re.finditer(text):
             if header.start() < done:
                 continue
             line = header.group(0)
             delim = next((d for d in self._DELIMS if line.count(d) >= 2), None)
             if delim is None:
                 continue
-            before = text[text.rfind("\n", 0, max(0, header.start() - 1)) + 1 : max(0, header.start() - 1)]
+            start_before = text.rfind("\n", 0, max(0, header.start() - 1)) + 1
+            before = text[start_before : max(0, header.start() - 1)]
+            if before.strip() and set(before.strip()) <= _RULE_CHARS and start_before:
+                before = text[text.rfind("\n", 0, start_before - 1) + 1 : start_before - 1]  # the row above a rule
             if header.start() and before.count(delim) >= 2:
                 continue  # a row under another row or a rule: its cells are values, not column names
             cells = self._cells(line, delim)
@@ -2030,6 +2157,10 @@ class _SecretColumn(_Scan):
                       and self._wanted(name)]
             if not wanted or len(cells) < 2 or any(nm and not _WORD_CELL_RE.fullmatch(nm) for nm in names):
                 continue  # a header is names; a row of data is not one
+            name_col = next((k for k, nm in enumerate(names) if nm.lower() in self._NAME_COLUMNS),
+                            next((k for k, nm in enumerate(names) if nm), 0))
+            if self.pairs and name_col in wanted:
+                continue
             pos = header.end() + 1
             for _ in range(500):
                 if pos >= len(text):
@@ -2037,7 +2168,7 @@ class _SecretColumn(_Scan):
                 nl = text.find("\n", pos)
                 end = len(text) if nl < 0 else nl
                 row = text[pos:end]
-                if not row.strip() or set(row.strip()) <= set("|-:=+ ─┼│├┤┌┐└┘┬┴"):
+                if not row.strip() or set(row.strip()) <= _RULE_CHARS:
                     if not row.strip():
                         break
                     pos = end + 1
@@ -2045,6 +2176,10 @@ class _SecretColumn(_Scan):
                 row_cells = self._cells(row, delim)
                 if abs(len(row_cells) - len(cells)) > 1:
                     break
+                if self.pairs and not (name_col < len(row_cells) and _strong_name(
+                        row[row_cells[name_col][0] : row_cells[name_col][1]].strip().strip("\"'`"))):
+                    pos = end + 1
+                    continue  # a row whose name is no secret's: its value stays
                 for k in wanted:
                     if k < len(row_cells):
                         a, b = row_cells[k]
@@ -2065,7 +2200,9 @@ class _SecretColumn(_Scan):
 _PERSONAL_COLUMN_RE = _Lazy(
     r"(?i)(?:bank[ _-]?)?(?:account|acct)[ _-]?(?:number|no|num|nr)|iban|ssn|social[ _-]?security(?:[ _-]?(?:number|no))?"
     r"|(?:credit[ _-]?)?card[ _-]?(?:number|no|num)|cc[ _-]?(?:number|num|no)|cvv2?|cvc2?|routing[ _-]?(?:number|no)"
-    r"|national[ _-]?id(?:[ _-]?(?:number|no))?|tax[ _-]?id|passport[ _-]?(?:number|no|num)|account[ _-]?iban")
+    r"|national[ _-]?id(?:[ _-]?(?:number|no))?|tax[ _-]?id|passport[ _-]?(?:number|no|num)|account[ _-]?iban"
+    r"|pin(?:[ _-]?(?:code|number))?|puk|pin-?code|geheimzahl")
+_RULE_CHARS = frozenset("|-:=+ ─┼│├┤┌┐└┘┬┴━┃┏┓┗┛┣┫┳┻╋═║╔╗╚╝╠╣╦╩╬")  # a table's rules and borders
 _WORD_CELL_RE = _Lazy(r"[A-Za-z][\w .()/-]{0,40}|`[A-Za-z][\w .-]{0,40}`")
 
 
@@ -2073,7 +2210,8 @@ class _CookiePairs(_Scan):
     """Every random value of a cookie list: a ``Cookie:``/``Set-Cookie:`` header, ``curl --cookie``/``-b`` (and its
     Windows copy, ``-b ^"…^"``): ``name=value`` pairs split on ``;``."""
 
-    _START = _Lazy(r"(?i)(?:(?:^|[\s;,\"'])(?:set-)?cookie:[ \t]*|(?:--cookie|\s-b)[ =][ \t]*\^?[\"']?)")
+    _START = _Lazy(r"(?i)(?:(?:^|[\s;,\"'{])(?:set-)?cookie(?:[\"'][ \t]*:[ \t]*[\"']|:[ \t]*)"
+                   r"|(?:--cookie|\s-b)[ =][ \t]*\^?[\"']?)")
     _PAIR = _Lazy(r"[ \t]*([\w.%-]{1,64})=(?!\[REDACTED)([^;\s,\"'^]*)")
 
     def matches(self, text: str) -> Iterator[re.Match[str]]:
@@ -2229,6 +2367,11 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
                     r"(?!\[REDACTED)([A-Za-z0-9_-]{7,}(?:/[A-Za-z0-9_-]{7,})*)/?"),
               lambda m: any(_looks_random(p) or len(p) >= 20 and not p.isalpha() for p in m.group(1).split("/"))), 1),
     ("secret", ("::add-mask::",), _Lazy(r"::add-mask::(?!\[REDACTED)([^\s\"']+)"), 1),
+    # an OAuth authorization code in a callback's query (a web server's log, a browser's address bar): exchanged for
+    # tokens, it is a credential until it expires
+    ("secret", ("code=",),
+     _Checked(_Lazy(r"[?&](?:code|auth_code|authorization_code)=(?!\[REDACTED)([^&\s#\"'<>]{20,})"),
+              lambda m: _looks_random(m.group(1))), 1),
     # a key in a query string under a name no rule knows as a secret's: ?appid=…, &key=…
     ("secret", ("appid=", "app_id=", "key=", "apikey=", "auth=", "pass=", "pwd=", "passwd=", "password=", "secret=",
                 "token="),
@@ -2242,7 +2385,8 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
      _Lazy(r"(?i)\b(?:AccountKey|SharedAccessKey|PrimaryKey|SecondaryKey)\s*=\s*(?!\[REDACTED)([^;\s\"'<>]+)"),
      1),
     ("sas-signature", ("sig=",), _Lazy(r"(?i)\bsig=(?!\[REDACTED)([^&\s\"'<>;]{8,})"), 1),
-    ("jwt", ("eyj",), _Lazy(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"), 0),
+    ("jwt", ("eyj",), _Checked(_Lazy(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
+                               lambda m: not m.group(0).endswith(_JWT_IO_SIGNATURE)), 0),
     ("bearer-token", ("bearer",), _Checked(_Lazy(r"(?i)\bbearer\\?[ \t]+(?!\[REDACTED)([A-Za-z0-9._~+/\-]{8,}=*)"),
                                            lambda m: not _plain_word(m.group(1))), 1),
     ("bearer-token", ("authorization",),
@@ -2410,7 +2554,7 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
     # base64 of a JSON object with no dots (a Cloudflare tunnel token, a Grafana key): a token, not a JWT
     ("api-token", ("eyj",), _Lazy(r"(?<![\w.+/-])eyJ[A-Za-z0-9+/_-]{56,}={0,2}(?![\w.+/=-])"), 0),
     # cookies: a long random value in a Cookie or Set-Cookie header
-    ("secret", ("cookie:", "--cookie", "-b "), _CookiePairs(), 1),
+    ("secret", ("cookie:", "cookie\"", "cookie'", "--cookie", "-b "), _CookiePairs(), 1),
     # Terraform: variable "db_password" { default = "…" }
     ("password", ("variable",),
      _Checked(_Lazy(r"\bvariable\s+\"([^\"\n]{1,80})\"\s*\{[^{}]{0,400}?\bdefault\s*=\s*\"(?!\[REDACTED)([^\"\n]+)\""),
@@ -2637,8 +2781,8 @@ class _SecretManifest(_Scan):
                     if len(line.expandtabs()) - len(line.expandtabs().lstrip()) <= indent:
                         break
                     m = entry.match(text, pos, end)
-                    if m is not None:
-                        yield m
+                    if m is not None and not _stands_in(_TRAILING_COMMENT_RE.split(m.group(1))[0].strip("\"'")):
+                        yield m  # (not "REPLACE_ME", "${DB_PASSWORD}", "<your key>": what fills it in later)
                 pos = end + 1
 
 
@@ -2663,7 +2807,7 @@ class _PrintedSecret(_Scan):
                      r"|gpg|age|pass|gopass|bw|lpass|doppler|infisical|chamber|keyring|wg|terraform|pwgen)[ \t]"
                      r"[^\n]*\n[ \t]*\S))(\S[^\n]*)$")
     _PRINTS = _Lazy(
-        r"(?i)(?:^|[|;&(]\s*|\s--\s+|\bsudo\s+(?:-\S+\s+)*)(?:"
+        r"(?i)(?:^|[|;&(]\s*|\s--\s+|\bsudo\s+(?:-\S+\s+)*|(?<=\s)[\"'])(?:"  # and quoted: ssh h 'printenv X'"
         r"op\s+(?:read\b|item\s+get\b[^|;&]*\s--fields?\b|inject\b)"
         r"|g?pass\s+(?:show\s+)?(?!-)(?!(?:ls|list|find|search|grep|git|init|insert|edit|rm|mv|cp|version|help)\b)"
         r"[\w./@-]+\s*(?:$|\|)"
@@ -2800,7 +2944,7 @@ def _random_value(group: int) -> Callable[[re.Match[str]], bool]:
 
 
 #: names whose random value is meant to be seen: a public key, a digest
-_PUBLIC_NAMES = frozenset({"public", "pub", "publickey", "hash", "hashes", "checksum", "digest", "fingerprint", "sha",
+_PUBLIC_NAMES = frozenset({"public", "pub", "publickey", "sitekey", "hash", "hashes", "checksum", "digest", "fingerprint", "sha",
                            "sha256", "sha512", "integrity", "etag", "id", "uuid", "guid", "commit", "revision", "rev"})
 #: names whose value is a host and port, an image and tag, a time: no user and password
 _NOT_CREDENTIAL_NAMES = frozenset({
@@ -2815,7 +2959,8 @@ _FORMATS.extend([
     # "db_pass": {"value": "…"} (Terraform state and output), httpHeaderName1: X-Api-Key … httpHeaderValue1: …
     ("secret", ("key=", "name="),
      _Checked(_Lazy(r"<([\w:.-]+)\b[^<>\n]{0,200}?\b(?:key|name)\s*=\s*[\"']([^\"'<>\n]{1,80})[\"'][^<>\n]{0,200}?>"
-                    r"(?!\[REDACTED)([^<>\n]{1,300})</\1>"), _named_by(2)), 3),
+                    r"(?!\[REDACTED)([^<>\n]{1,300})</\1>"),
+              lambda m: _xml_named(m)), 3),
     ("secret", ("<key>", "<param-name>", "<name>"),
      _Checked(_Lazy(r"<(key|param-name|name)>\s*([^<>\n]{1,80}?)\s*</\1>\s*<(string|param-value|value|data)>"
                     r"(?!\[REDACTED)([^<>\n]{1,300})</\3>"), _named_by(2)), 4),
@@ -2829,9 +2974,13 @@ _FORMATS.extend([
     ("secret", ("routing_key", "routing-key", "routingkey", "integration_key", "integrationkey", "service_key"),
      _Lazy(r"(?i)\b(?:routing|integration|service)[_-]?key[\"']?[ \t]*[:=][ \t]*[\"']?(?!\[REDACTED)([0-9a-f]{32})"
            r"(?![0-9a-z])"), 1),
+    # a Salesforce session id (an org id, "!", the session): an access token
+    ("secret", ("00d",), _Lazy(r"(?<![\w!])(00D[A-Za-z0-9]{12,15}![A-Za-z0-9._]{40,})"), 1),
+    # Django's session cookie (32 lower-case letters and digits), wherever it is printed
+    ("secret", ("sessionid=",), _Lazy(r"(?<![\w-])sessionid=(?!\[REDACTED)([a-z0-9]{32})(?![a-z0-9])"), 1),
     # a password Terraform generated, in its state: random_password's "result"
-    ("password", ('"random_password"',),
-     _Lazy(r"\"type\"[ \t]*:[ \t]*\"random_password\"[\s\S]{0,800}?\"result\"[ \t]*:[ \t]*\"(?!\[REDACTED)"
+    ("password", ("random_password",),
+     _Lazy(r"random_password\b[\s\S]{0,800}?\"result\"[ \t]*:[ \t]*\"(?!\[REDACTED)"
            r"((?:[^\"\\\n]|\\.)+)\""), 1),
     # a cookie in a HAR file or a browser export: {"name": "sid", "value": "<random>"} under "cookies"
     ("secret", ('"cookies"',),
@@ -2955,8 +3104,9 @@ _FORMATS.extend([
      _Checked(_Lazy(r"(?:\{[ \t]*:?([a-z][\w-]*)[ \t]*,|(?<![\w:]):([a-z][\w-]*)[ \t]+)[ \t]*<{0,2}\"(?!\[REDACTED)"
                     r"([^\"\n]+)\">{0,2}"), lambda m: _strong_name(m.group(1) or m.group(2)) and not _skip_value(m.group(3))), 3),
     ("password", ("pass", "secret", "token", "key", "credential"), _SecretColumn(), 1),
+    ("secret", ("value", "wert", "valor", "valeur", "valore", "waarde"), _SecretColumn(pairs=True), 1),
     ("account-number", ("account", "acct", "iban", "ssn", "social", "card", "cvv", "cvc", "routing", "national",
-                        "tax", "passport"), _SecretColumn(personal=True), 1),
+                        "tax", "passport", "pin", "puk", "geheimzahl"), _SecretColumn(personal=True), 1),
     ("password", ("pass", "secret", "token", "key", "credential"),
      _Checked(_Lazy(r"(?m)^[ \t]*([A-Za-z][\w-]*(?:[ \t][A-Za-z][\w-]*){0,3})[ \t]*:?[ \t]*\r?\n[ \t]*(?!\[REDACTED)"
                     r"([^\s]{8,200})[ \t]*$"),
@@ -3128,6 +3278,18 @@ _FORMATS.extend([
     # a chosen or generated password standing alone in a sentence or a chat line, in any language: letters of both
     # cases, a digit and a sign that no word, name, version, path, e-mail, hashtag or formula holds that way
     ("password", ("!", "#", "$", "%", "&", "*", "?", "~", "@", ".", "-", "_", "=", "+"), _StrongToken(), 1),
+    # a value `reg query` prints: NAME    REG_SZ    VALUE, under a secret's name
+    ("secret", ("reg_sz", "reg_expand_sz", "reg_multi_sz"),
+     _Checked(_Lazy(r"(?m)^[ \t]+([\w.-]{1,80})[ \t]{2,}REG_(?:SZ|EXPAND_SZ|MULTI_SZ)[ \t]{2,}(?!\[REDACTED)(\S[^\n]*?)"
+                    r"[ \t]*$"), _named_by(1)), 2),
+    # an SQL dump's rows, a table aligned by spaces
+    ("password", ("insert",), _SqlInsert(), 1),
+    ("secret", ("secret", "password", "token", "key", "value"), _SpacedColumns(), 1),
+    # a default login's name, a slash and the password: "admin / router64RO!", "root / »qjqle47jMUGA«"
+    ("password", ("admin", "root", "administrator", "ubuntu", "postgres", "guest", "operator"),
+     _Checked(_Lazy(r"(?i)(?<![\w/-])(?:admin|root|administrator|ubuntu|postgres|guest|operator)[ \t]+/[ \t]+"
+                    r"[\"'`»«“”„‘’]?(?!\[REDACTED)([^\s\"'`»«“”„‘’/]{6,64}?)[\"'`»«“”„‘’]?(?=[.,;:?)]?(?:\s|$))"),
+              lambda m: _told(m.group(1).rstrip("!")) or _password_like(m.group(1))), 1),
     # the logins of a list under its heading ("Accounts for the demo:", "Zugangsdaten"): "- alice / Pebble.Stream.31"
     ("password", _CREDENTIAL_HEADS, _CredentialList(), 1),
     # a password told on the line after its user, each by one letter or a short form: "U: editor\nP: …"
@@ -3170,6 +3332,12 @@ _FORMATS.extend([
     # a proxy's or a daemon's basic-auth directive: BasicAuth user password (tinyproxy), basic_auth user password
     ("password", ("basicauth", "basic_auth"),
      _Lazy(r"(?im)^[ \t]*(?:BasicAuth|basic_auth|AuthBasic)[ \t]+\S+[ \t]+(?!\[REDACTED)(\S+)[ \t]*$"), 1),
+    # a database URL typed with its scheme's colon or a slash missing (what "could not parse URL" errors echo back):
+    # postgres//etl:…@host, mysql:/app:…@db
+    ("connection-string", ("postgres", "mysql", "mariadb", "mongodb", "redis", "amqp", "mssql", "sqlserver",
+                           "clickhouse", "cockroach"),
+     _Lazy(r"\b(?:postgres(?:ql)?|mysql|mariadb|mongodb(?:\+srv)?|rediss?|amqps?|mssql|sqlserver|clickhouse|cockroachdb)"
+           r"(?:\+[a-z0-9]+)?(?://|:/(?!/))[^\s:@/\"']{1,64}:(?!\[REDACTED)([^\s@\"']{1,128})@[\w\[-]"), 1),
     # smb://DOMAIN/user:password@host, a user with a domain in a URL
     ("connection-string", ("://",),
      _Lazy(r"\b[a-z][a-z0-9+.-]{1,15}://[\w.-]{1,64}[/;][\w.$-]{1,64}:(?!\[REDACTED)([^\s@/:\"']{1,128})@"), 1),
@@ -3250,6 +3418,21 @@ _FORMATS.extend([
            r"([^\n]*(?:\n(?![ \t]*[-–—]{2,}[ \t]*END)[^\n]*){0,39})"),
      1),
 ])
+
+
+def _xml_named(m: re.Match[str]) -> bool:
+    """``<string name="…">…</string>``: a strong name (or a weak one and a random value), not an app's label."""
+    return (_strong_name(m.group(2).strip()) or name_kind(m.group(2).strip()) is not None and _looks_random(m.group(3))
+            ) and not _ui_text(m.group(3))
+
+
+def _ui_text(value: str) -> bool:
+    """A label an app shows about the secret (``Пароль``, ``Неверный пароль``, ``Токен API``): a word for password in
+    it, with a space or no digit (``Password123!`` is a password); or words of letters only, capitalised."""
+    if _PASSWORD_WORDS_RE.search(_ascii_lower(value)):
+        return " " in value.strip() or not any(c.isdigit() for c in value)
+    words = value.split()
+    return len(words) >= 2 and value[:1].isupper() and all(w.isalpha() for w in words)
 
 
 def _named_pair(m: re.Match[str]) -> bool:
@@ -3424,6 +3607,9 @@ _SECRET_WORDS = frozenset({
     "geheimer", "geheime", "geheimes", "sekret", "sekretnyj", "sekretnyy", "sekretny", "sekretna", "gizli",
     "rahasia",
 })
+#: what may come before "secret" in one lower-case word (appsecret, clientsecret; not libsecret)
+_SECRET_PREFIXES = frozenset({"app", "api", "client", "mch", "consumer", "shared", "signing", "jwt", "session",
+                              "master", "private", "access", "auth", "hmac", "oauth", "encryption", "cookie", "bot"})
 #: what may follow "secret" in one lower-case word (secretkey, secretsmanager, Spanish secreta, French secrete); not
 #: secretase, secretion, secretary
 _SECRET_TAILS = frozenset({"", "s", "a", "o", "e", "key", "keys", "token", "tokens", "id", "value", "access",
@@ -3506,6 +3692,14 @@ _ARN_RE = _Lazy(r"\barn:[\w-]+:[\w-]+:[^\s\"']*$")
 _PLAIN_URL_RE = _Lazy(r"[a-z][a-z0-9+.-]*://[^\s@?]+")
 _STORE_PATH_RE = _Lazy(r"[A-Za-z][\w.-]*(?:/[A-Za-z][\w.-]*)+")
 _BYTES_RE = _Lazy(r"[0-9]+ bytes?")
+_TRAILING_COMMENT_RE = _Lazy(r"[ \t]{2,}(?:#|//|;)[ \t]")
+#: a call's first arguments before a quoted name: buildConfigField("String", "API_KEY", "…")
+_ARGS_BEFORE_RE = _Lazy(r"[A-Za-z_][\w.]*[ \t]*[( \t][ \t]*(?:[\"'][\w.-]{1,40}[\"'][ \t]*,[ \t]*){1,2}$")
+_DECLARATION_END_RE = _Lazy(r"[,;][ \t]*\r?\n")
+_NAME_NOTE_RE = _Lazy(r"[ \t]*\([^()\n]{1,30}\)(?=[ \t]*[:=])")
+#: an entry's value in a map printed whole (Java's ``{k=v, k=v}``, Kotlin's, Groovy's): up to the next ``, key=`` or
+#: the closing brace
+_MAP_ENTRY_RE = _Lazy(r"([^\n{}()]{1,200}?)(?=, [\w.$-]{1,80}=|\})")
 _SPACED_TOKEN_RE = _Lazy(r"[ \t]+(?!\[REDACTED)([A-Za-z0-9+_=-]{16,200})(?=[\s,;)]|[.!?](?:\s|$)|$)")
 
 
@@ -3556,7 +3750,7 @@ def name_kind(name: str) -> tuple[str, bool] | None:
         return None  # from_secret: docker_password names which secret to read
     if parts[-1] in ("token", "tokens") and _TOKENIZER_WORDS.intersection(parts):
         return None  # a tokenizer's special tokens: bos_token, pad_token, mask_token
-    if parts[-1] == "token" and _PAGE_WORDS.intersection(parts):
+    if parts[-1] == "token" and _PAGE_WORDS.intersection(parts) and not {"api", "auth", "access", "bearer"} & set(parts):
         return None  # next_page_token, NextToken, continuationToken: where a listing resumes, not a credential
     if "." in name and name.rsplit(".", 1)[1].lower() in _FILE_EXTENSIONS:
         return None  # secrets_detector.bin, api_token.py: a file's name
@@ -3567,7 +3761,8 @@ def name_kind(name: str) -> tuple[str, bool] | None:
                    or p.endswith(("pass", "pw", "pwd")) and len(p) > 4 and p not in _NOT_PASSWORDS for p in parts) or (
         "passe" in parts and "mot" in parts) or any(  # MOT_DE_PASSE; KATA_SANDI, MAT_KHAU: two words for one
         a + b in _PASSWORD_WORDS for a, b in zip(parts, parts[1:]))
-    secret = any(p in _SECRET_WORDS or (p.startswith("secret") and p[6:] in _SECRET_TAILS) for p in parts)
+    secret = any(p in _SECRET_WORDS or (p.startswith("secret") and p[6:] in _SECRET_TAILS)
+                 or p.endswith("secret") and p[:-6] in _SECRET_PREFIXES for p in parts)  # appsecret, mchsecret
     if last == "data" and len(parts) > 1 and parts[-2] == "key":  # kubeconfig's client-key-data: a private key
         return "secret", True
     if last == "pat" and not (password or secret):  # GITHUB_PAT, but IPV4_PAT and longopt_pat are patterns
@@ -3616,6 +3811,7 @@ def _looks_random(value: str) -> bool:
     return not all(_WORDLIKE_RE.fullmatch(piece) for piece in re.split(r"[^A-Za-z0-9]+", value) if piece)
 
 
+_REGEX_LITERAL_RE = _Lazy(r"/[^/\n]+(?:\\/[^/\n]*)*/[dgimsuvy]*;?")
 #: a regular expression's syntax: a value that is a pattern (``IPV4_PAT = "[0-9]{1,3}"``), not random characters
 _REGEX_SYNTAX_RE = _Lazy(r"\[[^\]]*\]|\(\?|\\[dwsbDWS]|\{[0-9]+(?:,[0-9]*)?\}")
 #: a piece of a value that is a word, CamelCase words or a number, not random characters
@@ -3704,6 +3900,10 @@ def _skip_value(value: str) -> bool:
         return True
     if _MESSAGE_RE.match(v):
         return True  # passwd: password updated successfully: a message about the secret, not one
+    if v[:1] == "/" and _REGEX_LITERAL_RE.fullmatch(v) and _REGEX_SYNTAX_RE.search(v):
+        return True  # strongPassword = /^(?=.*[a-z])…$/: a pattern that checks the secret
+    if v[-1:] in "):,;" and _GRAPHQL_TYPE_RE.fullmatch(v.rstrip("):,;")):
+        return True  # login(password: String!): a GraphQL argument's type, cut after its parenthesis
     if v.startswith("$") and _stands_in(v):
         return True
     if v.startswith("$") and not _VAR_REF_RE.match(v):
@@ -3771,6 +3971,8 @@ def _dotted_reference(value: str) -> bool:
     if not _CODE_PATH_RE.fullmatch(value) or value.endswith("()"):
         return False
     parts = value.split(".")
+    if len(parts) >= 3 and "_" in parts[0] and all(p.islower() or p.isdigit() for p in parts):
+        return True  # random_password.db.result: a Terraform resource's attribute
     return parts[0].lower() in _REFERENCE_ROOTS or _names_another(parts[-1]) or bool(
         name_kind(parts[-1])) and parts[-1].islower() and not any(c.isdigit() for c in parts[-1])
 
@@ -3937,6 +4139,9 @@ def _value_span(text: str, vstart: int, to_line_end: bool, strong: bool, whole_t
             return None  # $pw = Read-Host -AsSecureString …: a PowerShell command
         if strong and _BLOCK_SCALAR_RE.fullmatch(text[vstart:end].rstrip()):
             return _block_scalar(text, vstart, end)
+        comment = _TRAILING_COMMENT_RE.search(text, vstart, end)
+        if comment is not None and comment.start() > vstart:
+            end = comment.start()  # appsecret: 1c74…   # AppSecret: a YAML or INI comment after the value
         while end > vstart and text[end - 1] in " \t\r,;":
             end -= 1
     elif whole_token:  # NAME=value at a line's start (an env file): & ) , ; belong to the value
@@ -3999,6 +4204,7 @@ def _named(text: str, lower: str) -> tuple[str, int]:
             continue  # Public key: …, host key …
         b = a + raw.rstrip("-.").__len__()
         span = None
+        noted = False  # a note in parentheses stands between the name and its sign
         if text.startswith("${", a - 2) and text.startswith(("?", ":?"), b):
             continue  # ${DB_PASSWORD:?missing}: an error message, not a value
         if text.startswith(":", b) and _LOCATION_RE.match(text, b):
@@ -4021,6 +4227,9 @@ def _named(text: str, lower: str) -> tuple[str, int]:
                     span = (b + 1, close)
         else:
             sep = _SEP_RE.match(text, b)
+            noted = sep is None and (note := _NAME_NOTE_RE.match(text, b)) is not None
+            if noted:
+                sep = _SEP_RE.match(text, note.end())  # key (base64): …: a random value after a note on the name
             quoted_name = a > 0 and text[a - 1] in "\"'"
             if sep and text[sep.end() : sep.end() + 1] in ("'", '"') and text[b] not in "\"'\\":
                 line = text[text.rfind("\n", max(0, a - 200), a) + 1 : a]
@@ -4036,9 +4245,17 @@ def _named(text: str, lower: str) -> tuple[str, int]:
                 if typed:  # `secret: String = "…"`: the value follows the type (or an older filter's marker)
                     vstart, spaced = typed.end(), False
                 at_start = (spaced or strong and sep.group(1) == "=") and _line_start(text, a - quoted_name)
-                span = _value_span(text, vstart, spaced and at_start, strong,
-                                   strong and at_start and not spaced and sep.group(1) == "=" and not quoted_name)
-            elif ((quoted_name and text[max(0, a - 21) : a - 1].rstrip().endswith("(")
+                line_start = text.rfind("\n", 0, a) + 1
+                entry = _MAP_ENTRY_RE.match(text, vstart) if strong and sep.group(1) == "=" and (
+                    text[a - 1 : a] == "{" or text[a - 2 : a] == ", " and text.rfind("{", line_start, a) > text.rfind(
+                        "}", line_start, a) and "(" not in text[text.rfind("{", line_start, a) : a]) else None
+                if entry and " " in entry.group(1).strip() and not entry.group(1).startswith(_MARK):
+                    span = entry.span(1)  # {mail.smtp.password=uuvo wphy esbf edlj, …}: a map printed whole
+                else:
+                    span = _value_span(text, vstart, spaced and at_start, strong,
+                                       strong and at_start and not spaced and sep.group(1) == "=" and not quoted_name)
+            elif ((quoted_name and (text[max(0, a - 21) : a - 1].rstrip().endswith("(")
+                                    or _ARGS_BEFORE_RE.search(text, max(0, a - 100), a - 1) is not None)
                    or text[a - 1 : a] == "$" and text[max(0, a - 21) : a - 1].rstrip().endswith("(")  # Set($Pw, '…')
                    or text.startswith("env:", a - 4)) and (pair := _ARG_SEP_RE.match(text, b))):
                 span = _value_span(text, pair.end(), False, strong)  # setenv("API_KEY", "…"), env:API_KEY '…'
@@ -4048,6 +4265,8 @@ def _named(text: str, lower: str) -> tuple[str, int]:
                 field = _VALUE_FIELD_RE.search(text, b, min(n, b + 160))
                 if field and _NAME_FIELD_START_RE.search(text, b, field.start()):
                     field = None  # - name: DB_PASSWORD … - name: DATABASE_URL, value: …: the next item's value
+                if field and _DECLARATION_END_RE.search(text, b, field.start()):
+                    field = None  # pub api_key: SecretString,\n #[serde(default = "…")]: the next field's
                 if field:
                     span = _value_span(text, field.end(), False, True)
                     if span and text[span[0] - 1 : span[0]] not in ("'", '"', "`") and _REFERENCE_RE.fullmatch(
@@ -4067,6 +4286,8 @@ def _named(text: str, lower: str) -> tuple[str, int]:
                     value = text[prose.end() : end].rstrip(".,;:!?)\"'")
                     if value and value.lower() not in _PROSE_STOP and not _skip_value(value):
                         span = (prose.end(), prose.end() + len(value))
+        if span and noted and not _looks_random(text[span[0] : span[1]]):
+            span = None
         if span and span[0] == b + 1 and text[b] == ":" and text[span[0] : span[1]].lower() in _TASK_VERBS:
             span = None  # rails credentials:edit, artisan key:generate, secret:list: a command's namespace and task
         if span and _in_sentence(text, a, text[span[0] : span[1]]):
@@ -4193,7 +4414,9 @@ class _ClientLiteral(_Scan):
 
 
 #: keys a provider publishes in web pages and apps by design (Stripe's, Clerk's, Paddle's client-side keys)
-_PUBLISHABLE = ("pk_live_", "pk_test_", "live_pk_", "test_pk_")
+#: the signature of jwt.io's example token ("John Doe", secret "your-256-bit-secret"), printed in docs everywhere
+_JWT_IO_SIGNATURE = "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
+_PUBLISHABLE = ("pk_live_", "pk_test_", "live_pk_", "test_pk_", "phc_")  # and PostHog's project key
 #: what a constructor's name says it builds when it is no client: a value, not a connection
 _NOT_CLIENTS = frozenset({
     "error", "exception", "hash", "digest", "sha", "md5", "commit", "uuid", "id", "object", "regexp", "regex",
@@ -4345,7 +4568,8 @@ _MESSAGE_RE = _Lazy(r"(?i)(?:password|passphrase|token|secret|key)s?[ \t]+(?:upd
 
 def _public_or_sample(value: str) -> bool:
     """A key meant for web pages (Stripe's ``pk_live_…``, Mapbox's ``pk.…``) or a sample (:func:`_sample_token`)."""
-    return value.startswith(_PUBLISHABLE) or value.startswith("pk.eyJ") or _sample_token(value)
+    return value.startswith(_PUBLISHABLE) or value.startswith("pk.eyJ") or value.endswith(_JWT_IO_SIGNATURE) or (
+        _sample_token(value))
 
 
 def _sample_token(token: str) -> bool:

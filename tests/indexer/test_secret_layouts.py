@@ -86,6 +86,36 @@ SECRETS = [
     ("routing_key = \"c4f9a1b27e3d4f58a6b0c2d9e7f1a3b5\"", "c4f9a1b27e3d4f58a6b0c2d9e7f1a3b5"),
     ('{"type": "random_password", "instances": [{"attributes": {"result": "q>7Lm!2Zx?Wp9Rt#"}}]}', "q>7Lm!2Zx?Wp9Rt#"),
     ("AT_KEY=atsk_5c2e8f1a9b7d3c6e0f4a2b8d1c9e7f3a", "5c2e8f1a9b7d3c6e"),
+    # a plist's key and string on two lines; a map printed whole; an SQL dump's rows; a data frame; vault's Key Value
+    ("<key>NOTES_API_TOKEN</key>\n    <string>8e1c4a7f2b9d3c6e5a0f1b2c3d4e5f6a7b8c9d0e</string>", "8e1c4a7f2b9d3c6e"),
+    ("Config: {smtp.host=mail.local, smtp.password=kqrz vbnm plok ytre, smtp.port=587}", "kqrz vbnm plok ytre"),
+    ("INSERT INTO `accounts` (`id`, `login`, `password_plain`) VALUES\n(7, 'ops', 'Gr4nite!Path'),\n"
+     "(8, 'qa', 'Cedar_77x');", "Cedar_77x"),
+    ("      name       api_key\n0     maps  Zx81LmQ2rT7wVb4N\n1   search  Pq3Rs8Tu1Vw6Xy2Z", "Pq3Rs8Tu1Vw6Xy2Z"),
+    ("====== Data ======\nKey         Value\n---         -----\napi_token   Tk9Lm2Qp8Rv5Zx3W\nowner       ops",
+     "Tk9Lm2Qp8Rv5Zx3W"),
+    ("┌──────────┬──────────────────┐\n│ Name     │ Value            │\n├──────────┼──────────────────┤\n"
+     "│ DB_TOKEN │ Mx7Qp2Lr9Tv4Wb8K │\n└──────────┴──────────────────┘", "Mx7Qp2Lr9Tv4Wb8K"),
+    # a registry value, an ODBC-less comment after a value, a note between a name and its colon, a call's argument
+    ("    SmtpPassword    REG_SZ    Orchid-lake-52", "Orchid-lake-52"),
+    ("wx:\n  appsecret: 7d3f9a1c5e2b8d4f6a0c9e7b3d1f5a2c   # from the console", "7d3f9a1c5e2b8d4f"),
+    ("# token (hex): 9f8e7d6c5b4a39281706f5e4d3c2b1a0", "9f8e7d6c5b4a39281706"),
+    ('buildConfigField("String", "MAPS_API_KEY", "\\"d41e7c9a2b8f3e6d5c1a0b9f8e7d6c5b\\"")', "d41e7c9a2b8f3e6d"),
+    # printed by a command run through ssh, a cookie header inside JSON, an OAuth code in a log, Salesforce's session
+    ("$ ssh app01 'printenv STRIPE_API_KEY'\nrk_live_51Hx9QpLm2Rt5Wx3Yc9Vb6Nm", "rk_live_51Hx9Qp"),
+    ('"headers": {"Cookie": "sessionid=a8k2m4p6r8t0v2x4z6b8d0f2h4j6l8n0"}', "a8k2m4p6r8t0v2x4z6b8d0f2h4j6l8n0"),
+    ('"GET /auth/cb?code=4/0AfJohXm2Qp8Rv5Zx3Wb7Kt9Lm1Nc4Yd6Tg&state=x HTTP/1.1" 302', "4/0AfJohXm2Qp8Rv5"),
+    ('sf = Salesforce(session_id="00DAb1Cd2Ef3Gh4I!AQ4AQLm2Qp8Rv5Zx3Wb7Kt9Lm1Nc4Yd6Tg8Hs0Jf2Kd4Ls6Md8Nf0Pg2Qh4")',
+     "AQ4AQLm2Qp8Rv5Zx3Wb7"),
+    ("Could not parse URL from string 'mysql//app:Gr4nite#path@db.internal:3306/shop'", "Gr4nite#path"),
+    # a default login, a password with a sign in front, an answer put in, a code after a card, an IBAN with no word
+    ("ssh into the switch: admin / Switch77port!", "Switch77port!"),
+    ("I reset it to '!Harbor2291' this morning", "!Harbor2291"),
+    ("security question (favourite teacher) I put Mrs.Kowalski88", "Mrs.Kowalski88"),
+    ("karta 4556 7375 8689 9855, ważna do 09/27, kod 318", "318"),
+    ("stuur het naar NL64 ABNA 0417 1643 01 graag", "NL64 ABNA 0417 1643 01"),
+    ("my HKID is A123456(3)", "A123456(3)"),
+    ("mot de passe WLAN : 40917726550184729931", "40917726550184729931"),
 ]
 
 
@@ -137,6 +167,29 @@ LOOK_ALIKES = [
     "passphrase: your-passphrase-goes-here",
     "Released Windows11!! today",
     "x = a -> b; Foo2024!!",
+    # look-alikes of the rules above
+    "*Italic2024* text",
+    "see the admin / settings page",
+    'pub api_key: SecretString,\n    #[serde(default = "default_timeout")]\n    pub timeout_secs: u64,',
+    '<string name="title_api_token">Токен API</string>',
+    '<string name="hint_password">Пароль</string>',
+    "kind: Secret\nstringData:\n  DATABASE_PASSWORD: \"REPLACE_ME\"   # filled in later",
+    "password = random_password.db.result",
+    "login(email: String!, password: String!): AuthPayload!",
+    "const strongPassword = /^(?=.*[a-z])(?=.*[A-Z])(?=.*\\d).{12,128}$/;",
+    "nextPageToken: CiAKGjBpNDd2Nmp2Zml2cXRwYjBpOXA3",
+    "https://example.com/search?code=utf-8&lang=en",
+    "NAME                  TYPE                                  DATA   AGE\ndefault-token-x8k2l   kubernetes.io/"
+    "service-account-token   3      10d",
+    "the security question (first car) is required",
+    "the secret (for tests): see docs",
+    "commit AB12 CDEF 1234 in release",
+    "seed 0 gives the mnemonic abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon"
+    " about",
+    "The example token on jwt.io is eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9"
+    "lIiwiaWF0IjoxNTE2MjM5MDIyfQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",
+    '<div class="g-recaptcha" data-sitekey="6Lcaba5YRyB0k0chO_NETQ0NrSAwJozpn-g_3yEb"></div>',
+    "posthog.init('phc_g7qF1m1DHEiXtP897EfCBBFMPFlqw5c2mQ9g45xUema', { api_host: 'https://eu.i.posthog.com' })",
 ]
 
 
