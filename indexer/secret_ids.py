@@ -313,7 +313,8 @@ _RECOVERY_LABEL = (
 _RECOVERY_HEAD = (r"(?:[ \t]+(?:for|of|from|für|von|de|pour|para|di|per|van|voor|do|dla|för|til|para)[ \t]+"
                   r"[^\n:：]{1,80}?(?=[ \t]*[:：(\n])|[ \t]+[A-Z][\w.-]{1,30}(?=[ \t]*[:：(\n]))?"
                   r"(?:[ \t]*\([^)\n]{0,60}\))?[*_`]*"
-                  r"(?:[,;][^\n:：]{1,60}(?=[:：][ \t]*\r?\n))?"  # ", bitte sicher aufbewahren:" and the list below
+                  r"(?:[,;][^\n:：]{1,60}(?=[:：][ \t]*\r?\n)"  # ", bitte sicher aufbewahren:" and the list below
+                  r"|[,;][^\n]{1,100}?[?.!](?=[ \t]*\r?\n))?"  # ", can you format them as a checklist?"
                   r"[ \t]*(?:[:：=]|->|→|\b(?:is|are|sind|ist|lauten|sont|est|son|es|sono|è|são|é|zijn|są|är|er|on|"
                   r"ovat|jsou|—)\b)?[*_`]*")
 #: one code of a list: maybe its number or bullet, or "and" after the one before; digits grouped by single spaces

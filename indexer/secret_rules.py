@@ -207,7 +207,7 @@ class _Command(_Scan):
 
 
 _SECRET_FILE_EXTS = frozenset({".key", ".secret", ".secrets", ".token", ".pass", ".password", ".pwd", ".pw", ".cred",
-                               ".creds", ".cookie", ".keyfile", ".passwd"})
+                               ".creds", ".cookie", ".keyfile", ".passwd", ".auth"})  # .auth: OpenVPN's user and password
 #: files that hold a secret whatever their name says: a MongoDB keyfile, s3fs's and rsync's password files, ppp's
 #: and strongSwan's secrets, Postfix's SASL map, an Erlang cookie
 _SECRET_FILE_NAMES = frozenset({"keyfile", "passwd-s3fs", ".passwd-s3fs", "chap-secrets", "pap-secrets", "ipsec.secrets",
@@ -362,7 +362,7 @@ _PREFIXED_TOKENS = (
     "api_live_ key_live_ live_sk_ atbb eaaa eaab eaac eaag cfpat- sqp_ squ_ sqa_ bkua_ rnd_ sb_secret_ ccipat_ "
     "api_org_ fm1r_ fm2_ glagent- y0_ esecret_ csk- fw_ napi_ phx_ sntryu_ dp.sa. dp.scim. dp.audit. lin_oauth_ "
     "ek_live_ ek_test_ nrii- tskey- absk pat-na1- pat-eu1- sdk- v4.public. v4.local. oauth: mlsn. sl.u. secret_ "
-    "swmtkn-1- nsec1 os_v2_app_ os_v2_org_ atsk_ hcaik_ hcxik_ hcamk_ skey_"
+    "swmtkn-1- nsec1 os_v2_app_ os_v2_org_ atsk_ hcaik_ hcxik_ hcamk_ skey_ sk-or-v1-"
 ).split()
 _PREFIX_RE = _Lazy(
     r"(?<![A-Za-z0-9_])(?:" + "|".join(re.escape(p) for p in _PREFIXED_TOKENS) + r")[A-Za-z0-9_\-.=+/]{14,}",
@@ -424,7 +424,7 @@ _PASSWORD_WORDS_ANY = (
     "iphasiwedi", "phasiwedi", "aṣínà", "ọ̀rọ̀ aṣínà", "ọrọigbaniwọle", "igama lokugqitha", "ijambo ry'ibanga",
     "kalmar sirri", "okwuntughe", "tenimiafina", "focal faire",
     # the word typed fast ("passwrot", "pssword", "paswd": the stems stand for the endings), or "contraseñ" cut short
-    "passw", "pssw", "pasw", "contraseñ", "пасс",
+    "passw", "pssw", "pasw", "contraseñ", "пасс", "пас",
     # the words as typed on a keyboard without their letters (haslo, jelszo, contrasena, losenord) and in Latin
     # letters (kwdikos for κωδικός, mima for 密码, bimilbeonho for 비밀번호, pasuwado for パスワード)
     *sorted({_fold(w) for w in ("hasło", "hasła", "jelszó", "contraseña", "lösenord", "slaptažodis", "passwört",
@@ -757,7 +757,7 @@ _TOLD_GAP_RE = _Lazy(
     r"|არის|է|คือ|គឺ|бол|ita ce|shi ne|set to|changed to|reset to|it's|it’s|it is|used|chose|picked|went with"
     r"|typed|entered)"
     r"[ \t]*[:：]?"
-    r"|[:=：→՝]|は|が|是|为|為|：|는|은|이|가|คือ|គឺ)[ \t]*$")
+    r"|[:=：→՝(]|は|が|是|为|為|：|는|은|이|가|คือ|គឺ)[ \t]*$")
 #: copulas that are other words in other languages (English "on", Italian "da", Spanish "ni"): they announce a value
 #: only after a word for password of their own language
 _OWN_LANGUAGE = {"on": ("salasan", "salasõn", "parool", "tunnuslause"), "oli": ("salasan", "salasõn", "parool"),
@@ -802,6 +802,10 @@ def _told(value: str) -> bool:
     if value.rstrip("#*").isdigit():  # a keypad's code may end in its # or * (4512*)
         number = value.rstrip("#*")
         return number.isascii() and 4 <= len(number) <= 24 and not _YEAR_RE.fullmatch(number)
+    if not any(c.isdigit() for c in value) and 8 <= len(value) <= 64 and _NO_DIGIT_STRONG_RE.fullmatch(value) and (
+            sum(c in "!#$%&*?~@^" for c in value) >= 1 and any(c.isupper() for c in value)
+            and any(c.islower() for c in value)):
+        return not _skip_value(value)  # JHWeyP!Dhzzd*: both cases and a sign, announced
     if not 6 <= len(value) <= 128 or not any(c.isdigit() for c in value) or not any(c.isalpha() for c in value):
         return False
     if value.startswith(("-", "#")) or "://" in value or "@" in value and "." in value.rsplit("@", 1)[-1]:
@@ -836,10 +840,14 @@ def _told_at(text: str, word: re.Match[str], token: re.Match[str], end: int) -> 
     if not value:
         return None
     a = start + raw.index(value)
+    if raw[:1] == "(" and raw.endswith(")"):
+        gap += "("  # their password (rhubarb1987): the parenthesis announces it
     said = _TOLD_GAP_RE.search(gap)
     copula = said.group(1) if said is not None else None
     if copula in _OWN_LANGUAGE and not word.group(0).startswith(_OWN_LANGUAGE[copula]):
         said = None  # "the password on prod01 is …": English "on"
+    elif copula == "je" and word.group(0).startswith(("hasł", "hasl", "haśl")):
+        said = None  # "hasła … jak je zresetować": Polish "them", not "is"
     if said is None and not (not gap.strip() and word.group(0) in _OWN_FORMS or not word.group(0).isascii() and (
             not _LATIN_RE.search(word.group(0)) and value.isascii() and not _LATIN_OR_DIGIT_RE.search(gap)
             and len(gap.split()) <= 3)):  # পাসওয়ার্ড dolphin22, باسورد الواي فاي ahmad123: Latin in another script
@@ -866,6 +874,7 @@ _NOT_PHRASE_WORDS = frozenset({"the", "a", "an", "by", "of", "to", "in", "on", "
                                "your", "my", "our", "its", "for", "from", "with", "and", "or", "via", "at", "as", "this",
                                "that", "here", "below", "above", "goes", "managed", "stored", "kept", "env", "config"})
 _JOINED_WORDS_RE = _Lazy(r"[A-Za-z]{2,12}(?:([-._])[A-Za-z]{2,12})(?:\1[A-Za-z]{2,12}){2,8}[0-9]{0,4}")
+_NO_DIGIT_STRONG_RE = _Lazy(r"[A-Za-z!#$%&*?~@^_.+=-]+")
 _ASCII_RUN_RE = _Lazy(r"[!-~]+")
 _WORD_DIGITS_RE = _Lazy(r"[a-z]{3,}_[0-9]{3,}")
 _LATIN_RE = _Lazy(r"[A-Za-z\u00c0-\u024f]")
@@ -1032,7 +1041,7 @@ class _PinNearby(_PasswordNearby):
     _WORDS = _words_re(
         r"(?:pin|пин|puk|пук)(?:[ -]?(?:code|kod|kodu|koodi|kód|код|nummer|number|numarası|nr|no))?"
         r"|(?:door|alarm|gate|garage|keypad|entry|access|lock|locker|safe|building|unlock|front[ -]door|intercom"
-        r"|buzzer|lockbox|key[ -]?safe|key[ -]?box|padlock|voicemail)[ -]?(?:code|pin|combo|combination)"
+        r"|buzzer|lockbox|key[ -]?safe|key[ -]?box|padlock|voicemail)[ -]?(?:panel[ -])?(?:code|pin|combo|combination)"
         r"|passcode|keycode|combination|combo(?![ -]?box)|geheimzahl|geheimnummer|pin-?nummer|code (?:secret|confidentiel|pin)"
         r"|código (?:secreto|pin)|codice (?:segreto|pin)|pincode|pinkod|pinkoodi"
         r"|(?:tür|haustür|alarm|tor|tresor|schloss|garagen|deur|poort|kluis|alarm|port|dörr|larm|ovi|hälytys)-?"
@@ -1460,8 +1469,8 @@ _ALGORITHM_RE = _Lazy(r"(?i)(?:argon2(?:id|i|d)?|bcrypt|scrypt|pbkdf2(?:-sha\d+)
 
 
 def _password_like(value: str) -> bool:
-    if not 8 <= len(value) <= 128:
-        return False
+    if not 8 <= len(value) <= 128 or _UUID_SHAPE_RE.fullmatch(value):
+        return False  # (a UUID is an id)
     lower, upper, digits, other = _char_kinds(value)
     if not digits or not (upper and lower or other) or value.startswith(_MARK):
         return False
@@ -1597,10 +1606,11 @@ class _StrongToken(_Scan):
     another script, when it is random. Lines that look like code (``(){}[]=;<>``, the token aside) are left to the
     rules that read names."""
 
-    _TOKEN = _Lazy(r"(?<![^\s\"'`(\[«“‘,:;])((?:[*!](?=[A-Za-z0-9]))?[A-Za-z0-9][A-Za-z0-9!#$%^&*+?~._=@-]{8,62}[A-Za-z0-9]"
+    _TOKEN = _Lazy(r"(?<![^\s\"'`(\[«“‘,:;\u3000-\u9fff\uac00-\ud7af\uff00-\uffef])"
+                   r"((?:[*!](?=[A-Za-z0-9]))?[A-Za-z0-9][A-Za-z0-9!#$%^&*+?~._=@-]{8,62}[A-Za-z0-9]"
                    r"(?:[!#$%&*~]{2,3}|[#$%&~])?)"  # Summer2024!!, Gran1te#: signs at the end (one ! ends a sentence,
                    # one * a glob or a pointer: VP8LConvert*)
-                   r"(?=[.,;:!?)\]\"'`»”’]?(?:\s|$))")
+                   r"(?=[.,;:!?)\]\"'`»”’]?(?:\s|$)|[\u3000-\u9fff\uac00-\ud7af\uff00-\uffef])")
     _SIGN = frozenset("!#$%&*?~")  # not + or ^: CD14++CD16+ cells, base64 lines, 10^6 in formulas
     _JOINERS = frozenset("_-.=+@")
 
@@ -1624,15 +1634,22 @@ class _StrongToken(_Scan):
             if equals and all(_WORDLIKE_RE.fullmatch(p) for p in re.split(r"[_.-]+", name) if p):
                 continue  # a setting (grant_type=…, API_KEY=…): the rules that read names take it
             lower, upper, digits, _ = _char_kinds(value)
+            if not digits and lower and upper and len(signs) >= 2 and len(value) >= 10:
+                digits = True  # cPGWq?Rdb+Dd*Sqr: both cases and two signs, random enough without a digit
             if not (lower and upper and digits) or _REGEX_SYNTAX_RE.search(value) or _ANCHORED_NAME_RE.search(value) \
                     or "***" in value or "###" in value or "++" in value or at and "." in host \
-                    or _ISSUE_REF_RE.fullmatch(value) or at and _SYMBOL_VERSION_RE.fullmatch(host):
+                    or _ISSUE_REF_RE.fullmatch(value) or at and _SYMBOL_VERSION_RE.fullmatch(host) \
+                    or _ISSUE_INSIDE_RE.search(value):
                 continue  # Closes: Bug#145278 (a tracker's issue); LZ4F_getErrorCode@Base, memcpy@GLIBC_2.14 (a symbol)  # x509v3_config.html#STANDARD-EXTENSIONS (a name, its anchor), sk-proj-****Xq2a (masked)
             start = text.rfind("\n", max(0, m.start() - 300), m.start()) + 1
             end = text.find("\n", m.end(), m.end() + 300)
             line = text[start : end if end >= 0 else min(len(text), m.end() + 300)]
             body = line[prefix.end():] if (prefix := _LINE_PREFIX_RE.match(line)) else line
-            if _CODE_CHARS_RE.search(_ARROW_RE.sub(lambda _: " ", body.replace(value, " "))) and not (
+            prose = _ARROW_RE.sub(lambda _: " ", body.replace(value, "\x00"))
+            if signed:  # a note in parentheses is prose's too ("… Ferr37puf#4 (not the pwd command)"), unless the
+                # token is inside it ("(closes: Ubuntu#8562)")
+                prose = _PAREN_NOTE_RE.sub(lambda n: n.group(0) if "\x00" in n.group(0) else " ", prose)
+            if _CODE_CHARS_RE.search(prose) and not (
                     _CHAT_LINE_RE.match(line)):
                 continue  # code; a list's, a quote's or a tag's mark before prose (- [s1 q0] …, > …, 1) …) is not
             if signed or _scrambled(value):
@@ -1643,7 +1660,7 @@ class _StrongToken(_Scan):
                 # typed to be kept; in Latin text, _ - . join words and versions (Python3.11-Slim)
 
 
-_ARROW_RE = _Lazy(r"(?<=\s)(?:->|=>|-->|==>)(?=\s)")  # prose points with them: "the password -> Marmalade*Rain8"
+_ARROW_RE = _Lazy(r"(?<=\s)(?:->|=>|-->|==>|>)(?=\s)")  # prose points with them: "the password -> Marmalade*Rain8"
 class _SqlInsert(_Scan):
     """The rows of an SQL dump's ``INSERT INTO t (…, password, …) VALUES (…), (…);``: the values of the columns
     that name a secret (a password, a token, a key; a hash too). Values are read as SQL writes them: quoted strings
@@ -1655,7 +1672,7 @@ class _SqlInsert(_Scan):
     def matches(self, text: str) -> Iterator[re.Match[str]]:
         for head in self._HEAD.finditer(text):
             columns = [c.strip().strip("`\"[] ") for c in head.group(1).split(",")]
-            wanted = {k for k, c in enumerate(columns) if _strong_name(c)}
+            wanted = {k for k, c in enumerate(columns) if _strong_name(c) or _PERSONAL_COLUMN_RE.fullmatch(c)}
             if not wanted:
                 continue
             pos = head.end()
@@ -1735,9 +1752,52 @@ class _SpacedColumns(_Scan):
 
 
 _CELL_RE = _Lazy(r"\S+")
+_CODE_SHAPE_RE = _Lazy(r"[(){}\[\]=;<>]")  # what code holds ("$" and "%" are prose's too: "it has a $")
 #: the last word of a column whose cells are secrets
 _COLUMN_SECRETS = frozenset({"password", "passwd", "pwd", "pass", "secret", "token", "key", "apikey", "credential",
                              "credentials", "passphrase"})
+
+
+class _ChosenPassword(_Scan):
+    """A password in the shapes people choose, standing as a token in prose: two or three capitalised words of three
+    letters or more, two to four digits and one sign (``GranitePuffin73=``, ``WombatYarrow85~``; not
+    ``HelloWorld2024``, no sign; not ``PostgreSQL16!``, a capital run), or a capitalised word, one of ``+ = ^ ~`` and
+    two to four digits (``Pelican=301``, ``Hazel+75``). Code lines are left to the rules that read names."""
+
+    _SHAPE = _Lazy(r"(?<![A-Za-z0-9_@#$%^&*+=~./-])((?:[A-Z][a-z]{2,12}){2,3}[0-9]{2,4}[=+^~_!#$%&*?@-]"
+                   r"|[A-Z][a-z]{2,12}[+=^~][0-9]{2,4})(?=[.,;:!?)\]\"'`»”’]?(?:\s|$)|:[^\W\d_]|[-\u0080-\uffff])")
+
+    def matches(self, text: str) -> Iterator[re.Match[str]]:
+        for m in self._SHAPE.finditer(text):
+            start = text.rfind("\n", 0, m.start()) + 1
+            end = text.find("\n", m.end())
+            line = text[start : end if end >= 0 else len(text)]
+            body = _ARROW_RE.sub(lambda _: " ", line.replace(m.group(1), " "))
+            if _CODE_SHAPE_RE.search(_PAREN_NOTE_RE.sub(lambda _: " ", body)) and not _CHAT_LINE_RE.match(line):
+                continue
+            yield m
+
+
+class _Corrected(_Scan):
+    """Two values in a correction after a word for password on the line or the one before: "not X but Y" in ~10
+    languages; each value taken when it is :func:`_told` or :func:`_password_like`."""
+
+    _PAIR = _Lazy(r"(?i)\b(?:not|no es|niet|nicht|non è|não é|pas|не)[ \t]+[\"'`]?([^\s\"'`,]{4,64}?)[\"'`]?,?[ \t]+"
+                  r"(?:but|sino|maar|sondern|mais|ma|mas|а|but rather)[ \t]+[\"'`]?([^\s\"'`]{4,64}?)[\"'`]?"
+                  r"(?=[.,;!?)]?(?:\s|$))")
+
+    def matches(self, text: str) -> Iterator[re.Match[str]]:
+        lower = _ascii_lower(text)
+        for m in self._PAIR.finditer(text):
+            start = text.rfind("\n", 0, max(0, text.rfind("\n", 0, m.start())))
+            if not _PASSWORD_WORDS_RE.search(lower, max(0, start, m.start() - 200), m.start()):
+                continue
+            for g in (1, 2):
+                value = m.group(g)
+                if (_told(value) or _password_like(value)) and not value.startswith(_MARK):
+                    span = _SPAN_RE.match(text, m.start(g), m.end(g))
+                    if span is not None:
+                        yield span
 
 
 #: the words of a heading over a list of logins (English, German, French, Spanish, Italian, Dutch, Polish, Russian)
@@ -1777,6 +1837,8 @@ class _CredentialList(_Scan):
                 pos = end + 1
 
 
+#: an issue's number inside a branch's or a file's name (``event-ET-#636-v2``)
+_ISSUE_INSIDE_RE = _Lazy(r"(?:^|[-_/.])#[0-9]{2,}(?:$|[-_/.])")
 #: an issue in a tracker: a word, ``#`` and a number of 5+ digits (a chosen password ends with a year or less)
 _ISSUE_REF_RE = _Lazy(r"[A-Za-z][a-z]{1,15}#[0-9]{5,}")
 #: what follows ``@`` in a versioned symbol of a shared library (``@Base``, ``@@GLIBC_2.14``)
@@ -2059,6 +2121,9 @@ class _AfterLoginWord(_Scan):
             end = text.find("\n", word.end(), word.end() + 200)
             end = min(len(text), word.end() + 200) if end < 0 else end
             scanned = word.end()
+            if word.group(0) == "-p" and _PUBLIC_KEY_TOOLS_RE.search(text, text.rfind("\n", 0, word.start()) + 1,
+                                                                     word.start()):
+                continue  # minisign -Vm … -P <public key>: the key that checks a signature
             for k, token in enumerate(self._TOKEN.finditer(text, word.end(), end)):
                 if k >= 3:
                     break
@@ -2201,7 +2266,8 @@ _PERSONAL_COLUMN_RE = _Lazy(
     r"(?i)(?:bank[ _-]?)?(?:account|acct)[ _-]?(?:number|no|num|nr)|iban|ssn|social[ _-]?security(?:[ _-]?(?:number|no))?"
     r"|(?:credit[ _-]?)?card[ _-]?(?:number|no|num)|cc[ _-]?(?:number|num|no)|cvv2?|cvc2?|routing[ _-]?(?:number|no)"
     r"|national[ _-]?id(?:[ _-]?(?:number|no))?|tax[ _-]?id|passport[ _-]?(?:number|no|num)|account[ _-]?iban"
-    r"|pin(?:[ _-]?(?:code|number))?|puk|pin-?code|geheimzahl")
+    r"|pin(?:[ _-]?(?:code|number))?|puk|pin-?code|geheimzahl|id[ _-]?card(?:[ _-]?(?:number|no))?|id[ _-]?number"
+    r"|身份证(?:号)?|national[ _-]?insurance(?:[ _-]?number)?")
 _RULE_CHARS = frozenset("|-:=+ ─┼│├┤┌┐└┘┬┴━┃┏┓┗┛┣┫┳┻╋═║╔╗╚╝╠╣╦╩╬")  # a table's rules and borders
 _WORD_CELL_RE = _Lazy(r"[A-Za-z][\w .()/-]{0,40}|`[A-Za-z][\w .-]{0,40}`")
 
@@ -2335,7 +2401,7 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
     ("github-token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
      _Lazy(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})"), 0),
     ("gitlab-token", ("glpat-", "gldt-", "glptt-", "glrt-", "glsoat-", "glcbt-", "glimt-", "gr1348941"),
-     _Lazy(r"\b(?:gl(?:pat|dt|ptt|rt|soat|cbt|imt)-|GR1348941)[A-Za-z0-9_\-]{20,}"), 0),
+     _Lazy(r"\b(?:gl(?:pat|dt|ptt|rt|soat|cbt|imt)-|GR1348941)[A-Za-z0-9_\-]{20,}(?:\.[0-9a-z]{2}[0-9a-z]{7,})?"), 0),
     # an in-house key in the providers' style: acme_live_…, shop_prod_… (not Stripe's publishable pk_live_…)
     ("api-token", ("_live_", "_test_", "_prod_"),
      _Checked(_Lazy(r"\b(?!pk_|pub_|sk_|rk_)[a-z][a-z0-9]{1,20}_(?:live|test|prod)_([A-Za-z0-9]{24,})\b"),
@@ -2786,6 +2852,7 @@ class _SecretManifest(_Scan):
                 pos = end + 1
 
 
+_PWD_COMMAND_RE = _Lazy(r"pwd(?:[ \t]+-[LP])?")
 _COUNTS_RE = _Lazy(r"\|[ \t]*(?:jq[ \t]+(?:-\w+[ \t]+)*['\"]?(?:keys|length|type)\b|wc\b)")
 
 
@@ -2832,7 +2899,8 @@ class _PrintedSecret(_Scan):
         r"|python[0-9.]*\s+-c\s+[^\n]*\bsecrets\.token_"
         r"|(?:echo|printf)\s+(?:-\w+\s+)*[\"']?\$\{?(?P<echoed>[A-Za-z_]\w*)"
         r"|printenv\s+(?P<printed>[A-Za-z_]\w*)"
-        r"|(?:cat|head|tail|less|more|bat|type|get-content|gc)\s+(?:-\S+\s+)*[\"']?(?P<file>[^\s\"'|;&<>]+)"
+        r"|(?:cat|head|tail|less|more|bat|type|get-content|gc|base64|xxd|od|hexdump|strings)\s+(?:-\S+\s+)*[\"']?"
+        r"(?P<file>[^\s\"'|;&<>]+)"
         r")"
     )
     _LINE = _Lazy(r"[ \t]*(?!\[REDACTED)(\S[^\n]*?)[ \t]*$", re.MULTILINE)
@@ -2867,6 +2935,8 @@ class _PrintedSecret(_Scan):
     def _names_what_it_prints(cls, command: str) -> bool:
         if command.split(None, 1)[:1] and command.split(None, 1)[0].rsplit("/", 1)[-1] in cls._CHANGERS:
             return False
+        if _PWD_COMMAND_RE.fullmatch(command.strip()):
+            return False  # $ pwd: the working directory
         expression = _REPL_EXPRESSION_RE.fullmatch(command.strip())
         if expression:  # a REPL expression: settings.EMAIL_HOST_PASSWORD, ENV["PGPASSWORD"], conf.get("…password")
             parts = [p for p in re.split(r"[.\[\]'\"():, ]+", expression.group(1)) if p]
@@ -3290,6 +3360,44 @@ _FORMATS.extend([
      _Checked(_Lazy(r"(?i)(?<![\w/-])(?:admin|root|administrator|ubuntu|postgres|guest|operator)[ \t]+/[ \t]+"
                     r"[\"'`»«“”„‘’]?(?!\[REDACTED)([^\s\"'`»«“”„‘’/]{6,64}?)[\"'`»«“”„‘’]?(?=[.,;:?)]?(?:\s|$))"),
               lambda m: _told(m.group(1).rstrip("!")) or _password_like(m.group(1))), 1),
+    # a password as people choose them, in a sentence of any language: two or three capitalised words, a number
+    # and a sign ("GranitePuffin73=", "FerretComet03+"), or a word, a sign and a number ("Pelican=301")
+    ("password", ("0", "1", "2", "3", "4", "5", "6", "7", "8", "9"), _ChosenPassword(), 1),
+    # the rest of a key split over two lines (a chat app cut it): a random token alone on the line after a token
+    # another rule masked alone on its line
+    ("secret", ("[redacted:",),
+     _Checked(_Lazy(r"(?m)^[ \t]*\[REDACTED:[a-z-]+\][ \t]*\r?\n[ \t]*([A-Za-z0-9_+/=-]{16,})[ \t]*$"
+                    r"(?![ \t]*\r?\n[ \t]*[A-Za-z0-9_+/=-]{16,}[ \t]*$)"),  # (not a block of data lines: a font's hex)
+              lambda m: _looks_random(m.group(1)) and not _identifier_like(m.group(1))), 1),
+    # ASP.NET Core's protected payload (an auth cookie, an antiforgery token)
+    ("secret", ("cfdj8",), _Lazy(r"(?<![A-Za-z0-9_-])(CfDJ8[A-Za-z0-9_-]{40,})"), 1),
+    # OpenWeather's and others' app id: 32 hexadecimal digits
+    ("secret", ("appid",), _Lazy(r"(?i)[\"']?appid[\"']?[ \t]*[:=][ \t]*[\"']?(?!\[REDACTED)([0-9a-f]{32})(?![0-9a-z])"), 1),
+    # a header set in a proxy's config: proxy_set_header Authorization "Basic …", X-…-Key <token>;
+    ("bearer-token", ("authorization",),
+     _Lazy(r"(?i)\b(?:proxy_set_header|RequestHeader[ \t]+set|add_header|header_up)[ \t]+Authorization[ \t]+[\"']?"
+           r"(?:Basic|Bearer|Token|Digest)[ \t]+(?!\[REDACTED)([A-Za-z0-9+/=._~-]{8,})"), 1),
+    # SNMP communities and v3 users' passphrases (snmpd.conf)
+    ("password", ("community", "createuser"),
+     _Lazy(r"(?im)^[ \t]*r[ow]community6?[ \t]+(?!\[REDACTED|public\b|private\b)([^\s#]{4,})"), 1),
+    ("password", ("createuser",),
+     _Lazy(r"(?i)\bcreateUser[ \t]+\S+[ \t]+(?:MD5|SHA[-0-9]*)[ \t]+\"?(?!\[REDACTED)([^\s\"]{4,})\"?"), 1),
+    ("password", ("createuser",),
+     _Lazy(r"(?i)\bcreateUser[ \t]+\S+[ \t]+(?:MD5|SHA[-0-9]*)[ \t]+\S+[ \t]+(?:DES|AES[0-9]*)[ \t]+\"?"
+           r"(?!\[REDACTED)([^\s\"]{4,})\"?"), 1),
+    # etcd's and Consul's listings: a key's path on one line, its value on the next
+    ("secret", ("/",),
+     _Checked(_Lazy(r"(?m)^/[\w./-]*/([\w.-]{1,80})[ \t]*\r?\n(?!\[REDACTED)(\S{4,})[ \t]*$"), _named_by(1)), 2),
+    # Azure Pipelines' debug log: the value of a secret variable it evaluated
+    ("secret", ("evaluating:",),
+     _Checked(_Lazy(r"Evaluating: variables\['([\w.-]{1,80})'\][^\n]*\r?\n[^\n]*?Result: '(?!\[REDACTED)([^'\n]+)'"),
+              _named_by(1)), 2),
+    # a web framework's session cookie as the server set it: session=…; Path=/; HttpOnly
+    ("secret", ("session=",),
+     _Lazy(r"(?i)(?<![\w.-])session=(?!\[REDACTED)([A-Za-z0-9._~+/-]{20,}=*)(?=;[ \t]*(?:Path|Domain|HttpOnly|Secure"
+           r"|Expires|Max-Age|SameSite)\b)"), 1),
+    # a password corrected after its word: "niet Y371cr1ck%7 maar Stroopwafel@9786", "no es … sino …"
+    ("password", ("not ", "no es ", "niet ", "nicht ", "non è ", "não é ", "pas ", "не "), _Corrected(), 1),
     # the logins of a list under its heading ("Accounts for the demo:", "Zugangsdaten"): "- alice / Pebble.Stream.31"
     ("password", _CREDENTIAL_HEADS, _CredentialList(), 1),
     # a password told on the line after its user, each by one letter or a short form: "U: editor\nP: …"
@@ -3346,7 +3454,7 @@ _FORMATS.extend([
      _Lazy(r"<(D|P|Q|DP|DQ|InverseQ)>(?!\[REDACTED)([A-Za-z0-9+/=\s]{16,})</\1>"), 2),
     # an IRC server password; Zapier's catch hook
     ("password", ("pass ",), _Lazy(r"(?m)^PASS[ \t]+(?!\[REDACTED)(\S+)"), 1),
-    ("webhook-url", ("hooks.zapier.com",), _Lazy(r"hooks\.zapier\.com/hooks/catch/[0-9]+/(?!\[REDACTED)(\w+)"), 1),
+    ("webhook-url", ("hooks.zapier.com",), _Lazy(r"hooks\.zapier\.com/hooks/catch/(?!\[REDACTED)([0-9]+/\w+)"), 1),
     ("password-hash", _HASH_ANCHORS[:-1], _HASH_RE, 0),
     ("password-hash", (":::",), _SAM_RE, 1),
     ("secret", ("$ansible_vault",), _VAULT_RE, 0),
@@ -3418,6 +3526,14 @@ _FORMATS.extend([
            r"([^\n]*(?:\n(?![ \t]*[-–—]{2,}[ \t]*END)[^\n]*){0,39})"),
      1),
 ])
+
+
+def _ui_label(value: str) -> bool:
+    """A value that names the secret rather than being one: a word for password with a space or no digit after it
+    (``Passwort``, ``Passwort vergessen?``, ``كلمة المرور``); ``Password123!`` is a password."""
+    v = value.strip().strip("\"'`")
+    return bool(v) and _PASSWORD_WORDS_RE.search(_ascii_lower(v)) is not None and (
+        " " in v or not any(c.isdigit() for c in v)) and len(v) <= 60
 
 
 def _xml_named(m: re.Match[str]) -> bool:
@@ -3693,6 +3809,7 @@ _PLAIN_URL_RE = _Lazy(r"[a-z][a-z0-9+.-]*://[^\s@?]+")
 _STORE_PATH_RE = _Lazy(r"[A-Za-z][\w.-]*(?:/[A-Za-z][\w.-]*)+")
 _BYTES_RE = _Lazy(r"[0-9]+ bytes?")
 _TRAILING_COMMENT_RE = _Lazy(r"[ \t]{2,}(?:#|//|;)[ \t]")
+_PUBLIC_KEY_TOOLS_RE = _Lazy(r"\b(?:minisign|signify|rsign)\b")
 #: a call's first arguments before a quoted name: buildConfigField("String", "API_KEY", "…")
 _ARGS_BEFORE_RE = _Lazy(r"[A-Za-z_][\w.]*[ \t]*[( \t][ \t]*(?:[\"'][\w.-]{1,40}[\"'][ \t]*,[ \t]*){1,2}$")
 _DECLARATION_END_RE = _Lazy(r"[,;][ \t]*\r?\n")
@@ -3707,6 +3824,8 @@ def _bare_token(value: str) -> bool:
     """A token after a secret's name and a space, with no sign between: random, of both cases and digits, not a
     name (``key_secret vE6GztWMediGr5nPHu1ipRp2``)."""
     lower, upper, digits, _ = _char_kinds(value)
+    if re.fullmatch(r"[0-9a-f]{32,}", value) and digits and lower:
+        return not _skip_value(value)  # X-Partner-Key abf67e85…: 32 hexadecimal digits or more
     return bool(lower and upper and digits) and _looks_random(value) and not (
         _identifier_like(value) or _skip_value(value))
 _SPACED_QUOTE_RE = _Lazy(r"[ \t]+(?=[\"'][^\"'\n\s][^\"'\n]*[\"'](?:[ \t]*[,;)]|[ \t]*$))", re.MULTILINE)
@@ -3765,6 +3884,8 @@ def name_kind(name: str) -> tuple[str, bool] | None:
                  or p.endswith("secret") and p[:-6] in _SECRET_PREFIXES for p in parts)  # appsecret, mchsecret
     if last == "data" and len(parts) > 1 and parts[-2] == "key":  # kubeconfig's client-key-data: a private key
         return "secret", True
+    if parts[-3:] == ["access", "key", "id"] or parts[-2:] == ["accesskey", "id"] or parts == ["accesskeyid"]:
+        return "secret", False  # an access key's id (the pair's other half): when its value is random
     if last == "pat" and not (password or secret):  # GITHUB_PAT, but IPV4_PAT and longopt_pat are patterns
         return "secret", False
     if last in ("hmac", "login") and len(parts) > 1 and not (password or secret):
@@ -3811,6 +3932,7 @@ def _looks_random(value: str) -> bool:
     return not all(_WORDLIKE_RE.fullmatch(piece) for piece in re.split(r"[^A-Za-z0-9]+", value) if piece)
 
 
+_UUID_SHAPE_RE = _Lazy(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _REGEX_LITERAL_RE = _Lazy(r"/[^/\n]+(?:\\/[^/\n]*)*/[dgimsuvy]*;?")
 #: a regular expression's syntax: a value that is a pattern (``IPV4_PAT = "[0-9]{1,3}"``), not random characters
 _REGEX_SYNTAX_RE = _Lazy(r"\[[^\]]*\]|\(\?|\\[dwsbDWS]|\{[0-9]+(?:,[0-9]*)?\}")
@@ -4274,8 +4396,9 @@ def _named(text: str, lower: str) -> tuple[str, int]:
                         span = None  # { name: 'API_TOKEN', value: token }: a variable in an object literal
             elif strong and (quoted_value := _SPACED_QUOTE_RE.match(text, b)):
                 span = _value_span(text, quoted_value.end(), False, strong)  # plaintext-password 'x', password 'x'
-            elif strong and _components(name)[-1:] in (["secret"], ["token"], ["key"]) and (
-                    bare := _SPACED_TOKEN_RE.match(text, b)) and _bare_token(bare.group(1)):
+            elif _components(name)[-1:] in (["secret"], ["token"], ["key"]) and (
+                    bare := _SPACED_TOKEN_RE.match(text, b)) and _bare_token(bare.group(1)) and (
+                    strong or len(bare.group(1)) >= 24):
                 span = bare.span(1)  # key_secret vE6GztWMediGr5nPHu1ipRp2: a name and a random token after a space
             elif kind == "password" and name.lower() not in _OTHER_LANGUAGES:  # their prose: _PasswordTold
                 prose = _PROSE_RE.match(text, b)
@@ -4290,6 +4413,8 @@ def _named(text: str, lower: str) -> tuple[str, int]:
             span = None
         if span and span[0] == b + 1 and text[b] == ":" and text[span[0] : span[1]].lower() in _TASK_VERBS:
             span = None  # rails credentials:edit, artisan key:generate, secret:list: a command's namespace and task
+        if span and _ui_label(text[span[0] : span[1]]):
+            span = None  # "login.password": "Passwort", password = Пароль: an app's label, translated
         if span and _in_sentence(text, a, text[span[0] : span[1]]):
             span = None  # "it served as a spoken password: those who …": a word of the sentence
         if span and (_reads_itself(name, text[span[0] : span[1]]) or _names_another(text[span[0] : span[1]])
@@ -4491,6 +4616,9 @@ _SHAPED_TOKENS = (("private-key", _Lazy(r"(?=.*[a-z])(?=.*[A-Z])(?=.*[0-9])"
                                          r"(?:5[HJK][1-9A-HJ-NP-Za-km-z]{49}|[KL][1-9A-HJ-NP-Za-km-z]{51})")),
                   ("api-token", _Lazy(r"pat[A-Za-z0-9]{14}\.[0-9a-f]{64}")),
                   ("secret", _Lazy(r"SEC[0-9a-f]{64}")),  # a DingTalk robot's signing secret
+                  # a Stripe PaymentIntent's or SetupIntent's client secret; ASP.NET Core's protected cookie payload
+                  ("secret", _Lazy(r"(?:pi|seti)_[A-Za-z0-9]{14,30}_secret_[A-Za-z0-9]{16,40}")),
+                  ("secret", _Lazy(r"0201036c6e64[0-9a-f]{40,}")),  # an LND macaroon, in hex
                   ("api-token", _Lazy(r"[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}")),
                   ("private-key", _Lazy(r"S[AOUNCPX][A-Z2-7]{56}")))  # a NATS nkey seed
 
@@ -4501,8 +4629,13 @@ def _prefixed_tokens(text: str) -> tuple[str, int]:
     count = 0
 
     def sub(m: re.Match[str]) -> str:
-        nonlocal count
         token = m.group(0)
+        if m.start() and m.string[m.start() - 1] == "\\" and token[:1] in "ntr" and len(token) > 20:
+            return token[0] + check(token[1:])  # $'…\ndapi…': an escape before the token
+        return check(token)
+
+    def check(token: str) -> str:
+        nonlocal count
         for kind, shape in _SHAPED_TOKENS:
             if shape.fullmatch(token):
                 count += 1
@@ -4583,7 +4716,7 @@ def _sample_token(token: str) -> bool:
 
 
 #: a word a placeholder holds and a random token of 64 characters all but never does: xoxb-your-bot-token
-_PLACEHOLDER_WORD_RE = _Lazy(r"(?i)your|example|placeholder|dummy|changeme|replace")
+_PLACEHOLDER_WORD_RE = _Lazy(r"(?i)your|example|placeholder|dummy|change-?me|replace")
 _TOKEN_SHAPE_RE = _Lazy(r"[\w-]+")  # a token, not a URL or a login (user:pw@host.example.com)
 
 

@@ -116,6 +116,40 @@ SECRETS = [
     ("stuur het naar NL64 ABNA 0417 1643 01 graag", "NL64 ABNA 0417 1643 01"),
     ("my HKID is A123456(3)", "A123456(3)"),
     ("mot de passe WLAN : 40917726550184729931", "40917726550184729931"),
+    # passwords as people choose them, in a sentence with no word for password, in any language
+    ("ssh to the box and use LanternHeron62= until Friday", "LanternHeron62="),
+    ("entra con MapacheLirio45^ y reinicia el servicio", "MapacheLirio45^"),
+    ("مرحبا، استخدم Falcon+482 للدخول", "Falcon+482"),
+    ("请用QuillOrchid07~登录后台", "QuillOrchid07~"),
+    ("kirjaudu KettleMoss19#:llä palveluun", "KettleMoss19#"),
+    ("[3/11/25, 09:15] Me: CopperFinch88!", "CopperFinch88!"),
+    # strong tokens: after an arrow or a menu path, before a note in parentheses, two signs and no digit
+    ("login with ops and Gr4vel!Moon9 then go to Settings > Users", "Gr4vel!Moon9"),
+    ("pwd for the box is Qu1ll#Fern4 (not the pwd command)", "Qu1ll#Fern4"),
+    ("use xRtP?mLq&ZvWk for the staging admin", "xRtP?mLq&ZvWk"),
+    # a password in parentheses after its word, one corrected, an announced one without a digit
+    ("the customer sent their password (marmot2231) by mail", "marmot2231"),
+    ("sorry, wrong password: not Ember=7431 but Kelp#Tide2290", "Kelp#Tide2290"),
+    ("sorry, wrong password: not Ember=7431 but Kelp#Tide2290", "Ember=7431"),
+    ("das Passwort ist Vq!PmRt&Lw", "Vq!PmRt&Lw"),
+    # a key cut over two lines, ASP.NET's cookie, a PaymentIntent's client secret, an LND macaroon, Flask's session
+    ("here it is:\nsk-or-v1-4b8e2c7a9d1f3e5b7c9a2d4f6e8b0c1d\n3e5f7a9b1c2d4e6f8a0b2c4d6e8f0a1b", "3e5f7a9b1c2d4e6f"),
+    (".AspNetCore.Cookies=CfDJ8Kq2Lm9Rt4Wx7Yc1Vb5Nm3Qz8Hj6Fg0Ds2Ap4Ko6Lu8Mi0Ny2Bx4Cv6Zw8", "CfDJ8Kq2Lm9Rt4Wx7Yc1"),
+    ("clientSecret: pi_3Nx8Kq2Lm9Rt4Wx7Yc1Vb5N_secret_Qz8Hj6Fg0Ds2Ap4Ko6Lu8Mi0N", "pi_3Nx8Kq2Lm9Rt4Wx7Yc1Vb5N"),
+    ("macaroon: 0201036c6e6402f801" + "3a7c" * 20, "3a7c3a7c3a7c3a7c"),
+    ("session=eyJ1c2VyIjoxMn0.ZqK2Lm.8Rt4Wx7Yc1Vb5Nm3Qz8Hj6Fg0; Path=/; HttpOnly", "ZqK2Lm.8Rt4Wx7Yc1Vb5"),
+    # a proxy's headers, SNMP's community and v3 passphrases, etcd's listing, Azure Pipelines' debug output
+    ('proxy_set_header Authorization "Basic dXNlcjpLZWxwVGlkZTIy";', "dXNlcjpLZWxwVGlkZTIy"),
+    ("proxy_set_header X-Api-Key 3f9c2a7e5b1d8f4a6c0e2b9d7f5a3c1e;", "3f9c2a7e5b1d8f4a6c0e"),
+    ("rocommunity Lichen77mesa 10.0.0.0/8", "Lichen77mesa"),
+    ('createUser mon SHA "Auth!Pass9z" AES "Priv!Pass8y"', "Priv!Pass8y"),
+    ("$ etcdctl get --prefix /svc/\n/svc/db/password\nQuarry-Fox-881", "Quarry-Fox-881"),
+    ("##[debug]Evaluating: variables['DEPLOY_TOKEN']\n##[debug]Result: 'Zp9Lq2Wx7Rt4Kv8N'", "Zp9Lq2Wx7Rt4Kv8N"),
+    ("$ cat ~/vpn/office.auth\njdoe\nBirch-Lake-73", "Birch-Lake-73"),
+    ("$ sudo base64 -w0 /etc/app/signing.key\nQm9yZWFsaXNTaWduaW5nS2V5VmFsdWU=", "Qm9yZWFsaXNTaWduaW5nS2V5VmFsdWU="),
+    ('{"openweather": {"appid": "3f9c2a7e5b1d8f4a6c0e2b9d7f5a3c1e"}}', "3f9c2a7e5b1d8f4a"),
+    ("INSERT INTO people (name, id_card) VALUES ('Li', '110105199001011234');", "110105199001011234"),
+    ("access_key_id = Zt8qLm3Rx7Wp2Kv9Bn5H", "Zt8qLm3Rx7Wp2Kv9Bn5H"),
 ]
 
 
@@ -190,6 +224,30 @@ LOOK_ALIKES = [
     "lIiwiaWF0IjoxNTE2MjM5MDIyfQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",
     '<div class="g-recaptcha" data-sitekey="6Lcaba5YRyB0k0chO_NETQ0NrSAwJozpn-g_3yEb"></div>',
     "posthog.init('phc_g7qF1m1DHEiXtP897EfCBBFMPFlqw5c2mQ9g45xUema', { api_host: 'https://eu.i.posthog.com' })",
+    # look-alikes of the rules above
+    "we upgraded to PostgreSQL16! today",
+    "HelloWorld2024 is the demo",
+    "see RFC+1234",
+    "DC were transduced with lentiviruses encoding huIi80MAGE-A3 and murine DC (see CD4(+) cells)",
+    "the password (optional) field",
+    "the password is not required but recommended",
+    "rocommunity public 127.0.0.1",
+    "minisign -Vm app.tar.gz -P RWQKNoeHGUE54MJRz1xjv++kKrOAjwHXUtqDmRZmN5MQA9CQSGi+6yBX",
+    "$ pwd\n/home/jo/projects/shop",
+    "SESSION_SECRET=change-me-to-a-long-random-string",
+    '{"login.password": "Passwort", "login.forgot": "Passwort vergessen?"}',
+    "password = Пароль\nforgot_password = Забыли пароль?",
+    '{"msg":"password reset email queued","request_id":"a6bc29aa-21e5-4ca7-8dbd-7c8bce545c89"}',
+    "zapomniałem hasła do bazy, jak je zresetować przez psql jako postgres?",
+    "refund created: re_CzleW6UCEAl7UkP9eb2My2tk for charge ch_DSuQIU0JG9hhDuv3Dv01YjXb",
+    "Added connection ConnectionImpl@5a1b2c3d",
+    "e3d9771a VP8EncDspCostInit*: add missing TSan annotations",
+    "div_qr_1n_pi1_method only when !HAVE_NATIVE_mpn_div_qr_1n_pi1.",
+    "  * debian/libsecret-1.0.symbols: Add new symbols",
+    "with self._Client(self._address, authkey=self._authkey) as conn:",
+    "  o Merge branch 'event-ET-#636-v2' (ca4b6404)",
+    "    xfree86 (closes: Ubuntu#8562, Ubuntu#8626).",
+    "community contributions are welcome",
 ]
 
 
