@@ -75,7 +75,7 @@ def mask(text: str, lower: str | None = None) -> tuple[str, int]:
     return text, total
 
 
-_IBAN_SHAPE_RE = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2}[0-9]{2}[ ]?[A-Z0-9]{4}[ ]?[0-9]{4}")
+_IBAN_SHAPE_RE = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2}[0-9]{2}[ ]?[A-Z0-9]{4}[ ]?[A-Z0-9]{4}")
 #: the decimal digits of scripts whose users write numbers in them, each read as its ASCII digit
 _DIGITS = {ord(c): str(unicodedata.digit(c)) for first in (0x0660, 0x06F0, 0x0966, 0x09E6, 0x0E50, 0xFF10)
            for c in map(chr, range(first, first + 10))}
@@ -314,7 +314,9 @@ _RECOVERY_HEAD = (r"(?:[ \t]+(?:for|of|from|für|von|de|pour|para|di|per|van|voo
                   r"[^\n:：]{1,80}?(?=[ \t]*[:：(\n])|[ \t]+[A-Z][\w.-]{1,30}(?=[ \t]*[:：(\n]))?"
                   r"(?:[ \t]*\([^)\n]{0,60}\))?[*_`]*"
                   r"(?:[,;][^\n:：]{1,60}(?=[:：][ \t]*\r?\n)"  # ", bitte sicher aufbewahren:" and the list below
-                  r"|[,;][^\n]{1,100}?[?.!](?=[ \t]*\r?\n))?"  # ", can you format them as a checklist?"
+                  r"|[,;][^\n]{1,100}?[?.!](?=[ \t]*\r?\n)"  # ", can you format them as a checklist?"
+                  r"|[ \t]+(?:in case|if|for when|falls|si|se|au cas)[^\n:]{1,60}(?=:)"  # "… in case the gh flow asks:"
+                  r"|[ \t]+(?:di|de|do|von|for|dla|of)[ \t]+[A-Z][\w.-]{1,30})?"  # "codici di recupero di GitHub …"
                   r"[ \t]*(?:[:：=]|->|→|\b(?:is|are|sind|ist|lauten|sont|est|son|es|sono|è|são|é|zijn|są|är|er|on|"
                   r"ovat|jsou|—)\b)?[*_`]*")
 #: one code of a list: maybe its number or bullet, or "and" after the one before; digits grouped by single spaces
@@ -459,7 +461,7 @@ _ACCOUNT_LABEL = (
     r"|n[úu]mero[ \t]+da[ \t]+conta(?:[ \t]+banc[áa]ria)?|conta(?:[ \t]+corrente)?|rekening(?:nummer|[ \t]*nr\.?)?"
     r"|numer[ \t]+(?:konta|rachunku)|nr[ \t]+(?:konta|rachunku)|rachunek(?:[ \t]+bankowy)?|tilinumero|tilinro"
     r"|číslo[ \t]+(?:bankovního[ \t]+)?účtu|номер[ \t]+(?:банковского[ \t]+)?сч[её]та|расч[её]тный[ \t]+сч[её]т|"
-    r"hesap[ \t]*(?:numarası|no)|口座番号|銀行口座|银行账号|银行账户|銀行帳號|계좌[ \t]?번호|số[ \t]+tài[ \t]+khoản"
+    r"hesap[ \t]*(?:numarası|no)|口座番号|銀行口座|银行账号|银行账户|銀行帳號|계좌(?:[ \t]?번호)?|số[ \t]+tài[ \t]+khoản"
     r"|nomor[ \t]+rekening|no\.?[ \t]*rekening|खाता[ \t]+(?:संख्या|नंबर)|رقم[ \t]+(?:ال)?حساب|מספר[ \t]+ה?חשבון"
     r"|เลข(?:ที่)?บัญชี|(?:普通|当座)(?:預金)?"
 )

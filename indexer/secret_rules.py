@@ -704,9 +704,12 @@ class _NetworkKey(_PasswordTold):
                        r"|hotspot)[ -]?(?:key|passkey|passcode|psk|pass|pw|code)|psk|key|schlüssel|clé|clef|clave"
                        r"|chave|chiave|klucz|ключ|anahtar\w{0,3}|sleutel|nyckel\w{0,2}|nøgle\w{0,2}|nøkkel\w{0,3}"
                        r"|avain|kulcs\w{0,3}|klíč|kľúč|ključ|cheia|cheie"
-                       r"|(?:code|pass|mdp|pw|codice|código|kod|код) (?:(?:du|de la|de|del|do|della) )?(?:wi-?fi|wlan)",
+                       r"|(?:code|pass|mdp|pw|codice|código|kod|код|ramze?|rahat|senha|contraseña|contra|clave"
+                       r"|password|passwort|parola|haslo|hasło|heslo|lösenord|пароль|ключ|mật khẩu|sandi|şifre)"
+                       r" (?:(?:du|de la|de|del|do|della|від|от|do|da) )?(?:wi-?fi|wlan)",
                        "暗号化キー|セキュリティキー|ネットワークキー|パスフレーズ")
-    _NETWORK = _Lazy(r"wi-?fi|wlan|wpa|network|netzwerk|hotspot|ssid|réseau|\bde rede?\b|сети|сеть|router|routeur")
+    _NETWORK = _Lazy(r"wi-?fi|wlan|wpa|network|netzwerk|hotspot|ssid|réseau|\bde rede?\b|сети|сеть|мереж|router"
+                     r"|routeur|nätverk|netværk|nettverk|verkko")
     _PROSE_ONLY = True
     _ADJACENT = True
 
@@ -1043,6 +1046,7 @@ class _PinNearby(_PasswordNearby):
         r"|(?:door|alarm|gate|garage|keypad|entry|access|lock|locker|safe|building|unlock|front[ -]door|intercom"
         r"|buzzer|lockbox|key[ -]?safe|key[ -]?box|padlock|voicemail)[ -]?(?:panel[ -])?(?:code|pin|combo|combination)"
         r"|passcode|keycode|combination|combo(?![ -]?box)|geheimzahl|geheimnummer|pin-?nummer|code (?:secret|confidentiel|pin)"
+        r"|disarm code|port-?out pin|pinkoden|iphinikhodi"
         r"|código (?:secreto|pin)|codice (?:segreto|pin)|pincode|pinkod|pinkoodi"
         r"|(?:tür|haustür|alarm|tor|tresor|schloss|garagen|deur|poort|kluis|alarm|port|dörr|larm|ovi|hälytys)-?"
         r"(?:code|kod(?:en)?|koodi)"
@@ -1085,7 +1089,8 @@ def _glued(text: str, word: re.Match[str]) -> bool:
     before = text[word.start() - 1 : word.start()]
     if before == "-" and text.startswith(("PIN", "PUK"), word.start()) and text[word.start() - 2 : word.start() - 1].isalpha():
         return False  # EC-Karten-PIN, SIM-PIN: a compound that ends in the word, in capitals
-    return bool(before) and (before.isalnum() or before in "_-") and not _UNSPACED_RE.match(word.group(0))
+    return bool(before) and (before.isalnum() or before in "_-") and not _UNSPACED_RE.match(word.group(0)) and not (
+        _UNSPACED_RE.match(before))  # 门禁卡PIN: a word of a script with no spaces before it
 
 
 _KEYPAD_CODE_RE = _Lazy(r"\*?[A-Za-z]?([0-9]{4,8})[A-Za-z]?[#*]?")  # not #953105: an issue
@@ -1110,6 +1115,7 @@ class _OneTimeCode(_Scan):
         r"|codice (?:di (?:verifica|conferma|sicurezza)|sms|otp)|kod (?:weryfikacyjny|sms|potwierdzający|jednorazowy)"
         r"|ověřovací kód|potvrzovací kód|overovací kód|ellenőrző kód|megerősítő kód|biztonsági kód|sms kód"
         r"|код (?:подтверждения|из смс|из sms|верификации)|смс-код|sms-код|одноразовый код|код з смс"
+        r"|код підтвердження|kod (?:blik|iz sms)|blik|nambari ya uthibitisho|code taeid|kode otp"
         r"|doğrulama kodu|onay kodu|güvenlik kodu|sms kodu|tek kullanımlık (?:kod|şifre)"
         r"|verificatiecode|bevestigingscode|inlogcode|verifieringskod|bekräftelsekod|engångskod|säkerhetskod"
         r"|bekræftelseskode|engangskode|sikkerhedskode|bekreftelseskode|vahvistuskoodi|tunnistuskoodi"
@@ -1333,7 +1339,9 @@ _ANSWER_IS_RE = _Lazy(
     r"|答え|答案|답|svar\w*|vastaus|válasz\w*|maiden name|pet'?s? name|memorable word|security answer)\b[^\n.?!]{0,60}?"
     r"(?:[ \t]+(?:is|was|ist|lautet|war|est|es|é|è|je|jest|är|er|—)\b|[ \t]*[:=—–]|は|是)"
     # the question in parentheses, then a colon ("question secrète (nom de mon premier animal) : …"); "I put …"
-    r"|\)[ \t]*[:=]|\bI[ \t]+(?:put|used|wrote|entered|gave|chose|typed)\b")
+    r"|\)[ \t]*[:=]|\bI[ \t]+(?:put|used|wrote|entered|gave|chose|typed)\b"
+    r"|\b(?:answer|antwort|réponse|respuesta|resposta|risposta|cevap|ответ|odpowiedź|maiden name)"
+    r"(?=[ \t]+(?-i:[A-ZÀ-ÖØ-ÞА-Я]))")
 
 
 class _SecurityAnswer(_ToldByContext):
@@ -1762,10 +1770,14 @@ class _ChosenPassword(_Scan):
     """A password in the shapes people choose, standing as a token in prose: two or three capitalised words of three
     letters or more, two to four digits and one sign (``GranitePuffin73=``, ``WombatYarrow85~``; not
     ``HelloWorld2024``, no sign; not ``PostgreSQL16!``, a capital run), or a capitalised word, one of ``+ = ^ ~`` and
-    two to four digits (``Pelican=301``, ``Hazel+75``). Code lines are left to the rules that read names."""
+    two to four digits (``Hazel+75``), or two or three words joined by ``-`` or ``.``, those after the first
+    capitalised, and a number of two or three digits (``Tundra-Faucet-93``, ``Fietsbel.Gracht22``; not a file's
+    name, ``Makefile.mingw32``, a year, ``Visual-Studio-2022``, or a width, ``dbus.Int32``, ``lcc-Win32``). Code
+    lines are left to the rules that read names."""
 
-    _SHAPE = _Lazy(r"(?<![A-Za-z0-9_@#$%^&*+=~./-])((?:[A-Z][a-z]{2,12}){2,3}[0-9]{2,4}[=+^~_!#$%&*?@-]"
-                   r"|[A-Z][a-z]{2,12}[+=^~][0-9]{2,4})(?=[.,;:!?)\]\"'`»”’]?(?:\s|$)|:[^\W\d_]|[-\u0080-\uffff])")
+    _SHAPE = _Lazy(r"(?<![A-Za-z0-9_@#$%^&*+=~./:-])((?:[A-Z][a-z]{2,12}){2,3}[0-9]{2,4}[=+^~_!#$%&*?@-]"
+                   r"|[A-Z][a-z]{2,12}[+^~][0-9]{2,4}"
+                   r"|[A-Za-z][a-z]{2,12}([-.])[A-Z][a-z]{2,12}(?:\2[A-Z][a-z]{2,12})?\2?(?!(?:16|32|64|128)\b)[0-9]{2,3})(?=[.,;:!?)\]\"'`»”’]{0,2}(?:\s|$)|:[^\W\d_]|[-\u0080-\uffff])")
 
     def matches(self, text: str) -> Iterator[re.Match[str]]:
         for m in self._SHAPE.finditer(text):
@@ -2163,7 +2175,8 @@ class _SecretColumn(_Scan):
     ``Secret access key``): that column's cells in the rows below (up to 500 rows, until a blank line or a row of
     another shape). Cells are split on the header's delimiter (comma, tab, ``|``, ``│``), quotes honoured."""
 
-    _HEADER = _Lazy(r"(?im)^[^\n]*(?:pass|secret|token|key|credential)[^\n]*$")
+    _HEADER = _Lazy(r"(?im)^[^\n]*(?:pass|secret|token|key|credential|clave|contrase|senha|kennwort|mot de passe|has[lł]o"
+                    r"|heslo|parol|wachtwoord|l[öo]senord|пароль|密码|パスワード|비밀번호|[şs]ifre)[^\n]*$")
     #: with ``personal``, a column of personal or financial numbers (:data:`_PERSONAL_COLUMN_RE`) instead, its cells
     #: masked when they hold a digit
     _PERSONAL_HEADER = _Lazy(r"(?im)^[^\n]*(?:account|acct|iban|ssn|social|card|cvv|cvc|routing|national|tax"
@@ -2180,6 +2193,8 @@ class _SecretColumn(_Scan):
         self.pairs = pairs
 
     def _wanted(self, name: str) -> bool:
+        if not self.pairs and not self.personal and _fold(name.lower()) in _COLUMN_PASSWORDS:
+            return True  # | servicio | usuario | clave |
         if self.pairs:
             return name.lower() in ("value", "wert", "valor", "valeur", "valore", "waarde")
         if self.personal:
@@ -2268,6 +2283,10 @@ _PERSONAL_COLUMN_RE = _Lazy(
     r"|national[ _-]?id(?:[ _-]?(?:number|no))?|tax[ _-]?id|passport[ _-]?(?:number|no|num)|account[ _-]?iban"
     r"|pin(?:[ _-]?(?:code|number))?|puk|pin-?code|geheimzahl|id[ _-]?card(?:[ _-]?(?:number|no))?|id[ _-]?number"
     r"|身份证(?:号)?|national[ _-]?insurance(?:[ _-]?number)?")
+#: a column's name that means password in another language
+_COLUMN_PASSWORDS = frozenset({"clave", "contrasena", "senha", "kennwort", "passwort", "mot de passe", "haslo", "heslo",
+                               "parola", "parole", "wachtwoord", "losenord", "пароль", "密码", "パスワード", "비밀번호",
+                               "sifre", "mdp", "pwd", "pw"})
 _RULE_CHARS = frozenset("|-:=+ ─┼│├┤┌┐└┘┬┴━┃┏┓┗┛┣┫┳┻╋═║╔╗╚╝╠╣╦╩╬")  # a table's rules and borders
 _WORD_CELL_RE = _Lazy(r"[A-Za-z][\w .()/-]{0,40}|`[A-Za-z][\w .-]{0,40}`")
 
@@ -2366,6 +2385,7 @@ _EXPIRY_ANCHORS = ("exp", "valid", "good thru", "gültig", "gultig", "ablauf", "
                    "geldig", "ważn", "wazn", "ważno", "wazno", "срок", "действительн", "годна", "kullanma", "有効期限",
                    "有效期", "유효", "hạn", "berlaku")
 _CARD_WORDS_RE = _Lazy(r"(?i)card|visa|mastercard|amex|\bcvv|\bcvc|\bexp(?:iry|ires|iration)?\b|tarjeta|carte|karte"
+                       r"|\bcarta\b|\bkaart\b|\bkarta\b|\bkort\b|kortti|بطاقة|כרטיס|카드|カード|thẻ"
                        r"|kartu|cart[ãa]o|карт|卡|diners|discover|maestro|\bjcb\b|unionpay|pasnummer")
 _LOGIN_WORDS_RE = _Lazy(r"(?i)\blog[ -]?in\b|\bsign[ -]?in\b|\bcreds?\b|credential|\bpass|\baccount")
 _LOADS_KEY_RE = _Lazy(r"(?i)\b(?:load|getKey|store|setKeyEntry|PBEKeySpec|KeyManagerFactory|init|password|passphrase)\b")
@@ -3352,6 +3372,19 @@ _FORMATS.extend([
     ("secret", ("reg_sz", "reg_expand_sz", "reg_multi_sz"),
      _Checked(_Lazy(r"(?m)^[ \t]+([\w.-]{1,80})[ \t]{2,}REG_(?:SZ|EXPAND_SZ|MULTI_SZ)[ \t]{2,}(?!\[REDACTED)(\S[^\n]*?)"
                     r"[ \t]*$"), _named_by(1)), 2),
+    # a Wi-Fi profile's key, as `netsh wlan show profile … key=clear` prints it in the system's language
+    ("password", ("key content", "schlüsselinhalt", "contenu de la clé", "contenido de la clave", "conteúdo da chave",
+                  "contenuto chiave", "содержимое ключа", "sleutelinhoud", "zawartość klucza", "obsah klíče",
+                  "anahtar içeriği", "キー コンテンツ", "关键内容", "主要內容"),
+     _Lazy(r"(?im)^[ \t]*(?:Key Content|Schlüsselinhalt|Contenu de la clé|Contenido de la clave|Conteúdo da Chave"
+           r"|Contenuto chiave|Содержимое ключа|Sleutelinhoud|Zawartość klucza|Obsah klíče|Anahtar İçeriği"
+           r"|キー コンテンツ|关键内容|主要內容)[ \t]*:[ \t]*(?!\[REDACTED)(\S[^\n]*?)[ \t]*$"), 1),
+    # a Google app password (four groups of four letters) under a password's name: SMTP_PASS=pdew tmbs qqrl mzez
+    ("password", ("pass", "pwd"),
+     _Lazy(r"(?i)(?:pass(?:word|wd)?|pwd)[\"'`]?[ \t]*[:=][ \t]*[\"'`]?(?!\[REDACTED)((?-i:[a-z]{4} [a-z]{4} [a-z]{4} "
+           r"[a-z]{4}))(?![a-z])"), 1),
+    # Zhipu's API key: 32 hexadecimal digits, a dot, 16 letters and digits
+    ("api-token", (".",), _Lazy(r"(?<![\w.])([0-9a-f]{32}\.[A-Za-z0-9]{16})(?![\w.])"), 1),
     # an SQL dump's rows, a table aligned by spaces
     ("password", ("insert",), _SqlInsert(), 1),
     ("secret", ("secret", "password", "token", "key", "value"), _SpacedColumns(), 1),
@@ -3509,7 +3542,8 @@ _FORMATS.extend([
                     r"(?![0-9/])"), lambda m: _beside_card_number(m)), 1),
     # payment card data told with its word: a card number that passes the Luhn check (not a processor's published
     # test number), a US social security number (a card's security code: indexer.secret_ids)
-    ("secret", ("card", "visa", "mastercard", "amex", "cvv", "cvc", "exp", "tarjeta", "carte", "karte", "kartu",
+    ("secret", ("card", "visa", "mastercard", "amex", "cvv", "cvc", "exp", "tarjeta", "carte", "karte", "kartu", "carta",
+                "kaart", "karta", "kort", "بطاقة", "כרטיס", "카드", "カード", "thẻ",
                 "cartão", "cartao", "карт", "卡", "diners", "discover", "maestro", "jcb", "unionpay", "pasnummer"),
      _Checked(_Lazy(r"(?<![\w-])((?:[0-9]{4}[ -]?){3}[0-9]{1,7}|[0-9]{4}[ -]?[0-9]{6}[ -]?[0-9]{4,5})(?![\w-])"),
               lambda m: _card_number(m.group(1)) and _near(_CARD_WORDS_RE, m, 80)), 1),
@@ -3528,10 +3562,15 @@ _FORMATS.extend([
 ])
 
 
+_CJK_RE = _Lazy(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
+
+
 def _ui_label(value: str) -> bool:
     """A value that names the secret rather than being one: a word for password with a space or no digit after it
     (``Passwort``, ``Passwort vergessen?``, ``كلمة المرور``); ``Password123!`` is a password."""
     v = value.strip().strip("\"'`")
+    if len(_CJK_RE.findall(v)) >= 4:
+        return True  # 半角英数字記号を含む12文字以上: a rule told in Chinese or Japanese, not a password
     return bool(v) and _PASSWORD_WORDS_RE.search(_ascii_lower(v)) is not None and (
         " " in v or not any(c.isdigit() for c in v)) and len(v) <= 60
 
@@ -4716,7 +4755,8 @@ def _sample_token(token: str) -> bool:
 
 
 #: a word a placeholder holds and a random token of 64 characters all but never does: xoxb-your-bot-token
-_PLACEHOLDER_WORD_RE = _Lazy(r"(?i)your|example|placeholder|dummy|change-?me|replace")
+_PLACEHOLDER_WORD_RE = _Lazy(r"(?i)your|example|placeholder|dummy|change-?me|replace|cambiar|changer|[äa]ndern|alterar"
+                             r"|sostituire|wijzigen|zmien")
 _TOKEN_SHAPE_RE = _Lazy(r"[\w-]+")  # a token, not a URL or a login (user:pw@host.example.com)
 
 

@@ -150,6 +150,28 @@ SECRETS = [
     ('{"openweather": {"appid": "3f9c2a7e5b1d8f4a6c0e2b9d7f5a3c1e"}}', "3f9c2a7e5b1d8f4a"),
     ("INSERT INTO people (name, id_card) VALUES ('Li', '110105199001011234');", "110105199001011234"),
     ("access_key_id = Zt8qLm3Rx7Wp2Kv9Bn5H", "Zt8qLm3Rx7Wp2Kv9Bn5H"),
+    # words joined by a dash or a dot and a short number, Wi-Fi words beside "wifi" in more languages
+    ("sudo now wants Lantern-Quill-48, then install the package", "Lantern-Quill-48"),
+    ("wifi kantoor Molen.Kaas17 - de printer doet raar", "Molen.Kaas17"),
+    ("la clave del wifi del bar es Churro.Martes61 por si acaso", "Churro.Martes61"),
+    ("rahat wifi PadThai_Krapow8 na khrap", "PadThai_Krapow8"),
+    # Windows' Wi-Fi profile, a Google app password, a Zhipu key, cards and accounts in more languages
+    ("    Key Content            : Lighthouse!Gate5", "Lighthouse!Gate5"),
+    ("Contenido de la clave : Faro-Azul-998", "Faro-Azul-998"),
+    ("MAIL_PASSWORD=qwer tyui opas dfgh", "qwer tyui opas dfgh"),
+    ("GLM key 7c3e9a1f5b2d8e4c6a0f9b7d5e3c1a2b.Kp8Lm2Qr5Tv9Wx3Z", "7c3e9a1f5b2d8e4c"),
+    ("la mia carta 4556 7375 8689 9855, non salvarla", "4556 7375 8689 9855"),
+    ("내 계좌 110-234-567890 로 보내줘", "110-234-567890"),
+    ("contul meu RO49 AAAA 1B31 0075 9384 0000 pentru test", "RO49 AAAA 1B31 0075 9384 0000"),
+    # codes after more words, answers with no colon, recovery codes after a longer lead-in
+    ("the disarm code is 4827 if it goes off", "4827"),
+    ("pinkoden til døren 3917", "3917"),
+    ("kod BLIK 582931, wpisz szybko", "582931"),
+    ("код підтвердження 604213, введи", "604213"),
+    ("security question: first pet, answer Biscuit Moon, for the script", "Biscuit Moon"),
+    ("backup codes in case the cli asks: 4f8a2-9c1d3 7b2e6-1a9f4", "7b2e6-1a9f4"),
+    ("codici di recupero di GitLab 4f8a2-9c1d3, 7b2e6-1a9f4 per favore", "7b2e6-1a9f4"),
+    ("| sitio | usuario | clave |\n|---|---|---|\n| wiki | ana | Tortilla$Patata4 |", "Tortilla$Patata4"),
 ]
 
 
@@ -248,6 +270,18 @@ LOOK_ALIKES = [
     "  o Merge branch 'event-ET-#636-v2' (ca4b6404)",
     "    xfree86 (closes: Ubuntu#8562, Ubuntu#8626).",
     "community contributions are welcome",
+    "SHA256 Fingerprint=17:CE:77:C6:73:96",
+    "Timeout=30 and Width=100",
+    "we use Visual-Studio-2022 here",
+    "install python-dateutil-28 and node-red-14",
+    "password_rule: 半角英数字記号を含む12文字以上で設定してください",
+    'pon password: "CAMBIAR_AQUI" y luego',
+    "the answer is the Security Council",
+    "make -f Makefile.mingw32 fails",
+    "collision handling for Caps-hpux11 and Caps.aix1",
+    "allow failures on Debian.cross.aarch64",
+    "convert days argument from dbus.Int32 to int",
+    "26. WIN32: Added lcc-Win32 variants of i386 assembler code",
 ]
 
 
