@@ -391,6 +391,7 @@ def _user_password(m: re.Match[str]) -> bool:
 
 
 
+@functools.lru_cache(maxsize=1024)
 def _fold(word: str) -> str:
     """``word`` in ASCII letters: its accents dropped, and the letters that have none spelled as a keyboard without
     them does (ł l, ø o, ð d, æ ae, ß ss, ı i, ə e)."""
@@ -2175,22 +2176,38 @@ class _SecretColumn(_Scan):
     ``Secret access key``): that column's cells in the rows below (up to 500 rows, until a blank line or a row of
     another shape). Cells are split on the header's delimiter (comma, tab, ``|``, ``│``), quotes honoured."""
 
-    _HEADER = _Lazy(r"(?im)^[^\n]*(?:pass|secret|token|key|credential|clave|contrase|senha|kennwort|mot de passe|has[lł]o"
-                    r"|heslo|parol|wachtwoord|l[öo]senord|пароль|密码|パスワード|비밀번호|[şs]ifre)[^\n]*$")
+    _HEADER = _words_re("pass|secret|token|key|credential|clave|contrase|senha|kennwort|mot de passe|hasło|haslo"
+                        "|heslo|parol|wachtwoord|lösenord|losenord|пароль|şifre|sifre", "密码|パスワード|비밀번호", tail="")
     #: with ``personal``, a column of personal or financial numbers (:data:`_PERSONAL_COLUMN_RE`) instead, its cells
     #: masked when they hold a digit
-    _PERSONAL_HEADER = _Lazy(r"(?im)^[^\n]*(?:account|acct|iban|ssn|social|card|cvv|cvc|routing|national|tax"
-                             r"|passport|pin|puk|geheimzahl)[^\n]*$")
+    _PERSONAL_HEADER = _words_re("account|acct|iban|ssn|social|card|cvv|cvc|routing|national|tax|passport|pin|puk"
+                                 "|geheimzahl", tail="")
     _DELIMS = (",", "\t", "|", "│", ";")
 
     #: with ``pairs``, a table of names and values (``│ Name │ Type │ Value │``, a CLI's secret listing): the value
     #: of each row whose name is a secret's
-    _PAIRS_HEADER = _Lazy(r"(?im)^[^\n]*\b(?:value|wert|valor|valeur|valore|waarde)\b[^\n]*$")
+    _PAIRS_HEADER = _words_re("value|wert|valor|valeur|valore|waarde", tail=r"\b")
     _NAME_COLUMNS = frozenset({"name", "key", "variable", "secret", "setting", "env", "parameter", "nom", "nombre"})
 
     def __init__(self, personal: bool = False, pairs: bool = False) -> None:
         self.personal = personal
         self.pairs = pairs
+
+    @staticmethod
+    def _lines(words: _Lazy, text: str) -> Iterator[re.Match[str]]:
+        """The lines that hold one of ``words``, each once (the words are found first: a pattern that scans every
+        line for them costs ~3 times as much)."""
+        last = -1
+        for word in words.finditer(_ascii_lower(text)):  # (the words are lower case, the text's copy too)
+            if word.start() <= last:
+                continue
+            start = text.rfind("\n", 0, word.start()) + 1
+            end = text.find("\n", word.end())
+            end = len(text) if end < 0 else end
+            last = end
+            line = _SPAN_RE.match(text, start, end) if end > start else None
+            if line is not None:
+                yield line
 
     def _wanted(self, name: str) -> bool:
         if not self.pairs and not self.personal and _fold(name.lower()) in _COLUMN_PASSWORDS:
@@ -2218,7 +2235,7 @@ class _SecretColumn(_Scan):
     def matches(self, text: str) -> Iterator[re.Match[str]]:
         done = 0
         header_re = self._PAIRS_HEADER if self.pairs else self._PERSONAL_HEADER if self.personal else self._HEADER
-        for header in header_re.finditer(text):
+        for header in self._lines(header_re, text):
             if header.start() < done:
                 continue
             line = header.group(0)
@@ -2384,6 +2401,25 @@ _EXPIRY_WORDS = (r"exp(?:iry|ires|iration)?(?:[ \t]+date)?|valid[ \t]+(?:thru|th
 _EXPIRY_ANCHORS = ("exp", "valid", "good thru", "gültig", "gultig", "ablauf", "venc", "caduc", "scad", "verval",
                    "geldig", "ważn", "wazn", "ważno", "wazno", "срок", "действительн", "годна", "kullanma", "有効期限",
                    "有效期", "유효", "hạn", "berlaku")
+
+
+class _CardExpiry(_Scan):
+    """A card's expiry date after its word within 150 characters of a card number that passes the Luhn check: the
+    numbers are found first (most texts hold none), then the date around each."""
+
+    _DATE = _Lazy(r"(?i)(?<![^\W\d_])(?:" + _EXPIRY_WORDS + r")[ \t.:=]*((?:0[1-9]|1[0-2])[ \t]?[/-][ \t]?(?:20)?[0-9]{2})"
+                  r"(?![0-9/])")
+
+    def matches(self, text: str) -> Iterator[re.Match[str]]:
+        done = 0
+        for card in _CARD_NUMBER_RE.finditer(text):
+            if not _card_number(card.group(1)):
+                continue
+            for m in self._DATE.finditer(text, max(done, card.start() - 150), min(len(text), card.end() + 150)):
+                done = m.end()
+                yield m
+
+
 _CARD_WORDS_RE = _Lazy(r"(?i)card|visa|mastercard|amex|\bcvv|\bcvc|\bexp(?:iry|ires|iration)?\b|tarjeta|carte|karte"
                        r"|\bcarta\b|\bkaart\b|\bkarta\b|\bkort\b|kortti|بطاقة|כרטיס|카드|カード|thẻ"
                        r"|kartu|cart[ãa]o|карт|卡|diners|discover|maestro|\bjcb\b|unionpay|pasnummer")
@@ -3537,9 +3573,7 @@ _FORMATS.extend([
               lambda m: _track_number(m.group(2))), 1),
     # a card's expiry date beside its number (before the number's rule masks it: the number is how the date is
     # known for a card's), after its word in the languages cards are printed in: "exp 08/27", "gültig bis 09/28"
-    ("card-expiry", _EXPIRY_ANCHORS,
-     _Checked(_Lazy(r"(?i)(?<![^\W\d_])(?:" + _EXPIRY_WORDS + r")[ \t.:=]*((?:0[1-9]|1[0-2])[ \t]?[/-][ \t]?(?:20)?[0-9]{2})"
-                    r"(?![0-9/])"), lambda m: _beside_card_number(m)), 1),
+    ("card-expiry", _EXPIRY_ANCHORS, _CardExpiry(), 1),
     # payment card data told with its word: a card number that passes the Luhn check (not a processor's published
     # test number), a US social security number (a card's security code: indexer.secret_ids)
     ("secret", ("card", "visa", "mastercard", "amex", "cvv", "cvc", "exp", "tarjeta", "carte", "karte", "kartu", "carta",
@@ -3629,13 +3663,6 @@ _TEST_CARDS = frozenset({
 
 
 _CARD_NUMBER_RE = _Lazy(r"(?<![\w-])((?:[0-9]{4}[ -]?){3}[0-9]{1,7}|[0-9]{4}[ -]?[0-9]{6}[ -]?[0-9]{4,5})(?![\w-])")
-
-
-def _beside_card_number(m: re.Match[str]) -> bool:
-    """A card number (Luhn) is told within 150 characters of ``m``, on its line or the next."""
-    text = m.string
-    return any(_card_number(c.group(1)) for c in _CARD_NUMBER_RE.finditer(
-        text, max(0, m.start() - 150), min(len(text), m.end() + 150)))
 
 
 def _card_number(number: str) -> bool:
