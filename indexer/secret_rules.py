@@ -1730,21 +1730,18 @@ class _SpacedColumns(_Scan):
             pairs = not wanted and len(names) == 2 and names[1].lower() == "value"
             if not wanted and not pairs:
                 continue
-            pos = head.end() + 1
-            for _ in range(200):
-                if pos >= len(text):
-                    break
-                nl = text.find("\n", pos)
-                end = len(text) if nl < 0 else nl
-                row = text[pos:end]
+            done = head.end() + 1
+            for pos, end in _lines_after(text, head.end() + 1, 200):
+                done, row = pos, text[pos:end]
                 if not row.strip():
                     break
+                done = end + 1
                 if set(row.strip()) <= _RULE_CHARS:
-                    pos = end + 1
                     continue
                 cells = list(_CELL_RE.finditer(row))
                 shift = len(cells) - len(names)
                 if shift not in (0, 1):
+                    done = pos
                     break
                 if pairs:
                     columns = [1] if _strong_name(cells[shift].group(0)) else []
@@ -1756,11 +1753,21 @@ class _SpacedColumns(_Scan):
                         span = _SPAN_RE.match(text, pos + cell.start(), pos + cell.end())
                         if span is not None:
                             yield span
-                pos = end + 1
-            done = pos
 
 
 _CELL_RE = _Lazy(r"\S+")
+
+
+def _lines_after(text: str, pos: int, limit: int) -> Iterator[tuple[int, int]]:
+    """The start and end of each line from ``pos`` on, at most ``limit`` of them."""
+    n = len(text)
+    for _ in range(limit):
+        if pos >= n:
+            return
+        end = text.find("\n", pos)
+        end = n if end < 0 else end
+        yield pos, end
+        pos = end + 1
 _CODE_SHAPE_RE = _Lazy(r"[(){}\[\]=;<>]")  # what code holds ("$" and "%" are prose's too: "it has a $")
 #: the last word of a column whose cells are secrets
 _COLUMN_SECRETS = frozenset({"password", "passwd", "pwd", "pass", "secret", "token", "key", "apikey", "credential",
@@ -1834,20 +1841,13 @@ class _CredentialList(_Scan):
                   r"(?!\[REDACTED)([^\s\"'`/][^\s\"'`/]{5,63}?)[\"'`]?[ \t]*$")
 
     def matches(self, text: str) -> Iterator[re.Match[str]]:
-        n = len(text)
         for head in self._HEAD.finditer(text):
-            pos = head.end() + 1
-            for _ in range(12):
-                if pos >= n:
-                    break
-                nl = text.find("\n", pos)
-                end = n if nl < 0 else nl
+            for pos, end in _lines_after(text, head.end() + 1, 12):
                 m = self._ITEM.match(text, pos, end)
                 if m is None:
                     break
                 if _password_like(m.group(1)):
                     yield m
-                pos = end + 1
 
 
 #: an issue's number inside a branch's or a file's name (``event-ET-#636-v2``)
@@ -2258,24 +2258,20 @@ class _SecretColumn(_Scan):
                             next((k for k, nm in enumerate(names) if nm), 0))
             if self.pairs and name_col in wanted:
                 continue
-            pos = header.end() + 1
-            for _ in range(500):
-                if pos >= len(text):
+            done = header.end() + 1
+            for pos, end in _lines_after(text, header.end() + 1, 500):
+                done, row = pos, text[pos:end]
+                if not row.strip():
                     break
-                nl = text.find("\n", pos)
-                end = len(text) if nl < 0 else nl
-                row = text[pos:end]
-                if not row.strip() or set(row.strip()) <= _RULE_CHARS:
-                    if not row.strip():
-                        break
-                    pos = end + 1
+                done = end + 1
+                if set(row.strip()) <= _RULE_CHARS:
                     continue
                 row_cells = self._cells(row, delim)
                 if abs(len(row_cells) - len(cells)) > 1:
+                    done = pos
                     break
                 if self.pairs and not (name_col < len(row_cells) and _strong_name(
                         row[row_cells[name_col][0] : row_cells[name_col][1]].strip().strip("\"'`"))):
-                    pos = end + 1
                     continue  # a row whose name is no secret's: its value stays
                 for k in wanted:
                     if k < len(row_cells):
@@ -2289,8 +2285,6 @@ class _SecretColumn(_Scan):
                             m = _SPAN_RE.match(text, start, start + len(inner))
                             if m is not None:
                                 yield m
-                pos = end + 1
-            done = pos
 
 
 #: a column of personal or financial numbers (its cells are masked when they hold a digit)
