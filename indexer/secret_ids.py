@@ -50,6 +50,8 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterator
 
+from indexer.anchors import AnchorSet
+
 _MARK = "[REDACTED"
 
 Span = tuple[int, int]
@@ -59,7 +61,7 @@ def mask(text: str, lower: str | None = None) -> tuple[str, int]:
     """Mask the personal, financial and recovery secrets in ``text`` (``lower``: the text lower-cased, when the
     caller has it); returns the masked text and how many were masked."""
     low = text.lower() if lower is None else lower
-    present = {a for a in (_ASCII_ANCHORS if text.isascii() else _ANCHORS) if a in (text if a.isupper() else low)}
+    present = _LOWER_ANCHORS.present(low) | _UPPER_ANCHORS.present(text)
     # an IBAN's shape is an anchor of its own: "stuur maar naar NL22 RABO 0981 2762 97" names no bank
     shaped = _IBAN_SHAPE_RE.search(text) is not None
     if not present and not shaped:
@@ -884,3 +886,6 @@ _RULES: tuple[tuple[str, tuple[str, ...], Callable[[str], Iterator[Span]]], ...]
 #: is not searched for the others
 _ANCHORS = tuple(dict.fromkeys(a for _, anchors, _ in _RULES for a in anchors))
 _ASCII_ANCHORS = tuple(a for a in _ANCHORS if a.isascii())
+#: found in one pass over the text (indexer.anchors): the anchors in capitals as written, the others in lower case
+_LOWER_ANCHORS = AnchorSet(a for a in _ANCHORS if not a.isupper())
+_UPPER_ANCHORS = AnchorSet(a for a in _ANCHORS if a.isupper())

@@ -55,6 +55,7 @@ import threading
 from collections.abc import Callable, Iterator
 
 from indexer import secret_ids
+from indexer.anchors import AnchorSet
 
 _MARK = "[REDACTED"
 
@@ -3707,6 +3708,7 @@ def _needed_anchors() -> tuple[str, ...]:
 
 
 _FORMAT_ANCHORS = _needed_anchors()
+_FORMAT_ANCHOR_SET = AnchorSet(_FORMAT_ANCHORS)  # found in one pass over the text
 
 # Base64 key material without its BEGIN line (a cut or a pasted fragment): three or more lines of 40+ base64
 # characters mixing cases; hex (digests, commit ids) has no upper and lower case mix and is left alone.
@@ -4863,7 +4865,7 @@ def _mask(text: str, _argv: bool = True) -> tuple[str, int]:
     text, total_ids = secret_ids.mask(text, _ascii_lower(text))  # personal, financial, recovery: indexer.secret_ids
     total += total_ids
     lower = _ascii_lower(text)
-    present = {a for a in _FORMAT_ANCHORS if a in lower}
+    present = _FORMAT_ANCHOR_SET.present(lower)
     if present:
         for kind, anchors, pattern, group in _FORMATS:
             if present.isdisjoint(anchors):
