@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 
 import psycopg
 
@@ -100,7 +101,7 @@ def test_eight_hook_writers_with_syncs_and_searches_index_every_event_once(team,
                 sync(settings[member])
                 counts["syncs"] += 1
             except Exception as exc:  # any failure of a sync racing the hooks is the defect under test
-                failures.append(f"sync {member}: {exc!r}")
+                failures.append(f"sync {member}: {exc!r}\n{traceback.format_exc()}")
 
     def keep_searching(member: str) -> None:
         done = 0
@@ -111,7 +112,7 @@ def test_eight_hook_writers_with_syncs_and_searches_index_every_event_once(team,
                 counts["searches"] += 1
                 counts["team_searches"] += result.health.store_reason is None
             except Exception as exc:
-                failures.append(f"search {member}: {exc!r}")
+                failures.append(f"search {member}: {exc!r}\n{traceback.format_exc()}")
 
     env = {**os.environ, "MEMSEARCH_NO_SERVER": "1", "PYTHONPATH": os.getcwd()}
     threads = [threading.Thread(target=f, args=(m,)) for m in homes for f in (keep_syncing, keep_searching)]
