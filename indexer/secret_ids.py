@@ -856,12 +856,16 @@ def _codes_after_cards(text: str) -> Iterator[Span]:
     after_card = _re(r"(?<![\w-])((?:\d[ -]?){12,18}\d)(?![\w-])[^\n]{0,40}?\b(?:c[óo]d(?:igo|e|ice)?|kod|код)"
                      + _FILLER + _CODE_VALUE, re.I)
     for m in _around(after_card, text, _AFTER_CARD_ANCHORS, 80, 40):
-        if _luhn(m.group(1)):
+        if luhn(m.group(1)):
             yield m.span(2)
 
 
-def _luhn(number: str) -> bool:
-    """13 to 19 digits that pass the Luhn check, not one digit repeated."""
+def luhn(number: str) -> bool:
+    """13 to 19 digits that pass the Luhn check, not one digit repeated (a card's number; ``secret_rules`` asks too).
+
+    >>> luhn("4556 7375 8689 9855"), luhn("4556 7375 8689 9856"), luhn("0000 0000 0000 0000")
+    (True, False, False)
+    """
     digits = [int(c) for c in number if c.isdigit()]
     if not 13 <= len(digits) <= 19 or len(set(digits)) < 3:
         return False
@@ -882,10 +886,8 @@ _RULES: tuple[tuple[str, tuple[str, ...], Callable[[str], Iterator[Span]]], ...]
     ("card-code", _AFTER_CARD_ANCHORS, _codes_after_cards),
     ("national-id", ("p<",), _mrz_lines),
 )
-#: every rule's anchors once (a word in capitals is looked for as written: ``RUN``, ``SIN``); an ASCII text (most)
-#: is not searched for the others
+#: every rule's anchors once (a word in capitals is looked for as written: ``RUN``, ``SIN``)
 _ANCHORS = tuple(dict.fromkeys(a for _, anchors, _ in _RULES for a in anchors))
-_ASCII_ANCHORS = tuple(a for a in _ANCHORS if a.isascii())
 #: found in one pass over the text (indexer.anchors): the anchors in capitals as written, the others in lower case
 _LOWER_ANCHORS = AnchorSet(a for a in _ANCHORS if not a.isupper())
 _UPPER_ANCHORS = AnchorSet(a for a in _ANCHORS if a.isupper())

@@ -767,8 +767,8 @@ _TOLD_GAP_RE = _Lazy(
 #: only after a word for password of their own language
 _OWN_LANGUAGE = {"on": ("salasan", "salasõn", "parool", "tunnuslause"), "oli": ("salasan", "salasõn", "parool"),
                  "da": ("pasahitza",), "ni": ("nenosiri", "aṣínà", "ọ̀rọ̀", "ọrọigbaniwọle", "iphasiwedi"),
-                 "és": ("contrasenya",), "ita ce": ("kalmar sirri",), "shi ne": ("kalmar sirri",)}  # Catalan "is",
-# Hungarian "and"; Hausa "it is"
+                 "és": ("contrasenya",),  # Catalan "is", Hungarian "and"
+                 "ita ce": ("kalmar sirri",), "shi ne": ("kalmar sirri",)}  # Hausa "it is"
 #: a copula after the value (languages that put the verb last): "… kiwi2020 है", "… است", "…입니다", "…です"
 _TOLD_AFTER_RE = _Lazy(r"[ \t]*(?:है|हैं|था|ہے|است|ነው|আছে|হল|ಆಗಿದೆ|ஆகும்|ആണ്)|です|だ|입니다|이다|예요|이에요"
                        r"|'(?:d|t)[ıiuü]r")
@@ -1659,8 +1659,7 @@ class _StrongToken(_Scan):
             if signed:  # a note in parentheses is prose's too ("… Ferr37puf#4 (not the pwd command)"), unless the
                 # token is inside it ("(closes: Ubuntu#8562)")
                 prose = _PAREN_NOTE_RE.sub(lambda n: n.group(0) if "\x00" in n.group(0) else " ", prose)
-            if _CODE_CHARS_RE.search(prose) and not (
-                    _CHAT_LINE_RE.match(line)):
+            if _CODE_CHARS_RE.search(prose) and not _CHAT_LINE_RE.match(line):
                 continue  # code; a list's, a quote's or a tag's mark before prose (- [s1 q0] …, > …, 1) …) is not
             if signed or _scrambled(value):
                 yield m
@@ -1671,6 +1670,8 @@ class _StrongToken(_Scan):
 
 
 _ARROW_RE = _Lazy(r"(?<=\s)(?:->|=>|-->|==>|>)(?=\s)")  # prose points with them: "the password -> Marmalade*Rain8"
+
+
 class _SqlInsert(_Scan):
     """The rows of an SQL dump's ``INSERT INTO t (…, password, …) VALUES (…), (…);``: the values of the columns
     that name a secret (a password, a token, a key; a hash too). Values are read as SQL writes them: quoted strings
@@ -1732,18 +1733,13 @@ class _SpacedColumns(_Scan):
             if not wanted and not pairs:
                 continue
             done = head.end() + 1
-            for pos, end in _lines_after(text, head.end() + 1, 200):
-                done, row = pos, text[pos:end]
-                if not row.strip():
-                    break
-                done = end + 1
-                if set(row.strip()) <= _RULE_CHARS:
-                    continue
+            for pos, end in _table_rows(text, head.end() + 1, 200):
+                row = text[pos:end]
                 cells = list(_CELL_RE.finditer(row))
                 shift = len(cells) - len(names)
                 if shift not in (0, 1):
-                    done = pos
                     break
+                done = end + 1
                 if pairs:
                     columns = [1] if _strong_name(cells[shift].group(0)) else []
                 else:
@@ -1769,6 +1765,19 @@ def _lines_after(text: str, pos: int, limit: int) -> Iterator[tuple[int, int]]:
         end = n if end < 0 else end
         yield pos, end
         pos = end + 1
+
+
+def _table_rows(text: str, pos: int, limit: int) -> Iterator[tuple[int, int]]:
+    """A table's rows from ``pos`` on (at most ``limit`` lines): up to its first blank line, its rules and borders
+    (``|---|``, ``├──┼──┤``) passed over."""
+    for start, end in _lines_after(text, pos, limit):
+        row = text[start:end].strip()
+        if not row:
+            return
+        if not set(row) <= _RULE_CHARS:
+            yield start, end
+
+
 _CODE_SHAPE_RE = _Lazy(r"[(){}\[\]=;<>]")  # what code holds ("$" and "%" are prose's too: "it has a $")
 #: the last word of a column whose cells are secrets
 _COLUMN_SECRETS = frozenset({"password", "passwd", "pwd", "pass", "secret", "token", "key", "apikey", "credential",
@@ -2260,17 +2269,12 @@ class _SecretColumn(_Scan):
             if self.pairs and name_col in wanted:
                 continue
             done = header.end() + 1
-            for pos, end in _lines_after(text, header.end() + 1, 500):
-                done, row = pos, text[pos:end]
-                if not row.strip():
-                    break
-                done = end + 1
-                if set(row.strip()) <= _RULE_CHARS:
-                    continue
+            for pos, end in _table_rows(text, header.end() + 1, 500):
+                row = text[pos:end]
                 row_cells = self._cells(row, delim)
                 if abs(len(row_cells) - len(cells)) > 1:
-                    done = pos
                     break
+                done = end + 1
                 if self.pairs and not (name_col < len(row_cells) and _strong_name(
                         row[row_cells[name_col][0] : row_cells[name_col][1]].strip().strip("\"'`"))):
                     continue  # a row whose name is no secret's: its value stays
@@ -2293,7 +2297,7 @@ _PERSONAL_COLUMN_RE = _Lazy(
     r"(?i)(?:bank[ _-]?)?(?:account|acct)[ _-]?(?:number|no|num|nr)|iban|ssn|social[ _-]?security(?:[ _-]?(?:number|no))?"
     r"|(?:credit[ _-]?)?card[ _-]?(?:number|no|num)|cc[ _-]?(?:number|num|no)|cvv2?|cvc2?|routing[ _-]?(?:number|no)"
     r"|national[ _-]?id(?:[ _-]?(?:number|no))?|tax[ _-]?id|passport[ _-]?(?:number|no|num)|account[ _-]?iban"
-    r"|pin(?:[ _-]?(?:code|number))?|puk|pin-?code|geheimzahl|id[ _-]?card(?:[ _-]?(?:number|no))?|id[ _-]?number"
+    r"|pin(?:[ _-]?(?:code|number))?|puk|geheimzahl|id[ _-]?card(?:[ _-]?(?:number|no))?|id[ _-]?number"
     r"|身份证(?:号)?|national[ _-]?insurance(?:[ _-]?number)?")
 #: a column's name that means password in another language
 _COLUMN_PASSWORDS = frozenset({"clave", "contrasena", "senha", "kennwort", "passwort", "mot de passe", "haslo", "heslo",
@@ -2415,6 +2419,8 @@ class _CardExpiry(_Scan):
                 yield m
 
 
+#: a card's number as it is written: four groups of four (the last up to seven digits), or Amex's 4-6-5
+_CARD_NUMBER_RE = _Lazy(r"(?<![\w-])((?:[0-9]{4}[ -]?){3}[0-9]{1,7}|[0-9]{4}[ -]?[0-9]{6}[ -]?[0-9]{4,5})(?![\w-])")
 _CARD_WORDS_RE = _Lazy(r"(?i)card|visa|mastercard|amex|\bcvv|\bcvc|\bexp(?:iry|ires|iration)?\b|tarjeta|carte|karte"
                        r"|\bcarta\b|\bkaart\b|\bkarta\b|\bkort\b|kortti|بطاقة|כרטיס|카드|カード|thẻ"
                        r"|kartu|cart[ãa]o|карт|卡|diners|discover|maestro|\bjcb\b|unionpay|pasnummer")
@@ -2925,7 +2931,7 @@ class _PrintedSecret(_Scan):
                      r"|gpg|age|pass|gopass|bw|lpass|doppler|infisical|chamber|keyring|wg|terraform|pwgen)[ \t]"
                      r"[^\n]*\n[ \t]*\S))(\S[^\n]*)$")
     _PRINTS = _Lazy(
-        r"(?i)(?:^|[|;&(]\s*|\s--\s+|\bsudo\s+(?:-\S+\s+)*|(?<=\s)[\"'])(?:"  # and quoted: ssh h 'printenv X'"
+        r"(?i)(?:^|[|;&(]\s*|\s--\s+|\bsudo\s+(?:-\S+\s+)*|(?<=\s)[\"'])(?:"  # and quoted: ssh h 'printenv X'
         r"op\s+(?:read\b|item\s+get\b[^|;&]*\s--fields?\b|inject\b)"
         r"|g?pass\s+(?:show\s+)?(?!-)(?!(?:ls|list|find|search|grep|git|init|insert|edit|rm|mv|cp|version|help)\b)"
         r"[\w./@-]+\s*(?:$|\|)"
@@ -3425,7 +3431,8 @@ _FORMATS.extend([
                     r"[\"'`»«“”„‘’]?(?!\[REDACTED)([^\s\"'`»«“”„‘’/]{6,64}?)[\"'`»«“”„‘’]?(?=[.,;:?)]?(?:\s|$))"),
               lambda m: _told(m.group(1).rstrip("!")) or _password_like(m.group(1))), 1),
     # a password as people choose them, in a sentence of any language: two or three capitalised words, a number
-    # and a sign ("GranitePuffin73=", "FerretComet03+"), or a word, a sign and a number ("Pelican=301")
+    # and a sign ("GranitePuffin73=", "FerretComet03+"), a word, a sign and a number ("Hazel+75"), words joined by a
+    # dash or a dot and a short number ("Tundra-Faucet-93")
     ("password", ("0", "1", "2", "3", "4", "5", "6", "7", "8", "9"), _ChosenPassword(), 1),
     # the rest of a key split over two lines (a chat app cut it): a random token alone on the line after a token
     # another rule masked alone on its line
@@ -3442,7 +3449,7 @@ _FORMATS.extend([
      _Lazy(r"(?i)\b(?:proxy_set_header|RequestHeader[ \t]+set|add_header|header_up)[ \t]+Authorization[ \t]+[\"']?"
            r"(?:Basic|Bearer|Token|Digest)[ \t]+(?!\[REDACTED)([A-Za-z0-9+/=._~-]{8,})"), 1),
     # SNMP communities and v3 users' passphrases (snmpd.conf)
-    ("password", ("community", "createuser"),
+    ("password", ("rocommunity", "rwcommunity"),
      _Lazy(r"(?im)^[ \t]*r[ow]community6?[ \t]+(?!\[REDACTED|public\b|private\b)([^\s#]{4,})"), 1),
     ("password", ("createuser",),
      _Lazy(r"(?i)\bcreateUser[ \t]+\S+[ \t]+(?:MD5|SHA[-0-9]*)[ \t]+\"?(?!\[REDACTED)([^\s\"]{4,})\"?"), 1),
@@ -3574,8 +3581,7 @@ _FORMATS.extend([
     ("secret", ("card", "visa", "mastercard", "amex", "cvv", "cvc", "exp", "tarjeta", "carte", "karte", "kartu", "carta",
                 "kaart", "karta", "kort", "بطاقة", "כרטיס", "카드", "カード", "thẻ",
                 "cartão", "cartao", "карт", "卡", "diners", "discover", "maestro", "jcb", "unionpay", "pasnummer"),
-     _Checked(_Lazy(r"(?<![\w-])((?:[0-9]{4}[ -]?){3}[0-9]{1,7}|[0-9]{4}[ -]?[0-9]{6}[ -]?[0-9]{4,5})(?![\w-])"),
-              lambda m: _card_number(m.group(1)) and _near(_CARD_WORDS_RE, m, 80)), 1),
+     _Checked(_CARD_NUMBER_RE, lambda m: _card_number(m.group(1)) and _near(_CARD_WORDS_RE, m, 80)), 1),
     # and a 19-digit card (Maestro, UnionPay) grouped 4-4-4-4-3
     ("secret", ("card", "maestro", "unionpay", "carte", "karte", "tarjeta", "cartão", "cartao", "карт", "卡"),
      _Checked(_Lazy(r"(?<![\w-])([0-9]{4}([ -])[0-9]{4}\2[0-9]{4}\2[0-9]{4}\2[0-9]{3})(?![\w-])"),
@@ -3594,14 +3600,21 @@ _FORMATS.extend([
 _CJK_RE = _Lazy(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
 
 
+def _speaks_of_password(value: str) -> bool | None:
+    """None when ``value`` holds no word for password; else whether it speaks of one (a space beside the word, or no
+    digit: ``Passwort``, ``Passwort vergessen?``) rather than being one (``Password123!``)."""
+    if _PASSWORD_WORDS_RE.search(_ascii_lower(value)) is None:
+        return None
+    return " " in value.strip() or not any(c.isdigit() for c in value)
+
+
 def _ui_label(value: str) -> bool:
-    """A value that names the secret rather than being one: a word for password with a space or no digit after it
-    (``Passwort``, ``Passwort vergessen?``, ``كلمة المرور``); ``Password123!`` is a password."""
+    """A value under a secret's name that names the secret rather than being one (``"login.password": "Passwort"``,
+    ``كلمة المرور``), or a rule told in Chinese or Japanese."""
     v = value.strip().strip("\"'`")
     if len(_CJK_RE.findall(v)) >= 4:
         return True  # 半角英数字記号を含む12文字以上: a rule told in Chinese or Japanese, not a password
-    return bool(v) and _PASSWORD_WORDS_RE.search(_ascii_lower(v)) is not None and (
-        " " in v or not any(c.isdigit() for c in v)) and len(v) <= 60
+    return bool(v) and len(v) <= 60 and bool(_speaks_of_password(v))
 
 
 def _xml_named(m: re.Match[str]) -> bool:
@@ -3611,10 +3624,11 @@ def _xml_named(m: re.Match[str]) -> bool:
 
 
 def _ui_text(value: str) -> bool:
-    """A label an app shows about the secret (``Пароль``, ``Неверный пароль``, ``Токен API``): a word for password in
-    it, with a space or no digit (``Password123!`` is a password); or words of letters only, capitalised."""
-    if _PASSWORD_WORDS_RE.search(_ascii_lower(value)):
-        return " " in value.strip() or not any(c.isdigit() for c in value)
+    """A label an app shows about the secret (``Пароль``, ``Неверный пароль``, ``Токен API``): one that speaks of a
+    password (:func:`_speaks_of_password`), or words of letters only, capitalised."""
+    spoken = _speaks_of_password(value)
+    if spoken is not None:
+        return spoken
     words = value.split()
     return len(words) >= 2 and value[:1].isupper() and all(w.isalpha() for w in words)
 
@@ -3657,19 +3671,10 @@ _TEST_CARDS = frozenset({
 })
 
 
-_CARD_NUMBER_RE = _Lazy(r"(?<![\w-])((?:[0-9]{4}[ -]?){3}[0-9]{1,7}|[0-9]{4}[ -]?[0-9]{6}[ -]?[0-9]{4,5})(?![\w-])")
-
-
 def _card_number(number: str) -> bool:
     """13 to 19 digits that pass the Luhn check, not all one digit, and not a published test card."""
     digits = number.replace(" ", "").replace("-", "")
-    if not 13 <= len(digits) <= 19 or len(set(digits)) < 3 or digits in _TEST_CARDS:
-        return False
-    total = 0
-    for i, c in enumerate(reversed(digits)):
-        d = int(c) * (2 if i % 2 else 1)
-        total += d - 9 if d > 9 else d
-    return total % 10 == 0
+    return digits not in _TEST_CARDS and secret_ids.luhn(digits)
 
 
 def _track_number(number: str) -> bool:
@@ -3890,6 +3895,8 @@ def _bare_token(value: str) -> bool:
         return not _skip_value(value)  # X-Partner-Key abf67e85…: 32 hexadecimal digits or more
     return bool(lower and upper and digits) and _looks_random(value) and not (
         _identifier_like(value) or _skip_value(value))
+
+
 _SPACED_QUOTE_RE = _Lazy(r"[ \t]+(?=[\"'][^\"'\n\s][^\"'\n]*[\"'](?:[ \t]*[,;)]|[ \t]*$))", re.MULTILINE)
 _OR_ELSE_RE = _Lazy(r"\s+(?:or|\|\||\?\?|\?:)\s")
 _CODE_VALUE_RE = _Lazy(r"[A-Za-z_$][\w.$]*(?:::?[A-Za-z_$][\w.$]*)*[!?]?\s*[(\[]")
