@@ -371,6 +371,8 @@ def wal_behind(db_path: Path) -> bool:
             name = held.filename
         except apsw.ThreadingViolationError:
             return False  # busy in another thread (the warm server's, a sync's): this process holds an index open
+        except apsw.ConnectionClosedError:
+            continue  # closed by another thread since it was listed (a search ending beside a sync): it holds nothing
         if name and os.path.realpath(name) == target:
             return False
     try:
