@@ -394,7 +394,20 @@ def _tells_a_time_in(row: HitRow, window: TimeWindow) -> bool:
     if row.kind != "event" or not row.ts:
         return False
     told = _told_window(row.text[:TOLD_TIME_CHARS], row.ts)
-    return told is not None and window.start <= told.start and told.end <= window.end
+    if told is None:
+        return False
+    if window.start <= told.start and told.end <= window.end:
+        return True
+    # A night is told as a day and the morning after ("last night", written on the 2nd, is the 1st's): a told time
+    # of two days at most counts by the day it starts.
+    return told.end <= _days_after(told.start, 2) and window.start <= told.start < window.end
+
+
+@functools.lru_cache(maxsize=1024)
+def _days_after(ts: str, days: int) -> str:
+    from datetime import datetime, timedelta
+
+    return (datetime.fromisoformat(ts) + timedelta(days=days)).isoformat(timespec="seconds")
 
 
 @functools.lru_cache(maxsize=4096)

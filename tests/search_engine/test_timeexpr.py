@@ -296,6 +296,26 @@ def test_an_event_counts_in_the_window_of_the_time_it_tells(home, settings):
     assert boosts["e3"] == ("time 3",)
 
 
+def test_a_night_told_the_next_morning_counts_in_the_day_it_began(home, settings):
+    """"Last night", written on the morning of the 12th, is the evening of the 11th: a query naming the 11th raises
+    it as of that day (its own window runs to the morning after); a night told on the 13th does not count."""
+    lines = [orjson.dumps({"id": f"e{i}", "ts": ts, "session_id": f"s{i}", "type": "prompt", "content": text}).decode()
+             for i, (ts, text) in enumerate([
+                 ("2026-11-12T08:30:00", "Hey, I finally watched the whole space documentary series last night, "
+                                         "all four episodes in one go, and the ending was great."),
+                 ("2026-11-13T08:30:00", "I watched another documentary last night, about deep sea fish."),
+                 ("2026-11-02T20:00:00", "We watched a documentary about volcanoes."),
+                 *((f"2026-10-{10 + i:02d}T10:00:00", text) for i, text in enumerate(FILLER)),
+             ])]
+    write(home / "events" / "2026-11-12.jsonl", "\n".join(lines) + "\n")
+    index(settings, embedder=None)
+    dated = search(settings, "which documentary did I watch on 11 November 2026", mode="bm25", now=NOW, explain=True)
+    boosts = {h.event_id: e.boosts for h, e in zip(dated.hits, dated.explain)}
+    assert boosts["e0"] == ("time 3",)
+    assert "time 3" not in boosts["e1"] and "time 3" not in boosts["e2"]
+    assert dated.hits[0].event_id == "e0"
+
+
 @hsettings(max_examples=200, deadline=None)
 @given(text=st.text(max_size=30))
 def test_any_date_text_parses_or_is_a_usage_error(text):
