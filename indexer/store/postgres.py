@@ -86,6 +86,9 @@ CANDIDATES = 5000
 #: round trips more than work.
 COUNTS_TTL = 10.0
 KNN_MAX = 4096
+#: A filter that lets at most this many chunks through is read exactly; a wider one through the HNSW index first
+#: (as :data:`indexer.store.sqlite_read.EXACT_MAX`)
+EXACT_MAX = 4096
 #: What the server raises for a row's own content (a value it cannot hold, a tsvector over 1 MB, an index entry too
 #: large): a sync leaves that row out and says so (:meth:`PgStore.replace_sources`) rather than stop at it.
 ROW_ERRORS: tuple[type[psycopg.Error], ...] = (psycopg.errors.DataError, psycopg.errors.ProgramLimitExceeded)
@@ -430,7 +433,7 @@ class PgStore:
         dim = int(q.shape[0])
         where, params = _filter_sql(filters)
         with self.pool.connection() as conn, conn.transaction():
-            if filters.selective:
+            if filters.selective and self._count_passing(conn, where, params, EXACT_MAX + 1) <= EXACT_MAX:
                 return self._exact(conn, q, dim, model, where, params, limit)
             conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(int(ef_search))))
             conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
@@ -472,6 +475,13 @@ class PgStore:
             " ORDER BY v.embedding::vector({d}) <=> %s::vector({d}) LIMIT %s)"
             " SELECT c.id, near.distance FROM near JOIN {s}.chunks c ON c.hash = near.hash WHERE {w}"
             " ORDER BY near.distance, c.id LIMIT %s").format(d=d, s=sql.Identifier(SCHEMA), w=where)
+
+    @staticmethod
+    def _count_passing(conn, where, params, most: int) -> int:
+        """How many chunks the condition ``where`` lets through, counted up to ``most``."""
+        query = sql.SQL("SELECT count(*) FROM (SELECT 1 FROM {s}.chunks c WHERE {w} LIMIT %s) passing").format(
+            s=sql.Identifier(SCHEMA), w=where)
+        return int(_one_row(conn.execute(query, [*params, most]))[0])
 
     @staticmethod
     def _exact(conn, q, dim: int, model: str, where, params, limit: int) -> list[Scored]:

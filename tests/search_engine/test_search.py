@@ -1,6 +1,7 @@
 """Search against the real SQLite + FTS5 + sqlite-vec (fake embedder here; the real model in test_model.py)."""
 
 from contextlib import contextmanager
+from datetime import datetime
 
 import orjson
 import pytest
@@ -13,6 +14,7 @@ from indexer.pipeline import index
 from indexer.store.local import SqliteStore
 from indexer.store.sqlite import connect
 from indexer.store.sqlite_read import fts5_query
+from search_engine import search as search_module
 from search_engine.filters import Filters, parse_date
 from search_engine.lexical import cjk_bigrams, lexical_search
 from search_engine.query import ParsedQuery, content_terms, terms
@@ -348,6 +350,43 @@ def test_a_short_reply_is_found_by_the_vector_list_through_the_turn_it_answers(h
         hits = search(settings, query, mode="vector", k=8, embedder=real_embedder).hits
         assert [h.event_id for h in hits if h.event_id.startswith("r")][0] == reply, query
 
+
+
+@pytest.mark.model
+def test_a_query_that_names_a_time_reads_the_nearest_events_of_that_time(home, real_embedder, monkeypatch):
+    """"Which country was I visiting in the second week of November": the trip was told in other words ("my first
+    time in Scotland") and is not among the memory's nearest events (3 candidates a list here), which are other
+    trips of other weeks; the events of the week named (and of the two days after it) nearest to the question are
+    read too, and the week's time raises it to the top (the real index, the real model)."""
+    trips = ["We visited Portugal in spring and loved the coast", "My trip to Italy was great, the food was amazing",
+             "Thinking about visiting Japan next year for the cherry blossoms",
+             "Our country road trip through France took two weeks", "Visiting Spain again, this time Seville",
+             "Which countries should I visit in South America?", "Visiting Greece with my sister in the summer",
+             "The best country I visited last year was Norway", "Planning a visit to Mexico City in the fall",
+             "We were visiting Croatia and the islands were beautiful", "Visiting family in Poland for a week",
+             "Which country has the best trains for visiting as a tourist?"]
+    days = ["2026-11-01", "2026-11-02", "2026-11-03", "2026-11-04", "2026-11-05", "2026-11-06", "2026-11-19",
+            "2026-11-20", "2026-11-21", "2026-11-22", "2026-10-30", "2026-10-31"]  # November, not its second week
+    lines = [orjson.dumps({"id": f"t{i}", "ts": f"{day}T10:00:00", "type": "prompt", "content": text,
+                           "session_id": f"s{i}"}) for i, (day, text) in enumerate(zip(days, trips, strict=True))]
+    lines.append(orjson.dumps({"id": "uk", "ts": "2026-11-13T20:00:00", "type": "prompt", "session_id": "uk",
+                               "content": "Landed in Edinburgh this morning, my first time in Scotland: castles, "
+                                          "bagpipes and rain all afternoon"}))
+    work = ["rotate the staging database password", "the export job timed out twice", "review the retry policy",
+            "renew the TLS certificate", "the flaky login test again", "the CI cache is cold"]
+    lines += [orjson.dumps({"id": f"w{i}", "ts": f"2026-11-{9 + i}T09:00:00", "type": "prompt", "content": text,
+                            "session_id": f"w{i}"}) for i, text in enumerate(work)]  # the week's other work
+    write(home / "events" / "2026-11-13.jsonl", b"\n".join(lines) + b"\n")
+    settings = resolve_settings(home, candidates=3)
+    index(settings, embedder=real_embedder)
+    query = "which country was I visiting in the second week of November"
+    now = datetime(2026, 11, 23, 10, 0)
+    found = search(settings, query, mode="hybrid", k=5, embedder=real_embedder, now=now, explain=True)
+    assert found.hits[0].event_id == "uk"
+    assert found.explain[0].boosts == ("time 3",)
+    monkeypatch.setattr(search_module, "WINDOW_NEAREST", 0)
+    whole = search(settings, query, mode="hybrid", k=5, embedder=real_embedder, now=now)
+    assert "uk" not in {h.event_id for h in whole.hits}  # not among the nearest 3 of the whole memory
 
 
 @contextmanager

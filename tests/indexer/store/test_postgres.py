@@ -18,7 +18,7 @@ import psycopg  # noqa: E402
 from conftest import MEMSEARCH  # noqa: E402
 from indexer.base.embedder import BUNDLED_ID  # noqa: E402
 from indexer.base.errors import UsageError  # noqa: E402
-from indexer.store import ChunkRow, SourceState, Store  # noqa: E402
+from indexer.store import ChunkRow, SourceState, Store, postgres  # noqa: E402
 from indexer.store.pg_schema import (  # noqa: E402
     EXTENSION_SQL,
     MIGRATIONS,
@@ -85,6 +85,13 @@ def test_vector_candidates_use_hnsw_with_ef_search_and_filter_inside(alice, team
                                              if int(u[1:]) % 3 == 0][:5]
     with pytest.raises(ValueError, match="ef_search"):
         alice.vector_candidates(query, MODEL, Filters(), 10, ef_search=0)
+    # a filter that lets more than EXACT_MAX chunks through goes through the index first, with the same answer
+    monkeypatch.setattr(postgres, "EXACT_MAX", 50)
+    monkeypatch.setattr(PgStore, "_exact", staticmethod(lambda *a, **k: pytest.fail("the exact scan ran")))
+    wide = alice.vector_candidates(query, MODEL, Filters(kind="note"), 5, ef_search=100)
+    assert [by_uid[s.id] for s in wide] == [u for u in (f"c{i}" for i in np.argsort(1 - vectors @ query))
+                                            if int(u[1:]) % 3][:5]
+    monkeypatch.undo()
 
     sent: list[tuple[str, str]] = []  # what the store sends: ef_search is set in the search's own transaction
     execute = psycopg.Connection.execute

@@ -118,6 +118,27 @@ def test_vector_candidates_are_the_nearest_chunks_within_the_filters(store, fake
         assert store.vector_candidates(floats, model, Filters(), 8) == store.vector_candidates(qvec, model, Filters(), 8)
 
 
+def test_a_wide_filter_reads_the_nearest_vectors_first_with_the_same_answer(store, fake, monkeypatch):
+    """A filter that lets more than EXACT_MAX chunks through is read by the widened KNN, not by distances to every
+    chunk it passes: the same nearest chunks either way, and no exact scan when the KNN finds enough."""
+    import indexer.store.sqlite_read as sqlite_read
+
+    model = fake.model_id
+    qvec = fake.embed_query("refund webhook race")
+    wide = Filters(since="2000-01-01")
+    keep = lambda k, s: visible(k, s)  # noqa: E731
+    exact = store.vector_candidates(qvec, model, wide, 5)
+    assert [s.score for s in exact] == pytest.approx([d for _, d in reference_nearest(store, qvec, model, keep, 5)],
+                                                     abs=1e-4)
+    passing = store._count_passing(wide, 10_000)
+    assert 5 < passing == store._count_passing(Filters(), 10_000) - store.conn.execute(
+        "SELECT count(*) FROM chunks WHERE ts IS NULL OR ts < '2000-01-01'").fetchone()[0]
+    assert store._count_passing(wide, 3) == 3  # counted up to the bound only
+    monkeypatch.setattr(sqlite_read, "EXACT_MAX", 2)
+    monkeypatch.setattr(SqliteStore, "_exact", lambda *a, **k: pytest.fail("the exact scan ran"))
+    assert store.vector_candidates(qvec, model, wide, 5) == exact
+
+
 def test_the_in_memory_matrix_ranks_like_sqlite_vec_and_follows_new_vectors(store, fake, settings, home):
     from conftest import write
 
