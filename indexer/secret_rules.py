@@ -3187,7 +3187,8 @@ _FORMATS.extend([
      _Checked(_Lazy(r"(?m)^[ \t]*([A-Za-z][\w.-]{2,60})(?:[ \t]+--?[a-z][\w-]*)*[ \t]+([\"']?)(?!\[REDACTED)(?!-)"
                     r"([^\s\"';]{4,200})\2[ \t]*;?[ \t]*$"),
               lambda m: _strong_name(m.group(1)) and not _skip_value(m.group(3)) and (
-                  _mixed(m.group(3)) and any(c.isdigit() for c in m.group(3)) or _in_key_value_config(m))), 3),
+                  _mixed(m.group(3)) and any(c.isdigit() for c in m.group(3)) or _in_key_value_config(m))
+              and not (m.group(3)[0] == "(" and m.group(3)[-1] == ")")), 3),  # "password (v2.4.1)": a note
     # a value made of a user and a password: user = "deploy:…", npmAuthIdent: "ci:…", BUNDLE_GEMS__X=ci:…
     ("password", (":",),
      _Checked(_Lazy(r"(?m)^[ \t]*(?:export[ \t]+)?[\"']?([A-Za-z_][\w.-]{0,80})[\"']?[ \t]*[:=][ \t]*[\"']?"
