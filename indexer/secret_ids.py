@@ -137,7 +137,7 @@ _FILLER_WORDS = {
     "tr": "numara numaram numaran numarası numarasi numaranız numaramız", "ru": "номер это", "uk": "номер це",
     "id": "nomor adalah ialah saya", "tl": "numero ko ay", "vi": "số của tôi là", "he": "מספר שלי הוא היא",
     "ar": "رقم هو هي الخاص بي", "hi": "नंबर संख्या है", "hu": "szám számom számú jelem", "th": "ของฉัน ของผม ของดิฉัน คือ เลขที่ หมายเลข",
-    "ja": "番号 は が", "ko": "번호 는 은", "zh": "号码 號碼 号 是 为 為", "sw": "namba nambari yangu ni",
+    "ja": "番号 は が", "ko": "번호 는 은", "zh": "号码 號碼 号 是 为 為 係 用 我 的", "sw": "namba nambari yangu ni",
     "bn": "নম্বর নাম্বার আমার হলো হল", "ur": "نمبر میرا ہے", "fa": "شماره من است",
 }
 #: scripts whose words are not spaced (a word of the filler may be followed by the next without a space)
@@ -164,6 +164,18 @@ _FILLER = _filler()
 #: ("moved the account to 2024001", "Konto mit 1500000 Euro") are not read as filler
 _ACCOUNT_FILLER = _filler(frozenset({"to", "min", "mit"}))
 
+
+#: a letter of any alphabet (with the vowel signs of the Indic and Thai scripts, which are no letters to ``\w``)
+_WORD_CHAR = r"(?:[^\W\d_]|[\u0300-\u036f\u0900-\u0dff\u0e00-\u0e7f])"
+#: words that name another party than the person ("ИНН продавца": the seller's, printed on every receipt)
+_PARTIES = (r"(?i:seller|vendor|merchant|company|supplier|employer|store|shop|bank|продавца|поставщика|организации"
+            r"|компании|магазина|банка|работодателя|verkäufer\w*|firma|händler\w*|vendeur|société|entreprise"
+            r"|vendedor|empresa|proveedor|tienda|venditore|azienda|fornitore)(?![^\W\d_])")
+#: what may stand between an identity number's label and its value besides :data:`_FILLER`: an ending after a hyphen
+#: ("ЕГН-то") and up to three short words of any language ("CNP-ul meu e …", "Số CCCD của mình là …", "ஆதார் எண்
+#: …", "رقم الهوية الوطنية حقي …"): the value must still pass its check or have its label's exact shape
+_SHORT_WORDS = (rf"(?:[-'’]{_WORD_CHAR}{{1,4}}(?!{_WORD_CHAR}))?[,;]?"
+                rf"(?:[ \t]+(?![A-Z]+[ \t]|{_PARTIES}){_WORD_CHAR}{{1,8}}(?=[ \t,:：]),?){{0,4}}")  # (not "QQ" of "QQ 52 81 46 C")
 
 #: a letter of an alphabet that spaces its words (a label in Chinese or Japanese may be inside a sentence)
 _LETTER = r"[A-Za-z\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff]"
@@ -314,8 +326,9 @@ _RECOVERY_LABEL = (
 #: colon, "**"; then the first code
 _RECOVERY_HEAD = (r"(?:[ \t]+(?:for|of|from|für|von|de|pour|para|di|per|van|voor|do|dla|för|til|para)[ \t]+"
                   r"[^\n:：]{1,80}?(?=[ \t]*[:：(\n])|[ \t]+[A-Z][\w.-]{1,30}(?=[ \t]*[:：(\n]))?"
-                  r"(?:[ \t]*\([^)\n]{0,60}\))?[*_`]*"
+                  r"(?:[ \t]*[(（][^)）\n]{0,60}[)）])?[*_`]*"
                   r"(?:[,;][^\n:：]{1,60}(?=[:：][ \t]*\r?\n)"  # ", bitte sicher aufbewahren:" and the list below
+                  r"|[ \t]+[^\n:：]{1,80}(?=[:：][ \t]*\r?\n)"  # " here so you can put them in the vault:" and the list
                   r"|[,;][^\n]{1,100}?[?.!](?=[ \t]*\r?\n)"  # ", can you format them as a checklist?"
                   r"|[ \t]+(?:in case|if|for when|falls|si|se|au cas)[^\n:]{1,60}(?=:)"  # "… in case the gh flow asks:"
                   r"|[ \t]+(?:di|de|do|von|for|dla|of)[ \t]+[A-Z][\w.-]{1,30})?"  # "codici di recupero di GitHub …"
@@ -324,7 +337,7 @@ _RECOVERY_HEAD = (r"(?:[ \t]+(?:for|of|from|für|von|de|pour|para|di|per|van|voo
 #: one code of a list: maybe its number or bullet, or "and" after the one before; digits grouped by single spaces
 #: are one code ("4821 9935"), letters and digits grouped by dashes too
 _ITEM = (r"[ \t]*(?:\r?\n[ \t]*)?(?:(?:and|und|et|y|e|en|i|och|og|и|ve|và|dan)[ \t]+)?"
-         r"(?:[-*•|]|#?\d{1,2}[.):]|\(\d{1,2}\))?[ \t]*[\"'`]?"
+         r"(?:[-*•|・]|#?\d{1,2}[.):]|\(\d{1,2}\))?[ \t]*[\"'`]?"
          r"(\d{2,8}(?: \d{2,8})+|[A-Za-z0-9]{3,}(?:-[A-Za-z0-9]{2,})*)[\"'`]?[ \t]*[,;|]?")
 
 
@@ -333,6 +346,11 @@ def _code(token: str) -> bool:
     bare = token.replace("-", "").replace(" ", "")
     return (4 <= len(bare) <= 40 and any(c.isdigit() for c in bare)
             and not _re(r"(?:19|20)\d\d(?:-\d\d){0,2}|\d{1,2}-\d{1,2}-\d{2,4}").fullmatch(token))
+
+
+def _same_shape(token: str, first: str) -> bool:
+    """``token`` has the first code's groups (``pogv-toyn`` after ``5oa8-nk76``): a code of a list may hold no digit."""
+    return [len(g) for g in token.split("-")] == [len(g) for g in first.split("-")] and len(token) >= 8
 
 
 def _recovery_codes(text: str) -> Iterator[Span]:
@@ -346,7 +364,8 @@ def _recovery_codes(text: str) -> Iterator[Span]:
             pos = text.index("\n", pos) + 1  # the file's name, a blank line, the codes (github-recovery-codes.txt)
         while len(codes) < 40:
             m = item.match(text, pos)
-            if not m or not _code(m.group(1)) or (codes and "\n\n" in text[last:m.start(1)].replace("\r", "")):
+            if not m or not (_code(m.group(1)) or codes and _same_shape(m.group(1), codes[0])) or (
+                    codes and "\n\n" in text[last:m.start(1)].replace("\r", "")):
                 break
             first = m.start(1) if first < 0 else first
             last, pos = m.end(1), m.end()
@@ -398,7 +417,8 @@ _BANK_ANCHORS = (
     "tilinumero", "tilinro", "účet", "účtu", "счет", "счёт", "банк",
     "hesap", "havale", "口座", "銀行", "振込", "银行", "账户", "帳戶", "转账", "계좌", "은행", "tài khoản", "ngân hàng",
     "बैंक", "खाता", "clabe", "cbu", "cvu", "آيبان", "ايبان", "إيبان", "شبا", "بنك", "مصرف", "حساب", "בנק", "חשבון",
-    "ธนาคาร", "บัญชี", "普通", "当座",
+    "ธนาคาร", "บัญชี", "普通", "当座", "뱅크", "예금주", "농협", "우체국", "ખાતા", "কাউন্ট", "கணக்கு", "ఖాతా", "खाते", "ಖಾತೆ",
+    "അക്കൗണ്ട്", "ਖਾਤਾ", "àkáǹtì", "akanti", "akaunti", "asusu",
 )
 #: the registries' and banks' documented example IBANs (SWIFT's IBAN registry, the ECBS and Wikipedia): left alone
 _EXAMPLE_IBANS = frozenset({
@@ -421,7 +441,7 @@ def _mod97(value: str) -> int:
 #: the IBAN's name: in Latin letters, in Arabic (``الآيبان``: the article before it is passed over), in Persian
 #: (Iran's "sheba"); every alternative starts with a letter, so the pattern skips to those (an optional article in
 #: front cost 3 times as much)
-_IBAN_LABEL = r"iban|[آاإ]يبان|شبا(?![\u0600-\u06ff])"
+_IBAN_LABEL = r"iban|[آاإ]يبان|شبا(?:ی|ي)?(?![\u0600-\u06ff])"  # شبای من: "my Sheba"
 _IBAN_ANCHORS = ("iban", "آيبان", "ايبان", "إيبان", "شبا")
 
 
@@ -434,7 +454,15 @@ def _ibans(text: str) -> Iterator[Span]:
         number = value.replace(" ", "").replace("-", "").upper()
         if number in _EXAMPLE_IBANS or not _shaped(r"[A-Z]{2}\d{2}[A-Z0-9]{11,30}", number):
             return False
-        return iban.is_valid(number[:2] + iban.calc_check_digits(number) + number[4:], check_country=False)
+        from stdnum.exceptions import InvalidComponent, ValidationError
+
+        try:
+            iban.validate(number[:2] + iban.calc_check_digits(number) + number[4:], check_country=False)
+        except InvalidComponent:
+            return True  # a country outside SWIFT's registry (Iran's Sheba): its label and its shape
+        except ValidationError:
+            return False
+        return True
 
     yield from _labelled_values(_around(_labelled(_IBAN_LABEL), text, _IBAN_ANCHORS), text, shaped, 42)
     # Poland's account number (NRB) is its IBAN without "PL", told so at home: 26 digits, the first two the IBAN's
@@ -466,13 +494,18 @@ _ACCOUNT_LABEL = (
     r"hesap[ \t]*(?:numarası|no)|口座番号|銀行口座|银行账号|银行账户|銀行帳號|계좌(?:[ \t]?번호)?|số[ \t]+tài[ \t]+khoản"
     r"|nomor[ \t]+rekening|no\.?[ \t]*rekening|खाता[ \t]+(?:संख्या|नंबर)|رقم[ \t]+(?:ال)?حساب|מספר[ \t]+ה?חשבון"
     r"|เลข(?:ที่)?บัญชี|(?:普通|当座)(?:預金)?"
+    r"|ખાતા[ \t]+(?:નંબર|ક્રમાંક)|(?:অ্যাকাউন্ট|হিসাব)[ \t]+নম্বর|கணக்கு[ \t]+எண்|ఖాతా[ \t]+(?:సంఖ్య|నంబర్)"
+    r"|खाते[ \t]+क्रमांक|ಖಾತೆ[ \t]+ಸಂಖ್ಯೆ|അക്കൗണ്ട്[ \t]+നമ്പർ|ਖਾਤਾ[ \t]+ਨੰਬਰ"
+    r"|[가-힣]{1,6}(?:은행|뱅크)|농협|우체국|새마을금고|신협|수협"  # a Korean bank's name before the account
+    r"|n[ọo]́?ń?b[àa][ \t]+[àa]k[áa][ǹn]t[ìi]|namba[ \t]+ya[ \t]+akaunti|lambar[ \t]+asusu"
 )
 
 
 _ACCOUNT_ANCHORS = (
     "account", "acct", "a/c", "checking", "savings", "chequing", "konto", "compte", "cuenta", "conto", "conta",
     "rekening", "rachun", "tilinumero", "tilinro", "účtu", "сч", "hesap", "口座", "银行账", "銀行帳", "계좌", "tài khoản",
-    "खाता", "حساب", "חשבון", "บัญชี", "普通", "当座",
+    "खाता", "حساب", "חשבון", "บัญชี", "普通", "当座", "ખાતા", "নম্বর", "கணக்கு", "ఖాతా", "खाते", "ಖಾತೆ", "അക്കൗണ്ട്",
+    "ਖਾਤਾ", "은행", "뱅크", "농협", "우체국", "새마을금고", "신협", "수협", "àkáǹtì", "akanti", "akaunti", "asusu",
 )
 _BANK_CODE_ANCHORS = ("routing", "aba", "rtn", "ruta", "sort", "bsb", "clabe", "cbu", "cvu", "transit")
 
@@ -493,7 +526,8 @@ def _bank_accounts(text: str) -> Iterator[Span]:
     for start, end in _labelled_values(labels, text, _account_number, 26):
         if _near(r"\baws\b|arn:aws|amazon", text, start, end, 200):
             continue  # an AWS account id (12 digits) in a text that speaks of transfers or payments
-        if _near(_BANK_WORDS + r"|kontonummer|rekeningnummer|口座番号|계좌", text, start, end, 200):
+        if _near(_BANK_WORDS + r"|kontonummer|rekeningnummer|口座番号|계좌|은행|뱅크|예금주|농협|우체국|ifsc|àkáǹtì|akanti"
+                 r"|akaunti|asusu|ખાતા|কাউন্ট|கணக்கு|ఖాతా|खाते|ಖಾತೆ|അക്കൗണ്ട്|ਖਾਤਾ", text, start, end, 200):
             yield start, end
 
 
@@ -583,11 +617,13 @@ _ID_LABELS: tuple[tuple[tuple[str, ...], str, tuple[str, ...], str], ...] = (
     (("kennitala",), r"kennitala|kennitalan", ("is_.kennitala",), r"\d{6}-?\d{4}"),
     (("cpf",), r"cpf", ("br.cpf",), r"\d{3}\.?\d{3}\.?\d{3}-?\d{2}"),
     (("cnpj",), r"cnpj", ("br.cnpj",), r"\d{2}\.?\d{3}\.?\d{3}/?\d{4}-?\d{2}"),
-    (("aadha", "आधार"), r"aadhaa?r|आधार", ("in_.aadhaar",), r"[2-9]\d{3}([ -]?)\d{4}\1\d{4}"),
+    (("aadha", "आधार", "ஆதார்", "ആധാർ", "ఆధార్", "ಆಧಾರ್", "আধার", "આધાર", "ਆਧਾਰ", "ଆଧାର"),
+     r"aadhaa?r|आधार|ஆதார்|ആധാർ|ఆధార్|ಆಧಾರ್|আধার|આધાર|ਆਧਾਰ|ଆଧାର", ("in_.aadhaar",), r"[2-9]\d{3}([ -]?)\d{4}\1\d{4}"),
     (("PAN",), r"PAN", ("in_.pan",), r"[A-Z]{3}[ABCFGHJLPT][A-Z]\d{4}[A-Z]"),
     (("permanent account", "पैन"), r"permanent[ \t]+account[ \t]+number|पैन", ("in_.pan",),
      r"[A-Z]{3}[ABCFGHJLPT][A-Z]\d{4}[A-Z]"),
-    (("身份", "chinese id"), r"身份证|身份證|公民身份号码|居民身份证|chinese[ \t]+id", ("cn.ric",), r"\d{17}[\dX]|\d{15}"),
+    (("身份", "chinese id"), r"身份证|身份證|公民身份号码|居民身份证|chinese[ \t]+id", ("cn.ric", "hk-id"),
+     r"\d{17}[\dX]|\d{15}"),
     (("resident id",), r"resident[ \t]+id(?:entity)?(?:[ \t]+card)?", ("cn.ric",), ""),
     (("주민", "외국인", "rrn", "resident registration"),
      r"(?:주민|외국인)[ \t]?등록[ \t]?번호|주민번호|rrn|resident[ \t]+registration(?:[ \t]+number)?", ("kr.rrn",),
@@ -627,11 +663,25 @@ _ID_LABELS: tuple[tuple[tuple[str, ...], str, tuple[str, ...], str], ...] = (
     (("kimlik", "tckn"), r"t\.?c\.?[ \t]+kimlik(?:[ \t]+no)?|tckn|tc[ \t]?kimlik[ \t]?no", ("tr.tckimlik",), r"[1-9]\d{10}"),
     (("kimlik",), r"kimlik(?:[ \t]+(?:no|numarası))?", ("tr.tckimlik",), ""),
     (("nric", "mykad"), r"nric|mykad", ("my.nric",), r"\d{6}-?\d{2}-?\d{4}|[STFGM]\d{7}[A-Z]"),  # and Singapore's
+    (("IC", "kad pengenalan"), r"(?-i:IC)|kad[ \t]+pengenalan", ("my.nric",), ""),  # Malaysia's, by its check only
+    (("KRA",), r"(?-i:KRA)(?:[ \t]+PIN)?", ("ke.pin",), r"[AP]\d{9}[A-Z]"),  # Kenya's tax PIN ("PIN yangu ya KRA")
+    (("jmbg", "јмбг", "embg", "ембг", "матичн"), r"jmbg|јмбг|embg|ембг|матични[ \t]+број|матичен[ \t]+број",
+     (), r"(?:0[1-9]|[12]\d|3[01])(?:0[1-9]|1[0-2])\d{9}"),  # Serbia's, North Macedonia's, Bosnia's, Montenegro's
+    (("ausweis",), r"(?:personal)?ausweis(?:nummer|-?nr\.?)", (),
+     r"[CFGHJKLMNPRTVWXYZ][CFGHJKLMNPRTVWXYZ0-9]{8}"),  # Germany's identity card
+    # the United Arab Emirates' (before Saudi Arabia's: "رقم الهوية الإماراتية"), Saudi Arabia's citizen or resident
+    (("الإماراتية", "الاماراتية", "emirates id"), r"رقم[ \t]+الهوية[ \t]+ال[إا]ماراتية|الهوية[ \t]+ال[إا]ماراتية"
+     r"|emirates[ \t]+id(?:[ \t]+(?:number|no\.?))?", ("luhn",), r"784-?\d{4}-?\d{7}-?\d"),
+    (("الهوية", "الإقامة", "iqama"), r"رقم[ \t]+الهوية(?:[ \t]+الوطنية)?|الهوية[ \t]+الوطنية|رقم[ \t]+الإقامة|iqama",
+     (), r"[12]\d{9}"),
+    (("NIC", "ජාතික හැඳුනුම්පත්", "தேசிய அடையாள"), r"(?-i:NIC)|ජාතික[ \t]+හැඳුනුම්පත්|தேசிய[ \t]+அடையாள[ \t]+அட்டை",
+     (), r"(?:19|20)\d{2}[0-8]\d{6}\d|\d{9}[VX]"),  # Sri Lanka's, new and old
     (("hkid", "香港身份證"), r"hkid|香港身份證(?:號碼)?", ("hk-id",), r"[A-Z]{1,2}\d{6}\(?[0-9A]\)?"),  # Hong Kong's
     (("cnic", "شناختی"), r"cnic|شناختی[ \t]+کارڈ", ("pk.cnic",), r"\d{5}-?\d{7}-?\d"),
     (("کد ملی", "کدملی", "شماره ملی", "melli"), r"کد[ \t]?ملی|شماره[ \t]+ملی|code[ \t]+melli|melli[ \t]+code",
      ("ir-melli",), r"\d{10}|\d{3}-\d{6}-\d"),  # Iran's
     (("NIN",), r"(?-i:NIN)", (), r"\d{11}"),  # Nigeria's
+    (("BVN",), r"(?-i:BVN)", (), r"\d{11}"),  # Nigeria's bank verification number
     (("kitambulisho",), r"kitambulisho(?:[ \t]+cha[ \t]+taifa)?", (), r"\d{7,9}"),  # Kenya's, Tanzania's
     (("এনআইডি", "পরিচয়পত্র", "NID"), r"এনআইডি|জাতীয়[ \t]+পরিচয়পত্র|(?-i:NID)", (), r"\d{10}|\d{13}|\d{17}"),  # Bangladesh
     # told with a label that names no country: a number of an identity's length, not a placeholder
@@ -648,6 +698,8 @@ _ID_LABELS: tuple[tuple[tuple[str, ...], str, tuple[str, ...], str], ...] = (
     (("инн",), r"инн(?:[ \t]+(?:физлица|физического[ \t]+лица|ип|организации|юрлица))?", ("ru.inn",), r"\d{10}|\d{12}"),
     (("снилс", "snils"), r"снилс|snils", (), r"\d{3}-?\d{3}-?\d{3}[ -]?\d{2}"),
     (("рнокпп", "іпн"), r"рнокпп|іпн", ("ua.rntrc",), r"\d{10}"),
+    (("id number", "id no", "mazisi"), r"id[ \t]+(?:number|no\.?)|(?:inombolo[ \t]+)?(?:ka)?mazisi",
+     ("za.idnr", "my.nric", "il.idnr", "cn.ric", "kr.rrn", "tr.tckimlik"), ""),  # a check must pass
     (("african id", "id-nommer", "id nommer", "identiteitsnommer"),
      r"south[ \t]+african[ \t]+id|id[ -]nommer|identiteitsnommer", ("za.idnr",), r"\d{13}"),
     (("sa id",), r"sa[ \t]+id", ("za.idnr",), ""),
@@ -701,8 +753,9 @@ _ID_ANCHORS = tuple(dict.fromkeys(a for anchors, _, _, _ in _ID_LABELS for a in 
 
 def _valid(validator: str, value: str) -> bool:
     """``value`` passes ``validator``: a python-stdnum module (``"fr.nir"``) or one of ours."""
-    if validator == "passport":
-        return bool(_re(r"[A-Z0-9]{6,9}").fullmatch(value)) and sum(c.isdigit() for c in value) >= 2
+    if validator == "passport":  # or a Russian one's series and number, "45 06 123456"
+        return (bool(_re(r"[A-Z0-9]{6,9}").fullmatch(value)) and sum(c.isdigit() for c in value) >= 2
+                or bool(_re(r"\d{2} \d{2} \d{6}|\d{4} \d{6}").fullmatch(value)))
     if validator == "licence":  # letters and digits (a dash inside), three digits or more, not a year or a date
         bare = value.replace("-", "").replace(" ", "")
         return (bool(_re(r"[A-Z0-9]{6,18}").fullmatch(bare)) and sum(c.isdigit() for c in bare) >= 3
@@ -716,6 +769,8 @@ def _valid(validator: str, value: str) -> bool:
         return _ir_melli(value)
     if validator == "hk-id":
         return _hk_id(value)
+    if validator == "luhn":
+        return luhn(value.replace("-", "").replace(" ", ""))
     return bool(importlib.import_module("stdnum." + validator).is_valid(value))
 
 
@@ -770,7 +825,7 @@ def _id_labels(entries: tuple[int, ...]) -> tuple[re.Pattern[str], list[tuple[re
     table = [(_re(label, 0 if label.isupper() else re.I), validators, shape)
              for _, label, validators, shape in (_ID_LABELS[i] for i in entries)]
     labels = "|".join(p.pattern if p.flags & re.I == 0 else f"(?i:{p.pattern})" for p, _, _ in table)
-    return _labelled(labels, 0), table
+    return _labelled(labels, 0, _SHORT_WORDS + _FILLER), table
 
 
 def _national_ids(text: str) -> Iterator[Span]:
@@ -845,7 +900,7 @@ def _mrz_lines(text: str) -> Iterator[Span]:
         yield m.span(1)
 
 
-_AFTER_CARD_ANCHORS = ("cód", "cod", "kod", "код")
+_AFTER_CARD_ANCHORS = ("cód", "cod", "kod", "код", "קוד", "رمز", "کد")
 
 
 def _codes_after_cards(text: str) -> Iterator[Span]:
@@ -853,7 +908,7 @@ def _codes_after_cards(text: str) -> Iterator[Span]:
     security code. Most texts that say "code" hold no card number: a cheap scan for one comes first."""
     if _re(r"\d{4}[ -]?\d{4}[ -]?\d{4}").search(text) is None:
         return
-    after_card = _re(r"(?<![\w-])((?:\d[ -]?){12,18}\d)(?![\w-])[^\n]{0,40}?\b(?:c[óo]d(?:igo|e|ice)?|kod|код)"
+    after_card = _re(r"(?<![\w-])((?:\d[ -]?){12,18}\d)(?![\w-])[^\n]{0,40}?\b(?:c[óo]d(?:igo|e|ice)?|kod|код|קוד|رمز|کد)"
                      + _FILLER + _CODE_VALUE, re.I)
     for m in _around(after_card, text, _AFTER_CARD_ANCHORS, 80, 40):
         if luhn(m.group(1)):

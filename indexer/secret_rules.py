@@ -47,6 +47,7 @@ the package.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import itertools
 import math
@@ -364,6 +365,8 @@ _PREFIXED_TOKENS = (
     "api_org_ fm1r_ fm2_ glagent- y0_ esecret_ csk- fw_ napi_ phx_ sntryu_ dp.sa. dp.scim. dp.audit. lin_oauth_ "
     "ek_live_ ek_test_ nrii- tskey- absk pat-na1- pat-eu1- sdk- v4.public. v4.local. oauth: mlsn. sl.u. secret_ "
     "swmtkn-1- nsec1 os_v2_app_ os_v2_org_ atsk_ hcaik_ hcxik_ hcamk_ skey_ sk-or-v1-"
+    # Cardano's bech32 signing keys
+    " ed25519_sk1 ed25519e_sk1 addr_sk1 addr_xsk1 stake_sk1 stake_xsk1 root_xsk1 acct_xsk1 acct_sk1 policy_sk1"
 ).split()
 _PREFIX_RE = _Lazy(
     r"(?<![A-Za-z0-9_])(?:" + "|".join(re.escape(p) for p in _PREFIXED_TOKENS) + r")[A-Za-z0-9_\-.=+/]{14,}",
@@ -427,6 +430,7 @@ _PASSWORD_WORDS_ANY = (
     "kalmar sirri", "okwuntughe", "tenimiafina", "focal faire",
     # the word typed fast ("passwrot", "pssword", "paswd": the stems stand for the endings), or "contraseñ" cut short
     "passw", "pssw", "pasw", "contraseñ", "пасс", "пас",
+    "pw",  # chat's short form ("the admin pw is …"); not "pwned" (:meth:`_PasswordNearby._skip_word`)
     # the words as typed on a keyboard without their letters (haslo, jelszo, contrasena, losenord) and in Latin
     # letters (kwdikos for κωδικός, mima for 密码, bimilbeonho for 비밀번호, pasuwado for パスワード)
     *sorted({_fold(w) for w in ("hasło", "hasła", "jelszó", "contraseña", "lösenord", "slaptažodis", "passwört",
@@ -443,6 +447,16 @@ _PASSWORD_WORDS_BARE = ("密码", "密碼", "口令", "パスワード", "パス
                         "የይለፍ ቃል", "የይለፍ ቃሉ", "գաղտնաբառ", "પાસવર્ડ", "పాస్‌వర్డ్", "పాస్వర్డ్", "ಪಾಸ್‌ವರ್ಡ್", "പാസ്‌വേഡ്", "මුරපදය",
                         "පාස්වර්ඩ්", "پاسورډ", "پټنوم", "پارول", "פּאַראָל", "פאראל",
                         "পাছৱৰ্ড", "መሕለፊ ቃል")
+#: words of names in scripts other than Latin that mark a secret, wherever they stand in the name
+_SCRIPT_NAMES = (
+    ("비밀번호", "password"), ("패스워드", "password"), ("암호", "password"), ("시크릿", "secret"), ("비밀키", "secret"),
+    ("토큰", "secret"), ("パスワード", "password"), ("シークレット", "secret"), ("秘密鍵", "secret"), ("トークン", "secret"),
+    ("密码", "password"), ("密碼", "password"), ("密钥", "secret"), ("秘钥", "secret"), ("密鑰", "secret"),
+    ("令牌", "secret"), ("пароль", "password"), ("пароля", "password"), ("секрет", "secret"), ("токен", "secret"),
+    ("κωδικός", "password"), ("סיסמ", "password"), ("كلمة_المرور", "password"), ("رمز_عبور", "password"),
+)
+
+
 def _split_top(rx: str) -> list[str]:
     """The top-level alternatives of the regular expression ``rx``."""
     parts: list[str] = []
@@ -614,6 +628,9 @@ class _PasswordNearby(_Scan):
         """A word glued to a name before it (``db_password``, ``--password``, ``x.password``), unless it is the end
         of a capitalised compound (``WLAN-Passwort``, ``Admin-Kennwort``) or follows an article (``il-password``)."""
         a = word.start()
+        if word.group(0).startswith("pw"):  # chat's short form, a word of its own: not pwned, pwsh, "…Pw" in binary
+            return word.group(0) != "pw" or a > 0 and text[a - 1] not in " \t\n(\"'`*" or text[
+                word.end() : word.end() + 1] not in ("", " ", ":", "=", "\t", "\n")
         if word.group(0) == "パス":  # ファイルパス, コンパス (a path, a compass); パスポート, パスタ: other words
             return "\u30a0" <= text[a - 1 : a] <= "\u30ff" or text.startswith(("ポート", "タ", "ワード"), word.end())
         if not a or not word.group(0)[0].isascii():
@@ -675,6 +692,14 @@ class _PasswordNearby(_Scan):
                         value := self._value(token.group(0))) and not _COUNT_AFTER_RE.match(text, token.end()):
                     a = token.start() + token.group(0).index(value)  # "network Harbor, key sunflower-kettle-92"
                     m = _SPAN_RE.match(text, a, a + len(value))
+                    if m is not None:
+                        yield m
+                        scanned = m.end()
+                        break
+                if self._ADJACENT and k == 0 and not text[word.end() : token.start()].strip() and (
+                        phrase_end := _spoken_phrase(text, token.start(), end, announced=True)) > 0 and any(
+                        c.isdigit() for c in text[token.start() : phrase_end]):
+                    m = _SPAN_RE.match(text, token.start(), phrase_end)  # "…-5G, key tangerine dream 1977, then…"
                     if m is not None:
                         yield m
                         scanned = m.end()
@@ -759,6 +784,8 @@ def _code_between(text: str, a: int, b: int) -> bool:
     return _CODE_CHARS_RE.search(_PAREN_NOTE_RE.sub(lambda _: " ", text[a:b])) is not None
 
 
+#: words between a copula and the value it announces ("the admin pw is literally …"): never the value
+_GAP_ADVERBS = ("literally", "just", "simply", "still", "actually", "basically", "currently", "now", "always")
 #: what announces the value after a word for password, at the end of the words between them: a copula or a sign in
 #: the languages of :data:`_PASSWORD_WORDS_ANY` (SVO ones: "is", "je", "ist", "est", "é", "jest", "to", "är", "on",
 #: "είναι", "это", "là", "adalah", "ni", "ay", "هي", "היא", "คือ"), or a particle joined to the word (は, 是, 는)
@@ -769,6 +796,7 @@ _TOLD_GAP_RE = _Lazy(
     r"|adalah|ialah|yaitu|yakni|ay|là|ni|ndi|ngu|waa|volt|lesz|pedig|है|হল|হলো|ہے|است|هي|هو|היא|הוא"
     r"|არის|է|คือ|គឺ|бол|ita ce|shi ne|set to|changed to|reset to|it's|it’s|it is|used|chose|picked|went with"
     r"|typed|entered)"
+    rf"(?:[ \t]+(?:{'|'.join(_GAP_ADVERBS)}))?"  # "pw is literally …"
     r"[ \t]*[:：]?"
     r"|[:=：→՝(]|は|が|是|为|為|：|는|은|이|가|คือ|គឺ)[ \t]*$")
 #: copulas that are other words in other languages (English "on", Italian "da", Spanish "ni"): they announce a value
@@ -850,7 +878,7 @@ def _told_at(text: str, word: re.Match[str], token: re.Match[str], end: int) -> 
     if len(gap) > 60 or _ABOUT_GAP_RE.search(gap) or _SENTENCE_END_RE.search(gap):
         return None
     value = _PasswordNearby._value(raw)
-    if not value:
+    if not value or value.lower() in _GAP_ADVERBS:
         return None
     a = start + raw.index(value)
     if raw[:1] == "(" and raw.endswith(")"):
@@ -869,6 +897,9 @@ def _told_at(text: str, word: re.Match[str], token: re.Match[str], end: int) -> 
     elif copula == "to" and not word.group(0).startswith(("hasł", "haśl")) and (gap.strip() != "to" or _GIVEN_TO_RE.search(
             text, max(0, word.start() - 60), word.start())):
         return None  # "I sent the password to bob42": a person; "… is limited to 1024", "normalized according to …"
+    if said is not None and _JOINED_TOLD_RE.fullmatch(value) and _told(value) and not _COUNT_AFTER_RE.match(
+            text, a + len(value)):
+        return _SPAN_RE.match(text, a, a + len(value))  # qwerty-but-longer-69: one token, whatever words follow
     phrase_end = _spoken_phrase(text, a, end, announced=_PHRASE_GAP_RE.search(gap.rstrip()) is not None,
                                 named=_PHRASE_NAME_RE.search(text, max(0, word.start() - 12), word.end()) is not None)
     if phrase_end > 0:
@@ -882,6 +913,8 @@ def _told_at(text: str, word: re.Match[str], token: re.Match[str], end: int) -> 
     return _SPAN_RE.match(text, a, a + len(value))
 
 
+#: words and a number joined by dashes, dots or underscores in one token (a chosen password, not words of a phrase)
+_JOINED_TOLD_RE = _Lazy(r"(?=[^\s]*[0-9])(?=[^\s]*[^\W\d_])[^\W_]+(?:[-._][^\W_]+)+")
 #: words of a sentence written with dashes ("managed-by-the-vault"), not of a chosen passphrase
 _NOT_PHRASE_WORDS = frozenset({"the", "a", "an", "by", "of", "to", "in", "on", "is", "be", "see", "set", "not", "no",
                                "your", "my", "our", "its", "for", "from", "with", "and", "or", "via", "at", "as", "this",
@@ -991,7 +1024,11 @@ def _spoken_phrase(text: str, a: int, end: int, announced: bool, named: bool = F
         return stop if 2 * stops <= len(words) and len(digits) < len(words) and not measured and not (
             _COUNT_AFTER_RE.match(text, stop)) else -1
     if digits:
-        if len(digits) == len(words) or any(w in _PHRASE_STOP for w in lower) or any(
+        # "correct horse ferry 19": the first word may be one of a sentence about passwords when the number ends it
+        # (a word of four letters or more: "on audit 10" is a sentence)
+        said = lower[1:] if len(words) >= 3 and digits == [words[-1]] and len(words[0]) >= 4 and (
+            lower[0] not in _CLAUSE_WORDS) else lower
+        if len(digits) == len(words) or any(w in _PHRASE_STOP for w in said) or any(
                 _TECH_TERM_RE.fullmatch(w) or _VERSION_RE.fullmatch(w) for w in digits) or _COUNT_AFTER_RE.match(
                 text, stop) or any(_UNIT_AFTER_RE.fullmatch(" " + w) for w in lower):
             return -1
@@ -1052,7 +1089,8 @@ class _PinNearby(_PasswordNearby):
     left alone (``digitalWrite(pin, 1234)``)."""
 
     _WORDS = _words_re(
-        r"(?:pin|пин|puk|пук)(?:[ -]?(?:code|kod|kodu|koodi|kód|код|nummer|number|numarası|nr|no))?"
+        r"(?:m?pin|пин|puk|пук)(?:[ -]?(?:code|kod|kodu|koodi|kód|код|nummer|number|numarası|nr|no))?"
+        r"|keypad|lockbox|key ?safe|key ?box"
         r"|(?:door|alarm|gate|garage|keypad|entry|access|lock|locker|safe|building|unlock|front[ -]door|intercom"
         r"|buzzer|lockbox|key[ -]?safe|key[ -]?box|padlock|voicemail)[ -]?(?:panel[ -])?(?:code|pin|combo|combination)"
         r"|passcode|keycode|combination|combo(?![ -]?box)|geheimzahl|geheimnummer|pin-?nummer|code (?:secret|confidentiel|pin)"
@@ -1069,10 +1107,10 @@ class _PinNearby(_PasswordNearby):
         r"|entrada|acceso|acesso|portão|alarme|cofre)"
         r"|do (?:portão|alarme|cofre))|codice (?:del portone|della porta|dell'allarme|della cassaforte|d'accesso|del cancello|del citofono"
         r"|del garage|del lucchetto|del box)"
-        r"|kod (?:do drzwi|do bramy|alarmu|do sejfu|do domofonu|dostępu)|szyfr do sejfu|kód (?:ke dveřím|alarmu|k trezoru)"
+        r"|kod (?:do drzwi|do bramy|alarmu|do sejfu|do domofonu|dostępu|do paczkomatu|do skrytki)|szyfr do sejfu|kód (?:ke dveřím|alarmu|k trezoru)"
         r"|kapı kodu|alarm kodu|kasa şifresi|код (?:от )?(?:двери|домофона|сигнализации|сейфа|подъезда|доступа)"
         r"|κωδικός (?:πόρτας|συναγερμού|χρηματοκιβωτίου)|ajtókód|riasztókód|kaputelefon kód",
-        "暗証番号|비밀번호|पिन|金庫の番号|密码锁|门禁密码|도어락 비밀번호")
+        "暗証番号|비밀번호|पिन|পিন|પિન|ਪਿੰਨ|金庫の番号|密码锁|门禁密码|도어락 비밀번호|رمز دوم|رمز اینترنتی")
     _PROSE_ONLY = True
     _NOT_AFTER = _NOT_CODE_WORDS
 
@@ -1126,6 +1164,7 @@ class _OneTimeCode(_Scan):
         r"|ověřovací kód|potvrzovací kód|overovací kód|ellenőrző kód|megerősítő kód|biztonsági kód|sms kód"
         r"|код (?:подтверждения|из смс|из sms|верификации)|смс-код|sms-код|одноразовый код|код з смс"
         r"|код підтвердження|kod (?:blik|iz sms)|blik|nambari ya uthibitisho|code taeid|kode otp"
+        r"|yanzheng ?ma|injeung ?beonho|ninsho ?kodo"  # 验证码, 인증번호, 認証コード in Latin letters
         r"|doğrulama kodu|onay kodu|güvenlik kodu|sms kodu|tek kullanımlık (?:kod|şifre)"
         r"|verificatiecode|bevestigingscode|inlogcode|verifieringskod|bekräftelsekod|engångskod|säkerhetskod"
         r"|bekræftelseskode|engangskode|sikkerhedskode|bekreftelseskode|vahvistuskoodi|tunnistuskoodi"
@@ -1175,6 +1214,120 @@ class _OneTimeCode(_Scan):
                         yield m
                         scanned = b
                     break
+
+
+class _CodeBySms(_Scan):
+    """A one-time code told without its name: a number of 4 to 8 digits (not a year, not a quantity) within 40
+    characters after a word for a code (code, kod, код, кодом, código, codice, OTP), on a line that speaks of a text
+    message or a phone within 60 characters of it (SMS, смс, text, mobile, WhatsApp, telefon…): "it's asking for a
+    code, I just got 482913 by sms", "J'ai reçu le code 739205 par SMS", "смска с кодом 656893", "el code 176198
+    wasalni 3al mobile". A code named for something else before it (an error's, a zip code, a promo code) is not
+    one; nor is a line of code."""
+
+    _NUMBER = _Lazy(r"(?<![\w.,:/#-])([0-9]{4,8})(?![\w/-]|[.,:][0-9])")
+    #: (word lists run over the lower-cased text from their first letters; that no letter precedes is checked after)
+    _CODE = _words_re(r"codes?|kod\w{0,3}|код\w{0,3}|c[óo]digo|codice|otp", tail=r"(?![^\W\d_])")
+    _CONTEXT = _words_re(r"sms\w{0,3}|смс\w{0,3}|смск\w{0,2}|text(?:ed)?|texto|mobile?|móvil|celular|whatsapp"
+                         r"|telefon\w{0,2}|телефон\w{0,2}|handy", tail=r"(?![^\W\d_])")
+    _SUFFIXES: _Lazy | None = None  # the last parts of compounds, with any letters before them
+    _NOT_BEFORE = _NOT_CODE_WORDS | {"zip", "postal", "post", "area", "country", "promo", "coupon", "discount",
+                                     "voucher", "product", "source", "return", "response", "qr", "bar", "dial", "review",
+                                     "sample", "snippet", "example", "style", "block", "coverage", "base"}
+    _COUNTED = _Lazy(r"(?i)[ \t]+(?:lines?|rows?|times|users?|files?|items?|words?|errors?|tests?|pages?|chars?"
+                     r"|characters|steps?|seconds?|minutes?|hours?|days?|weeks?|months?|years?)(?![^\W\d_])")
+
+    def matches(self, text: str) -> Iterator[re.Match[str]]:
+        # each list read once over the text (a number's window is then two bisections: linear in a long text)
+        lower = text.lower()
+        if len(lower) != len(text):
+            lower = _ascii_lower(text)
+        codes = [c for c in self._CODE.finditer(lower) if not c.start() or not text[c.start() - 1].isalpha()]
+        if not codes:
+            return
+        code_ends = [c.end() for c in codes]
+        places = [c.start() for c in self._CONTEXT.finditer(lower) if not c.start() or not text[c.start() - 1].isalpha()]
+        if self._SUFFIXES is not None:
+            places = sorted(places + [c.start() for c in self._SUFFIXES.finditer(lower)])
+        if not places:
+            return
+        for m in self._NUMBER.finditer(text):
+            a, b = m.span(1)
+            if len(m.group(1)) == 4 and _YEAR_RE.fullmatch(m.group(1)) or _UNIT_AFTER_RE.match(text, b) or (
+                    self._COUNTED.match(text, b)):
+                continue
+            nl = text.rfind("\n", max(0, a - 60), a)
+            lo = nl + 1 if nl >= 0 else max(0, a - 60)
+            nl = text.find("\n", b, b + 60)
+            hi = nl if nl >= 0 else min(len(text), b + 60)
+            i = bisect.bisect_right(code_ends, a) - 1  # the nearest code word before the number
+            code = codes[i] if i >= 0 and codes[i].start() >= max(lo, a - 40) else None
+            j = bisect.bisect_left(places, lo)
+            if code is None or j == len(places) or places[j] >= hi or _code_between(text, lo, hi):
+                continue
+            before = _WORD_BEFORE_RE.search(text, max(0, code.start() - 24), code.start())
+            if before is not None and before.group(1).lower().rstrip("s") in self._NOT_BEFORE:
+                continue
+            between = text[code.end() : a].split()
+            if len(between) > 6 or any(any(c.isdigit() for c in w) or w.strip(",.:;").lower() in self._NOT_BEFORE
+                                       for w in between):
+                continue  # "the code review link for PR 4412", "code 2024 or 3001"
+            span = _SPAN_RE.match(text, a, b)
+            if span is not None:
+                yield span
+
+
+class _AccessCode(_CodeBySms):
+    """A door's, a gate's, a safe's or a locker's code told with the place in other words: a number of 4 to 8
+    digits within 40 characters after a word for a code, on a line that names such a place within 60 characters
+    ("Schlüsselsafe am Ferienhaus: Code 3719", "Koden til cykelkælderen er 5831", "el código del trastero es
+    4471")."""
+
+    _CONTEXT = _words_re(
+        r"doors?|gates?|garage|alarm\w{0,3}|safe|lockbox|key ?(?:safe|box)|keypad|locker|padlock"
+        r"|intercom|buzzer|basement|storage|bike ?(?:room|shed)|mailbox|parcel ?locker|entrance|lobby"
+        r"|porte|portail|digicode|interphone|coffre|cave|casier|local|puerta|port[óo]n|portal|garaje|alarma"
+        r"|caja fuerte|buz[óo]n|taquilla|trastero|porta|portone|cancello|allarme|cassaforte|citofono|cantina"
+        r"|armadietto|deur|poort|kluis|sleutelkast\w{0,2}|berging|fietsenstalling|drzwi|brama|bramy|gara[żz]\w{0,2}"
+        r"|sejf\w{0,2}|domofon\w{0,2}|paczkomat\w{0,2}|skrytk\w{0,2}|piwnic\w{0,2}|d[øo]r(?:en)?|porten"
+        r"|n[øo]gleboks\w{0,2}|d[öo]rr(?:en)?|larm(?:et)?|kassask[åa]p|nyckelsk[åa]p"
+        r"|cykelrum|дверь?\w{0,2}|домофон\w{0,2}|ворот\w{0,2}|гараж\w{0,2}|сейф\w{0,2}|подъезд\w{0,2}"
+        r"|ячейк\w{0,2}|постамат\w{0,2}|port[ãa]o|garagem|cofre|arm[áa]rio", tail=r"(?![^\W\d_])")
+    # the last part of a compound ("Schlüsselsafe", "Haustür", "cykelkælderen")
+    _SUFFIXES = _words_re(r"tür|tresor|safe|kasten|schließfach|keller|briefkasten|eingang|k[æa]lder",
+                          tail=r"(?:en|e|n)?(?![^\W\d_])")
+
+
+class _Dictated(_Scan):
+    """A password spelled out as said to a voice assistant, after a word for password on its line (at most 60
+    characters before it): words joined by the names of their separators, two or more ("purple dash monkey dash
+    forty two", "soleil tiret levant tiret quatre-vingt-neuf", "tulp streepje molen streepje zeventien"), to the
+    end of the last word and of a second one after it that is no word of the sentence ("all lowercase", "tout en
+    minuscules")."""
+
+    _SEPARATORS = ("dash", "hyphen", "minus", "underscore", "dot", "period", "slash", "at sign", "hash", "tiret",
+                   "trait d'union", "tiret bas", "point", "arobase", "streepje", "liggend streepje", "punt",
+                   "apenstaartje", "bindestrich", "strich", "unterstrich", "punkt", "guion", "guión", "guion bajo",
+                   "punto", "trattino", "myślnik", "kropka", "podkreślenie", "тире", "дефис", "точка", "traço",
+                   "hífen", "ponto", "underline", "bindestreck", "bindestrek", "viiva")
+    _WORD = r"(?:[^\W\d_]+(?:-[^\W\d_]+)*|\d+)"
+    _RUN = _Lazy(rf"(?i)(?<![^\W\d_]){_WORD}(?:[ \t]+(?:{'|'.join(sorted(_SEPARATORS, key=len, reverse=True))})"
+                 rf"[ \t]+{_WORD}){{2,12}}(?:[ \t]+{_WORD})?(?![^\W\d_])")
+    _ENDS = frozenset("all tout alles todo toda tutto in en and et und y e i och og и lowercase uppercase caps small "
+                      "capital capitals minuscules majuscules kleine grote letters please pls".split())
+
+    def matches(self, text: str) -> Iterator[re.Match[str]]:
+        lower = _ascii_lower(text)
+        for m in self._RUN.finditer(text):
+            line = text.rfind("\n", 0, m.start()) + 1
+            if _PASSWORD_WORDS_RE.search(lower, max(line, m.start() - 60), m.start()) is None:
+                continue
+            end = m.end()
+            last = text[text.rfind(" ", m.start(), end) + 1 : end]
+            if last.lower() in self._ENDS:  # the run's optional last word goes on with the sentence
+                end = text.rfind(" ", m.start(), end)
+            span = _SPAN_RE.match(text, m.start(), end)
+            if span is not None:
+                yield span
 
 
 # -- secrets only the context marks: typed at a shell by mistake, "same as last time", a prompt, an answer ------------
@@ -1483,7 +1636,8 @@ _TOKEN_WORDS = ("token", "key", "secret", "credential", "clé", "clef", "anahtar
 
 
 _ALGORITHM_RE = _Lazy(r"(?i)(?:argon2(?:id|i|d)?|bcrypt|scrypt|pbkdf2(?:-sha\d+)?|sha-?\d+|md5|aes-?\d+(?:-[a-z]+)?|rsa-?\d+"
-                      r"|ed25519|x25519|chacha20(?:-poly1305)?|blake[23]b?|hmac-sha\d+|tls1?\.?\d|utf-?\d+)[.,;:]?")
+                      r"|ed25519|x25519|chacha20(?:-poly1305)?|blake[23]b?|hmac-sha\d+|tls1?\.?\d|utf-?\d+)"
+                      r"(?:-(?:hash|hashes|hashwert|digest|key|schlüssel|clé|cipher|verschlüsselung))?[.,;:]?")
 
 
 def _password_like(value: str) -> bool:
@@ -2428,7 +2582,9 @@ class _CardExpiry(_Scan):
 
 
 #: a card's number as it is written: four groups of four (the last up to seven digits), or Amex's 4-6-5
-_CARD_NUMBER_RE = _Lazy(r"(?<![\w-])((?:[0-9]{4}[ -]?){3}[0-9]{1,7}|[0-9]{4}[ -]?[0-9]{6}[ -]?[0-9]{4,5})(?![\w-])")
+#: (a card number may touch the words of a script written without spaces: "工资卡号6225 8840 …")
+_CARD_NUMBER_RE = _Lazy(rf"(?<![^\W{_UNSPACED_LETTERS}])(?<!-)((?:[0-9]{{4}}[ -]?){{3}}[0-9]{{1,7}}"
+                        rf"|[0-9]{{4}}[ -]?[0-9]{{6}}[ -]?[0-9]{{4,5}})(?![^\W{_UNSPACED_LETTERS}])(?!-)")
 _CARD_WORDS_RE = _Lazy(r"(?i)card|visa|mastercard|amex|\bcvv|\bcvc|\bexp(?:iry|ires|iration)?\b|tarjeta|carte|karte"
                        r"|\bcarta\b|\bkaart\b|\bkarta\b|\bkort\b|kortti|بطاقة|כרטיס|카드|カード|thẻ"
                        r"|kartu|cart[ãa]o|карт|卡|diners|discover|maestro|\bjcb\b|unionpay|pasnummer")
@@ -2454,6 +2610,16 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
     ("private-key", ("-----end",), _KeyTail(), 0),
     ("private-key", ("private-lines:",), _Lazy(r"Private-Lines:\s*\d+\s*(?:[A-Za-z0-9+/=]+(?![\w-])\s*)+(?:Private-MAC:[ \t]*[0-9a-fA-F]+)?"), 0),
     ("private-key", ("age-secret-key-",), _Lazy(r"AGE-SECRET-KEY-1[0-9A-Z]{20,}"), 0),
+    # an app password in Google's shape (four groups of four lower-case letters) after a password's name on its line
+    # (msmtp's "password abcd efgh ijkl mnop", "smtp_pass = …")
+    ("password", ("pass", "pw"),
+     _Lazy(r"(?im)^[ \t]*[\w.-]{0,40}?(?:pass|pw)[\w.-]{0,40}?[\"']?[ \t]*(?:[:=][ \t]*)?[\"']?([a-z]{4} [a-z]{4} [a-z]{4} [a-z]{4})"
+           r"[\"']?[ \t]*,?[ \t]*$"), 1),
+    # an Oracle Cloud pre-authenticated request (the link is the credential), an Akamai edge token's HMAC, a Bark
+    # push key (api.day.app/<key>/…)
+    ("secret", ("oraclecloud.com/p/",), _Lazy(r"(?i)\.oraclecloud\.com/p/([A-Za-z0-9_\-+=.]{20,})/n/"), 1),
+    ("secret", ("hmac=",), _Lazy(r"(?i)(?:[~&?;]|\bhdnts=)[^\s\"'<>]{0,300}?[~&?;]hmac=([0-9a-f]{32,128})(?![0-9a-f])"), 1),
+    ("secret", ("api.day.app/",), _Lazy(r"(?i)\bapi\.day\.app/([A-Za-z0-9]{16,32})(?=/|\b)"), 1),
     # the secret access key printed on the line of its key id (`aws iam create-access-key --output text|table`)
     ("aws-key", ("akia", "asia"),
      _Lazy(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b[^\n]{0,200}?(?<![A-Za-z0-9/+])([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"), 1),
@@ -2701,12 +2867,19 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
     ("secret", _TOKEN_WORDS, _TokenNearby(), 1),
     ("password", ("wifi", "wi-fi", "wlan", "wpa", "netw", "netzwerk", "hotspot", "ssid", "réseau", "de red", "сети",
                   "сеть", "route", "psk"), _NetworkKey(), 1),
-    ("password", ("pin", "пин", "puk", "пук", "暗証番号", "비밀번호", "पिन", "code", "comb", "kod", "код", "código",
+    ("password", ("pin", "пин", "puk", "пук", "暗証番号", "비밀번호", "पिन", "পিন", "પિન", "ਪਿੰਨ", "رمز", "keypad", "lockbox",
+                  "key safe", "keysafe", "key box", "keybox", "code", "comb", "kod", "код", "código",
                   "codice", "koodi", "kód", "kombina", "комбинаци", "geheim", "szyfr", "şifresi", "κωδικός", "金庫",
                   "密码锁", "门禁", "도어락"), _PinNearby(), 1),
     ("password", ("code", "otp", "tan ", "tan:", "token", "pin", "pass", "kullanımlık", "kod", "код", "código", "codice", "koodi", "kód", "kode", "mã",
                   "κωδικός", "コード", "ワンタイム", "验证码", "驗證碼", "动态码", "校验码", "인증", "확인", "सत्यापन",
-                  "ओटीपी", "رمز التحقق", "کد تا", "קוד אימות", "รหัส"), _OneTimeCode(), 1),
+                  "ओटीपी", "رمز التحقق", "کد تا", "קוד אימות", "รหัส", "yanzheng", "injeung", "ninsho"), _OneTimeCode(), 1),
+    ("password", ("sms", "смс", "text", "mobil", "móvil", "celular", "whatsapp", "telefon", "телефон", "handy"),
+     _CodeBySms(), 1),
+    ("password", ("code", "kod", "код", "código", "codice"), _AccessCode(), 1),
+    ("password", ("dash", "hyphen", "minus", "underscore", "dot ", "period", "slash", "hash", "tiret", "point",
+                  "streepje", "punt", "strich", "punkt", "guion", "guión", "trattino", "myślnik", "kropka", "тире",
+                  "дефис", "точка", "traço", "hífen", "ponto", "underline", "bindestre", "viiva"), _Dictated(), 0),
     ("password", ("not found", "not recognized", "unknown command"), _TypedAtShell(), 1),
     ("password", ("same",), _ToldByContext(_SAME_RE), 1),
     ("password", ("letzte", "dernière fois", "d'habitude", "última vez", "siempre", "sempre", "ultima volta",
@@ -3089,6 +3262,13 @@ _NOT_CREDENTIAL_NAMES = frozenset({
 })
 
 _FORMATS.extend([
+    # an assignment at a line's start whose name is in another script or has letters with marks (시크릿키 = …,
+    # hasło_smtp = …, パスワード: …): the other rules read names in ASCII; any value but a reference or a word
+    ("password", tuple(dict.fromkeys(w for w, _ in _SCRIPT_NAMES)) + ("hasło", "contraseña", "passwört", "lösenord",
+                                                                     "jelszó", "şifre", "mật khẩu"),
+     _Checked(_Lazy(r"(?m)^[ \t]*[\"']?([^\s=:：#;\"']{1,40})[\"']?[ \t]*[=:：][ \t]*[\"']?(?!\[REDACTED)"
+                    r"([^\s\"']{6,200})[\"']?[ \t]*$"),
+              lambda m: _script_named(m)), 2),
     # a secret named by a field beside its value: <entry key="jdbc.password">…</entry>, <string name="api_secret">…,
     # <add key="ApiKey" value="…"/>, <key>API_KEY</key><string>…</string>, <param-name>…</param-name><param-value>…,
     # "db_pass": {"value": "…"} (Terraform state and output), httpHeaderName1: X-Api-Key … httpHeaderValue1: …
@@ -3639,6 +3819,8 @@ def _ui_text(value: str) -> bool:
     if spoken is not None:
         return spoken
     words = value.split()
+    if len(words) >= 4 and value[:1].isupper() and sum(w.strip(",.;:!?()").isalpha() for w in words) >= len(words) - 1:
+        return True  # "Mínimo 10 caracteres, con al menos un número": a sentence the app shows
     return len(words) >= 2 and value[:1].isupper() and all(w.isalpha() for w in words)
 
 
@@ -3862,6 +4044,9 @@ _PROSE_STOP = frozenset({
     "empty", "too", "expired", "correct", "changed", "reset", "being", "still", "now", "also", "and", "or", "in",
     "for", "to", "of", "on", "at", "by", "with", "from", "that", "this", "it", "must", "should", "will", "can",
     "hashed", "encrypted", "needed", "ok", "valid", "weak", "strong", "long", "short", "same", "different",
+    "just", "fine", "good", "bad", "right", "very", "really", "only", "literally", "simply", "probably", "always",
+    "never", "already", "currently", "actually", "somewhere", "there", "here", "saved", "visible", "shown",
+    "hidden", "unchanged", "unknown", "optional", "mandatory", "case-sensitive", "forgotten", "lost", "locked",
 })
 _SEP_RE = _Lazy(r"(?:\\?[\"'`])?[\]}]?[ \t]*(::(?=[ \t])|:=|=>|->|\?=|=|:)(?![=:/])[ \t]*")
 #: ``name: API_KEY`` … ``value: x`` (Kubernetes env, .NET appSettings, CloudFormation parameters)
@@ -3918,6 +4103,14 @@ def _components(name: str) -> list[str]:
     return parts
 
 
+def _script_named(m: re.Match[str]) -> bool:
+    """``name = value`` (group 1, group 2): a name in another script that marks a secret, and a value of Latin
+    letters, digits and signs that is not a reference or a word ("パスワード: 半角英数字8文字以上" is a rule)."""
+    value = m.group(2)
+    return (not m.group(1).isascii() and name_kind(m.group(1)) is not None and not _UNSPACED_RE.search(value)
+            and not _skip_value(value) and (_password_like(value) or _looks_random(value) or _told(value)))
+
+
 @functools.lru_cache(maxsize=4096)
 def name_kind(name: str) -> tuple[str, bool] | None:
     """``(kind, strong)`` when ``name`` marks a secret, else None; a weak name (``key``, ``auth``, ``salt``… alone)
@@ -3930,6 +4123,12 @@ def name_kind(name: str) -> tuple[str, bool] | None:
     >>> name_kind("sort_key"), name_kind("MAPBOX_KEY")
     (('secret', False), ('secret', True))
     """
+    if not name.isascii():
+        for word, kind in _SCRIPT_NAMES:
+            if word in name:
+                return kind, True  # 시크릿키 = …, パスワード: …, пароль_бд = …: a name in another script
+        if (folded := _fold(name)).isascii():
+            name = folded  # hasło_smtp, contraseña_db: the name typed without its letters' marks
     if name.lower().startswith(_SESSION_COOKIES):
         return "secret", False  # PHPSESSID=…, JSESSIONID=…: a web session's cookie, when its value is random
     parts = ["key" if p in _KEY_WORDS else p for p in _components(name)]  # KLUCZ_API, GEHEIMER_SCHLUESSEL
@@ -4752,7 +4951,40 @@ def _masked(kind: str, value: str) -> None:
 
 #: a password listed with one a rule masked: "tried … and [REDACTED:password]", "[REDACTED:password] or …"
 _LIST_WORD = r"[,;]?[ \t]+(?:and|or|und|oder|et|ou|y|o|e|en|of|i|och|eller|и|или)[ \t]+"
+class _CorrectedAfter(_Scan):
+    """A password taken back after it was told: "the db password is X — no wait, that's the old one, it got
+    rotated; it's Y now" (X masked already). After a word that takes it back within 40 characters of the masked
+    value (no, nee, nein, anzi, ні, нет, espera, wait, actually, いや, 不对, 아니…), the first token of the same
+    paragraph (within 200 characters) that looks like a password (:func:`_password_like`) and follows a copula, a
+    colon or a word for "to" ("it's Y", "jetzt heißt es Y", "ahora es Y", "cambiata ieri sera: Y", "змінила на Y")."""
+
+    _MASKED = _Lazy(r"\[REDACTED:password\]")
+    _BACK = _Lazy(r"(?i)(?<!\w)(?:no|nope|nah|wait|sorry|oops|actually|correction|nee|nein|non|anzi|ні|нет|не|nie"
+                  r"|não|nej|nei|ei|hayır|espera|attends|aspetta|warte|чекай|подожди|стоп)(?!\w)|いや|違う|不对|不是|아니")
+    _GAP = _Lazy(r"(?i)(?:(?<!\w)(?:is|it'?s|it’s|now|es|est|c'est|ist|heißt|lautet|è|é|je|jest|to|на|это|це"
+                 r"|naar|auf|är|er|on|là|adalah|sera|será)|[:=→]|->)[ \t]*$")
+
+    def matches(self, text: str) -> Iterator[re.Match[str]]:
+        for mark in self._MASKED.finditer(text):
+            back = self._BACK.search(text, mark.end(), min(len(text), mark.end() + 40))
+            if back is None:
+                continue
+            end = text.find("\n\n", back.end(), back.end() + 200)
+            end = min(len(text), back.end() + 200) if end < 0 else end
+            for token in _PasswordNearby._TOKEN.finditer(text, back.end(), end):
+                value = _PasswordNearby._value(token.group(0))
+                if value.startswith(_MARK):
+                    break  # the next one told is masked already
+                if _password_like(value) and self._GAP.search(text, max(back.end(), token.start() - 24), token.start()):
+                    a = token.start() + token.group(0).index(value)
+                    m = _SPAN_RE.match(text, a, a + len(value))
+                    if m is not None:
+                        yield m
+                    break
+
+
 _SIBLINGS = (
+    _CorrectedAfter(),
     _Checked(_Lazy(r"(?<![^\s(\"'`])([^\s()\[\]\"'`,;]{6,64}?)" + _LIST_WORD + r"(?=\[REDACTED:password\])"),
              lambda m: _told_pair(m.group(1))),
     _Checked(_Lazy(r"(?<=\[REDACTED:password\])" + _LIST_WORD + r"([^\s()\[\]\"'`,;]{6,64}?)(?=[.,;!?)]?(?:\s|$))"),
