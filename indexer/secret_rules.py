@@ -193,6 +193,9 @@ class _Command(_Scan):
             if h is None:
                 return
             start = h.end()
+            if text[start : start + 1] in (",", ".") and text[start + 1 : start + 2] in (" ", "\n", ""):
+                pos = start  # "stored in the vault, the old login page…": the word in a sentence, no command
+                continue
             if not seg_from <= start < seg_end:
                 end = _SEGMENT_END_RE.search(text, start)
                 seg_from, seg_end = start, end.start() if end else n
@@ -215,6 +218,11 @@ _SECRET_FILE_EXTS = frozenset({".key", ".secret", ".secrets", ".token", ".pass",
 _SECRET_FILE_NAMES = frozenset({"keyfile", "passwd-s3fs", ".passwd-s3fs", "chap-secrets", "pap-secrets", "ipsec.secrets",
                                 "sasl_passwd", ".erlang.cookie", "rsyncd.secrets", "master.key", ".vault_pass",
                                 ".vault-password", "vault_pass.txt", "secret.txt", "token.txt", "password.txt"})
+
+
+#: what a file said to hold a secret is named ("config/master.key contains …"; not "secretpassword is …")
+_SAID_FILE_ANCHORS = (".key ", ".pass ", ".secret ", ".token ", "master.key", "pass.txt", "token.txt", "secret.txt",
+                      "keyfile")
 
 
 def _secret_file(path: str) -> bool:
@@ -455,6 +463,11 @@ _SCRIPT_NAMES = (
     ("令牌", "secret"), ("пароль", "password"), ("пароля", "password"), ("секрет", "secret"), ("токен", "secret"),
     ("κωδικός", "password"), ("סיסמ", "password"), ("كلمة_المرور", "password"), ("رمز_عبور", "password"),
 )
+
+
+#: the words the rule for such names looks for (and a name must hold one: "clé_api" is read by the other rules)
+_SCRIPT_NAME_ANCHORS = tuple(dict.fromkeys(w for w, _ in _SCRIPT_NAMES)) + (
+    "hasło", "contraseña", "passwört", "lösenord", "jelszó", "şifre", "mật khẩu")
 
 
 def _split_top(rx: str) -> list[str]:
@@ -768,11 +781,15 @@ _CALL_PAREN_RE = _Lazy(r"[\w)\]]\(")
 _PAREN_NOTE_RE = _Lazy(r"(?<![\w)\]])\([^()\n]{0,80}\)")  # "(for the NAS)": a note in prose, not a call
 
 
+_TAG_RE = _Lazy(r"\[(?:[^\x00-\x7f\]\n]{1,12}|Web[^\x00-\x7f\]\n]{1,6}|[0-9]{4,8})\]")
+
+
 def _code_between(text: str, a: int, b: int) -> bool:
     """``text[a:b]`` holds what code holds (``(){}[]=;<>$%``), a parenthesised note in prose aside (and the marker
     of a secret masked before: "hasło do wifi [REDACTED:password] a PIN do alarmu …" is still prose)."""
     found = _CODE_CHARS_RE.search(text, a, b)
-    while found is not None and found.group(0) == "[" and text.startswith(_MARK, found.start()):
+    while found is not None and found.group(0) == "[" and (text.startswith(_MARK, found.start()) or _TAG_RE.match(
+            text, found.start())):  # [토스], [Web발신], [700510]: a text message's sender tag, its code
         close = text.find("]", found.start(), b)
         if close < 0:
             break
@@ -1561,7 +1578,7 @@ def _answer_end(text: str, a: int, end: int) -> int:
 
 
 _THREE_DIGITS_RE = _Lazy(r"[0-9]{3}")
-_GLUED_DIGITS_RE = _Lazy(r"[^\x00-\x7f]{0,3}([0-9]{4,8})[^\x00-\x7f]{0,6}")
+_GLUED_DIGITS_RE = _Lazy(r"[^\x00-\x7f]{0,3}\[?([0-9]{4,8})\]?[^\x00-\x7f]{0,6}")  # [700510]를: in brackets too
 #: a one-time code given to a command: aws sts … --token-code 123456, op signin --otp, --mfa-code
 _OTP_FLAG_RE = _Lazy(r"-(?<![\w-]-)-?(?:token-code|otp(?:-code|-token)?|totp(?:-code)?|mfa(?:-code|-token|-otp)?"
                      r"|2fa(?:-code)?|verification-code)"
@@ -1982,8 +1999,10 @@ class _Corrected(_Scan):
         lower = _ascii_lower(text)
         for m in self._PAIR.finditer(text):
             start = text.rfind("\n", 0, max(0, text.rfind("\n", 0, m.start())))
-            if not _PASSWORD_WORDS_RE.search(lower, max(0, start, m.start() - 200), m.start()):
-                continue
+            if not _PASSWORD_WORDS_RE.search(lower, max(0, start, m.start() - 200), m.start()) and not all(
+                    v.startswith(_MARK) or _strong_password(v, strict=False) and any(c in "!@#$%^&*+=?~" for c in v)
+                    for v in (m.group(1), m.group(2))):
+                continue  # no word for password: two strong ones ("oeps, verkeerde geplakt: niet X maar Y")
             for g in (1, 2):
                 value = m.group(g)
                 if (_told(value) or _password_like(value)) and not value.startswith(_MARK):
@@ -2876,8 +2895,9 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
                   "ओटीपी", "رمز التحقق", "کد تا", "קוד אימות", "รหัส", "yanzheng", "injeung", "ninsho"), _OneTimeCode(), 1),
     ("password", ("sms", "смс", "text", "mobil", "móvil", "celular", "whatsapp", "telefon", "телефон", "handy"),
      _CodeBySms(), 1),
-    ("password", ("code", "kod", "код", "código", "codice"), _AccessCode(), 1),
-    ("password", ("dash", "hyphen", "minus", "underscore", "dot ", "period", "slash", "hash", "tiret", "point",
+    ("password", ("cod", "kod", "код", "código", "otp"), _AccessCode(), 1),
+    ("password", ("dash", "hyphen", "minus", "underscore", "dot", "period", "slash", "hash", "tiret", "point",
+                  "at sign", "arobase", "apenstaartje", "podkreślenie",
                   "streepje", "punt", "strich", "punkt", "guion", "guión", "trattino", "myślnik", "kropka", "тире",
                   "дефис", "точка", "traço", "hífen", "ponto", "underline", "bindestre", "viiva"), _Dictated(), 0),
     ("password", ("not found", "not recognized", "unknown command"), _TypedAtShell(), 1),
@@ -3264,8 +3284,7 @@ _NOT_CREDENTIAL_NAMES = frozenset({
 _FORMATS.extend([
     # an assignment at a line's start whose name is in another script or has letters with marks (시크릿키 = …,
     # hasło_smtp = …, パスワード: …): the other rules read names in ASCII; any value but a reference or a word
-    ("password", tuple(dict.fromkeys(w for w, _ in _SCRIPT_NAMES)) + ("hasło", "contraseña", "passwört", "lösenord",
-                                                                     "jelszó", "şifre", "mật khẩu"),
+    ("password", _SCRIPT_NAME_ANCHORS,
      _Checked(_Lazy(r"(?m)^[ \t]*[\"']?([^\s=:：#;\"']{1,40})[\"']?[ \t]*[=:：][ \t]*[\"']?(?!\[REDACTED)"
                     r"([^\s\"']{6,200})[\"']?[ \t]*$"),
               lambda m: _script_named(m)), 2),
@@ -3435,10 +3454,11 @@ _FORMATS.extend([
      _Checked(_Lazy(r"(?i)\s/v[ \t]+\"?([\w.-]{1,80})\"?[^\n]{0,80}?\s/d[ \t]+(?!\[REDACTED)(\"[^\"\n]*\"|\S+)"),
               _named_by(1)), 2),
     # what a file that holds a secret is said to hold: "config/master.key contains …", "~/.vault_pass has: …"
-    ("secret", (".key ", ".pass ", ".secret ", ".token ", "master.key", "pass.txt", "token.txt", "secret.txt", "keyfile"),
+    ("secret", _SAID_FILE_ANCHORS,
      _Checked(_Lazy(r"(?i)([\w./~-]{1,120})[`'\"]?[ \t]+(?:contains|has|holds|reads|is)[ \t]*:?[ \t]+[`'\"]?"
                     r"(?!\[REDACTED)([A-Za-z0-9+/=_-]{16,})"),
-              lambda m: _secret_file(m.group(1)) and _looks_random(m.group(2))), 2),
+              lambda m: _secret_file(m.group(1)) and _looks_random(m.group(2)) and any(  # a file's name: its anchor
+                  a.strip() in m.group(1).lower() for a in _SAID_FILE_ANCHORS)), 2),
     # a value echoed into a file that holds a secret: echo '…' > ~/.rsync.pass, echo KEY:SECRET > ~/.passwd-s3fs
     ("password", ("echo", "printf"),
      _Checked(_Lazy(r"\b(?:echo|printf)\s+(?:-[neE]+\s+)?(?:([\"'])%[^\"'\n]*\1\s+)?(?!\[REDACTED)"
@@ -4106,8 +4126,9 @@ def _components(name: str) -> list[str]:
 def _script_named(m: re.Match[str]) -> bool:
     """``name = value`` (group 1, group 2): a name in another script that marks a secret, and a value of Latin
     letters, digits and signs that is not a reference or a word ("パスワード: 半角英数字8文字以上" is a rule)."""
-    value = m.group(2)
-    return (not m.group(1).isascii() and name_kind(m.group(1)) is not None and not _UNSPACED_RE.search(value)
+    value, name = m.group(2), m.group(1)
+    return (not name.isascii() and any(a in name.lower() for a in _SCRIPT_NAME_ANCHORS) and name_kind(name) is not None
+            and not _UNSPACED_RE.search(value)
             and not _skip_value(value) and (_password_like(value) or _looks_random(value) or _told(value)))
 
 
@@ -4964,8 +4985,25 @@ class _CorrectedAfter(_Scan):
     _GAP = _Lazy(r"(?i)(?:(?<!\w)(?:is|it'?s|it’s|now|es|est|c'est|ist|heißt|lautet|è|é|je|jest|to|на|это|це"
                  r"|naar|auf|är|er|on|là|adalah|sera|será)|[:=→]|->)[ \t]*$")
 
+    #: a word for the old one ("purana Indigo_28 mat use karna", "die alte war …", "el viejo era …")
+    _OLD = _Lazy(r"(?i)(?<!\w)(?:old|previous|former|purana|puraana|alte[nrs]?|vorherige[nrs]?|ancien(?:ne)?|viej[oa]"
+                 r"|anterior|vecchi[oa]|precedente|oude|vorige|star[eyaiо]|стар\w{0,3}|попередн\w{0,3}|eski"
+                 r"|पुराना|पुरानी)(?!\w)|古い|旧|以前の|이전|예전")
+
     def matches(self, text: str) -> Iterator[re.Match[str]]:
         for mark in self._MASKED.finditer(text):
+            old = self._OLD.search(text, mark.end(), min(len(text), mark.end() + 60))
+            if old is not None:  # the one told before it, named the old one: as sensitive
+                for k, token in enumerate(_PasswordNearby._TOKEN.finditer(text, old.end(), min(len(text), old.end() + 60))):
+                    value = _PasswordNearby._value(token.group(0))
+                    if k > 2 or value.startswith(_MARK):
+                        break
+                    if _told(value) and not value.isdigit() or _password_like(value):
+                        a = token.start() + token.group(0).index(value)
+                        m = _SPAN_RE.match(text, a, a + len(value))
+                        if m is not None:
+                            yield m
+                        break
             back = self._BACK.search(text, mark.end(), min(len(text), mark.end() + 40))
             if back is None:
                 continue

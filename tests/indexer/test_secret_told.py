@@ -42,6 +42,11 @@ SECRETS = [
     # a password taken back and told again
     ("the vpn password is Maple!Trail42 — no wait, that was last month's, now it's Cedar.Ridge.88", "Cedar.Ridge.88"),
     ("Le mot de passe est Soleil#2020, non attends, c'est Lune_Bleue77 maintenant", "Lune_Bleue77"),
+    ("DB ka password badal diya, ab Qv7#Lm2pTz hai, purana Falcon_2019 mat use karna", "Falcon_2019"),
+    ("new password is Kx8#pLm2qq, the old one was Maple2018!", "Maple2018!"),
+    ("oops, wrong paste: not Hx7&Qm2!pL but Vr4@Nt8#kS", "Vr4@Nt8#kS"),
+    # a text message's sender tag and its code in brackets
+    ("[신한은행] 인증번호 [583019]를 입력하세요", "583019"),
     # spelled out for a voice assistant
     ("and the password is orange dash tiger dash fifty five all lowercase", "orange dash tiger dash fifty five"),
     ("das Passwort ist sonne bindestrich mond bindestrich elf", "sonne bindestrich mond bindestrich elf"),
@@ -88,6 +93,8 @@ LOOK_ALIKES = [
     "IBAN: DE89 3704 0044 0532 0130 00",
     "身份证号码长度是18位，请检查",
     "passwords must have four words like this",
+    "it is not Python3.11 but Python3.12 that breaks the build",
+    "the password is stored in the vault, the old login page is at /legacy",
 ]
 
 
