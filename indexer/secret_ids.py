@@ -158,7 +158,7 @@ def _filler(leave_out: frozenset[str] = frozenset()) -> str:
 _FILLER_HEAD = (r"(?i:(?:[ \t]+(?:of|on|for|at|de|del|de la|du|der|des|di|della|da|do|van|på|för|na|z|w|bei|zur)"
            r"[ \t]+[^\n:：=\d]{1,30}?(?=[ \t]*[:：=]|[ \t]+(?:is|are|ist|est|es|é|è)\b))?(?:[ \t]*[(（][^)）\n]{0,40}[)）])?"
            r"(?:[-'’](?:ul|ului|nya|[ıiuü]?m|[ıiuü]n|n[ıiuü]n)(?![^\W\d_])|[ \t\"'`*_=#>\[\]—–№-]"
-           r"|[:：](?:[ \t]*\r?\n)?|n[°º.]|(?:nr|no|num)\.|")
+           r"|[:：](?:[ \t]*\r?\n)?|[，、]|n[°º.]|(?:nr|no|num)\.|")
 _FILLER = _filler()
 #: after a bank account's label ("account", "Konto"), words of other languages that are English or German words too
 #: ("moved the account to 2024001", "Konto mit 1500000 Euro") are not read as filler
@@ -171,11 +171,15 @@ _WORD_CHAR = r"(?:[^\W\d_]|[\u0300-\u036f\u0900-\u0dff\u0e00-\u0e7f])"
 _PARTIES = (r"(?i:seller|vendor|merchant|company|supplier|employer|store|shop|bank|продавца|поставщика|организации"
             r"|компании|магазина|банка|работодателя|verkäufer\w*|firma|händler\w*|vendeur|société|entreprise"
             r"|vendedor|empresa|proveedor|tienda|venditore|azienda|fornitore)(?![^\W\d_])")
+#: words that name another number than the one labelled ("the DNI field is required, see ticket 12345678")
+_OTHER_NUMBERS = (r"(?i:ticket|issue|order|invoice|line|page|step|pr|bug|version|port|error|code|row|room|phone|tel"
+                  r"|fax|case|build|commit|pedido|factura|bestellung|rechnung|commande|заказ\w*)(?![^\W\d_])")
 #: what may stand between an identity number's label and its value besides :data:`_FILLER`: an ending after a hyphen
-#: ("ЕГН-то") and up to three short words of any language ("CNP-ul meu e …", "Số CCCD của mình là …", "ஆதார் எண்
+#: ("ЕГН-то") and up to six words of any language ("CNP-ul meu e …", "Số CCCD của mình là …", "ஆதார் எண்
 #: …", "رقم الهوية الوطنية حقي …"): the value must still pass its check or have its label's exact shape
 _SHORT_WORDS = (rf"(?:[-'’]{_WORD_CHAR}{{1,4}}(?!{_WORD_CHAR}))?[,;]?"
-                rf"(?:[ \t]+(?![A-Z]+[ \t]|{_PARTIES}){_WORD_CHAR}{{1,8}}(?=[ \t,:：]),?){{0,4}}")  # (not "QQ" of "QQ 52 81 46 C")
+                rf"(?:[ \t]*(?<!{_WORD_CHAR})(?![A-Z]+[ \t]|{_PARTIES}|{_OTHER_NUMBERS}){_WORD_CHAR}(?:{_WORD_CHAR}|['’]){{0,13}}"
+                rf"(?=[ \t,:：]),?){{0,6}}")  # (not "QQ" of "QQ 52 81 46 C")
 
 #: a letter of an alphabet that spaces its words (a label in Chinese or Japanese may be inside a sentence)
 _LETTER = r"[A-Za-z\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff]"
@@ -586,7 +590,7 @@ _ID_LABELS: tuple[tuple[tuple[str, ...], str, tuple[str, ...], str], ...] = (
     (("fiscale", "fisc", "c.f.", "CF"), r"codice[ \t_-]?fiscale|cod\.?[ \t]*fisc\.?|c\.f\.|(?-i:CF)",
      ("it.codicefiscale",), r"[A-Z]{6}[0-9LMNP-V]{2}[A-EHLMPR-T][0-9LMNP-V]{2}[A-Z][0-9LMNP-V]{3}[A-Z]"),
     (("NIE",), r"NIE", ("es.nie",), r"[XYZ][ -]?\d{7}[ -]?[A-Z]"),
-    (("dni", "identidad"), r"dni|documento[ \t]+nacional[ \t]+de[ \t]+identidad", ("es.dni", "es.nie", "es.nif"),
+    (("dni", "identidad"), r"dni|documento[ \t]+nacional[ \t]+de[ \t]+identidad", ("es.dni", "es.nie", "es.nif", "pe.cui"),
      _DNI + r"|\d{1,2}\.?\d{3}\.?\d{3}"),  # and Argentina's and Peru's, 7 or 8 digits
     (("nif",), r"nif", ("es.nif", "pt.nif"), _DNI + r"|[A-HJNP-SUVW]\d{7}[0-9A-J]|\d{3} ?\d{3} ?\d{3}"),
     (("identidad",), r"n[úu]mero[ \t]+de[ \t]+identidad", ("es.dni", "es.nie", "es.nif"), ""),
@@ -668,7 +672,7 @@ _ID_LABELS: tuple[tuple[tuple[str, ...], str, tuple[str, ...], str], ...] = (
     (("jmbg", "јмбг", "embg", "ембг", "матичн"), r"jmbg|јмбг|embg|ембг|матични[ \t]+број|матичен[ \t]+број",
      (), r"(?:0[1-9]|[12]\d|3[01])(?:0[1-9]|1[0-2])\d{9}"),  # Serbia's, North Macedonia's, Bosnia's, Montenegro's
     (("ausweis",), r"(?:personal)?ausweis(?:nummer|-?nr\.?)", (),
-     r"[CFGHJKLMNPRTVWXYZ][CFGHJKLMNPRTVWXYZ0-9]{8}"),  # Germany's identity card
+     r"[CFGHJKLMNPRTVWXYZ][CFGHJKLMNPRTVWXYZ0-9]{8}\d?"),  # Germany's identity card (and its check digit)
     # the United Arab Emirates' (before Saudi Arabia's: "رقم الهوية الإماراتية"), Saudi Arabia's citizen or resident
     (("الإماراتية", "الاماراتية", "emirates id"), r"رقم[ \t]+الهوية[ \t]+ال[إا]ماراتية|الهوية[ \t]+ال[إا]ماراتية"
      r"|emirates[ \t]+id(?:[ \t]+(?:number|no\.?))?", ("luhn",), r"784-?\d{4}-?\d{7}-?\d"),
@@ -682,6 +686,15 @@ _ID_LABELS: tuple[tuple[tuple[str, ...], str, tuple[str, ...], str], ...] = (
      ("ir-melli",), r"\d{10}|\d{3}-\d{6}-\d"),  # Iran's
     (("NIN",), r"(?-i:NIN)", (), r"\d{11}"),  # Nigeria's
     (("BVN",), r"(?-i:BVN)", (), r"\d{11}"),  # Nigeria's bank verification number
+    (("VID",), r"(?-i:VID)", ("in_.vid",), r"\d{4}([ -]?)\d{4}\1\d{4}\1\d{4}"),  # India's Aadhaar virtual id
+    (("загранпаспорт",), r"загранпаспорт\w{0,2}", (), r"\d{2} ?\d{7}"),  # Russia's passport for travel
+    (("NIT", "nit"), r"(?-i:NIT)|nit", ("gt.nit", "co.nit"), r"\d{6,10}-[\dK]"),  # Guatemala's, Colombia's
+    (("RUC", "ruc"), r"(?-i:RUC)|ruc", ("py.ruc", "ec.ruc", "pe.ruc"), ""),  # Paraguay's, Ecuador's, Peru's
+    (("RIF",), r"(?-i:RIF)", ("ve.rif",), r"[VEJPG]-?\d{8}-?\d"),  # Venezuela's
+    (("rut",), r"rut|run", ("cl.rut",), ""),  # Chile's, in lower case: its check must pass
+    (("CRA", "business number"), r"(?-i:CRA)(?:[ \t]+number)?", ("ca.sin",), ""),  # a Canadian's SIN as CRA asks it
+    (("personal health number", "PHN"), r"personal[ \t]+health[ \t]+number|(?-i:PHN)", (),
+     r"9\d{3} ?\d{3} ?\d{3}"),  # British Columbia's
     (("kitambulisho",), r"kitambulisho(?:[ \t]+cha[ \t]+taifa)?", (), r"\d{7,9}"),  # Kenya's, Tanzania's
     (("এনআইডি", "পরিচয়পত্র", "NID"), r"এনআইডি|জাতীয়[ \t]+পরিচয়পত্র|(?-i:NID)", (), r"\d{10}|\d{13}|\d{17}"),  # Bangladesh
     # told with a label that names no country: a number of an identity's length, not a placeholder
@@ -695,7 +708,8 @@ _ID_LABELS: tuple[tuple[tuple[str, ...], str, tuple[str, ...], str], ...] = (
     (("NIK", "induk kependudukan"), r"(?-i:NIK)|nomor[ \t]+induk[ \t]+kependudukan", ("id.nik",), r"\d{16}"),
     (("tfn", "tax file number"), r"tfn|tax[ \t]+file[ \t]+number", ("au.tfn",), r"\d{3} ?\d{3} ?\d{2,3}"),
     (("IRD",), r"IRD", ("nz.ird",), r"\d{2,3}-?\d{3}-?\d{3}"),
-    (("инн",), r"инн(?:[ \t]+(?:физлица|физического[ \t]+лица|ип|организации|юрлица))?", ("ru.inn",), r"\d{10}|\d{12}"),
+    # a person's (12 digits; an organisation's 10 are printed on its every receipt)
+    (("инн",), r"инн(?:[ \t]+(?:физлица|физического[ \t]+лица|ип))?", ("ru-inn-person",), r"\d{12}"),
     (("снилс", "snils"), r"снилс|snils", (), r"\d{3}-?\d{3}-?\d{3}[ -]?\d{2}"),
     (("рнокпп", "іпн"), r"рнокпп|іпн", ("ua.rntrc",), r"\d{10}"),
     (("id number", "id no", "mazisi"), r"id[ \t]+(?:number|no\.?)|(?:inombolo[ \t]+)?(?:ka)?mazisi",
@@ -769,6 +783,8 @@ def _valid(validator: str, value: str) -> bool:
         return _ir_melli(value)
     if validator == "hk-id":
         return _hk_id(value)
+    if validator == "ru-inn-person":
+        return len(value) == 12 and bool(importlib.import_module("stdnum.ru.inn").is_valid(value))
     if validator == "luhn":
         return luhn(value.replace("-", "").replace(" ", ""))
     return bool(importlib.import_module("stdnum." + validator).is_valid(value))
@@ -825,7 +841,7 @@ def _id_labels(entries: tuple[int, ...]) -> tuple[re.Pattern[str], list[tuple[re
     table = [(_re(label, 0 if label.isupper() else re.I), validators, shape)
              for _, label, validators, shape in (_ID_LABELS[i] for i in entries)]
     labels = "|".join(p.pattern if p.flags & re.I == 0 else f"(?i:{p.pattern})" for p, _, _ in table)
-    return _labelled(labels, 0, _SHORT_WORDS + _FILLER), table
+    return _labelled(labels, 0, _SHORT_WORDS + _FILLER + _SHORT_WORDS + r"[ \t]*"), table
 
 
 def _national_ids(text: str) -> Iterator[Span]:

@@ -435,7 +435,7 @@ _PASSWORD_WORDS_ANY = (
     "pasahitza", "pasvorto", "contrasinal", "passwuert", "cyfrinair", "pasfhocal", "facal-faire", "adgangsord",
     "palavra-passe", "palavra passe", "kodeord", "salasõna", "парол", "сырсөз", "серсүз", "şîfre", "modpas",
     "iphasiwedi", "phasiwedi", "aṣínà", "ọ̀rọ̀ aṣínà", "ọrọigbaniwọle", "igama lokugqitha", "ijambo ry'ibanga",
-    "kalmar sirri", "okwuntughe", "tenimiafina", "focal faire",
+    "kalmar sirri", "okwuntughe", "tenimiafina", "focal faire", "furaha sirta", "ramz",
     # the word typed fast ("passwrot", "pssword", "paswd": the stems stand for the endings), or "contraseñ" cut short
     "passw", "pssw", "pasw", "contraseñ", "пасс", "пас",
     "pw",  # chat's short form ("the admin pw is …"); not "pwned" (:meth:`_PasswordNearby._skip_word`)
@@ -451,7 +451,7 @@ _PASSWORD_WORDS_BARE = ("密码", "密碼", "口令", "パスワード", "パス
                         "कूटशब्द", "संकेतशब्द", "পাসওয়ার্ড", "ਪਾਸਵਰਡ", "ପାସୱାର୍ଡ", "கடவுச்சொல்", "รหัสผ่าน",
                         "ລະຫັດຜ່ານ", "סיסמה", "סיסמא", "كلمة المرور", "كلمة السر", "الرقم السري", "الرمز السري",
                         "باسورد", "باسوورد", "رمز عبور",
-                        "کلمه عبور", "گذرواژه", "پاس ورڈ", "პაროლ", "ពាក្យសម្ងាត់", "စကားဝှက်",
+                        "کلمه عبور", "گذرواژه", "پاس ورڈ", "كلمة مرور", "كلمة سر", "პაროლ", "ពាក្យសម្ងាត់", "စကားဝှက်",
                         "የይለፍ ቃል", "የይለፍ ቃሉ", "գաղտնաբառ", "પાસવર્ડ", "పాస్‌వర్డ్", "పాస్వర్డ్", "ಪಾಸ್‌ವರ್ಡ್", "പാസ്‌വേഡ്", "මුරපදය",
                         "පාස්වර්ඩ්", "پاسورډ", "پټنوم", "پارول", "פּאַראָל", "פאראל",
                         "পাছৱৰ্ড", "መሕለፊ ቃል")
@@ -641,6 +641,8 @@ class _PasswordNearby(_Scan):
         """A word glued to a name before it (``db_password``, ``--password``, ``x.password``), unless it is the end
         of a capitalised compound (``WLAN-Passwort``, ``Admin-Kennwort``) or follows an article (``il-password``)."""
         a = word.start()
+        if word.group(0).startswith(("пасп", "пасх", "пассаж", "пасек", "пасьян", "паст")):
+            return True  # паспорт (a passport), пасха, пассаж, паста: other words that start like "пас"
         if word.group(0).startswith("pw"):  # chat's short form, a word of its own: not pwned, pwsh, "…Pw" in binary
             return word.group(0) != "pw" or a > 0 and text[a - 1] not in " \t\n(\"'`*" or text[
                 word.end() : word.end() + 1] not in ("", " ", ":", "=", "\t", "\n")
@@ -811,14 +813,15 @@ _TOLD_GAP_RE = _Lazy(
     r"|era|será|é|è|és|este|jest|to|brzmi|było|je|jsou|bylo|zní|znie|bolo|glasi|bilo|on|oli|ir|bija|yra|buvo|är"
     r"|var|er|blir|είναι|ήταν|это|был|будет|є|це|е|беше|је|гласи|ass|yw|ydy|da|estas|është|ishte|huwa|hija"
     r"|adalah|ialah|yaitu|yakni|ay|là|ni|ndi|ngu|waa|volt|lesz|pedig|है|হল|হলো|ہے|است|هي|هو|היא|הוא"
-    r"|არის|է|คือ|គឺ|бол|ita ce|shi ne|set to|changed to|reset to|it's|it’s|it is|used|chose|picked|went with"
+    r"|არის|է|คือ|គឺ|бол|ita ce|shi ne|waa|wa|set to|changed to|reset to|it's|it’s|it is|used|chose|picked|went with"
     r"|typed|entered)"
     rf"(?:[ \t]+(?:{'|'.join(_GAP_ADVERBS)}))?"  # "pw is literally …"
     r"[ \t]*[:：]?"
-    r"|[:=：→՝(]|は|が|是|为|為|：|는|은|이|가|คือ|គឺ)[ \t]*$")
+    r"|[:=：→՝(]|は|が|是|为|為|：|는|은|이|가|คือ|គឺ|ია)[ \t]*$")
 #: copulas that are other words in other languages (English "on", Italian "da", Spanish "ni"): they announce a value
 #: only after a word for password of their own language
 _OWN_LANGUAGE = {"on": ("salasan", "salasõn", "parool", "tunnuslause"), "oli": ("salasan", "salasõn", "parool"),
+                 "waa": ("furaha",), "wa": ("pasuwado", "pasuwaado"),
                  "da": ("pasahitza",), "ni": ("nenosiri", "aṣínà", "ọ̀rọ̀", "ọrọigbaniwọle", "iphasiwedi"),
                  "és": ("contrasenya",),  # Catalan "is", Hungarian "and"
                  "ita ce": ("kalmar sirri",), "shi ne": ("kalmar sirri",)}  # Hausa "it is"
@@ -855,8 +858,8 @@ def _told(value: str) -> bool:
     (``perrito2021``, ``Knedlik.Pivo42``), 6 to 128 characters; or a number of 4 to 12 digits (a banking app's
     numeric password, a PIN), not a year. Never a URL, an e-mail, a path, a file name, a version, code, a date, an
     algorithm or a format (``sha256``, ``base64``, ``utf8``), a stand-in or a word about the secret."""
-    if not value or value.startswith(_MARK) or _stands_in(value):
-        return False
+    if not value or value.startswith(_MARK) or _stands_in(value) or value.lower().startswith("1password"):
+        return False  # (1Password-lenken: the app, not a password)
     if value.rstrip("#*").isdigit():  # a keypad's code may end in its # or * (4512*)
         number = value.rstrip("#*")
         return number.isascii() and 4 <= len(number) <= 24 and not _YEAR_RE.fullmatch(number)
@@ -1658,7 +1661,7 @@ _ALGORITHM_RE = _Lazy(r"(?i)(?:argon2(?:id|i|d)?|bcrypt|scrypt|pbkdf2(?:-sha\d+)
 
 
 def _password_like(value: str) -> bool:
-    if not 8 <= len(value) <= 128 or _UUID_SHAPE_RE.fullmatch(value):
+    if not 8 <= len(value) <= 128 or _UUID_SHAPE_RE.fullmatch(value) or value.lower().startswith("1password"):
         return False  # (a UUID is an id)
     lower, upper, digits, other = _char_kinds(value)
     if not digits or not (upper and lower or other) or value.startswith(_MARK):
@@ -2485,7 +2488,7 @@ _COLUMN_PASSWORDS = frozenset({"clave", "contrasena", "senha", "kennwort", "pass
                                "parola", "parole", "wachtwoord", "losenord", "пароль", "密码", "パスワード", "비밀번호",
                                "sifre", "mdp", "pwd", "pw"})
 _RULE_CHARS = frozenset("|-:=+ ─┼│├┤┌┐└┘┬┴━┃┏┓┗┛┣┫┳┻╋═║╔╗╚╝╠╣╦╩╬")  # a table's rules and borders
-_WORD_CELL_RE = _Lazy(r"[A-Za-z][\w .()/-]{0,40}|`[A-Za-z][\w .-]{0,40}`")
+_WORD_CELL_RE = _Lazy(r"[^\W\d_][\w .()/-]{0,40}|`[^\W\d_][\w .-]{0,40}`")  # (środowisko, 環境: names too)
 
 
 class _CookiePairs(_Scan):
@@ -2559,7 +2562,8 @@ def _prose(words: str, separators: str, shortest: int, code: bool = True) -> _Ch
         rf"(?:(?:…|\.\.\.|›)[ \t]*)?"  # a prompt's answer: "Enter a secret value: … <typed>"
         rf"([\"'`]?)(?!\[REDACTED)(?=[^\s\"'`]{{0,127}}[0-9!@#$%^&*+/_~\-])([^\s\"'`(\[<-][^\s\"'`]{{{shortest - 1},127}}?)"
         rf"\1(?=[.,;!?)]?(?:\s|$))"),
-        lambda m: _mixed(m.group(2)) and not _skip_value(m.group(2)) and "://" not in m.group(2) and (
+        lambda m: _mixed(m.group(2)) and not _skip_value(m.group(2)) and "://" not in m.group(2)
+        and not m.group(2).startswith("**") and (  # Password=******;SSL Mode=…: a masked value
             code or not _CODE_PATH_RE.fullmatch(m.group(2))) and not (
             # "die Passphrase für den GPG-Schlüssel ist …": after what it is for, a value with no "is" or ":"
             # before it is a word of the sentence unless it holds a digit
@@ -2634,6 +2638,28 @@ _FORMATS: list[tuple[str, tuple[str, ...], _Lazy | _Scan, int]] = [
     ("password", ("pass", "pw"),
      _Lazy(r"(?im)^[ \t]*[\w.-]{0,40}?(?:pass|pw)[\w.-]{0,40}?[\"']?[ \t]*(?:[:=][ \t]*)?[\"']?([a-z]{4} [a-z]{4} [a-z]{4} [a-z]{4})"
            r"[\"']?[ \t]*,?[ \t]*$"), 1),
+    # an environment variable printed as a JSON string (docker inspect's Config.Env, a task definition): the whole
+    # value to the closing quote, signs and all (a Django SECRET_KEY holds "(", ")", "=", "%", "&")
+    ("secret", ("=",),
+     _Checked(_Lazy(r"\"([A-Za-z_][A-Za-z0-9_]{1,80})=(?!\[REDACTED)([^\"\n\\]{6,300})\""),
+              lambda m: _strong_name(m.group(1)) and not _skip_value(m.group(2)) and not _stands_in(m.group(2))), 2),
+    # a row of a box-drawn listing of names and values with no header (railway variables, a TUI's table)
+    ("secret", ("║", "┃", "│"),
+     _Checked(_Lazy(r"(?m)^[ \t]*[║┃│][ \t]*([A-Za-z_][A-Za-z0-9_.-]{1,80})[ \t]*[│┃|][ \t]*(?!\[REDACTED)"
+                    r"(\S{4,300}?)[ \t]*[║┃│][ \t]*$"),
+              lambda m: _strong_name(m.group(1)) and not _skip_value(m.group(2)) and (
+                  _password_like(m.group(2)) or _looks_random(m.group(2)) or _told(m.group(2)))), 2),
+    # a conda channel's token (…anaconda.org/t/<token>/…), Bundler's credentials for a gem server
+    # (`bundle config`: the host, then 'Set for …: "user:password"')
+    ("secret", ("anaconda.org/t/", "anaconda.com/t/"), _Lazy(r"(?i)\banaconda\.(?:org|com)/t/([A-Za-z0-9-]{16,})/"), 1),
+    ("password", ("set for",),
+     _Lazy(r"(?m)^[a-z0-9-]+(?:\.[a-z0-9-]+)+[ \t]*\r?\n[ \t]*Set for [^\n]{1,200}?: \"(?!\[REDACTED)([^\"\n:]{1,100}:"
+           r"[^\"\n]{1,200})\""), 1),
+    # a REPL's answer to a secret setting it was asked for (Laravel tinker, PsySH): "> config('app.key')" then
+    # '= "…"'
+    ("secret", ("config(",),
+     _Checked(_Lazy(r"(?m)^>[ \t]*config\(['\"]([\w.-]{1,80})['\"]\)[ \t]*\r?\n=[ \t]*\"(?!\[REDACTED)([^\"\n]{6,300})\""),
+              lambda m: _config_named(m)), 2),
     # an Oracle Cloud pre-authenticated request (the link is the credential), an Akamai edge token's HMAC, a Bark
     # push key (api.day.app/<key>/…)
     ("secret", ("oraclecloud.com/p/",), _Lazy(r"(?i)\.oraclecloud\.com/p/([A-Za-z0-9_\-+=.]{20,})/n/"), 1),
@@ -3438,7 +3464,9 @@ _FORMATS.extend([
     ("password", ("pass", "pw", "secret", "token", "key"),
      _Checked(_Lazy(r"(?:\{[ \t]*:?([a-z][\w-]*)[ \t]*,|(?<![\w:]):([a-z][\w-]*)[ \t]+)[ \t]*<{0,2}\"(?!\[REDACTED)"
                     r"([^\"\n]+)\">{0,2}"), lambda m: _strong_name(m.group(1) or m.group(2)) and not _skip_value(m.group(3))), 3),
-    ("password", ("pass", "secret", "token", "key", "credential"), _SecretColumn(), 1),
+    ("password", ("pass", "secret", "token", "key", "credential", "clave", "contrase", "senha", "kennwort",
+                  "mot de passe", "hasło", "haslo", "heslo", "parol", "wachtwoord", "lösenord", "losenord", "пароль",
+                  "şifre", "sifre", "密码", "パスワード", "비밀번호", "mdp", "pwd", "pw"), _SecretColumn(), 1),
     ("secret", ("value", "wert", "valor", "valeur", "valore", "waarde"), _SecretColumn(pairs=True), 1),
     ("account-number", ("account", "acct", "iban", "ssn", "social", "card", "cvv", "cvc", "routing", "national",
                         "tax", "passport", "pin", "puk", "geheimzahl"), _SecretColumn(personal=True), 1),
@@ -4067,6 +4095,10 @@ _PROSE_STOP = frozenset({
     "just", "fine", "good", "bad", "right", "very", "really", "only", "literally", "simply", "probably", "always",
     "never", "already", "currently", "actually", "somewhere", "there", "here", "saved", "visible", "shown",
     "hidden", "unchanged", "unknown", "optional", "mandatory", "case-sensitive", "forgotten", "lost", "locked",
+    # where it is, in other languages ("Passwort: steht im Team-Tresor", "mot de passe : voir le coffre")
+    "steht", "liegt", "siehe", "findest", "gibt", "kommt", "folgt", "fehlt", "wird", "ist", "im", "bei", "voir", "est",
+    "dans", "suit", "está", "ver", "en", "sigue", "vedi", "è", "nel", "sta", "staat", "zie", "ligt", "veja", "fica",
+    "jest", "patrz", "см", "лежит", "есть",
 })
 _SEP_RE = _Lazy(r"(?:\\?[\"'`])?[\]}]?[ \t]*(::(?=[ \t])|:=|=>|->|\?=|=|:)(?![=:/])[ \t]*")
 #: ``name: API_KEY`` … ``value: x`` (Kubernetes env, .NET appSettings, CloudFormation parameters)
@@ -4132,6 +4164,11 @@ def _script_named(m: re.Match[str]) -> bool:
             and not _skip_value(value) and (_password_like(value) or _looks_random(value) or _told(value)))
 
 
+def _config_named(m: re.Match[str]) -> bool:
+    """``config('services.paddle.api_key')`` (group 1) names a secret, and its answer (group 2) stands for none."""
+    return name_kind(m.group(1).rsplit(".", 1)[-1]) is not None and not _stands_in(m.group(2))
+
+
 @functools.lru_cache(maxsize=4096)
 def name_kind(name: str) -> tuple[str, bool] | None:
     """``(kind, strong)`` when ``name`` marks a secret, else None; a weak name (``key``, ``auth``, ``salt``… alone)
@@ -4146,7 +4183,7 @@ def name_kind(name: str) -> tuple[str, bool] | None:
     """
     if not name.isascii():
         for word, kind in _SCRIPT_NAMES:
-            if word in name:
+            if word in name.lower():
                 return kind, True  # 시크릿키 = …, パスワード: …, пароль_бд = …: a name in another script
         if (folded := _fold(name)).isascii():
             name = folded  # hasło_smtp, contraseña_db: the name typed without its letters' marks
@@ -4713,6 +4750,9 @@ def _named(text: str, lower: str) -> tuple[str, int]:
             span = None  # rails credentials:edit, artisan key:generate, secret:list: a command's namespace and task
         if span and _ui_label(text[span[0] : span[1]]):
             span = None  # "login.password": "Passwort", password = Пароль: an app's label, translated
+        if span and kind == "password" and text[span[0] : span[1]].lower() in _PROSE_STOP and text[
+                span[1] : span[1] + 1] in (" ", "\t"):
+            span = None  # "Passwort: steht im Team-Tresor": a word of the sentence that goes on
         if span and _in_sentence(text, a, text[span[0] : span[1]]):
             span = None  # "it served as a spoken password: those who …": a word of the sentence
         if span and (_reads_itself(name, text[span[0] : span[1]]) or _names_another(text[span[0] : span[1]])
@@ -4972,6 +5012,12 @@ def _masked(kind: str, value: str) -> None:
 
 #: a password listed with one a rule masked: "tried … and [REDACTED:password]", "[REDACTED:password] or …"
 _LIST_WORD = r"[,;]?[ \t]+(?:and|or|und|oder|et|ou|y|o|e|en|of|i|och|eller|и|или)[ \t]+"
+#: what joins an old value to its new one in a rotation ("admin: BlueFalcon_77 -> Ochre.Falcon.78"), or the one told
+#: to the one it is not ("hasło to X, a nie Y", "c'est X, pas Y", "X, not Y")
+_ROTATION = r"[ \t]*(?:->|→|=>|⇒)[ \t]*"
+_NOT_WORD = r",?[ \t]+(?:a[ \t]+nie|nie|not|nicht|pas|no|non|não|niet|ne|не)[ \t]+"
+
+
 class _CorrectedAfter(_Scan):
     """A password taken back after it was told: "the db password is X — no wait, that's the old one, it got
     rotated; it's Y now" (X masked already). After a word that takes it back within 40 characters of the masked
@@ -5023,6 +5069,10 @@ class _CorrectedAfter(_Scan):
 
 _SIBLINGS = (
     _CorrectedAfter(),
+    _Checked(_Lazy(r"(?<![^\s(\"'`:])([^\s()\[\]\"'`,;]{6,64}?)" + _ROTATION + r"(?=\[REDACTED:password\])"),
+             lambda m: _told(m.group(1)) or _password_like(m.group(1))),
+    _Checked(_Lazy(r"(?<=\[REDACTED:password\])" + _NOT_WORD + r"([^\s()\[\]\"'`,;]{6,64}?)(?=[.,;!?)—]?(?:\s|$))"),
+             lambda m: _told(m.group(1)) or _password_like(m.group(1))),
     _Checked(_Lazy(r"(?<![^\s(\"'`])([^\s()\[\]\"'`,;]{6,64}?)" + _LIST_WORD + r"(?=\[REDACTED:password\])"),
              lambda m: _told_pair(m.group(1))),
     _Checked(_Lazy(r"(?<=\[REDACTED:password\])" + _LIST_WORD + r"([^\s()\[\]\"'`,;]{6,64}?)(?=[.,;!?)]?(?:\s|$))"),
@@ -5059,13 +5109,19 @@ def _sample_token(token: str) -> bool:
     if len(token) > 64 or "\n" in token:
         return False
     body = token[max(token.rfind("_"), token.rfind("."), token.rfind("/"), token.rfind("-")) + 1 :]
-    return token.endswith(("EXAMPLE", "EXAMPLEKEY")) or len(body) >= 8 and body.count(body[0]) == len(body) or (
-        _PLACEHOLDER_WORD_RE.search(token) is not None and _TOKEN_SHAPE_RE.fullmatch(token) is not None)
+    return token.endswith(("EXAMPLE", "EXAMPLEKEY")) or token in _DOCUMENTED_TOKENS or len(body) >= 8 and body.count(
+        body[0]) == len(body) or (_PLACEHOLDER_WORD_RE.search(token) is not None
+                                  and _TOKEN_SHAPE_RE.fullmatch(token) is not None)
+
+
+#: keys printed in providers' documentation for everyone to try (Stripe's test key of its API reference)
+_DOCUMENTED_TOKENS = frozenset({"sk_test_4eC39HqLyjWDarjtT1zdp7dc", "pk_test_TYooMQauvdEDq54NiTphI7jx",
+                                "sk_test_BQokikJOvBiI2HlWgH4olfQ2"})
 
 
 #: a word a placeholder holds and a random token of 64 characters all but never does: xoxb-your-bot-token
 _PLACEHOLDER_WORD_RE = _Lazy(r"(?i)your|example|placeholder|dummy|change-?me|replace|cambiar|changer|[äa]ndern|alterar"
-                             r"|sostituire|wijzigen|zmien")
+                             r"|sostituire|wijzigen|zmien|not-a-real|not_a_real|fake-?token|this-will-not-work")
 _TOKEN_SHAPE_RE = _Lazy(r"[\w-]+")  # a token, not a URL or a login (user:pw@host.example.com)
 
 

@@ -106,7 +106,7 @@ def test_secrets_of_common_providers_are_masked():
         "github-token": "ghp_" + "a1B2" * 9,
         "openai-key": "sk-proj-" + "x9" * 16,
         "anthropic-key": "sk-ant-api03-" + "Zz" * 15,
-        "stripe-key": "sk_test_4eC39HqLyjWDarjtT1zdp7dc",
+        "stripe-key": "sk_test_7hQ28LmZrW4pXk9TnB3vYc6D",
         "slack-token": "xoxb-123456789012-abcdefghij",
         "google-key": "AIza" + "S" * 35,
         "jwt": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",

@@ -29,6 +29,14 @@ SECRETS = [
     ("паспорт 45 06 123456, выдан в 2015", "45 06 123456"),
     ("用我的身份证号110105199003071239注册测试账号", "110105199003071239"),
     ("佢嘅身份證號碼係K472915(3)", "K472915(3)"),
+    ("for the payroll import my CRA number is 130 692 544 (mine)", "130 692 544"),
+    ("the form wants a BC Personal Health Number — mine is 9123 456 782, no spaces", "9123 456 782"),
+    ("mi RUC en Paraguay es 5585359-5; el generador calcula mal el dígito", "5585359-5"),
+    ("el CUIT del monotributo es 20-39778595-6 y el resto va al .env", "20-39778595-6"),
+    ("cédula ecuatoriana 2401167057 (del usuario) para el fixture", "2401167057"),
+    ("meri VID use karo: 9187 4406 3208 2356 — sandbox me chalti hai", "9187 4406 3208 2356"),
+    ("нужен загранпаспорт: 75 1234567, выдан в 2021", "75 1234567"),
+    ("voor de test heb ik een echt BSN nodig, gebruik die van mij: 111222333. niet committen", "111222333"),
     # codes told by the message they came in, or by the door, box or locker they open
     ("the bank wants a code, I got 739104 by text just now", "739104"),
     ("Te llegó el código 582013 por SMS, ponlo ya", "582013"),
@@ -47,6 +55,12 @@ SECRETS = [
     ("oops, wrong paste: not Hx7&Qm2!pL but Vr4@Nt8#kS", "Vr4@Nt8#kS"),
     # a text message's sender tag and its code in brackets
     ("[신한은행] 인증번호 [583019]를 입력하세요", "583019"),
+    ("rotate the grafana admin: Copper_Kite_41 -> Slate.Heron.52 and redeploy", "Copper_Kite_41"),
+    ("przepraszam — hasło to Bigos!Domowy7, a nie Bigos!Domowy", "Bigos!Domowy"),
+    ("كلمة مرور الخادم هي Falafel_Cairo_2024 واسم المستخدم admin", "Falafel_Cairo_2024"),
+    ("სერვერის პაროლია ლობიანი_ქუთაისი7, შედი", "ლობიანი_ქუთაისი7"),
+    ("furaha sirta ee database-ka waa Sambuus_Hargeisa9, gal", "Sambuus_Hargeisa9"),
+    ("| env | user | hasło |\n|---|---|---|\n| dev | qa | Zurek_Smaczny_31 |", "Zurek_Smaczny_31"),
     # spelled out for a voice assistant
     ("and the password is orange dash tiger dash fifty five all lowercase", "orange dash tiger dash fifty five"),
     ("das Passwort ist sonne bindestrich mond bindestrich elf", "sonne bindestrich mond bindestrich elf"),
@@ -68,6 +82,11 @@ SECRETS = [
     # a card's code in Hebrew, an Iranian card's second PIN
     ("כרטיס 4556 7375 8689 9855, קוד 527 בגב", "527"),
     ("کارت 4556 7375 8689 9855 رمز دوم 8392017", "8392017"),
+    ('[\n  "DJANGO_SECRET_KEY=9xk*co&fv)mo60ue)n=!z1ge)%a!_r1%@cwp",\n  "DEBUG=0"\n]', "9xk*co&fv)mo60ue)n=!z1ge)%a!_r1%@cwp"),
+    ("║ PGPASSWORD    │ Qm8Zr2LwK4Xp9Tn6Vb3Yc7Hd ║", "Qm8Zr2LwK4Xp9Tn6Vb3Yc7Hd"),
+    ("  - https://conda.anaconda.org/t/ab-12345678-90ab-cdef-1234-567890abcdef/internal", "ab-12345678-90ab-cdef"),
+    ('gems.example-pro.com\nSet for the current user (/home/u/.bundle/config): "a1b2c3d4:e5f6a7b8"', "a1b2c3d4:e5f6a7b8"),
+    ("> config('app.key')\n= \"base64:Qm9yZWFsaXNTZWNyZXRWYWx1ZUhlcmUxMjM0NTY3OA==\"", "Qm9yZWFsaXNTZWNyZXRWYWx1ZUhl"),
     # signed links and keys of less famous services
     ("https://objectstorage.us-ashburn-1.oraclecloud.com/p/Zx9Qw2Er7Ty4Ui8Op1As5Df3Gh6Jk0LmNb/n/ns1/b/bk/o/f.zip",
      "Zx9Qw2Er7Ty4Ui8Op1As5Df3Gh6Jk0LmNb"),
@@ -94,6 +113,15 @@ LOOK_ALIKES = [
     "身份证号码长度是18位，请检查",
     "passwords must have four words like this",
     "it is not Python3.11 but Python3.12 that breaks the build",
+    "реквизиты: ПАО «Сбербанк», ИНН 7707083893, КПП 773601001, БИК 044525225",
+    "im inn passordet i chatten, bruk heller 1Password-lenken så jeg kan hente det",
+    "Benutzer: admin, Passwort: steht im Team-Tresor unter Grafana Staging",
+    "Host=db;Database=ledger;Username=app;Password=******;SSL Mode=Require",
+    "The docs' example key sk_test_4eC39HqLyjWDarjtT1zdp7dc only works in test mode.",
+    'client = WebClient(token="xoxb-not-a-real-token-this-will-not-work")',
+    "мой паспорт выдан в 2015, подставь в e2e-тест",
+    "the DNI field is required, see ticket 12345678",
+    "> config('app.name')\n= \"Shop\"",
     "the password is stored in the vault, the old login page is at /legacy",
 ]
 
