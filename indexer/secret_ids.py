@@ -409,6 +409,11 @@ _BANK_WORDS = (
     r"|hesap|havale|口座|銀行|振込|银行|账户|帳戶|转账|계좌|은행|tài khoản|ngân hàng|rekening|बैंक|खाता"
     r"|بنك|مصرف|حساب|[آاإ]يبان|בנק|חשבון|ธนาคาร|บัญชี"
 )
+#: words for an account or a bank in more languages and scripts (Gujarati, Bengali, Tamil, Telugu, Marathi, Kannada,
+#: Malayalam, Punjabi; Korean banks and the account holder; Yoruba, Swahili, Hausa): anchors of both account rules
+#: and bank words around an account's number
+_MORE_ACCOUNT_WORDS = ("ખાતા", "অ্যাকাউন্ট", "হিসাব", "கணக்கு", "ఖాతా", "खाते", "ಖಾತೆ", "അക്കൗണ്ട്", "ਖਾਤਾ", "은행", "뱅크",
+                       "예금주", "농협", "우체국", "새마을금고", "신협", "수협", "àkáǹtì", "akanti", "akaunti", "asusu")
 _BANK_ANCHORS = (
     # a payment's words too: an IBAN is told to be paid to (Danish indbetal, German überweis, Italian bonifico …)
     "betal", "überweis", "uberweis", "virement", "transfer", "pago", "pagamento", "bonifico", "przelew", "platb",
@@ -421,8 +426,7 @@ _BANK_ANCHORS = (
     "tilinumero", "tilinro", "účet", "účtu", "счет", "счёт", "банк",
     "hesap", "havale", "口座", "銀行", "振込", "银行", "账户", "帳戶", "转账", "계좌", "은행", "tài khoản", "ngân hàng",
     "बैंक", "खाता", "clabe", "cbu", "cvu", "آيبان", "ايبان", "إيبان", "شبا", "بنك", "مصرف", "حساب", "בנק", "חשבון",
-    "ธนาคาร", "บัญชี", "普通", "当座", "뱅크", "예금주", "농협", "우체국", "ખાતા", "কাউন্ট", "கணக்கு", "ఖాతా", "खाते", "ಖಾತೆ",
-    "അക്കൗണ്ട്", "ਖਾਤਾ", "àkáǹtì", "akanti", "akaunti", "asusu",
+    "ธนาคาร", "บัญชี", "普通", "当座", *_MORE_ACCOUNT_WORDS,
 )
 #: the registries' and banks' documented example IBANs (SWIFT's IBAN registry, the ECBS and Wikipedia): left alone
 _EXAMPLE_IBANS = frozenset({
@@ -508,8 +512,7 @@ _ACCOUNT_LABEL = (
 _ACCOUNT_ANCHORS = (
     "account", "acct", "a/c", "checking", "savings", "chequing", "konto", "compte", "cuenta", "conto", "conta",
     "rekening", "rachun", "tilinumero", "tilinro", "účtu", "сч", "hesap", "口座", "银行账", "銀行帳", "계좌", "tài khoản",
-    "खाता", "حساب", "חשבון", "บัญชี", "普通", "当座", "ખાતા", "নম্বর", "கணக்கு", "ఖాతా", "खाते", "ಖಾತೆ", "അക്കൗണ്ട്",
-    "ਖਾਤਾ", "은행", "뱅크", "농협", "우체국", "새마을금고", "신협", "수협", "àkáǹtì", "akanti", "akaunti", "asusu",
+    "खाता", "حساب", "חשבון", "บัญชี", "普通", "当座", *_MORE_ACCOUNT_WORDS,
 )
 _BANK_CODE_ANCHORS = ("routing", "aba", "rtn", "ruta", "sort", "bsb", "clabe", "cbu", "cvu", "transit")
 
@@ -530,8 +533,8 @@ def _bank_accounts(text: str) -> Iterator[Span]:
     for start, end in _labelled_values(labels, text, _account_number, 26):
         if _near(r"\baws\b|arn:aws|amazon", text, start, end, 200):
             continue  # an AWS account id (12 digits) in a text that speaks of transfers or payments
-        if _near(_BANK_WORDS + r"|kontonummer|rekeningnummer|口座番号|계좌|은행|뱅크|예금주|농협|우체국|ifsc|àkáǹtì|akanti"
-                 r"|akaunti|asusu|ખાતા|কাউন্ট|கணக்கு|ఖాతా|खाते|ಖಾತೆ|അക്കൗണ്ട്|ਖਾਤਾ", text, start, end, 200):
+        if _near(_BANK_WORDS + r"|kontonummer|rekeningnummer|口座番号|계좌|" + "|".join(_MORE_ACCOUNT_WORDS), text, start,
+                 end, 200):
             yield start, end
 
 

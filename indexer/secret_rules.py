@@ -4182,8 +4182,9 @@ def name_kind(name: str) -> tuple[str, bool] | None:
     (('secret', False), ('secret', True))
     """
     if not name.isascii():
+        lowered = name.lower()
         for word, kind in _SCRIPT_NAMES:
-            if word in name.lower():
+            if word in lowered:
                 return kind, True  # 시크릿키 = …, パスワード: …, пароль_бд = …: a name in another script
         if (folded := _fold(name)).isascii():
             name = folded  # hasło_smtp, contraseña_db: the name typed without its letters' marks
@@ -5039,32 +5040,37 @@ class _CorrectedAfter(_Scan):
     def matches(self, text: str) -> Iterator[re.Match[str]]:
         for mark in self._MASKED.finditer(text):
             old = self._OLD.search(text, mark.end(), min(len(text), mark.end() + 60))
-            if old is not None:  # the one told before it, named the old one: as sensitive
-                for k, token in enumerate(_PasswordNearby._TOKEN.finditer(text, old.end(), min(len(text), old.end() + 60))):
-                    value = _PasswordNearby._value(token.group(0))
-                    if k > 2 or value.startswith(_MARK):
-                        break
-                    if _told(value) and not value.isdigit() or _password_like(value):
-                        a = token.start() + token.group(0).index(value)
-                        m = _SPAN_RE.match(text, a, a + len(value))
-                        if m is not None:
-                            yield m
-                        break
+            if old is not None:  # the one told before it, named the old one: as sensitive (among the next 3 tokens)
+                found = self._value_after(text, old.end(), min(len(text), old.end() + 60), 3, lambda v, _: (
+                    _told(v) and not v.isdigit() or _password_like(v)))
+                if found is not None:
+                    yield found
             back = self._BACK.search(text, mark.end(), min(len(text), mark.end() + 40))
             if back is None:
                 continue
             end = text.find("\n\n", back.end(), back.end() + 200)
-            end = min(len(text), back.end() + 200) if end < 0 else end
-            for token in _PasswordNearby._TOKEN.finditer(text, back.end(), end):
-                value = _PasswordNearby._value(token.group(0))
-                if value.startswith(_MARK):
-                    break  # the next one told is masked already
-                if _password_like(value) and self._GAP.search(text, max(back.end(), token.start() - 24), token.start()):
-                    a = token.start() + token.group(0).index(value)
-                    m = _SPAN_RE.match(text, a, a + len(value))
-                    if m is not None:
-                        yield m
-                    break
+            lo = back.end()
+
+            def told_again(value: str, at: int, lo: int = lo) -> bool:  # after a copula, a colon or "to"
+                return _password_like(value) and self._GAP.search(text, max(lo, at - 24), at) is not None
+
+            found = self._value_after(text, lo, min(len(text), lo + 200) if end < 0 else end, None, told_again)
+            if found is not None:
+                yield found
+
+    @staticmethod
+    def _value_after(text: str, start: int, end: int, most: int | None,
+                     takes: Callable[[str, int], bool]) -> re.Match[str] | None:
+        """The first token of ``text[start:end]`` (of its first ``most``) whose value ``takes(value, its start)``
+        accepts, as a match of the value; None at a value masked already (the next one told is masked)."""
+        for k, token in enumerate(_PasswordNearby._TOKEN.finditer(text, start, end)):
+            value = _PasswordNearby._value(token.group(0))
+            if most is not None and k >= most or value.startswith(_MARK):
+                return None
+            if takes(value, token.start()):
+                a = token.start() + token.group(0).index(value)
+                return _SPAN_RE.match(text, a, a + len(value))
+        return None
 
 
 _SIBLINGS = (

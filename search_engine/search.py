@@ -27,7 +27,7 @@ from indexer.base.errors import ModelUnavailable, UsageError, one_line
 from indexer.base.settings import Settings
 from indexer.base.types import Explanation, Health, SearchResult
 from indexer.status import health
-from indexer.store import HitRow, Store
+from indexer.store import HitRow, Scored, Store
 from indexer.store.local import SqliteStore
 from search_engine.embedding import EmbedderArg, QueryEmbedder
 from search_engine.feedback import FEEDBACK_HITS, feedback_list
@@ -234,6 +234,7 @@ def _search(request: Request, store: Store | None) -> SearchResult:
     window, anchor = (None, frozenset()) if request.raw or filters.since or filters.until else _time_window(
         store, query.time, filters)
     qvec: bytes | None = None
+    then_nearest: list[Scored] | None = None  # the events of the time the query names nearest to it
     while True:  # once, unless near-duplicates leave fewer than k distinct hits: then on a pool twice as wide
         lexical_ids: list[int] = []
         bm25_scores: Mapping[int, float] = {}
@@ -251,10 +252,11 @@ def _search(request: Request, store: Store | None) -> SearchResult:
                 nearest = store.vector_candidates(qvec, cast(str, choice.model_id), filters, pool,  # a model
                                                   ef_search=settings.ef_search)
                 if window is not None and WINDOW_NEAREST:
-                    then = filters._replace(since=window.start, until=window.after(TOLD_AFTER_DAYS).end)
+                    if then_nearest is None:  # (read once: a wider pool on a second pass does not change them)
+                        then = filters._replace(since=window.start, until=window.after(TOLD_AFTER_DAYS).end)
+                        then_nearest = store.vector_candidates(qvec, cast(str, choice.model_id), then, WINDOW_NEAREST)
                     seen = {s.id for s in nearest}
-                    nearest += [s for s in store.vector_candidates(qvec, cast(str, choice.model_id), then,
-                                                                   WINDOW_NEAREST) if s.id not in seen]
+                    nearest += [s for s in then_nearest if s.id not in seen]
                 vector_ids = [s.id for s in nearest]
                 similarity = {s.id: round(1.0 - s.score, 4) for s in nearest if s.score is not None}
             except ModelUnavailable as exc:
